@@ -1,0 +1,163 @@
+"""Model providers: what a request and a response look like, and how a provider is described."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+API_MODES: tuple[str, ...] = ("chat_completions", "codex_responses", "anthropic_messages")
+"""The wire formats hermes knows. Messages are always OpenAI-style inside hermes."""
+
+FINISH_REASONS: tuple[str, ...] = ("stop", "tool_calls", "length", "content_filter")
+
+StreamSink = Callable[[str, dict[str, Any]], None]
+"""``sink(event, data)``: ``text_delta`` {text}, ``reasoning_delta`` {text},
+``tool_call_started`` {index, id, name}, ``thinking`` {active}."""
+
+
+@dataclass
+class Usage:
+    """Token counts of one model call (or a sum of calls)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    def add(self, other: Usage) -> None:
+        """Add ``other``'s counts to these."""
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cache_read_tokens += other.cache_read_tokens
+        self.cache_write_tokens += other.cache_write_tokens
+        self.reasoning_tokens += other.reasoning_tokens
+
+    def as_dict(self) -> dict[str, int]:
+        """The counts as a plain dict."""
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
+        }
+
+
+@dataclass
+class ModelRequest:
+    """One call to a model, in hermes's OpenAI-style format.
+
+    :param model: the model name.
+    :param messages: the transcript, system prompt first; already repaired, validated and
+        stripped of internal fields. Providers convert it to their wire format.
+    :param tools: OpenAI function-calling schemas, sorted by name (empty: no tools offered).
+    :param stream: deliver deltas to ``sink`` as they arrive.
+    :param sink: where streamed events go (see :data:`StreamSink`).
+    :param cancel: set when the user interrupts; a provider should stop reading and return.
+    :param max_tokens: cap on the output, when set.
+    :param options: provider-specific extras (temperature, reasoning effort...).
+    """
+
+    model: str
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    stream: bool = False
+    sink: StreamSink | None = None
+    cancel: threading.Event = field(default_factory=threading.Event)
+    max_tokens: int | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def system_prompt(self) -> str | None:
+        """The system prompt of this request, if any."""
+        if self.messages and self.messages[0].get("role") == "system":
+            return self.messages[0].get("content")
+        return None
+
+    @property
+    def tool_names(self) -> list[str]:
+        """Names of the tools offered, in the order sent."""
+        return [t["function"]["name"] for t in self.tools]
+
+    def emit(self, event: str, **data: Any) -> None:
+        """Send a stream event to the sink, if there is one."""
+        if self.sink is not None:
+            self.sink(event, data)
+
+
+@dataclass
+class ModelResponse:
+    """What one model call produced, converted back to hermes's format.
+
+    :param message: an assistant message: ``role``, ``content`` (str or None), optionally
+        ``tool_calls`` (OpenAI format, ``arguments`` as a JSON string) and ``reasoning``.
+    :param finish_reason: one of :data:`FINISH_REASONS`.
+    :param usage: token counts of this call.
+    :param model: the model that answered, when the provider reports it.
+    :param raw: the provider's own response object, for plugins that need more.
+    """
+
+    message: dict[str, Any]
+    finish_reason: str = "stop"
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    raw: Any = None
+
+
+@runtime_checkable
+class ModelClient(Protocol):
+    """A connection to a model, built lazily by a :class:`Provider`."""
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        """Send ``request`` and return the response; raise :class:`ProviderError` on failure."""
+        ...
+
+
+@dataclass
+class ProviderSettings:
+    """What the host resolved for a provider: passed to :attr:`Provider.create_client`.
+
+    :param provider: the provider's name.
+    :param model: the model name.
+    :param base_url: the endpoint (the provider's default when not configured).
+    :param api_key: the key, or ``None`` when the provider needs none.
+    :param api_mode: the resolved wire format.
+    :param timeout: seconds before a request is abandoned.
+    :param config: the effective configuration.
+    """
+
+    provider: str
+    model: str
+    base_url: str | None = None
+    api_key: str | None = None
+    api_mode: str = "chat_completions"
+    timeout: float = 600.0
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Provider:
+    """A named way to reach models.
+
+    :param name: what users type after ``--provider``.
+    :param api_mode: the wire format it speaks by default.
+    :param create_client: ``create_client(settings) -> ModelClient``; called on first use, so
+        the SDK is imported there and never at start-up.
+    :param default_base_url: endpoint used when none is configured.
+    :param key_env: the environment variable holding its API key (``None``: no key needed).
+    :param detect: ``detect(base_url) -> bool``: whether a base URL belongs to this provider.
+    :param description: one line for listings.
+    :param default_model: model used when none is configured.
+    """
+
+    name: str
+    api_mode: str
+    create_client: Callable[[ProviderSettings], ModelClient]
+    default_base_url: str | None = None
+    key_env: str | None = None
+    detect: Callable[[str], bool] | None = None
+    description: str = ""
+    default_model: str | None = None

@@ -1,0 +1,195 @@
+"""The hook specifications: every way a plugin can extend hermes.
+
+Hooks are only ever added to, never changed incompatibly. An implementation may accept fewer
+arguments than the specification lists (pluggy passes only the ones it names).
+
+Unless a hook says otherwise, every implementation is called, newest-registered plugin first
+(see docs/plugins.md for the load order), and an exception in one implementation is recorded
+against its plugin and does not stop the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .approval import ApprovalDecision, ApprovalRequest
+from .context_engine import ContextEngine
+from .environment import EnvironmentFactory
+from .markers import hookspec
+from .prompt import PromptContext, PromptLayer
+from .providers import ModelRequest, ModelResponse, Provider
+from .sessions import SessionInfo
+from .tools import Block, ToolCall, ToolContext, ToolResult, Toolset
+
+# --- registration -------------------------------------------------------------------------
+
+
+@hookspec
+def hermes_register_toolsets(register: Callable[[Toolset], None]) -> None:
+    """Register toolsets.
+
+    Called once per process when the tool registry is first needed.
+
+    :param register: call ``register(Toolset(...))`` once per toolset. The host validates the
+        toolset, rejects a tool or toolset name another plugin already registered (naming both
+        plugins) and remembers which plugin registered it.
+    :return: nothing; return values are ignored.
+    """
+
+
+@hookspec
+def hermes_register_environments(register: Callable[[str, EnvironmentFactory], None]) -> None:
+    """Register execution environment backends.
+
+    Called once per process when an environment is first needed or listed.
+
+    :param register: call ``register(name, factory)``; ``name`` is what users put in
+        ``terminal.backend``, ``factory(config, task_id)`` returns an
+        :class:`~hermes_hookspecs.Environment`. It must import heavy clients (docker, paramiko...)
+        inside the factory, not at module import. Duplicate names are an error naming both plugins.
+    :return: nothing; return values are ignored.
+    """
+
+
+@hookspec
+def hermes_register_providers(register: Callable[[Provider], None]) -> None:
+    """Register model providers.
+
+    Called once per process when a provider is resolved or listed.
+
+    :param register: call ``register(Provider(...))``. Duplicate names are an error naming both
+        plugins.
+    :return: nothing; return values are ignored.
+    """
+
+
+@hookspec
+def hermes_register_context_engines(register: Callable[[type[ContextEngine]], None]) -> None:
+    """Register context engine classes.
+
+    Called once per process when the engine named in ``context.engine`` is looked up or listed.
+    Registering an engine does not make it active.
+
+    :param register: call ``register(EngineClass)``; the class's ``name`` attribute is its name.
+        Duplicate names are an error naming both plugins.
+    :return: nothing; return values are ignored.
+    """
+
+
+@hookspec
+def hermes_register_commands(cli: Any) -> None:
+    """Add commands to the ``hermes`` command line.
+
+    Called once when the CLI is built, before arguments are parsed.
+
+    :param cli: the root ``click.Group``; use ``@cli.command()`` or ``cli.add_command(...)``.
+        A command whose name is taken is rejected and reported against the plugin.
+    :return: nothing; return values are ignored.
+    """
+
+
+# --- prompt ----------------------------------------------------------------------------------
+
+
+@hookspec
+def hermes_prompt_layers(context: PromptContext) -> PromptLayer | list[PromptLayer] | None:
+    """Contribute layers to the system prompt.
+
+    Called once per session, when its system prompt is first built (and again only after
+    compression). The prompt is stored with the session and replayed byte for byte, so a layer must
+    not depend on the time of day; per-turn context does not belong here.
+
+    :param context: what the prompt is being built for.
+    :return: a layer, a list of layers, or ``None``. Layers of all plugins are joined tier by
+        tier (stable, context, volatile), by ``order`` inside a tier; a layer whose name repeats
+        an earlier one replaces it.
+    """
+
+
+# --- tool calls ------------------------------------------------------------------------------
+
+
+@hookspec
+def hermes_pre_tool_call(call: ToolCall, context: ToolContext) -> Block | dict[str, Any] | None:
+    """Observe, block or rewrite a tool call before it runs.
+
+    Called for every call whose tool exists and whose arguments are valid, before approval.
+
+    :param call: the call; ``call.arguments`` are the validated arguments.
+    :param context: the context the handler will receive.
+    :return: ``None`` to let it run; a :class:`~hermes_hookspecs.Block` to stop it (its reason is
+        sent to the model as the result); or a ``dict`` of new arguments. Implementations run in
+        order and each sees the arguments left by the previous one; the first ``Block`` stops the
+        call. Rewritten arguments are validated against the tool's schema again.
+    """
+
+
+@hookspec
+def hermes_post_tool_call(call: ToolCall, result: ToolResult, context: ToolContext) -> str | None:
+    """Observe or replace a tool's result before the model sees it.
+
+    Called after every call that was dispatched, failed ones included.
+
+    :param call: the call as it was executed.
+    :param result: the result; ``result.content`` is what the model will see.
+    :param context: the handler's context.
+    :return: ``None`` to keep the result, or a string to replace its content. Implementations
+        run in order and each sees the content left by the previous one.
+    """
+
+
+@hookspec(firstresult=True)
+def hermes_approve(request: ApprovalRequest, context: ToolContext) -> ApprovalDecision | None:
+    """Decide whether a dangerous action may go ahead.
+
+    Called when a tool asks for approval, after the session's remembered decisions and before the
+    interactive prompt (if there is one).
+
+    :param request: what the tool wants to do and why it needs approval.
+    :param context: the asking tool's context.
+    :return: ``"once"``, ``"session"``, ``"always"`` or ``"deny"`` to decide; ``None`` for no
+        opinion. The first non-``None`` answer wins (``firstresult``). With no answer and no one to
+        ask, the action is denied.
+    """
+
+
+# --- sessions and requests -----------------------------------------------------------------
+
+
+@hookspec
+def hermes_session_start(session: SessionInfo) -> None:
+    """A session started (new, or resumed in this process).
+
+    :param session: the session; its ``system_prompt`` is not built yet for a new session.
+    :return: nothing; return values are ignored.
+    """
+
+
+@hookspec
+def hermes_session_end(session: SessionInfo) -> None:
+    """A session ended (the agent was closed or the process is leaving).
+
+    :param session: the session, with ``ended_at`` and ``end_reason`` set.
+    :return: nothing; return values are ignored.
+    """
+
+
+@hookspec
+def hermes_before_request(request: ModelRequest) -> None:
+    """A model request is about to be sent.
+
+    :param request: the request; implementations may change ``options`` or ``max_tokens``, and
+        should not touch ``messages`` or ``tools`` (the transcript was already validated and the
+        tool schemas must stay byte-stable for prompt caching).
+    :return: nothing; return values are ignored.
+    """
+
+
+@hookspec
+def hermes_after_response(response: ModelResponse) -> None:
+    """A model response arrived, before the loop acts on it.
+
+    :param response: the converted response (message, finish reason, usage).
+    :return: nothing; return values are ignored.
+    """
