@@ -5,9 +5,9 @@ Plugins import from here and never from ``hermes_core``.
 
 from __future__ import annotations
 
-from .approval import APPROVAL_DECISIONS, ApprovalDecision, ApprovalRequest
-from .context_engine import ContextEngine
-from .environment import CommandResult, Environment, EnvironmentFactory
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
     AuthenticationError,
     ContextOverflowError,
@@ -19,20 +19,82 @@ from .errors import (
     ToolError,
 )
 from .markers import PROJECT_NAME, hookimpl, hookspec
-from .prompt import TIERS, PromptContext, PromptLayer
-from .providers import (
-    API_MODES,
-    FINISH_REASONS,
-    ModelClient,
-    ModelRequest,
-    ModelResponse,
-    Provider,
-    ProviderSettings,
-    StreamSink,
-    Usage,
-)
-from .sessions import SessionInfo, SessionStore
-from .tools import Block, Tool, ToolCall, ToolContext, ToolHandler, ToolResult, Toolset
+
+# Everything else is imported on first access (PEP 562), so that loading the plugin manager,
+# which needs only the markers and the spec module, stays cheap at start-up.
+_LAZY: dict[str, str] = {
+    "API_MODES": "providers",
+    "APPROVAL_DECISIONS": "approval",
+    "ApprovalDecision": "approval",
+    "ApprovalRequest": "approval",
+    "Block": "tools",
+    "CommandResult": "environment",
+    "ContextEngine": "context_engine",
+    "Environment": "environment",
+    "EnvironmentFactory": "environment",
+    "FINISH_REASONS": "providers",
+    "ModelClient": "providers",
+    "ModelRequest": "providers",
+    "ModelResponse": "providers",
+    "PromptContext": "prompt",
+    "PromptLayer": "prompt",
+    "Provider": "providers",
+    "ProviderSettings": "providers",
+    "SessionInfo": "sessions",
+    "SessionStore": "sessions",
+    "StreamSink": "providers",
+    "TIERS": "prompt",
+    "TOOL_NAME_RE": "tools",
+    "Tool": "tools",
+    "ToolCall": "tools",
+    "ToolContext": "tools",
+    "ToolHandler": "tools",
+    "ToolResult": "tools",
+    "Toolset": "tools",
+    "Usage": "providers",
+}
+
+if TYPE_CHECKING:
+    from .approval import APPROVAL_DECISIONS, ApprovalDecision, ApprovalRequest
+    from .context_engine import ContextEngine
+    from .environment import CommandResult, Environment, EnvironmentFactory
+    from .prompt import PromptContext, PromptLayer, TIERS
+    from .providers import (
+        API_MODES,
+        FINISH_REASONS,
+        ModelClient,
+        ModelRequest,
+        ModelResponse,
+        Provider,
+        ProviderSettings,
+        StreamSink,
+        Usage,
+    )
+    from .sessions import SessionInfo, SessionStore
+    from .tools import (
+        Block,
+        TOOL_NAME_RE,
+        Tool,
+        ToolCall,
+        ToolContext,
+        ToolHandler,
+        ToolResult,
+        Toolset,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hermes_hookspecs' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "API_MODES",
@@ -40,6 +102,7 @@ __all__ = [
     "FINISH_REASONS",
     "PROJECT_NAME",
     "TIERS",
+    "TOOL_NAME_RE",
     "ApprovalDecision",
     "ApprovalRequest",
     "AuthenticationError",

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import abc
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+_SAFE_GLOB = re.compile(r"^[A-Za-z0-9_./*?\[\]{},~+=@%:-]+$")
 
 
 @dataclass
@@ -58,8 +61,12 @@ class Environment(abc.ABC):
         """Write ``data`` to ``path``, creating parent folders."""
 
     def list_files(self, pattern: str, cwd: str | None = None) -> list[str]:
-        """Paths matching a glob ``pattern``; the default expands it with the shell through :meth:`run`."""
-        result = self.run(f"ls -1d -- {pattern} 2>/dev/null", cwd=cwd)
+        """Paths matching a glob ``pattern``; the default expands it with the shell through
+        :meth:`run` and accepts only plain glob characters, so a pattern cannot inject a command."""
+        if not _SAFE_GLOB.match(pattern):
+            raise ValueError(f"unsupported characters in glob pattern {pattern!r}")
+        result = self.run(f"for f in {pattern}; do [ -e \"$f\" ] && printf '%s\\n' \"$f\"; done",
+                          cwd=cwd)
         return [line for line in result.output.splitlines() if line]
 
     def cleanup(self) -> None:  # noqa: B027 - optional hook with a no-op default

@@ -15,8 +15,9 @@ TIERS: tuple[str, ...] = ("stable", "context", "volatile")
 class PromptLayer:
     """One piece of the system prompt.
 
-    :param name: shown by ``hermes prompt show``; a later layer with the same name replaces
-        an earlier one (so a plugin can override a builtin layer).
+    :param name: shown by ``hermes prompt show``; a layer from a plugin loaded later replaces
+        one of the same name from a plugin loaded earlier (so a third-party plugin can override a
+        core layer), keeping the earlier one's position.
     :param text: the text; empty layers are dropped.
     :param tier: ``stable`` | ``context`` | ``volatile``.
     :param order: position within the tier (lower first; ties keep plugin order).

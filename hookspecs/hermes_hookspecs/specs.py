@@ -5,22 +5,26 @@ arguments than the specification lists (pluggy passes only the ones it names).
 
 Unless a hook says otherwise, every implementation is called, newest-registered plugin first
 (see docs/plugins.md for the load order), and an exception in one implementation is recorded
-against its plugin and does not stop the others.
+against its plugin and does not stop the others. The two guard hooks fail closed instead: an
+exception in ``hermes_pre_tool_call`` blocks the call, one in ``hermes_approve`` denies.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .approval import ApprovalDecision, ApprovalRequest
-from .context_engine import ContextEngine
-from .environment import EnvironmentFactory
 from .markers import hookspec
-from .prompt import PromptContext, PromptLayer
-from .providers import ModelRequest, ModelResponse, Provider
-from .sessions import SessionInfo
-from .tools import Block, ToolCall, ToolContext, ToolResult, Toolset
+
+if TYPE_CHECKING:  # annotations only: importing the spec module stays cheap at start-up
+    from collections.abc import Callable
+
+    from .approval import ApprovalDecision, ApprovalRequest
+    from .context_engine import ContextEngine
+    from .environment import EnvironmentFactory
+    from .prompt import PromptContext, PromptLayer
+    from .providers import ModelRequest, ModelResponse, Provider
+    from .sessions import SessionInfo
+    from .tools import Block, ToolCall, ToolContext, ToolResult, Toolset
 
 # --- registration -------------------------------------------------------------------------
 
@@ -121,7 +125,9 @@ def hermes_pre_tool_call(call: ToolCall, context: ToolContext) -> Block | dict[s
     :return: ``None`` to let it run; a :class:`~hermes_hookspecs.Block` to stop it (its reason is
         sent to the model as the result); or a ``dict`` of new arguments. Implementations run in
         order and each sees the arguments left by the previous one; the first ``Block`` stops the
-        call. Rewritten arguments are validated against the tool's schema again.
+        call. A returned dict replaces the arguments whole and is validated against the tool's
+        schema again; the transcript keeps the arguments the model sent. An exception blocks the
+        call (guards fail closed).
     """
 
 
@@ -129,7 +135,8 @@ def hermes_pre_tool_call(call: ToolCall, context: ToolContext) -> Block | dict[s
 def hermes_post_tool_call(call: ToolCall, result: ToolResult, context: ToolContext) -> str | None:
     """Observe or replace a tool's result before the model sees it.
 
-    Called after every call that was dispatched, failed ones included.
+    Called after every call whose tool exists and whose arguments were valid, including calls
+    that were blocked, denied or raised; not for malformed calls nor calls an interrupt dropped.
 
     :param call: the call as it was executed.
     :param result: the result; ``result.content`` is what the model will see.
@@ -149,8 +156,9 @@ def hermes_approve(request: ApprovalRequest, context: ToolContext) -> ApprovalDe
     :param request: what the tool wants to do and why it needs approval.
     :param context: the asking tool's context.
     :return: ``"once"``, ``"session"``, ``"always"`` or ``"deny"`` to decide; ``None`` for no
-        opinion. The first non-``None`` answer wins (``firstresult``). With no answer and no one to
-        ask, the action is denied.
+        opinion. The first non-``None`` answer wins (``firstresult``); anything else than the four
+        decisions counts as ``deny``, and so does an exception. With no answer and no one to ask,
+        the action is denied. ``--yolo`` approves without calling this hook.
     """
 
 

@@ -1,0 +1,3 @@
+"""hermes: a plugin-first agent framework."""
+
+__version__ = "0.1.0"

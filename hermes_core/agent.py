@@ -1,0 +1,547 @@
+"""The agent loop: send the transcript and tools to the model, run the tools it asks for, append
+the results in order, and repeat until it answers in text."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import copy
+import dataclasses
+import datetime as _dt
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from hermes_hookspecs import (
+    ContextEngine,
+    ContextOverflowError,
+    HermesError,
+    ModelClient,
+    ModelRequest,
+    ModelResponse,
+    PromptContext,
+    ProviderError,
+    SessionInfo,
+    SessionStore,
+    ToolCall,
+    ToolContext,
+    ToolError,
+    Usage,
+)
+
+from . import transcript
+from .approvals import ApprovalCallback, ApprovalGate
+from .config import Config, load_config, load_dotenv, resolve_home, validate
+from .dispatch import POLL_SECONDS, Dispatcher
+from .environments import EnvironmentManager
+from .events import Events, EventSink
+from .plugins import PluginManager
+from .prompt import collect_layers, join_layers
+from .providers import resolve_provider
+from .registry import Registry
+from .sessions import MemorySessionStore
+from .toolsets import build_toolbox
+
+log = logging.getLogger("hermes.agent")
+
+BUDGET_SUMMARY_PROMPT = (
+    "You have used all the steps allowed for this task, so no more tools can be called. "
+    "Summarise for the user what you did, what you found, and what is left to do."
+)
+
+
+class AgentError(HermesError):
+    """The agent could not produce an answer (``chat`` raises it with the turn's error)."""
+
+
+class _Interrupted(Exception):
+    pass
+
+
+def _new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:16]}"
+
+
+class Agent:
+    """A conversation with a model that can call tools.
+
+    Everything but ``client`` is optional: the configuration comes from ``$HERMES_HOME`` (or
+    ``home``/``profile``) and the arguments override it. Pass ``client`` to use a model client
+    directly (the test kit's scripted model, or your own) instead of a provider plugin.
+
+    Callbacks: ``event_sink(Event)`` receives every event; the named callbacks receive one kind
+    each (see :mod:`hermes_core.events`). ``clarify_callback(question, choices) -> str`` answers
+    the clarify tool; ``approval_callback(request) -> decision`` asks a person to approve.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        provider: str | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        api_mode: str | None = None,
+        client: ModelClient | None = None,
+        config: Config | Mapping[str, Any] | None = None,
+        home: str | Path | None = None,
+        profile: str | None = None,
+        plugins: PluginManager | None = None,
+        toolsets: Sequence[str] | None = None,
+        max_turns: int | None = None,
+        stream: bool | None = None,
+        session_store: SessionStore | None = None,
+        session_id: str | None = None,
+        platform: str | None = None,
+        yolo: bool = False,
+        services: Mapping[str, Any] | None = None,
+        event_sink: EventSink | None = None,
+        tool_progress_callback: Callable[[str, dict[str, Any]], None] | None = None,
+        thinking_callback: Callable[[bool], None] | None = None,
+        reasoning_callback: Callable[[str], None] | None = None,
+        clarify_callback: Callable[[str, Sequence[str] | None], str] | None = None,
+        step_callback: Callable[[dict[str, Any]], None] | None = None,
+        stream_delta_callback: Callable[[str], None] | None = None,
+        tool_gen_callback: Callable[[str], None] | None = None,
+        status_callback: Callable[[str], None] | None = None,
+        approval_callback: ApprovalCallback | None = None,
+    ) -> None:
+        overrides = {
+            "model.default": model, "model.provider": provider, "model.base_url": base_url,
+            "model.api_key": api_key, "model.api_mode": api_mode,
+            "toolsets": list(toolsets) if toolsets is not None else None,
+            "agent.max_turns": max_turns, "agent.stream": stream, "agent.platform": platform,
+        }
+        self.config = self._load_config(config, home, profile, overrides)
+        cfg = self.config.data
+        self.plugins = plugins or PluginManager(disabled=cfg.get("plugins", {}).get("disabled") or ())
+        self.registry = Registry(self.plugins)
+        self.events = Events(
+            event_sink, tool_progress=tool_progress_callback, thinking=thinking_callback,
+            reasoning=reasoning_callback, step=step_callback, stream_delta=stream_delta_callback,
+            tool_generation=tool_gen_callback, status=status_callback,
+        )
+        self.clarify_callback = clarify_callback
+        approvals_mode = (cfg.get("approvals") or {}).get("mode", "manual")
+        self.approvals = ApprovalGate(
+            self.plugins, callback=None if approvals_mode == "deny" else approval_callback,
+            yolo=yolo or approvals_mode == "yolo",
+        )
+        agent_cfg = cfg.get("agent") or {}
+        self.max_turns = int(agent_cfg.get("max_turns") or 90)
+        self.max_invalid = int(agent_cfg.get("tool_max_invalid") or 3)
+        self.max_retries = int(agent_cfg.get("api_max_retries", 2))
+        self.retry_delay = float(agent_cfg.get("retry_base_delay", 1.0))
+        self.platform = str(agent_cfg.get("platform") or "library")
+        self.stream = bool(agent_cfg.get("stream")) if agent_cfg.get("stream") is not None \
+            else self.events.streaming
+
+        if client is not None:
+            self.client: ModelClient = client
+            self.model = str((cfg.get("model") or {}).get("default") or "scripted")
+            self.provider_name = str((cfg.get("model") or {}).get("provider") or "in-process")
+        else:
+            provider_obj, settings = resolve_provider(self.registry, cfg.get("model") or {})
+            settings.config = cfg
+            self.client = provider_obj.create_client(settings)
+            self.model, self.provider_name = settings.model, settings.provider
+
+        self.engine: ContextEngine | None = self._make_engine()
+        self.toolbox = build_toolbox(
+            self.registry, cfg, extra_tools=self.engine.tools() if self.engine else ()
+        )
+        tools_cfg = cfg.get("tools") or {}
+        self.dispatcher = Dispatcher(
+            self.toolbox, self.plugins, self.approvals, self.events,
+            concurrency=int(agent_cfg.get("tool_concurrency") or 8),
+            max_result_chars=int(tools_cfg.get("max_result_chars") or 100_000),
+        )
+        self.environments = EnvironmentManager(self.registry, cfg)
+        self.session_store: SessionStore = session_store or MemorySessionStore()
+        self.services: dict[str, Any] = {"session_store": self.session_store, "agent": self}
+        self.services.update(services or {})
+        self._read_only_config = MappingProxyType(cfg)
+
+        self.session_id = session_id or _new_id("session")
+        self.session: SessionInfo | None = None
+        self.messages: list[dict[str, Any]] = []
+        self.system_prompt: str | None = None
+        self.usage = Usage()
+        self._cancel = threading.Event()
+        self._compress_pending = False
+        self._model_pool = cf.ThreadPoolExecutor(4, thread_name_prefix="hermes-model")
+        self._closed = False
+
+    # --- set-up ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _load_config(config: Config | Mapping[str, Any] | None, home: str | Path | None,
+                     profile: str | None, overrides: dict[str, Any]) -> Config:
+        if isinstance(config, Config):
+            active = {k: v for k, v in overrides.items() if v is not None}
+            if not active:
+                return config
+            data = copy.deepcopy(config.data)
+            for dotted, value in active.items():
+                *parents, leaf = dotted.split(".")
+                node = data
+                for part in parents:
+                    node = node.setdefault(part, {})
+                node[leaf] = value
+            validate(data)
+            return dataclasses.replace(config, data=data)
+        if config is not None:  # a plain mapping: exactly this configuration, nothing from disk
+            return load_config(Path(home or os.devnull), environ={}, overrides=overrides,
+                               file_data=dict(config))
+        root = Path(home) if home is not None else resolve_home(profile)
+        load_dotenv(root / ".env")
+        return load_config(root, overrides=overrides)
+
+    def _make_engine(self) -> ContextEngine | None:
+        name = (self.config.data.get("context") or {}).get("engine")
+        engines = self.registry.engines
+        if name is None:
+            if "compressor" not in engines:
+                return None
+            name = "compressor"
+        registered = engines.get(name)
+        if registered is None:
+            installed = ", ".join(sorted(engines)) or "none"
+            raise HermesError(f"unknown context engine {name!r} (installed: {installed})")
+        return registered.value(dict(self.config.data.get("compression") or {}))
+
+    # --- public API ------------------------------------------------------------------------
+
+    def chat(self, message: str) -> str:
+        """Send ``message`` and return the model's final answer; raise :class:`AgentError` when
+        the turn ended without one."""
+        result = self.run_conversation(message)
+        if result["final_response"] is None:
+            raise AgentError(result["error"] or f"no answer ({result['exit_reason']})")
+        return result["final_response"]
+
+    def interrupt(self) -> None:
+        """Stop the current turn from any thread: the model call in flight is abandoned and
+        leaves nothing in the history; unfinished tool calls are answered with an error."""
+        self._cancel.set()
+
+    def close(self, reason: str = "closed") -> None:
+        """End the session (``hermes_session_end``) and release environments and threads."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.session is not None:
+            self.session.ended_at = time.time()
+            self.session.end_reason = reason
+            self._store("update_session", self.session.id, ended_at=self.session.ended_at,
+                        end_reason=reason)
+            self.plugins.call_each("hermes_session_end", session=self.session)
+            if self.engine is not None:
+                self.engine.on_session_end(self.session.id)
+        self.environments.cleanup()
+        self.dispatcher.close()
+        self._model_pool.shutdown(wait=False, cancel_futures=True)
+
+    def __enter__(self) -> Agent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def run_conversation(
+        self,
+        user_message: str,
+        system_message: str | None = None,
+        conversation_history: list[dict[str, Any]] | None = None,
+        task_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Run one user turn to the end and return its result.
+
+        The result always has: ``final_response`` (str or None), ``messages`` (the transcript,
+        without the system prompt), ``session_id``, ``task_id``, ``api_calls``, ``usage``
+        (input/output/cache/reasoning tokens of this turn), ``completed``, ``interrupted``,
+        ``exit_reason`` (``completed``, ``max_turns``, ``interrupted``, ``invalid_tool_calls``,
+        ``provider_error``, ``error``), ``error`` (one line or None), ``model`` and ``provider``.
+
+        ``system_message`` is used when the session's system prompt is first built; later turns
+        reuse the stored prompt byte for byte.
+        """
+        task_id = task_id or _new_id("task")
+        self._cancel = threading.Event()
+        turn = _Turn(task_id)
+        try:
+            self._start_session()
+            if conversation_history is not None:
+                self.messages = [dict(m) for m in conversation_history if m.get("role") != "system"]
+            if self.system_prompt is None:
+                self._build_system_prompt(system_message)
+            self._append({"role": "user", "content": user_message})
+            self._loop(turn)
+        except _Interrupted:
+            turn.finish("interrupted")
+        except ProviderError as exc:
+            provider = exc.provider or self.provider_name
+            turn.finish("provider_error", f"{provider}: {exc}")
+        except HermesError as exc:
+            turn.finish("error", str(exc))
+        except Exception as exc:  # the result shape holds on every path, bugs included
+            log.exception("unexpected error in the agent loop")
+            turn.finish("error", f"{type(exc).__name__}: {exc}")
+        self.usage.add(turn.usage)
+        return turn.result(self)
+
+    # --- the loop --------------------------------------------------------------------------
+
+    def _loop(self, turn: _Turn) -> None:
+        invalid_streak = 0
+        while True:
+            if self._cancel.is_set():
+                raise _Interrupted
+            if turn.api_calls >= self.max_turns:
+                self._budget_summary(turn)
+                return
+            response = self._request(turn, self.toolbox.schemas)
+            message = self._assistant_message(response)
+            calls = message.get("tool_calls") or []
+            self._append(message)
+            if not calls:
+                turn.final_response = message.get("content") or ""
+                self._step(turn, response, 0)
+                turn.finish("completed")
+                return
+            outcomes = self.dispatcher.run_batch(calls, lambda c: self._tool_context(c, turn),
+                                                 self._cancel)
+            for outcome in outcomes:
+                self._append(outcome.message())
+                invalid_streak = invalid_streak + 1 if outcome.invalid else 0
+            self._step(turn, response, len(calls))
+            if self._cancel.is_set():
+                raise _Interrupted
+            if invalid_streak >= self.max_invalid:
+                turn.finish("invalid_tool_calls",
+                            f"the model made {invalid_streak} invalid tool calls in a row; stopped")
+                return
+
+    def _budget_summary(self, turn: _Turn) -> None:
+        self.events.emit("status", text=f"iteration budget of {self.max_turns} used up; summarising")
+        response = self._request(turn, [], extra_user=BUDGET_SUMMARY_PROMPT)
+        message = self._assistant_message(response)
+        message.pop("tool_calls", None)
+        self._append(message)
+        turn.final_response = message.get("content") or ""
+        turn.finish("max_turns")
+
+    def _step(self, turn: _Turn, response: ModelResponse, tool_calls: int) -> None:
+        self.events.emit("step", api_calls=turn.api_calls, finish_reason=response.finish_reason,
+                         tool_calls=tool_calls)
+
+    def _assistant_message(self, response: ModelResponse) -> dict[str, Any]:
+        message = dict(response.message)
+        message["role"] = "assistant"
+        message.setdefault("content", None)
+        if not message.get("tool_calls"):
+            message.pop("tool_calls", None)
+        message["finish_reason"] = response.finish_reason
+        if message.get("reasoning"):
+            self.events.emit("reasoning", text=message["reasoning"])
+        return message
+
+    def _request(self, turn: _Turn, tools: list[dict[str, Any]],
+                 extra_user: str | None = None) -> ModelResponse:
+        """One model call with compression checks, retries and interrupt support."""
+        attempt = 0
+        overflow_retried = False
+        while True:
+            self._maybe_compress(preflight=True)
+            messages = transcript.wire_messages(self.messages, self.system_prompt)
+            if extra_user is not None:
+                if messages[-1]["role"] == "user":
+                    messages[-1] = {**messages[-1],
+                                    "content": f"{messages[-1]['content']}\n\n{extra_user}"}
+                else:
+                    messages.append({"role": "user", "content": extra_user})
+            request = ModelRequest(model=self.model, messages=messages, tools=tools,
+                                   stream=self.stream, sink=self._stream_sink,
+                                   cancel=self._cancel)
+            self.plugins.call_each("hermes_before_request", request=request)
+            try:
+                response = self._call_interruptible(request)
+            except ContextOverflowError:
+                if self.engine is None or overflow_retried:
+                    raise
+                overflow_retried = True
+                self._compress_pending = True
+                continue
+            except ProviderError as exc:
+                if not exc.retryable or attempt >= self.max_retries:
+                    raise
+                attempt += 1
+                delay = self.retry_delay * (2 ** (attempt - 1))
+                self.events.emit("status", text=f"model call failed ({exc}); retry {attempt} "
+                                                 f"in {delay:.1f}s")
+                if self._cancel.wait(delay):
+                    raise _Interrupted from None
+                continue
+            turn.api_calls += 1
+            turn.usage.add(response.usage)
+            self.plugins.call_each("hermes_after_response", response=response)
+            if self.engine is not None:
+                self.engine.update_from_response(response.usage)
+                if self.engine.should_compress(response.usage.input_tokens):
+                    self._compress_pending = True
+            return response
+
+    def _call_interruptible(self, request: ModelRequest) -> ModelResponse:
+        self.events.emit("thinking", active=True)
+        try:
+            future = self._model_pool.submit(self.client.complete, request)
+            while True:
+                try:
+                    response = future.result(timeout=POLL_SECONDS)
+                    break
+                except cf.TimeoutError:
+                    if self._cancel.is_set():
+                        future.cancel()
+                        raise _Interrupted from None
+                except Exception:
+                    if self._cancel.is_set():  # the client gave up because we interrupted it
+                        raise _Interrupted from None
+                    raise
+        finally:
+            self.events.emit("thinking", active=False)
+        if self._cancel.is_set():  # answered, but after the user asked to stop: drop it
+            raise _Interrupted
+        if not isinstance(response, ModelResponse):
+            raise HermesError(f"model client returned {type(response).__name__}, not ModelResponse")
+        return response
+
+    def _stream_sink(self, event: str, data: dict[str, Any]) -> None:
+        if event == "text_delta":
+            self.events.emit("text_delta", text=data.get("text", ""))
+        elif event == "reasoning_delta":
+            self.events.emit("reasoning", text=data.get("text", ""), delta=True)
+        elif event == "tool_call_started":
+            self.events.emit("tool_generation", **data)
+        else:
+            self.events.emit(event, **data)
+
+    def _maybe_compress(self, preflight: bool, focus: str | None = None) -> None:
+        if self.engine is None:
+            return
+        if preflight and not self._compress_pending:
+            if not self.engine.should_compress_preflight(self.messages):
+                return
+        self._compress_pending = False
+        self.compress(focus)
+
+    def compress(self, focus: str | None = None) -> None:
+        """Shorten the transcript with the context engine and rebuild the system prompt once."""
+        if self.engine is None:
+            raise HermesError("no context engine is active")
+        shortened = self.engine.compress(list(self.messages), self.usage.input_tokens, focus)
+        self.messages = transcript.repair(shortened)
+        transcript.ensure_valid(self.messages)
+        self._build_system_prompt(self.session.metadata.get("system_message") if self.session else None)
+
+    # --- sessions, prompt, persistence -----------------------------------------------------
+
+    def _start_session(self) -> None:
+        if self.session is not None:
+            return
+        existing = self.session_store.get_session(self.session_id)
+        if existing is not None:  # resuming: replay the stored prompt and messages
+            self.session = existing
+            self.system_prompt = existing.system_prompt
+            self.messages = self.session_store.get_messages(self.session_id)
+        else:
+            self.session = SessionInfo(id=self.session_id, source=self.platform, model=self.model,
+                                       provider=self.provider_name, started_at=time.time())
+            self._store("create_session", self.session)
+        self.approvals.reset()
+        self.plugins.call_each("hermes_session_start", session=self.session)
+        if self.engine is not None:
+            self.engine.on_session_start(self.session_id)
+
+    def _build_system_prompt(self, system_message: str | None) -> None:
+        context = PromptContext(
+            model=self.model, provider=self.provider_name, platform=self.platform,
+            system_message=system_message, tool_names=self.toolbox.names,
+            toolsets=self.toolbox.toolsets, hermes_home=str(self.config.home), cwd=os.getcwd(),
+            session_id=self.session_id, date=_dt.date.today().isoformat(),
+            config=self._read_only_config,
+        )
+        self.prompt_layers = collect_layers(self.plugins, context)
+        self.system_prompt = join_layers(self.prompt_layers) or None
+        if self.session is not None:
+            self.session.system_prompt = self.system_prompt
+            self.session.metadata["system_message"] = system_message
+            self._store("update_session", self.session.id, system_prompt=self.system_prompt)
+
+    def _append(self, message: dict[str, Any]) -> None:
+        """Add a completed message to the transcript and persist it before going on."""
+        self.messages.append(message)
+        self._store("append_message", self.session_id, message)
+
+    def _store(self, method: str, *args: Any, **kwargs: Any) -> None:
+        try:
+            getattr(self.session_store, method)(*args, **kwargs)
+        except Exception as exc:
+            log.error("session store %s failed: %s", method, exc)
+            self.events.emit("status", text=f"warning: could not save the session ({exc})")
+
+    # --- tool context ----------------------------------------------------------------------
+
+    def _tool_context(self, call: ToolCall, turn: _Turn) -> ToolContext:
+        ctx = ToolContext(
+            task_id=turn.task_id, session_id=self.session_id, call_id=call.id,
+            tool_name=call.name, config=self._read_only_config, services=self.services,
+            cancel_event=self._cancel,
+            environment_factory=lambda: self.environments.get(turn.task_id),
+            clarifier=self._clarify,
+            emitter=lambda event, data: self.events.emit(event, **data),
+        )
+        ctx.approver = lambda request: self.approvals.approve(request, ctx)
+        return ctx
+
+    def _clarify(self, question: str, choices: Sequence[str] | None) -> str:
+        if self.clarify_callback is None:
+            raise ToolError("no user is available to answer questions now; "
+                            "proceed with your best judgement and state your assumptions")
+        return self.clarify_callback(question, choices)
+
+
+class _Turn:
+    """Book-keeping of one ``run_conversation`` call."""
+
+    def __init__(self, task_id: str) -> None:
+        self.task_id = task_id
+        self.api_calls = 0
+        self.usage = Usage()
+        self.final_response: str | None = None
+        self.exit_reason = "error"
+        self.error: str | None = None
+
+    def finish(self, exit_reason: str, error: str | None = None) -> None:
+        self.exit_reason = exit_reason
+        self.error = error
+
+    def result(self, agent: Agent) -> dict[str, Any]:
+        return {
+            "final_response": self.final_response,
+            "messages": list(agent.messages),
+            "session_id": agent.session_id,
+            "task_id": self.task_id,
+            "api_calls": self.api_calls,
+            "usage": self.usage.as_dict(),
+            "completed": self.exit_reason in ("completed", "max_turns"),
+            "interrupted": self.exit_reason == "interrupted",
+            "exit_reason": self.exit_reason,
+            "error": self.error,
+            "model": agent.model,
+            "provider": agent.provider_name,
+        }

@@ -1,0 +1,71 @@
+"""Approval of dangerous actions: remembered decisions, plugins, the user, and failing closed."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from hermes_hookspecs import APPROVAL_DECISIONS, ApprovalRequest, ToolContext
+
+from .plugins import PluginManager
+
+ApprovalCallback = Callable[[ApprovalRequest], str | None]
+"""Asks a person; returns a decision (``once``/``session``/``always``/``deny``) or ``None``."""
+
+
+class ApprovalGate:
+    """Decides approval requests for one agent.
+
+    Order: ``yolo`` approves everything; then decisions remembered for this session; then the
+    ``hermes_approve`` hook (first answer wins); then the interactive callback; with none of
+    these, the request is denied.
+    """
+
+    def __init__(
+        self,
+        plugins: PluginManager,
+        *,
+        callback: ApprovalCallback | None = None,
+        yolo: bool = False,
+    ) -> None:
+        self.plugins = plugins
+        self.callback = callback
+        self.yolo = yolo
+        self._session_allowed: set[str] = set()
+        self._lock = threading.Lock()
+
+    def reset(self) -> None:
+        """Forget the session's remembered decisions (a new session started)."""
+        with self._lock:
+            self._session_allowed.clear()
+
+    def decide(self, request: ApprovalRequest, context: ToolContext) -> tuple[bool, str]:
+        """Return whether ``request`` is approved, and who decided."""
+        if self.yolo:
+            return True, "yolo"
+        with self._lock:
+            if request.cache_key in self._session_allowed:
+                return True, "session"
+        decision, who = None, ""
+        for record, hook in self.plugins.implementations("hermes_approve"):
+            try:
+                decision = hook(request=request, context=context)
+            except Exception as exc:  # an approver that crashes denies: security fails closed
+                self.plugins.record_error(record, "hermes_approve", exc)
+                return False, f"plugin {record.name} failed"
+            if decision is not None:
+                who = f"plugin {record.name}"
+                break
+        if decision is None and self.callback is not None:
+            with self._lock:  # one prompt at a time, even when tools run in parallel
+                decision, who = self.callback(request), "user"
+        if decision not in APPROVAL_DECISIONS:
+            return False, who or "no approver"
+        if decision in ("session", "always"):
+            with self._lock:
+                self._session_allowed.add(request.cache_key)
+        return decision != "deny", who
+
+    def approve(self, request: ApprovalRequest, context: ToolContext) -> bool:
+        """Whether ``request`` is approved."""
+        return self.decide(request, context)[0]

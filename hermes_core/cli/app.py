@@ -1,0 +1,187 @@
+"""The root ``hermes`` group: global options, plugin commands, and one-line errors."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from hermes_hookspecs import HermesError
+
+from .. import __version__
+from .state import CliState
+
+GLOBAL_VALUE_OPTIONS = {"-p": "profile", "--profile": "profile", "--plugins": "plugins"}
+GLOBAL_FLAGS = {"--debug": "debug", "--strict-plugins": "strict_plugins"}
+
+
+def _pre_parse(argv: Sequence[str]) -> dict[str, Any]:
+    """Read the global options before click runs: plugins must be loaded (with the profile's
+    configuration) before the command tree is complete."""
+    found: dict[str, Any] = {}
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name, _, value = arg.partition("=")
+        if name in GLOBAL_VALUE_OPTIONS:
+            if not value and i + 1 < len(args):
+                i += 1
+                value = args[i]
+            found[GLOBAL_VALUE_OPTIONS[name]] = value
+        elif arg in GLOBAL_FLAGS:
+            found[GLOBAL_FLAGS[arg]] = True
+        elif not arg.startswith("-"):
+            break
+        i += 1
+    return found
+
+
+BUILTIN_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "chat": ("chat", "chat", "Chat with the agent (interactive), or answer one query with -q."),
+    "config": ("commands", "config_group", "Show and change config.yaml."),
+    "doctor": ("commands", "doctor", "Check config, plugins, tools, provider and execution backend."),
+    "plugins": ("commands", "plugins_group", "Installed plugins and their state."),
+    "providers": ("commands", "providers_group", "Model providers."),
+    "tools": ("commands", "tools_group", "Tools and toolsets the model can use."),
+    "version": ("commands", "version", "Print the versions of hermes, its contract and Python."),
+}
+"""Builtin commands: name -> (module in hermes_core.cli, attribute, short help). Their modules
+are imported only when the command runs, so `hermes --help` stays fast."""
+
+
+class HermesGroup(click.Group):
+    """The root group: builtin commands load lazily; plugin commands are added by plugins."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.plugin_commands: dict[str, str] = {}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Builtin and plugin command names, sorted."""
+        return sorted(set(BUILTIN_COMMANDS) | set(self.commands))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command called ``cmd_name``, importing a builtin one on first use."""
+        if cmd_name not in self.commands and cmd_name in BUILTIN_COMMANDS:
+            import importlib
+
+            module, attr, _ = BUILTIN_COMMANDS[cmd_name]
+            command = getattr(importlib.import_module(f"hermes_core.cli.{module}"), attr)
+            self.commands[cmd_name] = command
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """List commands with their short help without importing builtin command modules."""
+        rows = []
+        for name in self.list_commands(ctx):
+            if name in self.commands:
+                command = self.commands[name]
+                if command.hidden:
+                    continue
+                rows.append((name, command.get_short_help_str(limit=formatter.width - 6 - len(name))))
+            else:
+                rows.append((name, BUILTIN_COMMANDS[name][2]))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+def build_cli(argv: Sequence[str] | None = None,
+              extra_plugins: Sequence[tuple[str, object]] = ()) -> click.Group:
+    """The ``hermes`` command group for ``argv``, with the commands of loaded plugins added."""
+    pre = _pre_parse(sys.argv[1:] if argv is None else argv)
+    plugin_names = None
+    if pre.get("plugins") is not None:
+        plugin_names = [n.strip() for n in str(pre["plugins"]).split(",") if n.strip()]
+    state = CliState(profile=pre.get("profile"), debug=bool(pre.get("debug")),
+                     plugin_names=plugin_names, strict_plugins=bool(pre.get("strict_plugins")),
+                     extra_plugins=extra_plugins)
+
+    @click.group(cls=HermesGroup, invoke_without_command=True,
+                 context_settings={"help_option_names": ["-h", "--help"]})
+    @click.option("-p", "--profile", metavar="NAME", help="Use $HERMES_HOME/profiles/NAME.")
+    @click.option("--plugins", metavar="A,B", help="Load only these plugins (HERMES_PLUGINS).")
+    @click.option("--strict-plugins", is_flag=True, help="Fail when a plugin cannot load.")
+    @click.option("--debug", is_flag=True, help="Show tracebacks and debug logs.")
+    @click.version_option(__version__, "--version", prog_name="hermes")
+    @click.pass_context
+    def cli(ctx: click.Context, **_: Any) -> None:
+        """hermes: an AI agent whose tools, providers and environments are plugins.
+
+        Run without a command for an interactive chat; `hermes chat -q TEXT` answers once.
+        """
+        ctx.obj = state
+        if state.debug:
+            import logging
+
+            logging.basicConfig(level=logging.DEBUG, format="%(name)s: %(message)s")
+        if ctx.invoked_subcommand is None:
+            ctx.invoke(cli.get_command(ctx, "chat"))  # type: ignore[arg-type]
+
+    _add_plugin_commands(cli, state)
+    return cli
+
+
+def _add_plugin_commands(cli: click.Group, state: CliState) -> None:
+    """Let plugins add commands; a plugin cannot replace a builtin or another plugin's command."""
+    try:
+        plugins = state.plugins
+    except HermesError:
+        return  # a broken config must not make `hermes config ...` unusable; commands report it
+    owners: dict[str, str] = cli.plugin_commands  # type: ignore[attr-defined]
+    for record, hook in plugins.implementations("hermes_register_commands", load_order=True):
+        before = dict(cli.commands)
+        try:
+            hook(cli=cli)
+        except Exception as exc:
+            plugins.record_error(record, "hermes_register_commands", exc)
+        for name, command in list(cli.commands.items()):
+            if name in before and before[name] is command:
+                continue
+            taken_by = "hermes" if name in BUILTIN_COMMANDS else owners.get(name)
+            if taken_by is not None:
+                if name in before:
+                    cli.commands[name] = before[name]
+                else:
+                    del cli.commands[name]
+                plugins.record_error(record, "hermes_register_commands", HermesError(
+                    f"command {name!r} is already provided by {taken_by}"))
+            else:
+                owners[name] = record.name
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``hermes``; user errors print one line (a traceback only with ``--debug``)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    try:
+        cli = build_cli(args)
+        code = cli.main(args=args, prog_name="hermes", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("hermes: aborted", err=True)
+        return 130
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except KeyboardInterrupt:
+        click.echo("hermes: interrupted", err=True)
+        return 130
+    except HermesError as exc:
+        if debug:
+            raise
+        from ..config import ConfigError
+
+        click.echo(f"hermes: error: {exc}", err=True)
+        return 2 if isinstance(exc, ConfigError) else 1
+    except Exception as exc:
+        if debug:
+            raise
+        click.echo(f"hermes: internal error: {type(exc).__name__}: {exc} (run with --debug for "
+                   "the traceback)", err=True)
+        return 1
+    return code if isinstance(code, int) else 0  # click returns ctx.exit()'s code here

@@ -1,0 +1,280 @@
+"""``hermes chat``: one-shot answers (``-q``) and the interactive chat."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hermes_hookspecs import API_MODES, ApprovalRequest, HermesError
+
+from .state import CliState
+
+SPINNER = "|/-\\"
+
+
+def _state() -> CliState:
+    return click.get_current_context().find_root().obj  # type: ignore[no-any-return]
+
+
+class Display:
+    """Terminal output of a chat: streamed text, a spinner while tools run, tool progress."""
+
+    def __init__(self, interactive: bool, stream: bool) -> None:
+        self.interactive = interactive
+        self.stream = stream
+        self.streamed = False
+        self._spinning = threading.Event()
+        self._label = ""
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def text_delta(self, text: str) -> None:
+        """Print streamed answer text as it arrives."""
+        self.stop_spinner()
+        with self._lock:
+            self.streamed = True
+            sys.stdout.write(text)
+            sys.stdout.flush()
+
+    def tool_progress(self, phase: str, data: dict[str, Any]) -> None:
+        """Show a spinner while a tool runs, then one line with its duration."""
+        if not self.interactive:
+            return
+        if phase == "start":
+            self.start_spinner(f"{data.get('name')} running")
+        else:
+            self.stop_spinner()
+            mark = "x" if data.get("is_error") else "+"
+            click.echo(f"  [{mark}] {data.get('name')} ({data.get('duration', 0.0):.2f}s)", err=True)
+
+    def status(self, text: str) -> None:
+        """Show a status line."""
+        self.stop_spinner()
+        click.echo(f"  ({text})", err=True)
+
+    def start_spinner(self, label: str) -> None:
+        """Start (or relabel) the spinner on stderr, on a terminal only."""
+        self._label = label
+        if not sys.stderr.isatty() or self._spinning.is_set():
+            return
+        self._spinning.set()
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
+
+    def stop_spinner(self) -> None:
+        """Stop the spinner and clear its line."""
+        if self._spinning.is_set():
+            self._spinning.clear()
+            if self._thread is not None:
+                self._thread.join(timeout=1)
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+    def _spin(self) -> None:
+        i = 0
+        while self._spinning.is_set():
+            sys.stderr.write(f"\r{SPINNER[i % 4]} {self._label}")
+            sys.stderr.flush()
+            i += 1
+            time.sleep(0.1)
+
+
+def _ask_approval(request: ApprovalRequest) -> str | None:
+    """Ask the person at the terminal to approve a dangerous action."""
+    click.echo(f"\n  approval needed: {request.reason}\n    {request.action}", err=True)
+    answer = click.prompt("  allow? [o]nce, [s]ession, [a]lways, [d]eny", default="d",
+                          show_default=False, err=True).strip().lower()
+    return {"o": "once", "s": "session", "a": "always"}.get(answer[:1], "deny")
+
+
+def _ask_clarify(question: str, choices: Sequence[str] | None) -> str:
+    """Ask the person at the terminal a question from the model."""
+    click.echo(f"\n  {question}", err=True)
+    for i, choice in enumerate(choices or [], 1):
+        click.echo(f"    {i}. {choice}", err=True)
+    answer = click.prompt("  answer", err=True)
+    if choices and answer.isdigit() and 1 <= int(answer) <= len(choices):
+        return choices[int(answer) - 1]
+    return str(answer)
+
+
+def make_agent(state: CliState, *, interactive: bool, display: Display, yolo: bool,
+               stream: bool) -> Any:
+    """Build the agent for a chat command from the CLI state."""
+    from ..agent import Agent
+
+    can_ask = sys.stdin.isatty()
+    return Agent(
+        config=state.config, plugins=state.plugins, platform="cli", yolo=yolo, stream=stream,
+        stream_delta_callback=display.text_delta if stream else None,
+        tool_progress_callback=display.tool_progress,
+        status_callback=display.status if interactive else None,
+        approval_callback=_ask_approval if can_ask else None,
+        clarify_callback=_ask_clarify if can_ask else None,
+    )
+
+
+@click.command("chat")
+@click.option("-q", "--query", metavar="TEXT", help="Answer TEXT once and print the answer.")
+@click.option("--json", "as_json", is_flag=True, help="With -q: print the whole result as JSON.")
+@click.option("-m", "--model", help="Model name (model.default).")
+@click.option("--provider", help="Provider name (model.provider).")
+@click.option("--base-url", help="API endpoint (model.base_url).")
+@click.option("--api-key", help="API key (prefer the provider's variable in .env).")
+@click.option("--api-mode", type=click.Choice(API_MODES), help="Wire format (model.api_mode).")
+@click.option("-t", "--toolsets", metavar="A,B", help="Toolsets to enable (toolsets).")
+@click.option("--max-turns", type=click.IntRange(min=1), help="Iteration budget (agent.max_turns).")
+@click.option("--yolo", is_flag=True, help="Approve every dangerous action without asking.")
+@click.option("--stream/--no-stream", default=None, help="Stream the answer as it is written.")
+def chat(query: str | None = None, as_json: bool = False, model: str | None = None,
+         provider: str | None = None, base_url: str | None = None, api_key: str | None = None,
+         api_mode: str | None = None, toolsets: str | None = None, max_turns: int | None = None,
+         yolo: bool = False, stream: bool | None = None) -> None:
+    """Chat with the agent (interactive), or answer one query with -q."""
+    state = _state()
+    state.overrides.update({
+        "model.default": model, "model.provider": provider, "model.base_url": base_url,
+        "model.api_key": api_key, "model.api_mode": api_mode,
+        "toolsets": [t.strip() for t in toolsets.split(",") if t.strip()] if toolsets else None,
+        "agent.max_turns": max_turns,
+    })
+    state.reload_config()
+    if query is None and not sys.stdin.isatty():
+        query = sys.stdin.read().strip()
+        if not query:
+            raise HermesError("nothing to answer: pass -q TEXT or a question on standard input")
+    if query is not None:
+        _one_shot(state, query, as_json=as_json, yolo=yolo,
+                  stream=bool(stream) and not as_json)
+    else:
+        _interactive(state, yolo=yolo, stream=stream is not False)
+
+
+def _one_shot(state: CliState, query: str, *, as_json: bool, yolo: bool, stream: bool) -> None:
+    display = Display(interactive=False, stream=stream)
+    agent = make_agent(state, interactive=False, display=display, yolo=yolo, stream=stream)
+    try:
+        result = agent.run_conversation(query)
+    except KeyboardInterrupt:
+        agent.interrupt()
+        raise
+    finally:
+        agent.close()
+    if as_json:
+        click.echo(json.dumps(result, indent=2, ensure_ascii=False, default=str))
+    elif result["final_response"] is not None:
+        if display.streamed:
+            click.echo()
+        else:
+            click.echo(result["final_response"])
+    if result["error"]:
+        if not as_json:
+            click.echo(f"hermes: error: {result['error']}", err=True)
+        raise click.exceptions.Exit(130 if result["interrupted"] else 1)
+
+
+def _interactive(state: CliState, *, yolo: bool, stream: bool) -> None:
+    display = Display(interactive=True, stream=stream)
+    agent = make_agent(state, interactive=True, display=display, yolo=yolo, stream=stream)
+    history = _setup_readline(state.home)
+    click.echo(f"hermes: {agent.model} via {agent.provider_name}; /help for commands, "
+               "Ctrl-D to quit", err=True)
+    try:
+        while True:
+            try:
+                line = input("> ").strip()
+            except EOFError:
+                click.echo(err=True)
+                break
+            except KeyboardInterrupt:
+                click.echo(err=True)
+                continue
+            if not line:
+                continue
+            if line.startswith("/"):
+                if _slash(line, agent):
+                    break
+                continue
+            _turn(agent, display, line)
+    finally:
+        if history is not None:
+            _save_history(history)
+        agent.close()
+
+
+def _turn(agent: Any, display: Display, line: str) -> None:
+    display.streamed = False
+    done = threading.Event()
+    holder: dict[str, Any] = {}
+
+    def work() -> None:
+        holder["result"] = agent.run_conversation(line)
+        done.set()
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    display.start_spinner("thinking")
+    try:
+        while not done.wait(0.1):
+            pass
+    except KeyboardInterrupt:
+        agent.interrupt()
+        done.wait()
+    display.stop_spinner()
+    result = holder["result"]
+    if result["interrupted"]:
+        click.echo("\n  (interrupted)", err=True)
+    elif result["error"]:
+        click.echo(f"  error: {result['error']}", err=True)
+    elif display.streamed:
+        click.echo()
+    elif result["final_response"] is not None:
+        click.echo(result["final_response"])
+
+
+def _slash(line: str, agent: Any) -> bool:
+    """Handle a /command; return True to leave the chat."""
+    command = line.split()[0].lower()
+    if command in ("/exit", "/quit"):
+        return True
+    if command == "/tools":
+        click.echo(", ".join(agent.toolbox.names) or "no tools enabled")
+    elif command == "/usage":
+        click.echo(json.dumps(agent.usage.as_dict()))
+    elif command == "/prompt":
+        click.echo(agent.system_prompt or "(empty system prompt)")
+    else:
+        click.echo("/tools  enabled tools\n/usage  token usage\n/prompt  the system prompt\n"
+                   "/exit   leave (or Ctrl-D)")
+    return False
+
+
+def _setup_readline(home: Path) -> Path | None:
+    try:
+        import readline
+    except ImportError:  # pragma: no cover - not on every platform
+        return None
+    path = home / ".chat_history"
+    try:
+        readline.read_history_file(path)
+    except OSError:
+        pass
+    readline.set_history_length(1000)
+    return path
+
+
+def _save_history(path: Path) -> None:
+    import readline
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        readline.write_history_file(path)
+    except OSError:
+        pass

@@ -1,0 +1,74 @@
+"""What every command shares: the home folder, the configuration and the plugins, each loaded
+on first use so that ``hermes --help`` stays fast."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # imported on first use: `hermes --help` needs neither the registry nor yaml
+    from ..config import Config
+    from ..plugins import PluginManager
+    from ..registry import Registry
+
+
+@dataclass
+class CliState:
+    """Lazily loaded shared state of one ``hermes`` invocation."""
+
+    profile: str | None = None
+    debug: bool = False
+    plugin_names: list[str] | None = None
+    strict_plugins: bool = False
+    extra_plugins: Sequence[tuple[str, object]] = ()
+    overrides: dict[str, Any] = field(default_factory=dict)
+    _home: Path | None = None
+    _config: Config | None = None
+    _plugins: PluginManager | None = None
+    _registry: Registry | None = None
+
+    @property
+    def home(self) -> Path:
+        """The active HERMES_HOME (the profile's folder with ``-p``)."""
+        if self._home is None:
+            from ..config import load_dotenv, resolve_home
+
+            self._home = resolve_home(self.profile)
+            load_dotenv(self._home / ".env")
+        return self._home
+
+    @property
+    def config(self) -> Config:
+        """The effective configuration, with command-line overrides applied."""
+        if self._config is None:
+            from ..config import load_config
+
+            self._config = load_config(self.home, overrides=self.overrides)
+        return self._config
+
+    def reload_config(self) -> Config:
+        """Read the configuration again (after a command changed the file)."""
+        self._config = None
+        return self.config
+
+    @property
+    def plugins(self) -> PluginManager:
+        """The plugin manager, loaded once."""
+        if self._plugins is None:
+            from ..plugins import PluginManager
+
+            disabled = self.config.get("plugins.disabled") or []
+            self._plugins = PluginManager(only=self.plugin_names, disabled=disabled,
+                                          extra=self.extra_plugins, strict=self.strict_plugins)
+        return self._plugins
+
+    @property
+    def registry(self) -> Registry:
+        """What the plugins registered."""
+        if self._registry is None:
+            from ..registry import Registry
+
+            self._registry = Registry(self.plugins)
+        return self._registry

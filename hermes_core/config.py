@@ -1,0 +1,714 @@
+"""Configuration: where it lives, how layers combine, and what is valid.
+
+Everything lives in ``$HERMES_HOME`` (default ``~/.hermes``): ``config.yaml`` for settings and
+``.env`` for secrets. The effective value of a key comes from the first of: a command-line flag,
+an environment variable, ``config.yaml``, the built-in default.
+
+PyYAML is imported only inside the functions that read or write YAML, so importing this module
+stays cheap for commands such as ``hermes --help``.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+from collections.abc import Iterator, Mapping, MutableMapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hermes_hookspecs import API_MODES, HermesError
+
+__all__ = [
+    "DEFAULTS",
+    "ENV_VARS",
+    "Config",
+    "ConfigError",
+    "load_config",
+    "load_dotenv",
+    "resolve_home",
+    "save_config",
+    "set_value",
+    "unset_value",
+    "validate",
+]
+
+CONFIG_FILE = "config.yaml"
+DOTENV_FILE = ".env"
+
+
+class ConfigError(HermesError):
+    """A configuration file, environment variable or value is invalid; the message is one line."""
+
+
+DEFAULTS: dict[str, Any] = {
+    "model": {},
+    "agent": {
+        "max_turns": 90,
+        "tool_concurrency": 8,
+        "platform": "cli",
+        "tool_max_invalid": 3,
+    },
+    "delegation": {"max_iterations": 50},
+    "compression": {
+        "enabled": True,
+        "threshold": 0.5,
+        "protect_first_n": 3,
+        "protect_last_n": 20,
+    },
+    # None means "the compressor engine when it is installed".
+    "context": {"engine": None},
+    "terminal": {"backend": "local", "timeout": 180},
+    "plugins": {"disabled": []},
+    "tools": {"max_result_chars": 100_000},
+    "approvals": {"mode": "manual"},
+}
+
+ENV_VARS: dict[str, str] = {
+    "HERMES_MODEL": "model.default",
+    "HERMES_PROVIDER": "model.provider",
+    "HERMES_BASE_URL": "model.base_url",
+    "HERMES_API_MODE": "model.api_mode",
+    "HERMES_MAX_TURNS": "agent.max_turns",
+    "HERMES_TOOLSETS": "toolsets",
+    "HERMES_DISABLED_TOOLSETS": "disabled_toolsets",
+    "HERMES_CONTEXT_ENGINE": "context.engine",
+    "HERMES_TERMINAL_BACKEND": "terminal.backend",
+}
+
+APPROVAL_MODES: tuple[str, ...] = ("manual", "deny", "yolo")
+
+_PROFILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_DOTENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """What one schema key accepts."""
+
+    kind: str  # "str" | "int" | "number" | "bool" | "strlist" | "enum"
+    low: float | None = None
+    low_open: bool = False  # True: value must be > low; False: >= low
+    high: float | None = None  # inclusive
+    choices: tuple[str, ...] = ()
+    nullable: bool = False
+
+
+_SCHEMA: dict[str, _Rule] = {
+    "model.default": _Rule("str"),
+    "model.provider": _Rule("str"),
+    "model.base_url": _Rule("str"),
+    "model.api_key": _Rule("str"),
+    "model.api_mode": _Rule("enum", choices=tuple(API_MODES)),
+    "model.context_length": _Rule("int", low=1),
+    "toolsets": _Rule("strlist"),
+    "disabled_toolsets": _Rule("strlist"),
+    "agent.max_turns": _Rule("int", low=1),
+    "agent.tool_concurrency": _Rule("int", low=1),
+    "agent.stream": _Rule("bool"),
+    "agent.platform": _Rule("str"),
+    "agent.tool_max_invalid": _Rule("int", low=1),
+    "delegation.max_iterations": _Rule("int", low=1),
+    "compression.enabled": _Rule("bool"),
+    "compression.threshold": _Rule("number", low=0, low_open=True, high=1),
+    "compression.protect_first_n": _Rule("int", low=0),
+    "compression.protect_last_n": _Rule("int", low=0),
+    "context.engine": _Rule("str", nullable=True),
+    "terminal.backend": _Rule("str"),
+    "terminal.cwd": _Rule("str"),
+    "terminal.timeout": _Rule("int", low=1),
+    "terminal.lifetime_seconds": _Rule("int", low=0),
+    "plugins.disabled": _Rule("strlist"),
+    "tools.max_result_chars": _Rule("int", low=100),
+    "approvals.mode": _Rule("enum", choices=APPROVAL_MODES),
+}
+
+_SECTIONS = frozenset(key.split(".", 1)[0] for key in _SCHEMA if "." in key)
+
+_KIND_WORDS = {
+    "str": "a string",
+    "int": "an integer",
+    "number": "a number",
+    "bool": "true or false",
+    "strlist": "a list of strings",
+}
+
+
+# ---------------------------------------------------------------------------
+# Locations and .env
+
+
+def resolve_home(profile: str | None = None, environ: Mapping[str, str] | None = None) -> Path:
+    """Return the hermes home folder (``$HERMES_HOME`` or ``~/.hermes``), or a profile inside it.
+
+    A profile is a fully separate home at ``<home>/profiles/<profile>``. Nothing is created.
+    Raises ConfigError for a profile name outside ``[A-Za-z0-9][A-Za-z0-9_.-]*``.
+    """
+    env = os.environ if environ is None else environ
+    explicit = env.get("HERMES_HOME")
+    if explicit:
+        home = Path(explicit).expanduser()
+    elif env.get("HOME"):
+        home = Path(env["HOME"]) / ".hermes"
+    else:
+        home = Path.home() / ".hermes"
+    if profile is None:
+        return home
+    if not _PROFILE_NAME.fullmatch(profile):
+        raise ConfigError(
+            f"invalid profile name {profile!r}: use letters, digits, '_', '.' and '-', "
+            "starting with a letter or digit"
+        )
+    return home / "profiles" / profile
+
+
+def load_dotenv(path: Path, environ: MutableMapping[str, str] | None = None) -> dict[str, str]:
+    """Read ``KEY=VALUE`` lines from a .env file and return them.
+
+    Each key is put into ``environ`` (default ``os.environ``) only when it is not already there,
+    so the real environment wins. A missing file gives ``{}``; a malformed line raises
+    ConfigError naming the file and line (never the line's content, which may be a secret).
+    """
+    env = os.environ if environ is None else environ
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {_one_line(exc)}") from exc
+    values: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        parsed = _parse_dotenv_line(line)
+        if parsed is None:
+            continue
+        if isinstance(parsed, str):
+            raise ConfigError(f"{path}:{number}: {parsed}")
+        key, value = parsed
+        values[key] = value
+    for key, value in values.items():
+        if key not in env:
+            env[key] = value
+    return values
+
+
+def _parse_dotenv_line(line: str) -> tuple[str, str] | str | None:
+    """Return (key, value), None for a blank or comment line, or a problem description."""
+    stripped = line.strip()
+    if not stripped or stripped.startswith("#"):
+        return None
+    if stripped.startswith("export") and stripped[6:7].isspace():
+        stripped = stripped[6:].lstrip()
+    key, sep, rest = stripped.partition("=")
+    key = key.rstrip()
+    if not sep or not _DOTENV_KEY.fullmatch(key):
+        return "malformed line (expected KEY=VALUE)"
+    rest = rest.lstrip()
+    if rest[:1] in ("'", '"'):
+        quote = rest[0]
+        value, end = _read_quoted(rest, quote)
+        if end < 0:
+            return f"unterminated {quote} quote"
+        tail = rest[end + 1 :].strip()
+        if tail and not tail.startswith("#"):
+            return "unexpected text after the closing quote"
+        return key, value
+    # An unquoted value ends at a " #" comment; "a#b" keeps its "#".
+    comment = re.search(r"\s#", rest)
+    if comment:
+        rest = rest[: comment.start()]
+    return key, rest.rstrip()
+
+
+def _read_quoted(text: str, quote: str) -> tuple[str, int]:
+    """Read a quoted value starting at text[0]; return (value, index of closing quote or -1)."""
+    escapes = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
+    out: list[str] = []
+    i = 1
+    while i < len(text):
+        char = text[i]
+        if char == quote:
+            return "".join(out), i
+        # Only double quotes interpret escapes; single quotes are literal.
+        if quote == '"' and char == "\\" and i + 1 < len(text) and text[i + 1] in escapes:
+            out.append(escapes[text[i + 1]])
+            i += 2
+            continue
+        out.append(char)
+        i += 1
+    return "", -1
+
+
+# ---------------------------------------------------------------------------
+# Loading
+
+
+@dataclass
+class Config:
+    """The effective configuration of one hermes home, with where each value came from."""
+
+    home: Path
+    path: Path
+    file_data: dict[str, Any]
+    data: dict[str, Any]
+    sources: dict[str, str]
+
+    def get(self, dotted: str, default: Any = None) -> Any:
+        """Return the effective value at a dotted key such as ``"agent.max_turns"``, or default."""
+        node: Any = self.data
+        for part in dotted.split("."):
+            if not isinstance(node, Mapping) or part not in node:
+                return default
+            node = node[part]
+        return node
+
+    def section(self, name: str) -> dict[str, Any]:
+        """Return a copy of one top-level section as a dict; ``{}`` when absent or not a mapping."""
+        value = self.data.get(name)
+        return copy.deepcopy(dict(value)) if isinstance(value, Mapping) else {}
+
+
+def load_config(
+    home: Path,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    file_data: Mapping[str, Any] | None = None,
+) -> Config:
+    """Build the effective configuration of ``home``: defaults < config.yaml < env vars < overrides.
+
+    ``overrides`` maps dotted keys to values from command-line flags; None values are ignored.
+    ``file_data``, when given, is used in place of reading config.yaml (for embedding, or to
+    re-layer a Config already loaded). The .env file is not read here (call load_dotenv first).
+    Raises ConfigError for an invalid file, environment variable or override.
+    """
+    env = os.environ if environ is None else environ
+    home = Path(home)
+    path = home / CONFIG_FILE
+    if file_data is None:
+        file_data, lines = _read_file(path)
+        validate(file_data, path, lines)
+    else:
+        file_data = copy.deepcopy(dict(file_data))
+        validate(file_data)
+
+    data: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    _merge(data, sources, (), DEFAULTS, "default")
+    _merge(data, sources, (), _normalize_model(file_data), "file")
+
+    for var, dotted in ENV_VARS.items():
+        raw = env.get(var)
+        if not raw:  # unset and empty both mean "not given"
+            continue
+        rule = _SCHEMA[dotted]
+        value = _from_text(rule, raw)
+        problem = _check(rule, value)
+        if problem:
+            raise ConfigError(f"environment variable {var} ({dotted}): {problem}")
+        _merge(data, sources, tuple(dotted.split(".")), value, f"env:{var}")
+
+    nested: dict[str, Any] = {}
+    for dotted, value in (overrides or {}).items():
+        if value is None:
+            continue
+        rule = _SCHEMA.get(dotted)
+        if isinstance(value, tuple):
+            value = list(value)
+        elif rule is not None and isinstance(value, str):
+            value = _from_text(rule, value)
+        _set_path(nested, _split_key(dotted), value, replace=True)
+    nested = _normalize_model(nested)
+    for dotted, problem in _problems(nested):
+        raise ConfigError(f"command line: {dotted}: {problem}")
+    _merge(data, sources, (), nested, "cli")
+
+    return Config(home=home, path=path, file_data=file_data, data=data, sources=sources)
+
+
+def _read_file(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
+    """Return the mapping a config file holds and its key lines, ``({}, {})`` when it is absent.
+
+    No schema check here, so that ``unset`` can repair a file holding a bad value.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}, {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {_one_line(exc)}") from exc
+    return _parse_yaml(text, path)
+
+
+def _parse_yaml(text: str, path: Path) -> tuple[dict[str, Any], dict[str, int]]:
+    """Parse YAML text into a top-level mapping and the line of every dotted key."""
+    import yaml
+
+    loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader = loader_class(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        problem = ", ".join(part for part in (exc.context, exc.problem) if part) or "unreadable"
+        raise ConfigError(f"{where}: invalid YAML: {_one_line(problem)}") from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: invalid YAML: {_one_line(exc)}") from exc
+    finally:
+        loader.dispose()
+    if data is None:
+        return {}, {}
+    if not isinstance(data, dict):
+        line = node.start_mark.line + 1
+        raise ConfigError(
+            f"{path}:{line}: expected a mapping of keys at the top level, got {_describe(data)}"
+        )
+    lines: dict[str, int] = {}
+    _collect_lines(node, "", lines, set(), path)
+    return data, lines
+
+
+def _collect_lines(
+    node: Any, prefix: str, out: dict[str, int], active: set[int], path: Path
+) -> None:
+    """Record the 1-based line of each mapping key under node, keyed by dotted path.
+
+    Raises ConfigError for a mapping that contains itself (through an alias), which no
+    configuration needs and which would make merging endless.
+    """
+    import yaml
+
+    if not isinstance(node, yaml.MappingNode):
+        return
+    if id(node) in active:
+        raise ConfigError(
+            f"{path}:{node.start_mark.line + 1}: invalid YAML: a mapping contains itself"
+        )
+    active.add(id(node))
+    for key_node, value_node in node.value:
+        if isinstance(key_node, yaml.ScalarNode):
+            dotted = prefix + str(key_node.value)
+            out[dotted] = key_node.start_mark.line + 1
+            _collect_lines(value_node, dotted + ".", out, active, path)
+    active.discard(id(node))
+
+
+# ---------------------------------------------------------------------------
+# Validation
+
+
+def validate(
+    data: Mapping[str, Any],
+    path: Path | None = None,
+    lines: Mapping[str, int] | None = None,
+) -> None:
+    """Raise ConfigError for the first schema violation in data (in data order); unknown keys pass.
+
+    ``path`` and ``lines`` (dotted key -> 1-based line) only make the message point at the spot.
+    """
+    for dotted, problem in _problems(data):
+        line = (lines or {}).get(dotted)
+        if path is not None and line is not None:
+            where = f"{path}:{line}: "
+        elif path is not None:
+            where = f"{path}: "
+        else:
+            where = ""
+        raise ConfigError(f"{where}{dotted}: {problem}")
+
+
+def _problems(data: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """Yield (dotted key, problem) for every schema violation, in the order keys appear."""
+    for key, value in data.items():
+        key = str(key)
+        if key in _SECTIONS:
+            if value is None:
+                continue  # a section whose keys are all commented out
+            if key == "model" and isinstance(value, str):
+                problem = _check(_SCHEMA["model.default"], value)
+            elif not isinstance(value, Mapping):
+                expected = "a mapping or a string" if key == "model" else "a mapping"
+                problem = f"expected {expected}, got {_describe(value)}"
+            else:
+                for sub, sub_value in value.items():
+                    dotted = f"{key}.{sub}"
+                    rule = _SCHEMA.get(dotted)
+                    sub_problem = _check(rule, sub_value) if rule else None
+                    if sub_problem:
+                        yield dotted, sub_problem
+                continue
+        elif key in _SCHEMA:
+            problem = _check(_SCHEMA[key], value)
+        else:
+            continue
+        if problem:
+            yield key, problem
+
+
+def _check(rule: _Rule, value: Any) -> str | None:
+    """Return what is wrong with value under rule, or None when it is fine."""
+    if rule.kind == "enum":
+        what = "one of " + ", ".join(repr(choice) for choice in rule.choices)
+    else:
+        what = _KIND_WORDS[rule.kind]
+    if rule.nullable:
+        what += " or null"
+    if value is None:
+        return None if rule.nullable else f"expected {what}, got null"
+
+    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if rule.kind == "str":
+        ok = isinstance(value, str)
+    elif rule.kind == "enum":
+        ok = isinstance(value, str) and value in rule.choices
+    elif rule.kind == "bool":
+        ok = isinstance(value, bool)
+    elif rule.kind == "int":
+        ok = is_number and isinstance(value, int)
+    elif rule.kind == "number":
+        ok = is_number
+    else:  # strlist
+        ok = isinstance(value, (list, tuple))
+        if ok:
+            for item in value:
+                if not isinstance(item, str):
+                    return f"expected {what}, got {_describe(item)} in the list"
+    if not ok:
+        return f"expected {what}, got {_describe(value)}"
+
+    if rule.kind in ("int", "number"):
+        too_low = rule.low is not None and (
+            value <= rule.low if rule.low_open else value < rule.low
+        )
+        too_high = rule.high is not None and value > rule.high
+        # `value != value` catches NaN, which compares false with every bound.
+        if too_low or too_high or value != value:
+            bounds = []
+            if rule.low is not None:
+                bounds.append(f"{'>' if rule.low_open else '>='} {rule.low:g}")
+            if rule.high is not None:
+                bounds.append(f"<= {rule.high:g}")
+            return f"expected {what} {' and '.join(bounds)}, got {_describe(value)}"
+    return None
+
+
+def _from_text(rule: _Rule, text: str) -> Any:
+    """Convert an environment-variable or flag string to the rule's type (left as is on failure)."""
+    if rule.kind == "int":
+        try:
+            return int(text.strip())
+        except ValueError:
+            return text
+    if rule.kind == "number":
+        try:
+            return float(text.strip())
+        except ValueError:
+            return text
+    if rule.kind == "bool":
+        lowered = text.strip().lower()
+        if lowered in ("1", "true", "yes", "on"):
+            return True
+        if lowered in ("0", "false", "no", "off"):
+            return False
+        return text
+    if rule.kind == "strlist":
+        return [part.strip() for part in text.split(",") if part.strip()]
+    return text
+
+
+def _describe(value: Any) -> str:
+    """A short YAML-flavoured description of a value for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int, float)):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    return type(value).__name__
+
+
+def _one_line(value: object) -> str:
+    """Collapse a message onto one line."""
+    return " ".join(str(value).split())
+
+
+# ---------------------------------------------------------------------------
+# Merging
+
+
+def _normalize_model(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Return data with the ``model: <name>`` shorthand spelled as ``model: {default: <name>}``."""
+    result = dict(data)
+    if isinstance(result.get("model"), str):
+        result["model"] = {"default": result["model"]}
+    return result
+
+
+def _merge(
+    data: dict[str, Any],
+    sources: dict[str, str],
+    at: tuple[str, ...],
+    value: Any,
+    origin: str,
+) -> None:
+    """Deep-merge value into data at path ``at``, recording origin for every leaf written."""
+    dotted = ".".join(at)
+    if isinstance(value, Mapping):
+        _ensure_mapping(data, sources, at)
+        for key, sub in value.items():
+            _merge(data, sources, at + (str(key),), sub, origin)
+        return
+    parent = _ensure_mapping(data, sources, at[:-1])
+    existing = parent.get(at[-1])
+    if value is None and isinstance(existing, dict):
+        return  # an empty section in the file keeps the defaults under it
+    parent[at[-1]] = copy.deepcopy(value)
+    for key in [key for key in sources if key.startswith(dotted + ".")]:
+        del sources[key]
+    sources[dotted] = origin
+
+
+def _ensure_mapping(
+    data: dict[str, Any], sources: dict[str, str], at: tuple[str, ...]
+) -> dict[str, Any]:
+    """Return the dict at path ``at``, creating it (over any non-mapping) as needed."""
+    node = data
+    for depth, part in enumerate(at):
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+            sources.pop(".".join(at[: depth + 1]), None)
+        node = child
+    return node
+
+
+def _split_key(dotted: str) -> list[str]:
+    """Split a dotted key into its parts; ConfigError when a part is empty."""
+    parts = dotted.split(".")
+    if not dotted or any(not part for part in parts):
+        raise ConfigError(f"invalid key {dotted!r}: expected names separated by dots")
+    return parts
+
+
+def _set_path(data: dict[str, Any], parts: list[str], value: Any, *, replace: bool) -> None:
+    """Set value at parts inside data, creating mappings; non-mapping parents only if replace."""
+    node = data
+    for depth, part in enumerate(parts[:-1]):
+        child = node.get(part)
+        if child is None or (replace and not isinstance(child, dict)):
+            child = {}
+            node[part] = child
+        elif not isinstance(child, dict):
+            prefix = ".".join(parts[: depth + 1])
+            raise ConfigError(
+                f"cannot set {'.'.join(parts)}: {prefix} holds {_describe(child)}, not a mapping"
+            )
+        node = child
+    node[parts[-1]] = value
+
+
+# ---------------------------------------------------------------------------
+# Editing the file
+
+
+def set_value(path: Path, dotted: str, raw: str) -> Any:
+    """Set one dotted key in a config file from its YAML text and return the parsed value.
+
+    ``"40"`` becomes 40, ``"true"`` True, ``"[a, b]"`` a list. Missing mappings, folders and the
+    file are created. Raises ConfigError (leaving the file untouched) when the text is not YAML or
+    the result would not be valid.
+    """
+    import yaml
+
+    path = Path(path)
+    parts = _split_key(dotted)
+    try:
+        value = yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or exc
+        raise ConfigError(f"{dotted}: cannot parse {raw!r} as YAML: {_one_line(problem)}") from exc
+    data = _read_file(path)[0]
+    if parts[0] == "model" and len(parts) > 1:
+        data = _normalize_model(data)
+    _set_path(data, parts, value, replace=False)
+    validate(data, path)
+    save_config(path, data)
+    return value
+
+
+def unset_value(path: Path, dotted: str) -> bool:
+    """Remove one dotted key from a config file; False (file untouched) when it was not there.
+
+    Mappings left empty by the removal are removed too.
+    """
+    path = Path(path)
+    parts = _split_key(dotted)
+    if not path.exists():
+        return False
+    data = _read_file(path)[0]
+    if parts[0] == "model" and len(parts) > 1:
+        data = _normalize_model(data)
+    trail: list[dict[str, Any]] = [data]
+    node: Any = data
+    for part in parts[:-1]:
+        node = node.get(part) if isinstance(node, dict) else None
+        if not isinstance(node, dict):
+            return False
+        trail.append(node)
+    if parts[-1] not in node:
+        return False
+    del node[parts[-1]]
+    # Drop the mappings the removal emptied, innermost first.
+    for depth in range(len(parts) - 1, 0, -1):
+        if trail[depth]:
+            break
+        del trail[depth - 1][parts[depth - 1]]
+    save_config(path, data)
+    return True
+
+
+def save_config(path: Path, data: Mapping[str, Any]) -> None:
+    """Write data to a config file atomically, creating its folder; key order is kept."""
+    import tempfile
+
+    import yaml
+
+    # Write through a symlink to its target so a linked config.yaml stays linked.
+    target = Path(os.path.realpath(path))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    text = yaml.safe_dump(
+        _plain(data), sort_keys=False, allow_unicode=True, default_flow_style=False
+    )
+    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.chmod(tmp_name, target.stat().st_mode & 0o7777)
+        except FileNotFoundError:
+            pass  # a new file keeps mkstemp's owner-only mode: it may hold an API key
+        os.replace(tmp_name, target)
+    except BaseException:
+        try:
+            os.unlink(tmp_name)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def _plain(value: Any) -> Any:
+    """Convert mappings and sequences to dicts and lists so safe_dump accepts them."""
+    if isinstance(value, Mapping):
+        return {key: _plain(sub) for key, sub in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value

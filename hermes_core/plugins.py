@@ -1,0 +1,280 @@
+"""The plugin manager: finds plugins through entry points, loads each inside its own guard, and
+calls hooks so that one broken plugin never takes the others down."""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pluggy
+
+from hermes_hookspecs import PROJECT_NAME, HermesError
+from hermes_hookspecs import specs as _specs
+
+from .entry_points import EntryPoint, scan
+
+log = logging.getLogger("hermes.plugins")
+
+ENTRY_POINT_GROUP = PROJECT_NAME
+HOOK_NAMES: frozenset[str] = frozenset(n for n in dir(_specs) if n.startswith("hermes_"))
+CORE_PLUGINS: tuple[tuple[str, str], ...] = (("core_layers", "hermes_core.core_layers"),)
+"""Plugins that ship inside the core, registered first, in this order."""
+
+MAX_RECORDED_ERRORS = 20
+
+
+class PluginLoadError(HermesError):
+    """Raised in strict mode when a plugin failed to load or register."""
+
+
+@dataclass
+class PluginRecord:
+    """What is known about one plugin: where it came from and how loading it went.
+
+    ``status`` is ``loaded``, ``error``, ``disabled`` (by config or ``HERMES_DISABLE_PLUGINS``)
+    or ``skipped`` (not selected by ``HERMES_PLUGINS``).
+    """
+
+    name: str
+    module: str
+    dist: str | None = None
+    version: str | None = None
+    source: str = "entry point"
+    status: str = "loaded"
+    error: str | None = None
+    hook_errors: list[str] = field(default_factory=list)
+    hooks: list[str] = field(default_factory=list)
+    plugin: object | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Loaded and no hook of it has failed."""
+        return self.status == "loaded" and not self.hook_errors
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-friendly view of the record."""
+        return {
+            "name": self.name,
+            "module": self.module,
+            "dist": self.dist,
+            "version": self.version,
+            "source": self.source,
+            "status": self.status,
+            "error": self.error,
+            "hook_errors": list(self.hook_errors),
+            "hooks": list(self.hooks),
+        }
+
+
+_entry_points_cache: list[EntryPoint] | None = None
+
+
+def discover_entry_points() -> list[EntryPoint]:
+    """Entry points of group ``hermes``, scanned once per process, sorted by (name, dist)."""
+    global _entry_points_cache
+    if _entry_points_cache is None:
+        found = scan(ENTRY_POINT_GROUP)
+        found.sort(key=lambda ep: (ep.name, ep.dist))
+        _entry_points_cache = found
+    return list(_entry_points_cache)
+
+
+def reset_entry_point_cache() -> None:
+    """Forget the scanned entry points (after installing a plugin into the running process)."""
+    global _entry_points_cache
+    _entry_points_cache = None
+    import importlib
+
+    importlib.invalidate_caches()
+
+
+def _split_names(value: str | None) -> list[str]:
+    return [n.strip() for n in (value or "").split(",") if n.strip()]
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+class PluginManager:
+    """Loads hermes plugins and calls their hooks with per-plugin guards.
+
+    Load order (fixed; later-registered plugins are called first, as in pluggy):
+
+    1. the core's own plugins (:data:`CORE_PLUGINS`), in that order;
+    2. entry-point plugins of group ``hermes``, sorted by entry point name, then dist name;
+    3. in-process plugins passed as ``extra`` (tests, embedding programs), in the order given.
+
+    :param only: load only the entry points named here (entry point or dist names); ``None``
+        means all. Defaults to ``HERMES_PLUGINS`` when set.
+    :param disabled: names never loaded (``plugins.disabled`` and ``HERMES_DISABLE_PLUGINS``).
+    :param extra: ``(name, plugin object)`` pairs registered after the entry points.
+    :param entry_points: whether to load entry points at all.
+    :param strict: raise :class:`PluginLoadError` when any plugin fails to load.
+    """
+
+    def __init__(
+        self,
+        *,
+        only: Sequence[str] | None = None,
+        disabled: Iterable[str] = (),
+        extra: Sequence[tuple[str, object]] = (),
+        entry_points: bool = True,
+        strict: bool = False,
+        environ: dict[str, str] | None = None,
+    ) -> None:
+        env = os.environ if environ is None else environ
+        if only is None and "HERMES_PLUGINS" in env:
+            only = _split_names(env["HERMES_PLUGINS"])
+        self.only = None if only is None else list(only)
+        self.disabled = set(disabled) | set(_split_names(env.get("HERMES_DISABLE_PLUGINS")))
+        self.strict = strict
+        self.records: dict[str, PluginRecord] = {}
+        self.pm = pluggy.PluginManager(PROJECT_NAME)
+        self.pm.add_hookspecs(_specs)
+        self._load(extra, entry_points)
+
+    # --- loading ---------------------------------------------------------------------------
+
+    def _load(self, extra: Sequence[tuple[str, object]], entry_points: bool) -> None:
+        import importlib
+
+        for name, module_name in CORE_PLUGINS:
+            record = PluginRecord(name=name, module=module_name, source="core")
+            self._guarded_register(record, lambda m=module_name: importlib.import_module(m))
+        if entry_points:
+            for ep in discover_entry_points():
+                self._load_entry_point(ep)
+        for name, obj in extra:
+            module = getattr(obj, "__name__", type(obj).__name__)
+            record = PluginRecord(name=name, module=module, source="in-process")
+            self._guarded_register(record, lambda o=obj: o)
+        self.pm.check_pending()
+        failed = [r for r in self.records.values() if r.status == "error"]
+        if self.strict and failed:
+            raise PluginLoadError(
+                "; ".join(f"plugin {r.name!r} failed to load: {r.error}" for r in failed)
+            )
+
+    def _load_entry_point(self, ep: EntryPoint) -> None:
+        dist, version = ep.dist or None, ep.version or None
+        record = PluginRecord(name=ep.name, module=ep.value, dist=dist, version=version)
+        if ep.name in self.disabled or (dist and dist in self.disabled):
+            record.status = "disabled"
+        elif self.only is not None and ep.name not in self.only and dist not in self.only:
+            record.status = "skipped"
+        if record.status != "loaded":
+            self.records.setdefault(record.name, record)
+            return
+        self._guarded_register(record, ep.load)
+
+    def _guarded_register(self, record: PluginRecord, load: Callable[[], object]) -> None:
+        existing = self.records.get(record.name)
+        if existing is not None and existing.status == "loaded":
+            record.status = "error"
+            record.error = (
+                f"plugin name {record.name!r} is already used by {existing.module}"
+                f" ({existing.dist or existing.source})"
+            )
+            self.records[f"{record.name} ({record.dist or record.module})"] = record
+            return
+        self.records[record.name] = record
+        try:
+            plugin = load()
+            self._check_hook_names(plugin)
+            self.pm.register(plugin, name=record.name)
+        except Exception as exc:  # a broken plugin must not break the host
+            record.status = "error"
+            record.error = _describe(exc)
+            log.debug("plugin %s failed to load", record.name, exc_info=True)
+            return
+        record.plugin = plugin
+        record.hooks = sorted(h.name for h in self.pm.get_hookcallers(plugin) or ())
+
+    @staticmethod
+    def _check_hook_names(plugin: object) -> None:
+        marker = f"{PROJECT_NAME}_impl"
+        for attr in dir(plugin):
+            value = getattr(plugin, attr, None)
+            if getattr(value, marker, None) is None:
+                continue
+            if attr not in HOOK_NAMES:
+                close = difflib.get_close_matches(attr, HOOK_NAMES, n=1)
+                hint = f" (did you mean {close[0]}?)" if close else ""
+                raise HermesError(f"unknown hook {attr}{hint}")
+
+    # --- calling hooks ---------------------------------------------------------------------
+
+    def implementations(self, hook: str, *, load_order: bool = False
+                        ) -> Iterator[tuple[PluginRecord, Callable[..., Any]]]:
+        """Each plugin's implementation of ``hook``, in call order (newest plugin first), or
+        in load order (oldest first) with ``load_order``."""
+        caller = getattr(self.pm.hook, hook)
+        impls = caller.get_hookimpls()
+        for impl in (impls if load_order else reversed(impls)):
+            record = self.records.get(impl.plugin_name)
+            if record is None:
+                record = PluginRecord(name=impl.plugin_name, module="?", source="in-process")
+            if impl.wrapper or impl.hookwrapper:
+                self.record_error(record, hook, HermesError("hook wrappers are not supported"))
+                continue
+            argnames = impl.argnames
+            function = impl.function
+
+            def bound(_f: Callable[..., Any] = function, _a: tuple[str, ...] = argnames,
+                      **kwargs: Any) -> Any:
+                return _f(*[kwargs[a] for a in _a])
+
+            yield record, bound
+
+    def call_each(self, hook: str, **kwargs: Any) -> list[tuple[PluginRecord, Any]]:
+        """Call every implementation of ``hook``; failures are recorded, not raised.
+
+        Returns ``(plugin record, result)`` for each implementation that returned normally,
+        in call order.
+        """
+        results = []
+        for record, function in self.implementations(hook):
+            try:
+                results.append((record, function(**kwargs)))
+            except Exception as exc:
+                self.record_error(record, hook, exc)
+        return results
+
+    def call_first(self, hook: str, **kwargs: Any) -> tuple[PluginRecord, Any] | None:
+        """Call implementations until one returns something other than ``None``."""
+        for record, function in self.implementations(hook):
+            try:
+                value = function(**kwargs)
+            except Exception as exc:
+                self.record_error(record, hook, exc)
+                continue
+            if value is not None:
+                return record, value
+        return None
+
+    def has_implementations(self, hook: str) -> bool:
+        """Whether any loaded plugin implements ``hook``."""
+        return bool(getattr(self.pm.hook, hook).get_hookimpls())
+
+    def record_error(self, record: PluginRecord, hook: str, exc: BaseException) -> None:
+        """Remember that ``hook`` of ``record``'s plugin failed with ``exc``."""
+        message = f"{hook}: {_describe(exc)}"
+        log.warning("plugin %s: %s", record.name, message, exc_info=log.isEnabledFor(10))
+        if len(record.hook_errors) < MAX_RECORDED_ERRORS:
+            record.hook_errors.append(message)
+
+    # --- reporting -------------------------------------------------------------------------
+
+    def failures(self) -> list[PluginRecord]:
+        """Plugins that failed to load or whose hooks raised."""
+        return [r for r in self.records.values() if r.status == "error" or r.hook_errors]
+
+    def list_records(self) -> list[PluginRecord]:
+        """Every plugin seen, in load order."""
+        return list(self.records.values())

@@ -1,0 +1,92 @@
+"""Fixtures of the hermes test kit, registered with pytest through the ``pytest11`` entry point.
+
+- ``hermes_home``: an empty ``HERMES_HOME`` in a temporary folder, with ``HERMES_*`` variables
+  cleared for the test.
+- ``scripted_model``: an empty :class:`~hermes_core.testing.ScriptedModel`; add turns with ``.add``.
+- ``make_agent``: a factory, ``make_agent(*script, plugins=[...], **agent_kwargs)``; agents are
+  closed after the test.
+- ``agent``: ``make_agent(model=scripted_model)`` with the plugins named by
+  ``@pytest.mark.hermes_plugins("name", ...)`` (entry point names).
+- ``hermes_cli``: runs ``hermes`` commands in-process against ``hermes_home``; pass
+  ``model=`` to answer chats with a scripted model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Declare the kit's marker."""
+    config.addinivalue_line(
+        "markers", "hermes_plugins(*names): entry point names the `agent` fixture loads"
+    )
+
+
+@pytest.fixture
+def hermes_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An isolated, empty HERMES_HOME."""
+    import os
+
+    home = tmp_path / "hermes-home"
+    home.mkdir()
+    for key in list(os.environ):
+        if key.startswith("HERMES_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def scripted_model() -> Any:
+    """An empty scripted model."""
+    from hermes_core.testing import ScriptedModel
+
+    return ScriptedModel()
+
+
+@pytest.fixture
+def make_agent(hermes_home: Path) -> Iterator[Callable[..., Any]]:
+    """A factory of agents driven by a scripted model; closed after the test."""
+    from hermes_core.testing import make_agent as _make_agent
+
+    made: list[Any] = []
+
+    def factory(*script: Any, **kwargs: Any) -> Any:
+        agent = _make_agent(*script, **kwargs)
+        made.append(agent)
+        return agent
+
+    yield factory
+    for agent in made:
+        agent.close()
+
+
+@pytest.fixture
+def agent(request: pytest.FixtureRequest, make_agent: Callable[..., Any],
+          scripted_model: Any) -> Any:
+    """An agent with the scripted model and the plugins of the ``hermes_plugins`` marker."""
+    marker = request.node.get_closest_marker("hermes_plugins")
+    plugins = list(marker.args) if marker else []
+    return make_agent(model=scripted_model, plugins=plugins)
+
+
+@pytest.fixture
+def hermes_cli(hermes_home: Path) -> Callable[..., Any]:
+    """Run ``hermes`` in-process: ``hermes_cli("tools", "list", model=None, input=None)``."""
+    from click.testing import CliRunner
+
+    from hermes_core.cli import build_cli
+    from hermes_core.testing.kit import scripted_provider_plugin
+
+    def run(*args: str, model: Any = None, input: str | None = None,
+            env: dict[str, str] | None = None) -> Any:
+        extra = [("scripted-provider", scripted_provider_plugin(model))] if model else []
+        cli = build_cli(list(args), extra_plugins=extra)
+        return CliRunner().invoke(cli, list(args), input=input, env=env, catch_exceptions=False)
+
+    return run

@@ -1,0 +1,177 @@
+"""What plugins registered: toolsets, environments, providers and context engines, each
+remembered with the plugin that registered it."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from hermes_hookspecs import (
+    API_MODES,
+    TOOL_NAME_RE,
+    ContextEngine,
+    HermesError,
+    Provider,
+    Toolset,
+)
+
+from .plugins import PluginManager, PluginRecord
+
+T = TypeVar("T")
+
+
+class RegistrationError(HermesError):
+    """A plugin registered something invalid or a name another plugin already has."""
+
+
+@dataclass(frozen=True)
+class Registered(Generic[T]):
+    """A registered thing and the name of the plugin that registered it."""
+
+    name: str
+    value: T
+    plugin: str
+
+
+class Registry:
+    """Everything plugins registered, collected lazily (each kind on first access), plugins
+    asked in load order so that, on a name clash, the earlier-loaded plugin keeps the name.
+
+    Invalid registrations and name clashes are recorded against the offending plugin (shown by
+    ``hermes plugins list`` and ``hermes doctor``) and leave the first registration in place.
+    """
+
+    def __init__(self, plugins: PluginManager) -> None:
+        self.plugins = plugins
+        self._toolsets: dict[str, Registered[Toolset]] | None = None
+        self._tool_owner: dict[str, tuple[str, str]] = {}
+        self._environments: dict[str, Registered[Callable[..., Any]]] | None = None
+        self._providers: dict[str, Registered[Provider]] | None = None
+        self._engines: dict[str, Registered[type[ContextEngine]]] | None = None
+
+    def _collect(self, hook: str, accept: Callable[..., None]) -> None:
+        for record, function in self.plugins.implementations(hook, load_order=True):
+            def register(*args: Any, _record: PluginRecord = record) -> None:
+                try:
+                    accept(_record, *args)
+                except Exception as exc:  # one bad registration must not drop the plugin's others
+                    self.plugins.record_error(_record, hook, exc)
+
+            try:
+                function(register=register)
+            except Exception as exc:
+                self.plugins.record_error(record, hook, exc)
+
+    # --- toolsets --------------------------------------------------------------------------
+
+    @property
+    def toolsets(self) -> dict[str, Registered[Toolset]]:
+        """Registered toolsets by name."""
+        if self._toolsets is None:
+            self._toolsets = {}
+            self._collect("hermes_register_toolsets", self._accept_toolset)
+        return self._toolsets
+
+    def _accept_toolset(self, record: PluginRecord, toolset: Toolset) -> None:
+        assert self._toolsets is not None
+        if not isinstance(toolset, Toolset):
+            raise RegistrationError(f"expected a Toolset, got {type(toolset).__name__}")
+        if not toolset.name:
+            raise RegistrationError("a toolset needs a name")
+        other = self._toolsets.get(toolset.name)
+        if other is not None:
+            raise RegistrationError(
+                f"toolset {toolset.name!r} is registered by both {other.plugin!r}"
+                f" and {record.name!r}"
+            )
+        seen: set[str] = set()
+        for tool in toolset.tools:
+            if not TOOL_NAME_RE.match(tool.name or ""):
+                raise RegistrationError(
+                    f"tool name {tool.name!r} in toolset {toolset.name!r} is invalid"
+                    " (letters, digits, '_' and '-', at most 64)"
+                )
+            if not callable(tool.handler):
+                raise RegistrationError(f"tool {tool.name!r} has no callable handler")
+            if not isinstance(tool.parameters, dict):
+                raise RegistrationError(f"tool {tool.name!r}: parameters must be a JSON schema dict")
+            owner = self._tool_owner.get(tool.name)
+            if owner is not None or tool.name in seen:
+                first = owner[1] if owner else record.name
+                raise RegistrationError(
+                    f"tool {tool.name!r} is registered by both {first!r} and {record.name!r}"
+                )
+            seen.add(tool.name)
+        for tool in toolset.tools:
+            self._tool_owner[tool.name] = (toolset.name, record.name)
+        self._toolsets[toolset.name] = Registered(toolset.name, toolset, record.name)
+
+    # --- environments ----------------------------------------------------------------------
+
+    @property
+    def environments(self) -> dict[str, Registered[Callable[..., Any]]]:
+        """Registered environment factories by backend name."""
+        if self._environments is None:
+            self._environments = {}
+            self._collect("hermes_register_environments", self._accept_environment)
+        return self._environments
+
+    def _accept_environment(self, record: PluginRecord, name: str, factory: Callable[..., Any]) -> None:
+        assert self._environments is not None
+        if not isinstance(name, str) or not name:
+            raise RegistrationError("an environment needs a name")
+        if not callable(factory):
+            raise RegistrationError(f"environment {name!r}: factory is not callable")
+        self._unique(self._environments, "environment", name, record)
+        self._environments[name] = Registered(name, factory, record.name)
+
+    # --- providers -------------------------------------------------------------------------
+
+    @property
+    def providers(self) -> dict[str, Registered[Provider]]:
+        """Registered providers by name."""
+        if self._providers is None:
+            self._providers = {}
+            self._collect("hermes_register_providers", self._accept_provider)
+        return self._providers
+
+    def _accept_provider(self, record: PluginRecord, provider: Provider) -> None:
+        assert self._providers is not None
+        if not isinstance(provider, Provider):
+            raise RegistrationError(f"expected a Provider, got {type(provider).__name__}")
+        if provider.api_mode not in API_MODES:
+            raise RegistrationError(
+                f"provider {provider.name!r}: unknown api_mode {provider.api_mode!r}"
+                f" (one of {', '.join(API_MODES)})"
+            )
+        self._unique(self._providers, "provider", provider.name, record)
+        self._providers[provider.name] = Registered(provider.name, provider, record.name)
+
+    # --- context engines -------------------------------------------------------------------
+
+    @property
+    def engines(self) -> dict[str, Registered[type[ContextEngine]]]:
+        """Registered context engine classes by name."""
+        if self._engines is None:
+            self._engines = {}
+            self._collect("hermes_register_context_engines", self._accept_engine)
+        return self._engines
+
+    def _accept_engine(self, record: PluginRecord, engine: type[ContextEngine]) -> None:
+        assert self._engines is not None
+        if not (inspect.isclass(engine) and issubclass(engine, ContextEngine)):
+            raise RegistrationError("expected a ContextEngine subclass")
+        if not engine.name:
+            raise RegistrationError(f"context engine {engine.__name__} has no name")
+        self._unique(self._engines, "context engine", engine.name, record)
+        self._engines[engine.name] = Registered(engine.name, engine, record.name)
+
+    @staticmethod
+    def _unique(table: dict[str, Registered[Any]], kind: str, name: str, record: PluginRecord) -> None:
+        other = table.get(name)
+        if other is not None:
+            raise RegistrationError(
+                f"{kind} {name!r} is registered by both {other.plugin!r} and {record.name!r}"
+            )

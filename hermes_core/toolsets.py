@@ -1,0 +1,166 @@
+"""Choosing the tools the model sees: toolset expansion, availability, and byte-stable schemas."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hermes_hookspecs import HermesError, Tool
+
+from .registry import Registry
+
+DEFAULT_BUNDLE = "default"
+"""Every installed toolset that is enabled by default."""
+ALL_BUNDLE = "all"
+"""Every installed toolset."""
+RESERVED = frozenset({DEFAULT_BUNDLE, ALL_BUNDLE})
+
+
+class ToolsetError(HermesError):
+    """An unknown toolset name or a cycle of ``includes``."""
+
+
+@dataclass(frozen=True)
+class ToolInfo:
+    """One registered tool as ``hermes tools list`` shows it."""
+
+    tool: Tool
+    toolset: str
+    plugin: str
+    available: bool
+    reason: str | None
+    enabled: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-friendly view."""
+        return {
+            "tool": self.tool.name,
+            "toolset": self.toolset,
+            "plugin": self.plugin,
+            "available": self.available,
+            "reason": self.reason,
+            "enabled": self.enabled,
+        }
+
+
+def availability(tool: Tool, environ: Mapping[str, str] | None = None) -> tuple[bool, str | None]:
+    """Whether ``tool`` can be offered now, and why not when it cannot."""
+    env = os.environ if environ is None else environ
+    missing = [name for name in tool.requires_env if not env.get(name)]
+    if missing:
+        return False, "missing environment variable " + ", ".join(missing)
+    if tool.check is not None:
+        try:
+            verdict = tool.check()
+        except Exception as exc:
+            return False, f"check failed: {type(exc).__name__}: {exc}"
+        if verdict is False:
+            return False, "check failed"
+        if isinstance(verdict, str):
+            return False, verdict
+    return True, None
+
+
+def expand(registry: Registry, names: Iterable[str]) -> list[str]:
+    """Toolset names reachable from ``names`` through ``includes``, in first-seen order.
+
+    ``default`` and ``all`` name the bundles; an unknown name or a cycle raises
+    :class:`ToolsetError`.
+    """
+    toolsets = registry.toolsets
+    result: list[str] = []
+    seen: set[str] = set()
+
+    def visit(name: str, path: tuple[str, ...]) -> None:
+        if name in path:
+            cycle = " -> ".join((*path[path.index(name):], name))
+            raise ToolsetError(f"toolset includes form a cycle: {cycle}")
+        if name == DEFAULT_BUNDLE or name == ALL_BUNDLE:
+            for member in sorted(toolsets):
+                if name == ALL_BUNDLE or toolsets[member].value.enabled_by_default:
+                    visit(member, (*path, name))
+            return
+        if name not in toolsets:
+            known = ", ".join(sorted(toolsets)) or "none installed"
+            raise ToolsetError(f"unknown toolset {name!r} (installed: {known})")
+        if name in seen:
+            return
+        seen.add(name)
+        result.append(name)
+        for included in toolsets[name].value.includes:
+            visit(included, (*path, name))
+
+    for name in names:
+        visit(name, ())
+    return result
+
+
+def enabled_toolsets(registry: Registry, config: Mapping[str, Any]) -> list[str]:
+    """The toolsets the configuration enables (``toolsets`` minus ``disabled_toolsets``)."""
+    wanted = config.get("toolsets") or [DEFAULT_BUNDLE]
+    disabled = set(expand(registry, config.get("disabled_toolsets") or []))
+    return [name for name in expand(registry, wanted) if name not in disabled]
+
+
+class ToolBox:
+    """The tools one agent offers the model, with their schemas computed once.
+
+    :param tools: the selected tools; unavailable ones are left out by :func:`build_toolbox`.
+    """
+
+    def __init__(self, tools: Sequence[Tool], toolsets: Sequence[str] = ()) -> None:
+        self.tools: dict[str, Tool] = {t.name: t for t in sorted(tools, key=lambda t: t.name)}
+        self.toolsets = tuple(toolsets)
+        # A deep copy taken once: plugins mutating their dicts later cannot change the bytes sent.
+        self.schemas: list[dict[str, Any]] = [copy.deepcopy(t.schema()) for t in self.tools.values()]
+        self.names: tuple[str, ...] = tuple(self.tools)
+
+    def get(self, name: str) -> Tool | None:
+        """The tool called ``name``, if offered."""
+        return self.tools.get(name)
+
+    def schemas_json(self) -> str:
+        """The schemas as sent, serialised (for byte-stability checks and hashing)."""
+        return json.dumps(self.schemas, ensure_ascii=False, separators=(",", ":"))
+
+
+def build_toolbox(
+    registry: Registry,
+    config: Mapping[str, Any],
+    *,
+    environ: Mapping[str, str] | None = None,
+    extra_tools: Sequence[Tool] = (),
+) -> ToolBox:
+    """The available tools of the enabled toolsets, plus ``extra_tools`` (e.g. an engine's)."""
+    names = enabled_toolsets(registry, config)
+    tools: list[Tool] = []
+    for name in names:
+        for tool in registry.toolsets[name].value.tools:
+            if availability(tool, environ)[0]:
+                tools.append(tool)
+    taken = {t.name for t in tools}
+    for tool in extra_tools:
+        if tool.name in taken:
+            raise ToolsetError(f"tool {tool.name!r} is offered twice")
+        tools.append(tool)
+    return ToolBox(tools, names)
+
+
+def describe_tools(
+    registry: Registry, config: Mapping[str, Any], environ: Mapping[str, str] | None = None
+) -> list[ToolInfo]:
+    """Every registered tool with its toolset, plugin, availability and whether it is enabled."""
+    try:
+        enabled = set(enabled_toolsets(registry, config))
+    except ToolsetError:
+        enabled = set()
+    infos = []
+    for name, registered in sorted(registry.toolsets.items()):
+        for tool in sorted(registered.value.tools, key=lambda t: t.name):
+            ok, reason = availability(tool, environ)
+            infos.append(ToolInfo(tool, name, registered.plugin, ok, reason, name in enabled))
+    return infos

@@ -1,0 +1,135 @@
+"""The data contract behaves as documented, without the core."""
+
+from __future__ import annotations
+
+import pluggy
+import pytest
+
+import hermes_hookspecs as hs
+from hermes_hookspecs import specs
+
+
+def test_markers_belong_to_the_hermes_project():
+    assert hs.PROJECT_NAME == "hermes"
+    pm = pluggy.PluginManager("hermes")
+    pm.add_hookspecs(specs)
+
+    class Plugin:
+        @hs.hookimpl
+        def hermes_session_start(self, session):
+            return session.id
+
+    pm.register(Plugin())
+    assert pm.hook.hermes_session_start(session=hs.SessionInfo(id="s1")) == ["s1"]
+
+
+def test_every_hook_has_a_docstring_with_its_return_contract():
+    hooks = [getattr(specs, n) for n in dir(specs) if n.startswith("hermes_")]
+    assert len(hooks) >= 13
+    for hook in hooks:
+        assert hook.__doc__ and ":return:" in hook.__doc__, hook.__name__
+
+
+def test_approve_is_the_only_firstresult_hook():
+    firstresult = [n for n in dir(specs) if n.startswith("hermes_")
+                   and getattr(specs, n).hermes_spec.get("firstresult")]
+    assert firstresult == ["hermes_approve"]
+
+
+def test_tool_schema_is_openai_function_format():
+    tool = hs.Tool("t", "does t", {"type": "object", "properties": {}}, handler=lambda a, c: "")
+    assert tool.schema() == {"type": "function", "function": {
+        "name": "t", "description": "does t", "parameters": {"type": "object", "properties": {}}}}
+
+
+def test_tool_context_fails_closed_without_host():
+    ctx = hs.ToolContext(task_id="t")
+    assert ctx.approve("rm -rf /", "recursive delete") is False
+    with pytest.raises(hs.HermesError):
+        ctx.clarify("which?")
+    with pytest.raises(hs.HermesError):
+        ctx.environment  # noqa: B018
+    with pytest.raises(hs.HermesError, match="service 'memory' is not available"):
+        ctx.service("memory")
+
+
+def test_tool_context_cancellation():
+    ctx = hs.ToolContext(task_id="t")
+    ctx.check_cancelled()
+    ctx.cancel_event.set()
+    assert ctx.cancelled
+    with pytest.raises(hs.ToolCancelled):
+        ctx.check_cancelled()
+
+
+def test_tool_context_routes_to_host_callables():
+    seen = []
+    ctx = hs.ToolContext(task_id="t", tool_name="terminal",
+                         approver=lambda r: seen.append(r) or True,
+                         emitter=lambda e, d: seen.append((e, d)))
+    assert ctx.approve("ls", "listing", key="ls")
+    ctx.emit("status", text="hi")
+    assert seen[0].tool == "terminal" and seen[0].cache_key == "ls"
+    assert seen[1] == ("status", {"text": "hi"})
+
+
+def test_usage_adds_up():
+    total = hs.Usage(1, 2, 3, 4, 5)
+    total.add(hs.Usage(1, 1, 1, 1, 1))
+    assert total.as_dict() == {"input_tokens": 2, "output_tokens": 3, "cache_read_tokens": 4,
+                               "cache_write_tokens": 5, "reasoning_tokens": 6}
+
+
+def test_rate_limit_errors_are_retryable_by_default():
+    assert hs.RateLimitError("slow").retryable
+    assert not hs.ProviderError("bad").retryable
+    assert hs.ProviderError("x", status=500, retryable=True).status == 500
+
+
+def test_request_helpers():
+    request = hs.ModelRequest(model="m", messages=[{"role": "system", "content": "S"}],
+                              tools=[{"type": "function", "function": {"name": "a"}}])
+    assert request.system_prompt == "S"
+    assert request.tool_names == ["a"]
+    request.emit("text_delta", text="x")  # no sink: nothing happens
+
+
+class _Echo(hs.Environment):
+    def __init__(self):
+        self.commands = []
+
+    def run(self, command, **kwargs):
+        self.commands.append(command)
+        return hs.CommandResult(output="a.py\nb.py\n", exit_code=0)
+
+    def read_file(self, path):
+        return b""
+
+    def write_file(self, path, data):
+        pass
+
+
+def test_environment_list_files_rejects_shell_injection():
+    env = _Echo()
+    assert env.list_files("*.py") == ["a.py", "b.py"]
+    with pytest.raises(ValueError):
+        env.list_files("*.py; rm -rf ~")
+    with pytest.raises(ValueError):
+        env.list_files("$(id)")
+    assert len(env.commands) == 1
+
+
+def test_context_engine_defaults():
+    class Engine(hs.ContextEngine):
+        name = "mine"
+
+        def should_compress(self, prompt_tokens):
+            return prompt_tokens > 10
+
+        def compress(self, messages, current_tokens=None, focus=None):
+            return messages[-1:]
+
+    engine = Engine({"threshold": 0.5})
+    engine.set_context_window(1000)
+    assert engine.status() == {"engine": "mine", "context_window": 1000}
+    assert engine.tools() == [] and not engine.should_compress_preflight([])

@@ -1,0 +1,294 @@
+"""The plugin manager and the registry: loading, guards, selection, order, attribution."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+
+from hermes_core.plugins import CORE_PLUGINS, PluginLoadError, PluginManager, discover_entry_points
+from hermes_core.registry import Registry
+from hermes_core.testing import make_agent, plugin_manager, text, tool_call
+from hermes_hookspecs import (
+    Block,
+    ContextEngine,
+    Environment,
+    PromptLayer,
+    Provider,
+    Tool,
+    Toolset,
+    hookimpl,
+)
+
+OBJ = {"type": "object", "properties": {}}
+
+
+def module(name: str, **hooks) -> types.ModuleType:
+    mod = types.ModuleType(name)
+    for hook_name, function in hooks.items():
+        setattr(mod, hook_name, hookimpl(function))
+    return mod
+
+
+def toolsets_of(*toolsets):
+    def hermes_register_toolsets(register):
+        for toolset in toolsets:
+            register(toolset)
+
+    return hermes_register_toolsets
+
+
+def tool(name):
+    return Tool(name, f"{name} tool", OBJ, lambda a, c: name)
+
+
+def test_core_plugins_load_first_in_a_fixed_order():
+    manager = PluginManager(only=[], environ={})
+    loaded = [r for r in manager.list_records() if r.status == "loaded"]
+    assert [r.name for r in loaded] == [name for name, _ in CORE_PLUGINS]
+    assert all(r.source == "core" for r in loaded)
+    assert all(r.status == "skipped" for r in manager.list_records() if r.source != "core")
+
+
+def test_entry_points_are_scanned_once_and_sorted():
+    first = discover_entry_points()
+    assert first == discover_entry_points()
+    keys = [(ep.name, ep.dist) for ep in first]
+    assert keys == sorted(keys)
+    assert "clarify" in [ep.name for ep in first]
+
+
+def test_load_order_decides_call_order_newest_first():
+    order = []
+    a = module("a", hermes_session_start=lambda session: order.append("a"))
+    b = module("b", hermes_session_start=lambda session: order.append("b"))
+    manager = PluginManager(only=["clarify"], extra=[("a", a), ("b", b)], environ={})
+    loaded = [r.name for r in manager.list_records() if r.status == "loaded"]
+    assert loaded == ["core_layers", "clarify", "a", "b"]
+    manager.call_each("hermes_session_start", session=None)
+    assert order == ["b", "a"]
+
+
+def test_hermes_plugins_selects_and_disabled_blocks():
+    manager = PluginManager(environ={"HERMES_PLUGINS": "clarify"})
+    statuses = {r.name: r.status for r in manager.list_records()}
+    assert statuses["clarify"] == "loaded"
+    assert all(s in ("skipped", "loaded") for s in statuses.values())
+    manager = PluginManager(environ={"HERMES_DISABLE_PLUGINS": "clarify"})
+    assert manager.records["clarify"].status == "disabled"
+    manager = PluginManager(disabled=["clarify"], environ={})
+    assert manager.records["clarify"].status == "disabled"
+    manager = PluginManager(environ={"HERMES_PLUGINS": ""})
+    assert all(r.status != "loaded" or r.source == "core" for r in manager.list_records())
+
+
+def test_a_broken_plugin_is_recorded_and_the_rest_keeps_working():
+    class Exploding:
+        def __getattr__(self, name):
+            raise RuntimeError("import-time failure")
+
+    misspelled = module("typo", hermes_register_toolset=lambda register: None)
+    bad_args = module("bad_args", hermes_session_start=lambda session, nonsense: None)
+    good = module("good", hermes_register_toolsets=toolsets_of(Toolset("ok", tools=[tool("ok")])))
+    manager = PluginManager(only=[], environ={}, extra=[
+        ("typo", misspelled), ("bad_args", bad_args), ("good", good)])
+    assert manager.records["typo"].status == "error"
+    assert "unknown hook hermes_register_toolset (did you mean hermes_register_toolsets?)" in \
+        manager.records["typo"].error
+    assert manager.records["bad_args"].status == "error"
+    assert manager.records["good"].status == "loaded"
+    assert "ok" in Registry(manager).toolsets
+    with pytest.raises(PluginLoadError, match="typo"):
+        PluginManager(only=[], environ={}, strict=True, extra=[("typo", misspelled)])
+
+
+def test_hook_exceptions_are_recorded_against_the_plugin():
+    def boom(session):
+        raise ValueError("bad hook")
+
+    seen = []
+    manager = plugin_manager([module("boom", hermes_session_start=boom),
+                              module("fine", hermes_session_start=lambda session: seen.append(session))], strict=False)
+    manager.call_each("hermes_session_start", session="s")
+    assert seen == ["s"]
+    assert manager.records["boom"].hook_errors == ["hermes_session_start: ValueError: bad hook"]
+    assert [r.name for r in manager.failures()] == ["boom"]
+
+
+def test_duplicate_tool_names_are_an_error_naming_both_plugins():
+    first = module("first", hermes_register_toolsets=toolsets_of(Toolset("a", tools=[tool("x")])))
+    second = module("second", hermes_register_toolsets=toolsets_of(
+        Toolset("b", tools=[tool("x")]), Toolset("c", tools=[tool("y")])))
+    manager = plugin_manager([first, second])
+    registry = Registry(manager)
+    assert set(registry.toolsets) == {"a", "c"}  # the clash is rejected, the rest is kept
+    error = manager.records["second"].hook_errors[0]
+    assert "tool 'x' is registered by both 'first' and 'second'" in error
+
+
+def test_everything_registered_remembers_its_plugin():
+    class Engine(ContextEngine):
+        name = "tiny"
+
+        def should_compress(self, prompt_tokens):
+            return False
+
+        def compress(self, messages, current_tokens=None, focus=None):
+            return messages
+
+    class Plugin:
+        @hookimpl
+        def hermes_register_toolsets(self, register):
+            register(Toolset("t", tools=[tool("t1")]))
+
+        @hookimpl
+        def hermes_register_environments(self, register):
+            register("fake", lambda config, task_id: None)
+
+        @hookimpl
+        def hermes_register_providers(self, register):
+            register(Provider("p", "chat_completions", create_client=lambda s: None))
+
+        @hookimpl
+        def hermes_register_context_engines(self, register):
+            register(Engine)
+
+    registry = Registry(plugin_manager([Plugin()]))
+    for table in (registry.toolsets, registry.environments, registry.providers, registry.engines):
+        assert [r.plugin for r in table.values()] == ["Plugin"]
+
+
+@pytest.mark.parametrize("bad, message", [
+    (Toolset("x", tools=[Tool("bad name!", "", OBJ, lambda a, c: "")]), "tool name 'bad name!'"),
+    (Toolset("x", tools=[Tool("t", "", OBJ, handler="nope")]), "no callable handler"),
+    ("not a toolset", "expected a Toolset"),
+])
+def test_invalid_registrations_are_rejected(bad, message):
+    manager = plugin_manager([module("m", hermes_register_toolsets=toolsets_of(bad))])
+    assert Registry(manager).toolsets == {}
+    assert message in manager.records["m"].hook_errors[0]
+
+
+def test_provider_with_unknown_api_mode_is_rejected():
+    plugin = module("p", hermes_register_providers=lambda register: register(
+        Provider("x", "smoke_signals", create_client=lambda s: None)))
+    manager = plugin_manager([plugin])
+    assert Registry(manager).providers == {}
+    assert "unknown api_mode" in manager.records["p"].hook_errors[0]
+
+
+def test_pre_tool_call_can_block_rewrite_and_observe():
+    seen = []
+
+    def guard(call, context):
+        seen.append((call.name, dict(call.arguments)))
+        if call.arguments.get("x") == "forbidden":
+            return Block("not allowed here")
+        if call.arguments.get("x") == "rewrite":
+            return {"x": "rewritten"}
+        return None
+
+    echo = Tool("echo", "", {"type": "object", "properties": {"x": {"type": "string"}}},
+                lambda a, c: f"echo:{a['x']}")
+    plugins = [module("ts", hermes_register_toolsets=toolsets_of(Toolset("e", tools=[echo]))),
+               module("guard", hermes_pre_tool_call=guard)]
+    agent = make_agent(tool_call("echo", {"x": "forbidden"}), tool_call("echo", {"x": "rewrite"}),
+                       text("done"), plugins=plugins)
+    agent.chat("go")
+    results = [m["content"] for m in agent.messages if m["role"] == "tool"]
+    assert results == ["Error: blocked by plugin 'guard': not allowed here", "echo:rewritten"]
+    assert seen[0] == ("echo", {"x": "forbidden"})
+
+
+def test_a_crashing_guard_blocks_the_call():
+    def guard(call, context):
+        raise RuntimeError("guard bug")
+
+    ran = []
+    plugins = [module("ts", hermes_register_toolsets=toolsets_of(
+        Toolset("e", tools=[Tool("t", "", OBJ, lambda a, c: ran.append(1))]))),
+        module("guard", hermes_pre_tool_call=guard)]
+    agent = make_agent(tool_call("t"), text("ok"), plugins=plugins)
+    agent.chat("go")
+    assert ran == []
+    assert "blocked by plugin 'guard'" in agent.messages[2]["content"]
+
+
+def test_post_tool_call_replaces_results_in_chain():
+    plugins = [
+        module("ts", hermes_register_toolsets=toolsets_of(
+            Toolset("e", tools=[Tool("t", "", OBJ, lambda a, c: "secret=42")]))),
+        module("redact", hermes_post_tool_call=lambda call, result, context:
+               result.content.replace("42", "***")),
+        module("observe", hermes_post_tool_call=lambda call, result: None),
+    ]
+    agent = make_agent(tool_call("t"), text("ok"), plugins=plugins)
+    agent.chat("go")
+    assert agent.messages[2]["content"] == "secret=***"
+
+
+def test_request_and_response_hooks_see_every_call():
+    requests, responses = [], []
+    plugins = [module("obs", hermes_before_request=lambda request: requests.append(request),
+                      hermes_after_response=lambda response: responses.append(response))]
+    agent = make_agent(text("a"), text("b"), plugins=plugins)
+    agent.chat("1")
+    agent.chat("2")
+    assert len(requests) == 2 and len(responses) == 2
+    assert responses[1].message["content"] == "b"
+
+
+def test_session_start_and_end_hooks():
+    events = []
+    plugins = [module("s", hermes_session_start=lambda session: events.append(("start", session.id)),
+                      hermes_session_end=lambda session: events.append(("end", session.end_reason)))]
+    agent = make_agent(text("a"), text("b"), plugins=plugins)
+    agent.chat("1")
+    agent.chat("2")
+    agent.close()
+    assert events == [("start", agent.session_id), ("end", "closed")]
+
+
+def test_a_later_plugin_overrides_a_prompt_layer_by_name():
+    base = module("base", hermes_prompt_layers=lambda context: [
+        PromptLayer("identity", "I am the default.", order=1), PromptLayer("rules", "Rule 1.")])
+    override = module("override", hermes_prompt_layers=lambda context: PromptLayer(
+        "identity", "I am custom.", order=1))
+    agent = make_agent(text("ok"), plugins=[base, override])
+    agent.chat("hi")
+    assert agent.client.last_request.system_prompt == "I am custom.\n\nRule 1."
+
+
+def test_environment_is_created_lazily_per_task_and_fails_closed():
+    made = []
+
+    class Env(Environment):
+        def run(self, command, **kw):
+            raise NotImplementedError
+
+        def read_file(self, path):
+            return b"data"
+
+        def write_file(self, path, data):
+            pass
+
+    def factory(config, task_id):
+        made.append(task_id)
+        return Env()
+
+    def read(args, ctx):
+        return ctx.environment.read_file("x").decode()
+
+    plugins = [module("envs", hermes_register_environments=lambda register: register("fake", factory)),
+               module("ts", hermes_register_toolsets=toolsets_of(
+                   Toolset("r", tools=[Tool("read", "", OBJ, read)])))]
+    agent = make_agent(tool_call("read"), tool_call("read"), text("ok"), plugins=plugins,
+                       config={"terminal": {"backend": "fake"}})
+    agent.run_conversation("go", task_id="t1")
+    assert made == ["t1"]
+    assert [m["content"] for m in agent.messages if m["role"] == "tool"] == ["data", "data"]
+
+    agent = make_agent(tool_call("read"), text("ok"), plugins=plugins[1:],
+                       config={"terminal": {"backend": "docker"}})
+    agent.chat("go")
+    assert "execution backend 'docker' is not installed" in agent.messages[2]["content"]
