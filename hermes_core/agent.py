@@ -120,7 +120,7 @@ class Agent:
         self.config = self._load_config(config, home, profile, overrides)
         cfg = self.config.data
         self.plugins = plugins or PluginManager(disabled=cfg.get("plugins", {}).get("disabled") or ())
-        self.registry = Registry(self.plugins)
+        self.registry = Registry.of(self.plugins)
         self.events = Events(
             event_sink, tool_progress=tool_progress_callback, thinking=thinking_callback,
             reasoning=reasoning_callback, step=step_callback, stream_delta=stream_delta_callback,
@@ -173,6 +173,7 @@ class Agent:
         self.system_prompt: str | None = None
         self.usage = Usage()
         self._cancel = threading.Event()
+        self._ask_lock = threading.Lock()
         self._compress_pending = False
         self._model_pool = cf.ThreadPoolExecutor(4, thread_name_prefix="hermes-model")
         self._closed = False
@@ -281,6 +282,8 @@ class Agent:
             if self.system_prompt is None:
                 self._build_system_prompt(system_message)
             self._append({"role": "user", "content": user_message})
+            if transcript.validate(self.messages):  # e.g. a failed turn left two user messages
+                self.messages = transcript.repair(self.messages)
             self._loop(turn)
         except _Interrupted:
             turn.finish("interrupted")
@@ -367,7 +370,8 @@ class Agent:
                     messages.append({"role": "user", "content": extra_user})
             request = ModelRequest(model=self.model, messages=messages, tools=tools,
                                    stream=self.stream, sink=self._stream_sink,
-                                   cancel=self._cancel)
+                                   cancel=self._cancel, session_id=self.session_id,
+                                   task_id=turn.task_id)
             self.plugins.call_each("hermes_before_request", request=request)
             try:
                 response = self._call_interruptible(request)
@@ -512,7 +516,8 @@ class Agent:
         if self.clarify_callback is None:
             raise ToolError("no user is available to answer questions now; "
                             "proceed with your best judgement and state your assumptions")
-        return self.clarify_callback(question, choices)
+        with self._ask_lock:  # a person answers one question at a time
+            return self.clarify_callback(question, choices)
 
 
 class _Turn:

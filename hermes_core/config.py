@@ -49,6 +49,8 @@ DEFAULTS: dict[str, Any] = {
         "tool_concurrency": 8,
         "platform": "cli",
         "tool_max_invalid": 3,
+        "api_max_retries": 2,
+        "retry_base_delay": 1.0,
     },
     "delegation": {"max_iterations": 50},
     "compression": {
@@ -109,6 +111,8 @@ _SCHEMA: dict[str, _Rule] = {
     "agent.stream": _Rule("bool"),
     "agent.platform": _Rule("str"),
     "agent.tool_max_invalid": _Rule("int", low=1),
+    "agent.api_max_retries": _Rule("int", low=0),
+    "agent.retry_base_delay": _Rule("number", low=0),
     "delegation.max_iterations": _Rule("int", low=1),
     "compression.enabled": _Rule("bool"),
     "compression.threshold": _Rule("number", low=0, low_open=True, high=1),

@@ -97,8 +97,8 @@ def _split_names(value: str | None) -> list[str]:
 
 
 def _describe(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    text = " ".join(line.strip() for line in str(exc).strip().splitlines() if line.strip())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 class PluginManager:
@@ -146,6 +146,10 @@ class PluginManager:
 
         for name, module_name in CORE_PLUGINS:
             record = PluginRecord(name=name, module=module_name, source="core")
+            if name in self.disabled:
+                record.status = "disabled"
+                self.records[name] = record
+                continue
             self._guarded_register(record, lambda m=module_name: importlib.import_module(m))
         if entry_points:
             for ep in discover_entry_points():

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -75,18 +76,36 @@ def agent(request: pytest.FixtureRequest, make_agent: Callable[..., Any],
     return make_agent(model=scripted_model, plugins=plugins)
 
 
+@dataclass
+class CliResult:
+    """What one ``hermes`` run printed and returned."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        """Standard output (as click's test result names it)."""
+        return self.stdout
+
+
 @pytest.fixture
-def hermes_cli(hermes_home: Path) -> Callable[..., Any]:
-    """Run ``hermes`` in-process: ``hermes_cli("tools", "list", model=None, input=None)``."""
+def hermes_cli(hermes_home: Path) -> Callable[..., CliResult]:
+    """Run ``hermes`` in-process, exactly as the console script does (one-line errors, exit
+    codes): ``hermes_cli("tools", "list", model=None, input=None, env=None)``."""
     from click.testing import CliRunner
 
-    from hermes_core.cli import build_cli
+    from hermes_core.cli import main
     from hermes_core.testing.kit import scripted_provider_plugin
 
     def run(*args: str, model: Any = None, input: str | None = None,
-            env: dict[str, str] | None = None) -> Any:
+            env: dict[str, str] | None = None) -> CliResult:
         extra = [("scripted-provider", scripted_provider_plugin(model))] if model else []
-        cli = build_cli(list(args), extra_plugins=extra)
-        return CliRunner().invoke(cli, list(args), input=input, env=env, catch_exceptions=False)
+        runner = CliRunner()
+        with runner.isolation(input=input, env=env) as streams:
+            code = main(list(args), extra_plugins=extra)
+            out, err = streams[0].getvalue(), streams[1].getvalue()
+        return CliResult(code, out.decode(), err.decode())
 
     return run

@@ -43,6 +43,16 @@ class Registry:
     ``hermes plugins list`` and ``hermes doctor``) and leave the first registration in place.
     """
 
+    @classmethod
+    def of(cls, plugins: PluginManager) -> Registry:
+        """The registry of ``plugins``, shared by everyone using that plugin manager, so the
+        registration hooks run once per plugin manager (once per process in the CLI)."""
+        registry = getattr(plugins, "_registry", None)
+        if registry is None:
+            registry = cls(plugins)
+            plugins._registry = registry  # type: ignore[attr-defined]
+        return registry
+
     def __init__(self, plugins: PluginManager) -> None:
         self.plugins = plugins
         self._toolsets: dict[str, Registered[Toolset]] | None = None

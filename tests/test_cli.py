@@ -354,8 +354,7 @@ def test_strict_plugins_with_an_import_error_through_an_entry_point(
     assert_one_line_error(run, "shaky", "ImportError: needs libfoo")
 
 
-@pytest.mark.xfail(strict=True, reason="core gap: --strict-plugins only fails on load errors; "
-                   "exceptions inside hooks are recorded but never turned into a failure")
+
 def test_strict_plugins_turns_a_hook_error_into_a_failure(hermes: Callable[..., Run]) -> None:
     """An exception inside a registration hook is one of the errors ``--strict-plugins`` is
     for (issue 2: "an import error or an exception inside a hook ... --strict-plugins turns such

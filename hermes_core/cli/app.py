@@ -25,9 +25,9 @@ def _pre_parse(argv: Sequence[str]) -> dict[str, Any]:
     i = 0
     while i < len(args):
         arg = args[i]
-        name, _, value = arg.partition("=")
+        name, equals, value = arg.partition("=")
         if name in GLOBAL_VALUE_OPTIONS:
-            if not value and i + 1 < len(args):
+            if not equals and i + 1 < len(args):
                 i += 1
                 value = args[i]
             found[GLOBAL_VALUE_OPTIONS[name]] = value
@@ -153,12 +153,16 @@ def _add_plugin_commands(cli: click.Group, state: CliState) -> None:
                 owners[name] = record.name
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``hermes``; user errors print one line (a traceback only with ``--debug``)."""
+def main(argv: Sequence[str] | None = None,
+         extra_plugins: Sequence[tuple[str, object]] = ()) -> int:
+    """Run ``hermes``; user errors print one line (a traceback only with ``--debug``).
+
+    ``extra_plugins`` are ``(name, plugin)`` pairs registered in-process (tests, embedders).
+    """
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     try:
-        cli = build_cli(args)
+        cli = build_cli(args, extra_plugins=extra_plugins)
         code = cli.main(args=args, prog_name="hermes", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("hermes: aborted", err=True)

@@ -75,7 +75,13 @@ def tools_list(as_json: bool) -> None:
     """List every tool: toolset, whether it is available (and why not), which plugin."""
     from ..toolsets import describe_tools
 
+    from ..toolsets import ToolsetError, enabled_toolsets
+
     state = _state()
+    try:
+        enabled_toolsets(state.registry, state.config.data)
+    except ToolsetError as exc:
+        click.echo(f"warning: {exc}; no tool is enabled until this is fixed", err=True)
     infos = describe_tools(state.registry, state.config.data)
     if as_json:
         _print_json([i.as_dict() for i in infos])

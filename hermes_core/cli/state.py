@@ -62,7 +62,26 @@ class CliState:
             disabled = self.config.get("plugins.disabled") or []
             self._plugins = PluginManager(only=self.plugin_names, disabled=disabled,
                                           extra=self.extra_plugins, strict=self.strict_plugins)
+            if self.strict_plugins:
+                try:
+                    self._fail_on_plugin_errors()
+                except Exception:
+                    self._plugins = self._registry = None  # every later use fails the same way
+                    raise
         return self._plugins
+
+    def _fail_on_plugin_errors(self) -> None:
+        """With ``--strict-plugins``: register everything now and fail on any plugin error."""
+        from ..plugins import PluginLoadError
+        from ..registry import Registry
+
+        assert self._plugins is not None
+        registry = Registry.of(self._plugins)
+        _ = registry.toolsets, registry.providers, registry.environments, registry.engines
+        failed = self._plugins.failures()
+        if failed:
+            raise PluginLoadError("; ".join(
+                f"plugin {r.name!r}: {r.error or '; '.join(r.hook_errors)}" for r in failed))
 
     @property
     def registry(self) -> Registry:
@@ -70,5 +89,5 @@ class CliState:
         if self._registry is None:
             from ..registry import Registry
 
-            self._registry = Registry(self.plugins)
+            self._registry = Registry.of(self.plugins)
         return self._registry

@@ -47,7 +47,11 @@ class ContextEngine(abc.ABC):
         current_tokens: int | None = None,
         focus: str | None = None,
     ) -> list[dict[str, Any]]:
-        """Return a shorter transcript (system prompt excluded) that keeps what matters."""
+        """Return a shorter transcript that keeps what matters.
+
+        ``messages`` never include the system prompt; ``current_tokens`` is the last reported
+        prompt size; ``focus`` is what the user asked to keep in detail (``/compress FOCUS``).
+        """
 
     def on_session_start(self, session_id: str) -> None:  # noqa: B027 - optional
         """Called when a session starts or is resumed."""

@@ -74,4 +74,5 @@ class Environment(abc.ABC):
 
 
 EnvironmentFactory = Callable[[Mapping[str, Any], str], Environment]
-"""``factory(config, task_id) -> Environment``, registered under a backend name."""
+"""``factory(config, task_id) -> Environment``, registered under a backend name; ``config`` is
+the whole effective configuration (the backend reads its own keys from ``terminal``)."""

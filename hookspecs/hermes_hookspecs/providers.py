@@ -19,7 +19,13 @@ StreamSink = Callable[[str, dict[str, Any]], None]
 
 @dataclass
 class Usage:
-    """Token counts of one model call (or a sum of calls)."""
+    """Token counts of one model call (or a sum of calls).
+
+    ``input_tokens`` counts the whole prompt, cached tokens included (providers whose APIs
+    report cached tokens separately add them in), so context engines see the same figure
+    whatever the provider. ``cache_read_tokens`` and ``cache_write_tokens`` say how much of it
+    was served from or written to the prompt cache.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -59,6 +65,8 @@ class ModelRequest:
     :param cancel: set when the user interrupts; a provider should stop reading and return.
     :param max_tokens: cap on the output, when set.
     :param options: provider-specific extras (temperature, reasoning effort...).
+    :param session_id: the session this request belongs to.
+    :param task_id: the task this request belongs to.
     """
 
     model: str
@@ -69,6 +77,8 @@ class ModelRequest:
     cancel: threading.Event = field(default_factory=threading.Event)
     max_tokens: int | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    session_id: str = ""
+    task_id: str = ""
 
     @property
     def system_prompt(self) -> str | None:
