@@ -36,19 +36,25 @@ class InstantModel:
         if self.left <= 0:
             return ModelResponse({"role": "assistant", "content": "done"}, "stop", Usage(1, 1))
         self.left -= 1
-        call = {"id": f"c{self.n}", "type": "function",
-                "function": {"name": "tool_07", "arguments": '{"x": "1"}'}}
-        return ModelResponse({"role": "assistant", "content": None, "tool_calls": [call]},
-                             "tool_calls", Usage(1, 1))
+        call = {
+            "id": f"c{self.n}",
+            "type": "function",
+            "function": {"name": "tool_07", "arguments": '{"x": "1"}'},
+        }
+        return ModelResponse(
+            {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls", Usage(1, 1)
+        )
 
 
 def toolset_plugin() -> types.ModuleType:
     params = {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}
-    tools = [Tool(f"tool_{i:02d}", f"tool number {i}", params, lambda a, c: "ok")
-             for i in range(TOOLS)]
+    tools = [
+        Tool(f"tool_{i:02d}", f"tool number {i}", params, lambda a, c: "ok") for i in range(TOOLS)
+    ]
     mod = types.ModuleType("bench_tools")
     mod.hermes_register_toolsets = hookimpl(
-        lambda register: register(Toolset("bench", tools=tools)))
+        lambda register: register(Toolset("bench", tools=tools))
+    )
     return mod
 
 
@@ -56,17 +62,28 @@ def history() -> list[dict]:
     messages = []
     for i in range(HISTORY // 4):
         messages.append({"role": "user", "content": f"question {i} " + "lorem ipsum " * 20})
-        messages.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"h{i}", "type": "function",
-             "function": {"name": "tool_01", "arguments": json.dumps({"x": str(i)})}}]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"h{i}",
+                        "type": "function",
+                        "function": {"name": "tool_01", "arguments": json.dumps({"x": str(i)})},
+                    }
+                ],
+            }
+        )
         messages.append({"role": "tool", "tool_call_id": f"h{i}", "content": "result " * 30})
         messages.append({"role": "assistant", "content": "answer " * 30})
     return messages
 
 
 def run_once(iterations: int, plugins: PluginManager) -> float:
-    agent = Agent(client=InstantModel(iterations), plugins=plugins, config={},
-                  max_turns=iterations + 5)
+    agent = Agent(
+        client=InstantModel(iterations), plugins=plugins, config={}, max_turns=iterations + 5
+    )
     hist = history()
     started = time.perf_counter()
     result = agent.run_conversation("go", conversation_history=hist)
@@ -85,10 +102,14 @@ def main() -> None:
     plugins = PluginManager(only=[], extra=[("bench_tools", toolset_plugin())], environ={})
     run_once(20, plugins)  # warm-up: imports, thread pools, caches
     figures = [run_once(args.iterations, plugins) for _ in range(args.runs)]
-    print(f"loop overhead per iteration ({TOOLS} tools, {HISTORY}+ message history, "
-          f"{args.iterations} iterations, {args.runs} runs)")
-    print(f"  median {statistics.median(figures) * 1000:.3f} ms   "
-          f"min {min(figures) * 1000:.3f} ms   max {max(figures) * 1000:.3f} ms")
+    print(
+        f"loop overhead per iteration ({TOOLS} tools, {HISTORY}+ message history, "
+        f"{args.iterations} iterations, {args.runs} runs)"
+    )
+    print(
+        f"  median {statistics.median(figures) * 1000:.3f} ms   "
+        f"min {min(figures) * 1000:.3f} ms   max {max(figures) * 1000:.3f} ms"
+    )
 
 
 if __name__ == "__main__":

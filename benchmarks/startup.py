@@ -25,8 +25,9 @@ def timed(command: list[str], env: dict[str, str], runs: int) -> list[float]:
     times = []
     for _ in range(runs):
         started = time.perf_counter()
-        subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                       check=True)
+        subprocess.run(
+            command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True
+        )
         times.append(time.perf_counter() - started)
     return times
 
@@ -49,8 +50,10 @@ def main() -> None:
         results = {name: timed(cmd, env, args.runs) for name, cmd in cases.items()}
     print(f"start-up, median of {args.runs} runs (min / max)")
     for name, times in results.items():
-        print(f"  {name:<22} {statistics.median(times) * 1000:7.1f} ms"
-              f"   ({min(times) * 1000:.1f} / {max(times) * 1000:.1f})")
+        print(
+            f"  {name:<22} {statistics.median(times) * 1000:7.1f} ms"
+            f"   ({min(times) * 1000:.1f} / {max(times) * 1000:.1f})"
+        )
     floor = statistics.median(results["python -c pass"])
     help_time = statistics.median(results["hermes --help"])
     print(f"  hermes --help above the bare interpreter: {(help_time - floor) * 1000:.1f} ms")

@@ -55,6 +55,25 @@ BUDGET_SUMMARY_PROMPT = (
 )
 
 
+RESULT_KEYS: frozenset[str] = frozenset(
+    {
+        "final_response",
+        "messages",
+        "session_id",
+        "task_id",
+        "api_calls",
+        "usage",
+        "completed",
+        "interrupted",
+        "exit_reason",
+        "error",
+        "model",
+        "provider",
+    }
+)
+"""The keys of the dict ``run_conversation`` returns, on every path."""
+
+
 class AgentError(HermesError):
     """The agent could not produce an answer (``chat`` raises it with the turn's error)."""
 
@@ -112,24 +131,37 @@ class Agent:
         approval_callback: ApprovalCallback | None = None,
     ) -> None:
         overrides = {
-            "model.default": model, "model.provider": provider, "model.base_url": base_url,
-            "model.api_key": api_key, "model.api_mode": api_mode,
+            "model.default": model,
+            "model.provider": provider,
+            "model.base_url": base_url,
+            "model.api_key": api_key,
+            "model.api_mode": api_mode,
             "toolsets": list(toolsets) if toolsets is not None else None,
-            "agent.max_turns": max_turns, "agent.stream": stream, "agent.platform": platform,
+            "agent.max_turns": max_turns,
+            "agent.stream": stream,
+            "agent.platform": platform,
         }
         self.config = self._load_config(config, home, profile, overrides)
         cfg = self.config.data
-        self.plugins = plugins or PluginManager(disabled=cfg.get("plugins", {}).get("disabled") or ())
+        self.plugins = plugins or PluginManager(
+            disabled=cfg.get("plugins", {}).get("disabled") or ()
+        )
         self.registry = Registry.of(self.plugins)
         self.events = Events(
-            event_sink, tool_progress=tool_progress_callback, thinking=thinking_callback,
-            reasoning=reasoning_callback, step=step_callback, stream_delta=stream_delta_callback,
-            tool_generation=tool_gen_callback, status=status_callback,
+            event_sink,
+            tool_progress=tool_progress_callback,
+            thinking=thinking_callback,
+            reasoning=reasoning_callback,
+            step=step_callback,
+            stream_delta=stream_delta_callback,
+            tool_generation=tool_gen_callback,
+            status=status_callback,
         )
         self.clarify_callback = clarify_callback
         approvals_mode = (cfg.get("approvals") or {}).get("mode", "manual")
         self.approvals = ApprovalGate(
-            self.plugins, callback=None if approvals_mode == "deny" else approval_callback,
+            self.plugins,
+            callback=None if approvals_mode == "deny" else approval_callback,
             yolo=yolo or approvals_mode == "yolo",
         )
         agent_cfg = cfg.get("agent") or {}
@@ -138,8 +170,11 @@ class Agent:
         self.max_retries = int(agent_cfg.get("api_max_retries", 2))
         self.retry_delay = float(agent_cfg.get("retry_base_delay", 1.0))
         self.platform = str(agent_cfg.get("platform") or "library")
-        self.stream = bool(agent_cfg.get("stream")) if agent_cfg.get("stream") is not None \
+        self.stream = (
+            bool(agent_cfg.get("stream"))
+            if agent_cfg.get("stream") is not None
             else self.events.streaming
+        )
 
         if client is not None:
             self.client: ModelClient = client
@@ -157,7 +192,10 @@ class Agent:
         )
         tools_cfg = cfg.get("tools") or {}
         self.dispatcher = Dispatcher(
-            self.toolbox, self.plugins, self.approvals, self.events,
+            self.toolbox,
+            self.plugins,
+            self.approvals,
+            self.events,
             concurrency=int(agent_cfg.get("tool_concurrency") or 8),
             max_result_chars=int(tools_cfg.get("max_result_chars") or 100_000),
         )
@@ -181,8 +219,12 @@ class Agent:
     # --- set-up ----------------------------------------------------------------------------
 
     @staticmethod
-    def _load_config(config: Config | Mapping[str, Any] | None, home: str | Path | None,
-                     profile: str | None, overrides: dict[str, Any]) -> Config:
+    def _load_config(
+        config: Config | Mapping[str, Any] | None,
+        home: str | Path | None,
+        profile: str | None,
+        overrides: dict[str, Any],
+    ) -> Config:
         if isinstance(config, Config):
             active = {k: v for k, v in overrides.items() if v is not None}
             if not active:
@@ -197,8 +239,9 @@ class Agent:
             validate(data)
             return dataclasses.replace(config, data=data)
         if config is not None:  # a plain mapping: exactly this configuration, nothing from disk
-            return load_config(Path(home or os.devnull), environ={}, overrides=overrides,
-                               file_data=dict(config))
+            return load_config(
+                Path(home or os.devnull), environ={}, overrides=overrides, file_data=dict(config)
+            )
         root = Path(home) if home is not None else resolve_home(profile)
         load_dotenv(root / ".env")
         return load_config(root, overrides=overrides)
@@ -239,8 +282,9 @@ class Agent:
         if self.session is not None:
             self.session.ended_at = time.time()
             self.session.end_reason = reason
-            self._store("update_session", self.session.id, ended_at=self.session.ended_at,
-                        end_reason=reason)
+            self._store(
+                "update_session", self.session.id, ended_at=self.session.ended_at, end_reason=reason
+            )
             self.plugins.call_each("hermes_session_end", session=self.session)
             if self.engine is not None:
                 self.engine.on_session_end(self.session.id)
@@ -317,8 +361,9 @@ class Agent:
                 self._step(turn, response, 0)
                 turn.finish("completed")
                 return
-            outcomes = self.dispatcher.run_batch(calls, lambda c: self._tool_context(c, turn),
-                                                 self._cancel)
+            outcomes = self.dispatcher.run_batch(
+                calls, lambda c: self._tool_context(c, turn), self._cancel
+            )
             for outcome in outcomes:
                 self._append(outcome.message())
                 invalid_streak = invalid_streak + 1 if outcome.invalid else 0
@@ -326,12 +371,16 @@ class Agent:
             if self._cancel.is_set():
                 raise _Interrupted
             if invalid_streak >= self.max_invalid:
-                turn.finish("invalid_tool_calls",
-                            f"the model made {invalid_streak} invalid tool calls in a row; stopped")
+                turn.finish(
+                    "invalid_tool_calls",
+                    f"the model made {invalid_streak} invalid tool calls in a row; stopped",
+                )
                 return
 
     def _budget_summary(self, turn: _Turn) -> None:
-        self.events.emit("status", text=f"iteration budget of {self.max_turns} used up; summarising")
+        self.events.emit(
+            "status", text=f"iteration budget of {self.max_turns} used up; summarising"
+        )
         response = self._request(turn, [], extra_user=BUDGET_SUMMARY_PROMPT)
         message = self._assistant_message(response)
         message.pop("tool_calls", None)
@@ -340,8 +389,12 @@ class Agent:
         turn.finish("max_turns")
 
     def _step(self, turn: _Turn, response: ModelResponse, tool_calls: int) -> None:
-        self.events.emit("step", api_calls=turn.api_calls, finish_reason=response.finish_reason,
-                         tool_calls=tool_calls)
+        self.events.emit(
+            "step",
+            api_calls=turn.api_calls,
+            finish_reason=response.finish_reason,
+            tool_calls=tool_calls,
+        )
 
     def _assistant_message(self, response: ModelResponse) -> dict[str, Any]:
         message = dict(response.message)
@@ -354,8 +407,9 @@ class Agent:
             self.events.emit("reasoning", text=message["reasoning"])
         return message
 
-    def _request(self, turn: _Turn, tools: list[dict[str, Any]],
-                 extra_user: str | None = None) -> ModelResponse:
+    def _request(
+        self, turn: _Turn, tools: list[dict[str, Any]], extra_user: str | None = None
+    ) -> ModelResponse:
         """One model call with compression checks, retries and interrupt support."""
         attempt = 0
         overflow_retried = False
@@ -364,14 +418,22 @@ class Agent:
             messages = transcript.wire_messages(self.messages, self.system_prompt)
             if extra_user is not None:
                 if messages[-1]["role"] == "user":
-                    messages[-1] = {**messages[-1],
-                                    "content": f"{messages[-1]['content']}\n\n{extra_user}"}
+                    messages[-1] = {
+                        **messages[-1],
+                        "content": f"{messages[-1]['content']}\n\n{extra_user}",
+                    }
                 else:
                     messages.append({"role": "user", "content": extra_user})
-            request = ModelRequest(model=self.model, messages=messages, tools=tools,
-                                   stream=self.stream, sink=self._stream_sink,
-                                   cancel=self._cancel, session_id=self.session_id,
-                                   task_id=turn.task_id)
+            request = ModelRequest(
+                model=self.model,
+                messages=messages,
+                tools=tools,
+                stream=self.stream,
+                sink=self._stream_sink,
+                cancel=self._cancel,
+                session_id=self.session_id,
+                task_id=turn.task_id,
+            )
             self.plugins.call_each("hermes_before_request", request=request)
             try:
                 response = self._call_interruptible(request)
@@ -386,8 +448,9 @@ class Agent:
                     raise
                 attempt += 1
                 delay = self.retry_delay * (2 ** (attempt - 1))
-                self.events.emit("status", text=f"model call failed ({exc}); retry {attempt} "
-                                                 f"in {delay:.1f}s")
+                self.events.emit(
+                    "status", text=f"model call failed ({exc}); retry {attempt} in {delay:.1f}s"
+                )
                 if self._cancel.wait(delay):
                     raise _Interrupted from None
                 continue
@@ -450,7 +513,9 @@ class Agent:
         shortened = self.engine.compress(list(self.messages), self.usage.input_tokens, focus)
         self.messages = transcript.repair(shortened)
         transcript.ensure_valid(self.messages)
-        self._build_system_prompt(self.session.metadata.get("system_message") if self.session else None)
+        self._build_system_prompt(
+            self.session.metadata.get("system_message") if self.session else None
+        )
 
     # --- sessions, prompt, persistence -----------------------------------------------------
 
@@ -463,8 +528,13 @@ class Agent:
             self.system_prompt = existing.system_prompt
             self.messages = self.session_store.get_messages(self.session_id)
         else:
-            self.session = SessionInfo(id=self.session_id, source=self.platform, model=self.model,
-                                       provider=self.provider_name, started_at=time.time())
+            self.session = SessionInfo(
+                id=self.session_id,
+                source=self.platform,
+                model=self.model,
+                provider=self.provider_name,
+                started_at=time.time(),
+            )
             self._store("create_session", self.session)
         self.approvals.reset()
         self.plugins.call_each("hermes_session_start", session=self.session)
@@ -473,10 +543,16 @@ class Agent:
 
     def _build_system_prompt(self, system_message: str | None) -> None:
         context = PromptContext(
-            model=self.model, provider=self.provider_name, platform=self.platform,
-            system_message=system_message, tool_names=self.toolbox.names,
-            toolsets=self.toolbox.toolsets, hermes_home=str(self.config.home), cwd=os.getcwd(),
-            session_id=self.session_id, date=_dt.date.today().isoformat(),
+            model=self.model,
+            provider=self.provider_name,
+            platform=self.platform,
+            system_message=system_message,
+            tool_names=self.toolbox.names,
+            toolsets=self.toolbox.toolsets,
+            hermes_home=str(self.config.home),
+            cwd=os.getcwd(),
+            session_id=self.session_id,
+            date=_dt.date.today().isoformat(),
             config=self._read_only_config,
         )
         self.prompt_layers = collect_layers(self.plugins, context)
@@ -502,8 +578,12 @@ class Agent:
 
     def _tool_context(self, call: ToolCall, turn: _Turn) -> ToolContext:
         ctx = ToolContext(
-            task_id=turn.task_id, session_id=self.session_id, call_id=call.id,
-            tool_name=call.name, config=self._read_only_config, services=self.services,
+            task_id=turn.task_id,
+            session_id=self.session_id,
+            call_id=call.id,
+            tool_name=call.name,
+            config=self._read_only_config,
+            services=self.services,
             cancel_event=self._cancel,
             environment_factory=lambda: self.environments.get(turn.task_id),
             clarifier=self._clarify,
@@ -514,8 +594,10 @@ class Agent:
 
     def _clarify(self, question: str, choices: Sequence[str] | None) -> str:
         if self.clarify_callback is None:
-            raise ToolError("no user is available to answer questions now; "
-                            "proceed with your best judgement and state your assumptions")
+            raise ToolError(
+                "no user is available to answer questions now; "
+                "proceed with your best judgement and state your assumptions"
+            )
         with self._ask_lock:  # a person answers one question at a time
             return self.clarify_callback(question, choices)
 

@@ -34,7 +34,9 @@ class AsyncBridge:
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name="hermes-async", daemon=True)
+        self.thread = threading.Thread(
+            target=self.loop.run_forever, name="hermes-async", daemon=True
+        )
         self.thread.start()
 
     @classmethod
@@ -104,8 +106,13 @@ def parse_call(raw: dict[str, Any], index: int) -> tuple[ToolCall, str | None]:
     function = raw.get("function") or {}
     name = str(function.get("name") or "")
     arguments = function.get("arguments")
-    call = ToolCall(id=str(raw.get("id") or f"call_{index}"), name=name, arguments={},
-                    raw_arguments=arguments if isinstance(arguments, str) else "", index=index)
+    call = ToolCall(
+        id=str(raw.get("id") or f"call_{index}"),
+        name=name,
+        arguments={},
+        raw_arguments=arguments if isinstance(arguments, str) else "",
+        index=index,
+    )
     if isinstance(arguments, dict):
         call.arguments = arguments
         call.raw_arguments = json.dumps(arguments)
@@ -184,8 +191,13 @@ class Dispatcher:
             )
         return None
 
-    def execute(self, raw: dict[str, Any], index: int, context: Callable[[ToolCall], ToolContext],
-                cancel: threading.Event) -> CallOutcome:
+    def execute(
+        self,
+        raw: dict[str, Any],
+        index: int,
+        context: Callable[[ToolCall], ToolContext],
+        cancel: threading.Event,
+    ) -> CallOutcome:
         """Run one call through the whole pipeline and return its answer (never raises)."""
         call, parse_error = parse_call(raw, index)
         if parse_error:
@@ -210,8 +222,14 @@ class Dispatcher:
                     continue
                 if isinstance(replaced, str):
                     result.content = replaced
-        self.events.emit("tool_end", call_id=call.id, name=call.name, duration=result.duration,
-                         is_error=result.is_error, result=result.content)
+        self.events.emit(
+            "tool_end",
+            call_id=call.id,
+            name=call.name,
+            duration=result.duration,
+            is_error=result.is_error,
+            result=result.content,
+        )
         return CallOutcome(call, result)
 
     def _run_checked(self, call: ToolCall, ctx: ToolContext, cancel: threading.Event) -> ToolResult:
@@ -221,11 +239,13 @@ class Dispatcher:
                     verdict = hook(call=call, context=ctx)
                 except Exception as exc:  # a guard that crashes must not let the call through
                     self.plugins.record_error(record, "hermes_pre_tool_call", exc)
-                    verdict = Block(f"the plugin failed while checking this call "
-                                    f"({type(exc).__name__}: {exc})")
+                    verdict = Block(
+                        f"the plugin failed while checking this call ({type(exc).__name__}: {exc})"
+                    )
                 if isinstance(verdict, Block):
-                    return ToolResult(f"Error: blocked by plugin '{record.name}': {verdict.reason}",
-                                      is_error=True)
+                    return ToolResult(
+                        f"Error: blocked by plugin '{record.name}': {verdict.reason}", is_error=True
+                    )
                 if isinstance(verdict, dict):
                     call.arguments = verdict
             problem = self.validate(call)
@@ -236,8 +256,10 @@ class Dispatcher:
             try:
                 request = tool.needs_approval(call.arguments)
             except Exception as exc:
-                return ToolResult(f"Error: approval check of '{call.name}' failed: "
-                                  f"{type(exc).__name__}: {exc}", is_error=True)
+                return ToolResult(
+                    f"Error: approval check of '{call.name}' failed: {type(exc).__name__}: {exc}",
+                    is_error=True,
+                )
             if request is not None:
                 approved, who = self.approvals.decide(request, ctx)
                 if not approved:
@@ -253,20 +275,25 @@ class Dispatcher:
             if inspect.isawaitable(value):
                 value = AsyncBridge.shared().run(value, cancel)
         except ToolCancelled:
-            return ToolResult("Error: interrupted by the user while this tool was running.",
-                              is_error=True)
+            return ToolResult(
+                "Error: interrupted by the user while this tool was running.", is_error=True
+            )
         except ToolError as exc:
             return ToolResult(f"Error: {exc}", is_error=True)
         except Exception as exc:
-            return ToolResult(f"Error: tool '{call.name}' raised {type(exc).__name__}: {exc}",
-                              is_error=True)
+            return ToolResult(
+                f"Error: tool '{call.name}' raised {type(exc).__name__}: {exc}", is_error=True
+            )
         return ToolResult(result_text(value))
 
     # --- a batch ---------------------------------------------------------------------------
 
-    def run_batch(self, raw_calls: Sequence[dict[str, Any]],
-                  context: Callable[[ToolCall], ToolContext],
-                  cancel: threading.Event) -> list[CallOutcome]:
+    def run_batch(
+        self,
+        raw_calls: Sequence[dict[str, Any]],
+        context: Callable[[ToolCall], ToolContext],
+        cancel: threading.Event,
+    ) -> list[CallOutcome]:
         """Answer every call of one response, in the model's order.
 
         One call runs inline; several run in parallel unless one of them is ``sequential``.
@@ -289,8 +316,10 @@ class Dispatcher:
             return outcomes
         if self._pool is None:
             self._pool = cf.ThreadPoolExecutor(self.concurrency, thread_name_prefix="hermes-tool")
-        futures = [self._pool.submit(self.execute, raw, i, context, cancel)
-                   for i, raw in enumerate(raw_calls)]
+        futures = [
+            self._pool.submit(self.execute, raw, i, context, cancel)
+            for i, raw in enumerate(raw_calls)
+        ]
         pending = set(futures)
         while pending and not cancel.is_set():
             _done, pending = cf.wait(pending, timeout=POLL_SECONDS)
@@ -307,4 +336,6 @@ class Dispatcher:
     @staticmethod
     def _interrupted(raw: dict[str, Any], index: int, when: str) -> CallOutcome:
         call, _ = parse_call(raw, index)
-        return CallOutcome(call, ToolResult(f"Error: interrupted by the user {when}.", is_error=True))
+        return CallOutcome(
+            call, ToolResult(f"Error: interrupted by the user {when}.", is_error=True)
+        )

@@ -10,14 +10,14 @@ from typing import Any
 log = logging.getLogger("hermes.events")
 
 EVENTS: tuple[str, ...] = (
-    "tool_start",       # {call_id, name, arguments}
-    "tool_end",         # {call_id, name, duration, is_error, result}
+    "tool_start",  # {call_id, name, arguments}
+    "tool_end",  # {call_id, name, duration, is_error, result}
     "tool_generation",  # {index, id, name}: the model started writing a tool call (streaming)
-    "thinking",         # {active}: a model call started (True) or ended (False)
-    "reasoning",        # {text}: reasoning text from the model
-    "text_delta",       # {text}: streamed answer text
-    "step",             # {api_calls, finish_reason, tool_calls}: one iteration completed
-    "status",           # {text}: state changes and warnings worth showing
+    "thinking",  # {active}: a model call started (True) or ended (False)
+    "reasoning",  # {text}: reasoning text from the model
+    "text_delta",  # {text}: streamed answer text
+    "step",  # {api_calls, finish_reason, tool_calls}: one iteration completed
+    "status",  # {text}: state changes and warnings worth showing
 )
 
 

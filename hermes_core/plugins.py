@@ -214,13 +214,14 @@ class PluginManager:
 
     # --- calling hooks ---------------------------------------------------------------------
 
-    def implementations(self, hook: str, *, load_order: bool = False
-                        ) -> Iterator[tuple[PluginRecord, Callable[..., Any]]]:
+    def implementations(
+        self, hook: str, *, load_order: bool = False
+    ) -> Iterator[tuple[PluginRecord, Callable[..., Any]]]:
         """Each plugin's implementation of ``hook``, in call order (newest plugin first), or
         in load order (oldest first) with ``load_order``."""
         caller = getattr(self.pm.hook, hook)
         impls = caller.get_hookimpls()
-        for impl in (impls if load_order else reversed(impls)):
+        for impl in impls if load_order else reversed(impls):
             record = self.records.get(impl.plugin_name)
             if record is None:
                 record = PluginRecord(name=impl.plugin_name, module="?", source="in-process")
@@ -230,8 +231,9 @@ class PluginManager:
             argnames = impl.argnames
             function = impl.function
 
-            def bound(_f: Callable[..., Any] = function, _a: tuple[str, ...] = argnames,
-                      **kwargs: Any) -> Any:
+            def bound(
+                _f: Callable[..., Any] = function, _a: tuple[str, ...] = argnames, **kwargs: Any
+            ) -> Any:
                 return _f(*[kwargs[a] for a in _a])
 
             yield record, bound

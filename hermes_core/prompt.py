@@ -34,14 +34,19 @@ def collect_layers(plugins: PluginManager, context: PromptContext) -> list[Built
             if not isinstance(layer, PromptLayer):
                 continue
             if layer.tier not in TIERS:
-                plugins.record_error(record, "hermes_prompt_layers",
-                                     ValueError(f"layer {layer.name!r}: unknown tier {layer.tier!r}"))
+                plugins.record_error(
+                    record,
+                    "hermes_prompt_layers",
+                    ValueError(f"layer {layer.name!r}: unknown tier {layer.tier!r}"),
+                )
                 continue
             slot = by_name[layer.name][0] if layer.name in by_name else sequence
             sequence += 1
             by_name[layer.name] = (slot, BuiltLayer(layer, record.name))
-    ordered = sorted(by_name.values(),
-                     key=lambda item: (TIERS.index(item[1].layer.tier), item[1].layer.order, item[0]))
+    ordered = sorted(
+        by_name.values(),
+        key=lambda item: (TIERS.index(item[1].layer.tier), item[1].layer.order, item[0]),
+    )
     return [built for _slot, built in ordered if built.layer.text.strip()]
 
 

@@ -48,7 +48,9 @@ def resolve_provider(
             )
         provider = registered.value
     elif base_url:
-        matches = [r.value for r in providers.values() if r.value.detect and r.value.detect(base_url)]
+        matches = [
+            r.value for r in providers.values() if r.value.detect and r.value.detect(base_url)
+        ]
         provider = matches[0] if matches else None
     if provider is None:
         if len(providers) == 1:
@@ -65,7 +67,9 @@ def resolve_provider(
             )
     api_mode = model_config.get("api_mode") or provider.api_mode
     if api_mode not in API_MODES:
-        raise ProviderResolutionError(f"unknown api_mode {api_mode!r} (one of {', '.join(API_MODES)})")
+        raise ProviderResolutionError(
+            f"unknown api_mode {api_mode!r} (one of {', '.join(API_MODES)})"
+        )
     url = base_url or provider.default_base_url
     key = model_config.get("api_key") or (env.get(provider.key_env) if provider.key_env else None)
     if provider.key_env and not key and not _is_loopback(url):
@@ -77,10 +81,15 @@ def resolve_provider(
     model = model_config.get("default") or provider.default_model
     if not model:
         raise ProviderResolutionError(
-            f"no model chosen for provider {provider.name!r}: pass --model NAME or set model.default"
+            f"no model chosen for provider {provider.name!r}: pass --model NAME or set "
+            "model.default"
         )
     settings = ProviderSettings(
-        provider=provider.name, model=str(model), base_url=url, api_key=key, api_mode=api_mode,
+        provider=provider.name,
+        model=str(model),
+        base_url=url,
+        api_key=key,
+        api_mode=api_mode,
         timeout=float(model_config.get("timeout") or 600.0),
     )
     return provider, settings

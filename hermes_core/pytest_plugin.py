@@ -68,8 +68,9 @@ def make_agent(hermes_home: Path) -> Iterator[Callable[..., Any]]:
 
 
 @pytest.fixture
-def agent(request: pytest.FixtureRequest, make_agent: Callable[..., Any],
-          scripted_model: Any) -> Any:
+def agent(
+    request: pytest.FixtureRequest, make_agent: Callable[..., Any], scripted_model: Any
+) -> Any:
     """An agent with the scripted model and the plugins of the ``hermes_plugins`` marker."""
     marker = request.node.get_closest_marker("hermes_plugins")
     plugins = list(marker.args) if marker else []
@@ -99,8 +100,9 @@ def hermes_cli(hermes_home: Path) -> Callable[..., CliResult]:
     from hermes_core.cli import main
     from hermes_core.testing.kit import scripted_provider_plugin
 
-    def run(*args: str, model: Any = None, input: str | None = None,
-            env: dict[str, str] | None = None) -> CliResult:
+    def run(
+        *args: str, model: Any = None, input: str | None = None, env: dict[str, str] | None = None
+    ) -> CliResult:
         extra = [("scripted-provider", scripted_provider_plugin(model))] if model else []
         runner = CliRunner()
         with runner.isolation(input=input, env=env) as streams:

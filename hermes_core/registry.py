@@ -63,6 +63,7 @@ class Registry:
 
     def _collect(self, hook: str, accept: Callable[..., None]) -> None:
         for record, function in self.plugins.implementations(hook, load_order=True):
+
             def register(*args: Any, _record: PluginRecord = record) -> None:
                 try:
                     accept(_record, *args)
@@ -106,7 +107,9 @@ class Registry:
             if not callable(tool.handler):
                 raise RegistrationError(f"tool {tool.name!r} has no callable handler")
             if not isinstance(tool.parameters, dict):
-                raise RegistrationError(f"tool {tool.name!r}: parameters must be a JSON schema dict")
+                raise RegistrationError(
+                    f"tool {tool.name!r}: parameters must be a JSON schema dict"
+                )
             owner = self._tool_owner.get(tool.name)
             if owner is not None or tool.name in seen:
                 first = owner[1] if owner else record.name
@@ -128,7 +131,9 @@ class Registry:
             self._collect("hermes_register_environments", self._accept_environment)
         return self._environments
 
-    def _accept_environment(self, record: PluginRecord, name: str, factory: Callable[..., Any]) -> None:
+    def _accept_environment(
+        self, record: PluginRecord, name: str, factory: Callable[..., Any]
+    ) -> None:
         assert self._environments is not None
         if not isinstance(name, str) or not name:
             raise RegistrationError("an environment needs a name")
@@ -179,7 +184,9 @@ class Registry:
         self._engines[engine.name] = Registered(engine.name, engine, record.name)
 
     @staticmethod
-    def _unique(table: dict[str, Registered[Any]], kind: str, name: str, record: PluginRecord) -> None:
+    def _unique(
+        table: dict[str, Registered[Any]], kind: str, name: str, record: PluginRecord
+    ) -> None:
         other = table.get(name)
         if other is not None:
             raise RegistrationError(

@@ -76,7 +76,7 @@ def _json_equal(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=False))
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
     if isinstance(a, (list, tuple, dict)) or isinstance(b, (list, tuple, dict)):
@@ -300,7 +300,7 @@ class _Checker:
             positional, items = items, None
         start = 0
         if isinstance(positional, list):
-            for index, (value, item_schema) in enumerate(zip(instance, positional)):
+            for index, (value, item_schema) in enumerate(zip(instance, positional, strict=False)):
                 self.visit(value, item_schema, f"{path}[{index}]", 0)
             start = len(positional)
         if isinstance(items, (dict, bool)):

@@ -77,7 +77,7 @@ def expand(registry: Registry, names: Iterable[str]) -> list[str]:
 
     def visit(name: str, path: tuple[str, ...]) -> None:
         if name in path:
-            cycle = " -> ".join((*path[path.index(name):], name))
+            cycle = " -> ".join((*path[path.index(name) :], name))
             raise ToolsetError(f"toolset includes form a cycle: {cycle}")
         if name == DEFAULT_BUNDLE or name == ALL_BUNDLE:
             for member in sorted(toolsets):
@@ -116,7 +116,9 @@ class ToolBox:
         self.tools: dict[str, Tool] = {t.name: t for t in sorted(tools, key=lambda t: t.name)}
         self.toolsets = tuple(toolsets)
         # A deep copy taken once: plugins mutating their dicts later cannot change the bytes sent.
-        self.schemas: list[dict[str, Any]] = [copy.deepcopy(t.schema()) for t in self.tools.values()]
+        self.schemas: list[dict[str, Any]] = [
+            copy.deepcopy(t.schema()) for t in self.tools.values()
+        ]
         self.names: tuple[str, ...] = tuple(self.tools)
 
     def get(self, name: str) -> Tool | None:

@@ -198,8 +198,7 @@ def _scan(
             if not started:
                 started = True
                 yield (
-                    f"message {index}: the first message after the system prompt is tool, "
-                    "not user"
+                    f"message {index}: the first message after the system prompt is tool, not user"
                 )
             if not isinstance(call_id, str) or not call_id:
                 yield f"message {index}: tool message without tool_call_id"

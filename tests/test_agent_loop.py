@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from hermes_core.agent import AgentError
+from hermes_core.agent import RESULT_KEYS, AgentError
 from hermes_core.testing import (
     Call,
     ScriptedModel,
@@ -30,8 +30,6 @@ from hermes_hookspecs import (
     hookimpl,
 )
 
-RESULT_KEYS = {"final_response", "messages", "session_id", "task_id", "api_calls", "usage",
-               "completed", "interrupted", "exit_reason", "error", "model", "provider"}
 OBJ = {"type": "object", "properties": {}}
 
 
@@ -39,8 +37,15 @@ def toolset_plugin(*tools: Tool, name: str = "demo", includes=(), enabled=True) 
     class Plugin:
         @hookimpl
         def hermes_register_toolsets(self, register):
-            register(Toolset(name=name, description=name, tools=list(tools),
-                             includes=list(includes), enabled_by_default=enabled))
+            register(
+                Toolset(
+                    name=name,
+                    description=name,
+                    tools=list(tools),
+                    includes=list(includes),
+                    enabled_by_default=enabled,
+                )
+            )
 
     return Plugin()
 
@@ -54,15 +59,19 @@ def echo_tool(name="echo", sequential=False, delay=0.0, record=None):
             record.append(("end", name, time.monotonic()))
         return f"{name}:{args.get('x', '')}"
 
-    return Tool(name=name, description=f"{name} tool",
-                parameters={"type": "object", "properties": {"x": {"type": "string"}}},
-                handler=handler, sequential=sequential)
+    return Tool(
+        name=name,
+        description=f"{name} tool",
+        parameters={"type": "object", "properties": {"x": {"type": "string"}}},
+        handler=handler,
+        sequential=sequential,
+    )
 
 
 def test_text_answer_ends_the_turn_with_full_result_shape():
     agent = make_agent(text("hello there"))
     result = agent.run_conversation("hi")
-    assert set(result) >= RESULT_KEYS
+    assert set(result) == RESULT_KEYS
     assert result["final_response"] == "hello there"
     assert result["completed"] and not result["interrupted"]
     assert result["exit_reason"] == "completed" and result["error"] is None
@@ -80,8 +89,9 @@ def test_chat_returns_text_and_raises_on_failure():
 
 
 def test_tool_call_then_answer_and_results_reach_the_model():
-    agent = make_agent(tool_call("echo", {"x": "1"}), text("done"),
-                       plugins=[toolset_plugin(echo_tool())])
+    agent = make_agent(
+        tool_call("echo", {"x": "1"}), text("done"), plugins=[toolset_plugin(echo_tool())]
+    )
     result = agent.run_conversation("go")
     assert result["final_response"] == "done" and result["api_calls"] == 2
     second = agent.client.requests[1]
@@ -91,8 +101,11 @@ def test_tool_call_then_answer_and_results_reach_the_model():
 
 def test_results_are_appended_in_the_models_order_whatever_finishes_first():
     tools = [echo_tool("slow", delay=0.2), echo_tool("fast")]
-    agent = make_agent(tool_calls(("slow", {"x": "a"}), ("fast", {"x": "b"})), text("ok"),
-                       plugins=[toolset_plugin(*tools)])
+    agent = make_agent(
+        tool_calls(("slow", {"x": "a"}), ("fast", {"x": "b"})),
+        text("ok"),
+        plugins=[toolset_plugin(*tools)],
+    )
     agent.chat("go")
     results = [m["content"] for m in agent.messages if m["role"] == "tool"]
     assert results == ["slow:a", "fast:b"]
@@ -101,8 +114,9 @@ def test_results_are_appended_in_the_models_order_whatever_finishes_first():
 def test_several_calls_run_concurrently():
     record: list = []
     tools = [echo_tool("a", delay=0.2, record=record), echo_tool("b", delay=0.2, record=record)]
-    agent = make_agent(tool_calls(("a", {}), ("b", {})), text("ok"),
-                       plugins=[toolset_plugin(*tools)])
+    agent = make_agent(
+        tool_calls(("a", {}), ("b", {})), text("ok"), plugins=[toolset_plugin(*tools)]
+    )
     agent.chat("go")
     starts = [t for kind, _, t in record if kind == "start"]
     ends = [t for kind, _, t in record if kind == "end"]
@@ -111,10 +125,13 @@ def test_several_calls_run_concurrently():
 
 def test_a_sequential_tool_forces_one_call_at_a_time():
     record: list = []
-    tools = [echo_tool("a", delay=0.05, record=record),
-             echo_tool("ask", sequential=True, delay=0.05, record=record)]
-    agent = make_agent(tool_calls(("a", {}), ("ask", {})), text("ok"),
-                       plugins=[toolset_plugin(*tools)])
+    tools = [
+        echo_tool("a", delay=0.05, record=record),
+        echo_tool("ask", sequential=True, delay=0.05, record=record),
+    ]
+    agent = make_agent(
+        tool_calls(("a", {}), ("ask", {})), text("ok"), plugins=[toolset_plugin(*tools)]
+    )
     agent.chat("go")
     assert [kind for kind, _, _ in record] == ["start", "end", "start", "end"]
 
@@ -126,19 +143,23 @@ def test_async_handlers_work_across_turns_and_agents():
 
     tool = Tool("aio", "async tool", OBJ, handler)
     for _ in range(2):  # a second agent reuses the same loop: no "event loop is closed"
-        agent = make_agent(tool_call("aio"), tool_call("aio"), text("ok"),
-                           plugins=[toolset_plugin(tool)])
+        agent = make_agent(
+            tool_call("aio"), tool_call("aio"), text("ok"), plugins=[toolset_plugin(tool)]
+        )
         agent.chat("go")
         results = [m["content"] for m in agent.messages if m["role"] == "tool"]
         assert results == ['{"loop": "persistent"}'] * 2
 
 
-@pytest.mark.parametrize("call, expected", [
-    (Call("echo", "{not json"), "are not valid JSON"),
-    (Call("echo", "[1, 2]"), "must be a JSON object"),
-    (Call("nope", {}), "unknown tool 'nope'. Available tools: echo"),
-    (Call("echo", {"x": 5}), "invalid arguments for tool 'echo': $.x: expected string"),
-])
+@pytest.mark.parametrize(
+    "call, expected",
+    [
+        (Call("echo", "{not json"), "are not valid JSON"),
+        (Call("echo", "[1, 2]"), "must be a JSON object"),
+        (Call("nope", {}), "unknown tool 'nope'. Available tools: echo"),
+        (Call("echo", {"x": 5}), "invalid arguments for tool 'echo': $.x: expected string"),
+    ],
+)
 def test_model_mistakes_go_back_as_tool_results(call, expected):
     agent = make_agent(Turn(calls=[call]), text("sorry"), plugins=[toolset_plugin(echo_tool())])
     result = agent.run_conversation("go")
@@ -156,17 +177,21 @@ def test_handler_exceptions_are_reported_with_type_and_message():
         raise ToolError("file not found: a.txt")
 
     tools = [Tool("boom", "", OBJ, boom), Tool("clean", "", OBJ, clean)]
-    agent = make_agent(tool_calls(("boom", {}), ("clean", {})), text("ok"),
-                       plugins=[toolset_plugin(*tools)])
+    agent = make_agent(
+        tool_calls(("boom", {}), ("clean", {})), text("ok"), plugins=[toolset_plugin(*tools)]
+    )
     agent.chat("go")
     contents = [m["content"] for m in agent.messages if m["role"] == "tool"]
-    assert contents == ["Error: tool 'boom' raised KeyError: 'missing thing'",
-                        "Error: file not found: a.txt"]
+    assert contents == [
+        "Error: tool 'boom' raised KeyError: 'missing thing'",
+        "Error: file not found: a.txt",
+    ]
 
 
 def test_three_invalid_calls_in_a_row_end_the_turn():
-    agent = make_agent(*[tool_call("nope") for _ in range(5)],
-                       plugins=[toolset_plugin(echo_tool())])
+    agent = make_agent(
+        *[tool_call("nope") for _ in range(5)], plugins=[toolset_plugin(echo_tool())]
+    )
     result = agent.run_conversation("go")
     assert result["exit_reason"] == "invalid_tool_calls"
     assert "3 invalid tool calls in a row" in result["error"]
@@ -175,15 +200,25 @@ def test_three_invalid_calls_in_a_row_end_the_turn():
 
 
 def test_a_valid_call_resets_the_invalid_streak():
-    script = [tool_call("nope"), tool_call("nope"), tool_call("echo"), tool_call("nope"),
-              tool_call("nope"), text("fine")]
+    script = [
+        tool_call("nope"),
+        tool_call("nope"),
+        tool_call("echo"),
+        tool_call("nope"),
+        tool_call("nope"),
+        text("fine"),
+    ]
     agent = make_agent(*script, plugins=[toolset_plugin(echo_tool())])
     assert agent.run_conversation("go")["exit_reason"] == "completed"
 
 
 def test_budget_exhaustion_asks_for_a_summary_without_tools():
-    agent = make_agent(*[tool_call("echo") for _ in range(3)], text("I echoed three times."),
-                       plugins=[toolset_plugin(echo_tool())], max_turns=3)
+    agent = make_agent(
+        *[tool_call("echo") for _ in range(3)],
+        text("I echoed three times."),
+        plugins=[toolset_plugin(echo_tool())],
+        max_turns=3,
+    )
     result = agent.run_conversation("go")
     assert result["final_response"] == "I echoed three times."
     assert result["exit_reason"] == "max_turns" and result["completed"]
@@ -195,8 +230,9 @@ def test_budget_exhaustion_asks_for_a_summary_without_tools():
 
 def test_tool_schemas_are_sorted_and_byte_identical_between_calls():
     tools = [echo_tool(n) for n in ("zeta", "alpha", "mid")]
-    agent = make_agent(tool_call("mid"), tool_call("alpha"), text("ok"),
-                       plugins=[toolset_plugin(*tools)])
+    agent = make_agent(
+        tool_call("mid"), tool_call("alpha"), text("ok"), plugins=[toolset_plugin(*tools)]
+    )
     agent.chat("go")
     import json
 
@@ -206,8 +242,11 @@ def test_tool_schemas_are_sorted_and_byte_identical_between_calls():
 
 
 def test_internal_fields_never_reach_the_wire():
-    agent = make_agent(Turn(text=None, reasoning="thinking hard", calls=[Call("echo")]),
-                       text("ok"), plugins=[toolset_plugin(echo_tool())])
+    agent = make_agent(
+        Turn(text=None, reasoning="thinking hard", calls=[Call("echo")]),
+        text("ok"),
+        plugins=[toolset_plugin(echo_tool())],
+    )
     agent.chat("go")
     assert agent.messages[1]["reasoning"] == "thinking hard"
     assert_request_valid(agent.client.last_request)
@@ -215,11 +254,17 @@ def test_internal_fields_never_reach_the_wire():
 
 
 def test_history_is_repaired_before_the_call():
-    history = [{"role": "user", "content": "a"},
-               {"role": "assistant", "content": None,
-                "tool_calls": [{"id": "c1", "type": "function",
-                                "function": {"name": "echo", "arguments": "{}"}}]},
-               {"role": "tool", "tool_call_id": "zzz", "content": "orphan"}]
+    history = [
+        {"role": "user", "content": "a"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "echo", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "zzz", "content": "orphan"},
+    ]
     agent = make_agent(text("ok"))
     agent.run_conversation("next", conversation_history=history)
     sent = agent.client.last_request.messages
@@ -230,10 +275,14 @@ def test_history_is_repaired_before_the_call():
 
 def test_streaming_deltas_and_reasoning_reach_callbacks():
     deltas, reasoning, generated = [], [], []
-    agent = make_agent(Turn(text=None, reasoning="hmm", calls=[Call("echo")]),
-                       text("a streamed answer"), plugins=[toolset_plugin(echo_tool())],
-                       stream_delta_callback=deltas.append, reasoning_callback=reasoning.append,
-                       tool_gen_callback=generated.append)
+    agent = make_agent(
+        Turn(text=None, reasoning="hmm", calls=[Call("echo")]),
+        text("a streamed answer"),
+        plugins=[toolset_plugin(echo_tool())],
+        stream_delta_callback=deltas.append,
+        reasoning_callback=reasoning.append,
+        tool_gen_callback=generated.append,
+    )
     agent.chat("go")
     assert "".join(deltas) == "a streamed answer"
     assert "hmm" in "".join(reasoning)
@@ -242,8 +291,12 @@ def test_streaming_deltas_and_reasoning_reach_callbacks():
 
 def test_events_cover_tools_thinking_and_steps():
     events = []
-    agent = make_agent(tool_call("echo", {"x": "1"}), text("ok"),
-                       plugins=[toolset_plugin(echo_tool())], event_sink=events.append)
+    agent = make_agent(
+        tool_call("echo", {"x": "1"}),
+        text("ok"),
+        plugins=[toolset_plugin(echo_tool())],
+        event_sink=events.append,
+    )
     agent.chat("go")
     names = [e.name for e in events]
     assert names.count("thinking") == 4 and names.count("step") == 2
@@ -255,8 +308,13 @@ def test_a_failing_callback_does_not_stop_the_agent():
     def broken(*args):
         raise RuntimeError("display crashed")
 
-    agent = make_agent(tool_call("echo"), text("ok"), plugins=[toolset_plugin(echo_tool())],
-                       tool_progress_callback=broken, step_callback=broken)
+    agent = make_agent(
+        tool_call("echo"),
+        text("ok"),
+        plugins=[toolset_plugin(echo_tool())],
+        tool_progress_callback=broken,
+        step_callback=broken,
+    )
     assert agent.chat("go") == "ok"
 
 
@@ -269,11 +327,13 @@ def test_long_results_are_capped_with_a_visible_marker():
 
 
 def test_retryable_errors_are_retried_then_reported():
-    agent = make_agent(RateLimitError("slow down"), text("ok"), config={
-        "agent": {"retry_base_delay": 0.01}})
+    agent = make_agent(
+        RateLimitError("slow down"), text("ok"), config={"agent": {"retry_base_delay": 0.01}}
+    )
     assert agent.chat("q") == "ok"
-    agent = make_agent(*[RateLimitError("slow down")] * 3, config={
-        "agent": {"retry_base_delay": 0.01}})
+    agent = make_agent(
+        *[RateLimitError("slow down")] * 3, config={"agent": {"retry_base_delay": 0.01}}
+    )
     result = agent.run_conversation("q")
     assert result["exit_reason"] == "provider_error" and "slow down" in result["error"]
     assert [m["role"] for m in agent.messages] == ["user"]
@@ -282,7 +342,7 @@ def test_retryable_errors_are_retried_then_reported():
 def test_unexpected_client_bug_still_returns_the_result_shape():
     agent = make_agent(model=ScriptedModel(fn=lambda request: 1 / 0))
     result = agent.run_conversation("q")
-    assert set(result) >= RESULT_KEYS
+    assert set(result) == RESULT_KEYS
     assert result["exit_reason"] == "error" and "ZeroDivisionError" in result["error"]
 
 
@@ -310,8 +370,11 @@ def test_interrupt_during_tools_answers_every_call():
         return "finished"
 
     tools = [Tool("slow", "", OBJ, slow), Tool("quick", "", OBJ, lambda a, c: "quick done")]
-    agent = make_agent(tool_calls(("quick", {}), ("slow", {}), ("slow", {})),
-                       plugins=[toolset_plugin(*tools)], config={"agent": {"tool_concurrency": 2}})
+    agent = make_agent(
+        tool_calls(("quick", {}), ("slow", {}), ("slow", {})),
+        plugins=[toolset_plugin(*tools)],
+        config={"agent": {"tool_concurrency": 2}},
+    )
     box = {}
     worker = threading.Thread(target=lambda: box.update(r=agent.run_conversation("q")))
     worker.start()
@@ -334,16 +397,25 @@ def test_tool_context_gives_ids_config_services_and_emit():
     seen = {}
 
     def handler(args, ctx):
-        seen.update(task=ctx.task_id, session=ctx.session_id, call=ctx.call_id,
-                    tool=ctx.tool_name, turns=ctx.config["agent"]["max_turns"],
-                    store=ctx.service("session_store"))
+        seen.update(
+            task=ctx.task_id,
+            session=ctx.session_id,
+            call=ctx.call_id,
+            tool=ctx.tool_name,
+            turns=ctx.config["agent"]["max_turns"],
+            store=ctx.service("session_store"),
+        )
         ctx.emit("status", text="working")
         return "ok"
 
     statuses = []
-    agent = make_agent(tool_call("ctx", id="call_x"), text("done"),
-                       plugins=[toolset_plugin(Tool("ctx", "", OBJ, handler))],
-                       status_callback=statuses.append, max_turns=7)
+    agent = make_agent(
+        tool_call("ctx", id="call_x"),
+        text("done"),
+        plugins=[toolset_plugin(Tool("ctx", "", OBJ, handler))],
+        status_callback=statuses.append,
+        max_turns=7,
+    )
     result = agent.run_conversation("go", task_id="task_1")
     assert seen["task"] == "task_1" and seen["session"] == result["session_id"]
     assert seen["call"] == "call_x" and seen["tool"] == "ctx" and seen["turns"] == 7
@@ -359,8 +431,9 @@ def test_every_completed_step_is_persisted_before_the_next():
         snapshots.append([m["role"] for m in stored])
         return "ok"
 
-    agent = make_agent(tool_call("peek"), text("done"),
-                       plugins=[toolset_plugin(Tool("peek", "", OBJ, handler))])
+    agent = make_agent(
+        tool_call("peek"), text("done"), plugins=[toolset_plugin(Tool("peek", "", OBJ, handler))]
+    )
     agent.chat("go")
     assert snapshots == [["user", "assistant"]]
     stored = agent.session_store.get_messages(agent.session_id)
@@ -376,8 +449,10 @@ def test_system_prompt_is_built_once_and_replayed_byte_for_byte():
             calls.append(context)
             from hermes_hookspecs import PromptLayer
 
-            return [PromptLayer("volatile", f"date {context.date}", tier="volatile"),
-                    PromptLayer("identity", "You are hermes.", tier="stable")]
+            return [
+                PromptLayer("volatile", f"date {context.date}", tier="volatile"),
+                PromptLayer("identity", "You are hermes.", tier="stable"),
+            ]
 
     agent = make_agent(text("1"), text("2"), plugins=[Layers()])
     agent.run_conversation("a", system_message="Be brief.")
@@ -387,3 +462,44 @@ def test_system_prompt_is_built_once_and_replayed_byte_for_byte():
     assert first.system_prompt.startswith("You are hermes.\n\nBe brief.\n\ndate ")
     assert len(calls) == 1
     assert agent.session_store.get_session(agent.session_id).system_prompt == first.system_prompt
+
+
+def test_a_failed_turn_does_not_leave_an_invalid_history():
+    agent = make_agent(ProviderError("down"), text("back"))
+    assert agent.run_conversation("first")["exit_reason"] == "provider_error"
+    assert agent.chat("second") == "back"
+    assert [m["role"] for m in agent.messages] == ["user", "assistant"]
+    assert agent.messages[0]["content"] == "first\n\nsecond"
+    assert_request_valid(agent.client.last_request)
+
+
+def test_clarify_questions_from_parallel_tools_are_asked_one_at_a_time():
+    active, overlap = [], threading.Event()
+
+    def answer(question, choices):
+        active.append(question)
+        if len(active) > 1:
+            overlap.set()
+        time.sleep(0.05)
+        active.remove(question)
+        return "ok"
+
+    def asks(args, ctx):
+        return ctx.clarify("which?")
+
+    tools = [Tool("ask_a", "", OBJ, asks), Tool("ask_b", "", OBJ, asks)]
+    agent = make_agent(
+        tool_calls(("ask_a", {}), ("ask_b", {})),
+        text("done"),
+        plugins=[toolset_plugin(*tools)],
+        clarify_callback=answer,
+    )
+    agent.chat("go")
+    assert not overlap.is_set()
+
+
+def test_requests_carry_session_and_task_ids():
+    agent = make_agent(text("ok"))
+    result = agent.run_conversation("q", task_id="task_42")
+    request = agent.client.last_request
+    assert request.task_id == "task_42" and request.session_id == result["session_id"]

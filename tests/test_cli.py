@@ -30,6 +30,7 @@ import pytest
 import yaml
 
 from hermes_core import __version__
+from hermes_core.agent import RESULT_KEYS
 from hermes_core.cli import app
 from hermes_core.plugins import reset_entry_point_cache
 from hermes_core.testing import ScriptedModel, text, tool_call
@@ -37,8 +38,6 @@ from hermes_core.testing.kit import scripted_provider_plugin
 from hermes_hookspecs import AuthenticationError, ProviderError, Tool, Toolset, hookimpl
 
 BUILTIN_COMMANDS = ("chat", "config", "doctor", "plugins", "providers", "tools", "version")
-RESULT_KEYS = {"final_response", "messages", "session_id", "task_id", "api_calls", "usage",
-               "completed", "interrupted", "exit_reason", "error"}
 OBJ = {"type": "object", "properties": {}}
 REAL_BUILD_CLI = app.build_cli
 
@@ -57,8 +56,14 @@ def toolset_plugin(name: str = "dice", *tools: Tool, enabled: bool = True) -> ob
     class ToolsetPlugin:
         @hookimpl
         def hermes_register_toolsets(self, register: Any) -> None:
-            register(Toolset(name=name, description=f"{name} tools", tools=list(tools),
-                             enabled_by_default=enabled))
+            register(
+                Toolset(
+                    name=name,
+                    description=f"{name} tools",
+                    tools=list(tools),
+                    enabled_by_default=enabled,
+                )
+            )
 
     return ToolsetPlugin()
 
@@ -118,13 +123,15 @@ def no_installed_plugins(hermes_home: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 @pytest.fixture
-def hermes(monkeypatch: pytest.MonkeyPatch,
-           capsys: pytest.CaptureFixture[str]) -> Callable[..., Run]:
+def hermes(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Callable[..., Run]:
     """``hermes(*argv, plugins=[(name, obj)], stdin="")`` runs ``hermes_core.cli.main``."""
 
     def run(*argv: str, plugins: Sequence[tuple[str, object]] = (), stdin: str = "") -> Run:
-        def build_cli(argv: Sequence[str] | None = None,
-                      extra_plugins: Sequence[tuple[str, object]] = ()) -> click.Group:
+        def build_cli(
+            argv: Sequence[str] | None = None, extra_plugins: Sequence[tuple[str, object]] = ()
+        ) -> click.Group:
             return REAL_BUILD_CLI(argv, extra_plugins=[*extra_plugins, *plugins])
 
         monkeypatch.setattr(app, "build_cli", build_cli)
@@ -138,7 +145,9 @@ def hermes(monkeypatch: pytest.MonkeyPatch,
 
 
 @pytest.fixture
-def entry_point_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., None]]:
+def entry_point_plugin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[..., None]]:
     """``entry_point_plugin(ep_name, module, source, dist=..., version=...)`` makes a plugin
     visible through a real ``hermes`` entry point: a module and its dist-info on ``sys.path``."""
     site = tmp_path / "site"
@@ -146,15 +155,23 @@ def entry_point_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Itera
     monkeypatch.syspath_prepend(str(site))
     modules: list[str] = []
 
-    def install(ep_name: str, module: str, source: str, *, dist: str = "hermes-test-plugin",
-                version: str = "1.2.3") -> None:
+    def install(
+        ep_name: str,
+        module: str,
+        source: str,
+        *,
+        dist: str = "hermes-test-plugin",
+        version: str = "1.2.3",
+    ) -> None:
         (site / f"{module}.py").write_text(textwrap.dedent(source), encoding="utf-8")
         info = site / f"{dist.replace('-', '_')}-{version}.dist-info"
         info.mkdir()
         (info / "METADATA").write_text(
-            f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n", encoding="utf-8")
-        (info / "entry_points.txt").write_text(f"[hermes]\n{ep_name} = {module}\n",
-                                               encoding="utf-8")
+            f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n", encoding="utf-8"
+        )
+        (info / "entry_points.txt").write_text(
+            f"[hermes]\n{ep_name} = {module}\n", encoding="utf-8"
+        )
         modules.append(module)
         reset_entry_point_cache()
 
@@ -208,8 +225,17 @@ def test_help_lists_the_builtin_commands(hermes: Callable[..., Run]) -> None:
 def test_help_of_a_command(hermes: Callable[..., Run]) -> None:
     run = hermes("chat", "--help")
     assert run.code == 0
-    for option in ("--query", "--json", "--model", "--provider", "--base-url", "--api-mode",
-                   "--toolsets", "--max-turns", "--yolo"):
+    for option in (
+        "--query",
+        "--json",
+        "--model",
+        "--provider",
+        "--base-url",
+        "--api-mode",
+        "--toolsets",
+        "--max-turns",
+        "--yolo",
+    ):
         assert option in run.out
 
 
@@ -232,10 +258,13 @@ def test_unknown_command_is_a_usage_error(hermes: Callable[..., Run]) -> None:
 
 
 def test_plugins_list_shows_name_version_dist_hooks_status(
-        hermes: Callable[..., Run], entry_point_plugin: Callable[..., None],
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    entry_point_plugin("coins", "hermes_test_coins", GOOD_EP_SOURCE, dist="hermes-test-coins",
-                       version="2.5.0")
+    hermes: Callable[..., Run],
+    entry_point_plugin: Callable[..., None],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    entry_point_plugin(
+        "coins", "hermes_test_coins", GOOD_EP_SOURCE, dist="hermes-test-coins", version="2.5.0"
+    )
     monkeypatch.setenv("HERMES_PLUGINS", "coins")
     run = hermes("plugins", "list", plugins=[("dice", toolset_plugin())])
     assert run.code == 0, run.err
@@ -246,26 +275,37 @@ def test_plugins_list_shows_name_version_dist_hooks_status(
     assert rows["core_layers"][3] == "loaded"
     assert "error:" not in run.out
 
-    records = {r["name"]: r for r in json.loads(hermes("plugins", "list", "--json",
-                                                       plugins=[("dice", toolset_plugin())]).out)}
+    records = {
+        r["name"]: r
+        for r in json.loads(
+            hermes("plugins", "list", "--json", plugins=[("dice", toolset_plugin())]).out
+        )
+    }
     coins = records["coins"]
     assert {"name", "version", "dist", "hooks", "status", "error"} <= set(coins)
-    assert (coins["version"], coins["dist"], coins["status"], coins["error"]) == \
-        ("2.5.0", "hermes-test-coins", "loaded", None)
+    assert (coins["version"], coins["dist"], coins["status"], coins["error"]) == (
+        "2.5.0",
+        "hermes-test-coins",
+        "loaded",
+        None,
+    )
     assert coins["hooks"] == ["hermes_register_toolsets"]
     assert records["dice"]["dist"] is None and records["dice"]["source"] == "in-process"
 
 
 def test_plugins_not_selected_by_hermes_plugins_are_listed_as_skipped(
-        hermes: Callable[..., Run], entry_point_plugin: Callable[..., None]) -> None:
+    hermes: Callable[..., Run], entry_point_plugin: Callable[..., None]
+) -> None:
     entry_point_plugin("coins", "hermes_test_coins", GOOD_EP_SOURCE)
     records = {r["name"]: r for r in json.loads(hermes("plugins", "list", "--json").out)}
     assert records["coins"]["status"] == "skipped"
     assert records["coins"]["hooks"] == []
     assert "hermes_test_coins" not in sys.modules
     # --plugins selects it for one invocation.
-    records = {r["name"]: r for r in json.loads(hermes("--plugins", "coins", "plugins", "list",
-                                                       "--json").out)}
+    records = {
+        r["name"]: r
+        for r in json.loads(hermes("--plugins", "coins", "plugins", "list", "--json").out)
+    }
     assert records["coins"]["status"] == "loaded"
 
 
@@ -273,18 +313,21 @@ def test_plugins_not_selected_by_hermes_plugins_are_listed_as_skipped(
 
 
 def test_a_plugin_whose_hook_raises_is_reported_and_the_rest_keeps_working(
-        hermes: Callable[..., Run]) -> None:
+    hermes: Callable[..., Run],
+) -> None:
     plugins = [("dice", toolset_plugin()), ("broken", RaisingHookPlugin())]
     run = hermes("plugins", "list", plugins=plugins)
     assert run.code == 0, run.err
     rows = {line.split()[0]: line for line in run.lines[1:] if not line.startswith("error:")}
     assert "hook errors" in rows["broken"]
     assert "loaded" in rows["dice"]
-    assert ("error: broken: hermes_register_toolsets: RuntimeError: the toolset exploded"
-            in run.lines)
+    assert (
+        "error: broken: hermes_register_toolsets: RuntimeError: the toolset exploded" in run.lines
+    )
 
-    record = {r["name"]: r for r in json.loads(hermes("plugins", "list", "--json",
-                                                      plugins=plugins).out)}["broken"]
+    record = {
+        r["name"]: r for r in json.loads(hermes("plugins", "list", "--json", plugins=plugins).out)
+    }["broken"]
     assert record["hook_errors"] == ["hermes_register_toolsets: RuntimeError: the toolset exploded"]
 
     tools = hermes("tools", "list", "--json", plugins=plugins)
@@ -295,15 +338,19 @@ def test_a_plugin_whose_hook_raises_is_reported_and_the_rest_keeps_working(
 
 
 def test_a_plugin_with_a_misspelled_hook_is_reported_and_the_rest_keeps_working(
-        hermes: Callable[..., Run]) -> None:
+    hermes: Callable[..., Run],
+) -> None:
     plugins = [("dice", toolset_plugin()), ("typo", MisspelledHookPlugin())]
     run = hermes("plugins", "list", plugins=plugins)
     assert run.code == 0, run.err
-    rows = {line.split()[0]: line.split() for line in run.lines[1:]
-            if not line.startswith("error:")}
+    rows = {
+        line.split()[0]: line.split() for line in run.lines[1:] if not line.startswith("error:")
+    }
     assert rows["typo"][3] == "error"
-    assert ("error: typo: HermesError: unknown hook hermes_register_toolset "
-            "(did you mean hermes_register_toolsets?)") in run.lines
+    assert (
+        "error: typo: HermesError: unknown hook hermes_register_toolset "
+        "(did you mean hermes_register_toolsets?)"
+    ) in run.lines
 
     tools = hermes("tools", "list", plugins=plugins)
     assert tools.code == 0, tools.err
@@ -311,21 +358,30 @@ def test_a_plugin_with_a_misspelled_hook_is_reported_and_the_rest_keeps_working(
 
 
 def test_a_plugin_that_fails_to_import_is_reported_and_can_be_disabled(
-        hermes: Callable[..., Run], entry_point_plugin: Callable[..., None],
-        monkeypatch: pytest.MonkeyPatch, hermes_home: Path) -> None:
-    entry_point_plugin("shaky", "hermes_test_shaky", "import a_module_that_is_not_there\n",
-                       dist="hermes-test-shaky")
+    hermes: Callable[..., Run],
+    entry_point_plugin: Callable[..., None],
+    monkeypatch: pytest.MonkeyPatch,
+    hermes_home: Path,
+) -> None:
+    entry_point_plugin(
+        "shaky",
+        "hermes_test_shaky",
+        "import a_module_that_is_not_there\n",
+        dist="hermes-test-shaky",
+    )
     entry_point_plugin("coins", "hermes_test_coins", GOOD_EP_SOURCE, dist="hermes-test-coins")
     monkeypatch.delenv("HERMES_PLUGINS")  # every installed entry point loads
 
     records = {r["name"]: r for r in json.loads(hermes("plugins", "list", "--json").out)}
     assert records["shaky"]["status"] == "error"
     assert records["shaky"]["error"] == (
-        "ModuleNotFoundError: No module named 'a_module_that_is_not_there'")
+        "ModuleNotFoundError: No module named 'a_module_that_is_not_there'"
+    )
     assert records["coins"]["status"] == "loaded"
     tools = json.loads(hermes("tools", "list", "--json").out)
-    assert {"tool": "flip_coin", "plugin": "coins"}.items() <= \
-        next(t for t in tools if t["tool"] == "flip_coin").items()
+    assert {"tool": "flip_coin", "plugin": "coins"}.items() <= next(
+        t for t in tools if t["tool"] == "flip_coin"
+    ).items()
 
     # Disabling the broken plugin works while it is broken, and silences it.
     assert hermes("config", "set", "plugins.disabled", "[shaky]").code == 0
@@ -335,7 +391,8 @@ def test_a_plugin_that_fails_to_import_is_reported_and_can_be_disabled(
 
 
 def test_strict_plugins_turns_a_load_error_into_a_one_line_failure(
-        hermes: Callable[..., Run]) -> None:
+    hermes: Callable[..., Run],
+) -> None:
     plugins = [("dice", toolset_plugin()), ("typo", MisspelledHookPlugin())]
     assert hermes("tools", "list", plugins=plugins).code == 0
     run = hermes("--strict-plugins", "tools", "list", plugins=plugins)
@@ -345,14 +402,15 @@ def test_strict_plugins_turns_a_load_error_into_a_one_line_failure(
 
 
 def test_strict_plugins_with_an_import_error_through_an_entry_point(
-        hermes: Callable[..., Run], entry_point_plugin: Callable[..., None],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    hermes: Callable[..., Run],
+    entry_point_plugin: Callable[..., None],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     entry_point_plugin("shaky", "hermes_test_shaky", "raise ImportError('needs libfoo')\n")
     monkeypatch.setenv("HERMES_PLUGINS", "shaky")
     assert hermes("plugins", "list").code == 0
     run = hermes("--strict-plugins", "plugins", "list")
     assert_one_line_error(run, "shaky", "ImportError: needs libfoo")
-
 
 
 def test_strict_plugins_turns_a_hook_error_into_a_failure(hermes: Callable[..., Run]) -> None:
@@ -368,14 +426,26 @@ def test_strict_plugins_turns_a_hook_error_into_a_failure(hermes: Callable[..., 
 
 
 def dice_and_oracle() -> list[tuple[str, object]]:
-    keyed = Tool(name="remote_roll", description="Roll on a server", parameters=OBJ, handler=roll,
-                 requires_env=["DICE_API_KEY"])
-    checked = Tool(name="loaded_roll", description="Roll a loaded die", parameters=OBJ,
-                   handler=roll, check=lambda: "no loaded dice in stock")
+    keyed = Tool(
+        name="remote_roll",
+        description="Roll on a server",
+        parameters=OBJ,
+        handler=roll,
+        requires_env=["DICE_API_KEY"],
+    )
+    checked = Tool(
+        name="loaded_roll",
+        description="Roll a loaded die",
+        parameters=OBJ,
+        handler=roll,
+        check=lambda: "no loaded dice in stock",
+    )
     plain = Tool(name="roll", description="Roll a die", parameters=OBJ, handler=roll)
     oracle = Tool(name="ask_oracle", description="Ask", parameters=OBJ, handler=roll)
-    return [("dice-plugin", toolset_plugin("dice", plain, keyed, checked)),
-            ("oracle-plugin", toolset_plugin("oracle", oracle, enabled=False))]
+    return [
+        ("dice-plugin", toolset_plugin("dice", plain, keyed, checked)),
+        ("oracle-plugin", toolset_plugin("oracle", oracle, enabled=False)),
+    ]
 
 
 def test_tools_list_shows_toolset_tool_status_and_plugin(hermes: Callable[..., Run]) -> None:
@@ -392,18 +462,28 @@ def test_tools_list_shows_toolset_tool_status_and_plugin(hermes: Callable[..., R
 
 
 def test_tools_list_json(hermes: Callable[..., Run], monkeypatch: pytest.MonkeyPatch) -> None:
-    tools = {t["tool"]: t for t in json.loads(hermes("tools", "list", "--json",
-                                                     plugins=dice_and_oracle()).out)}
+    tools = {
+        t["tool"]: t
+        for t in json.loads(hermes("tools", "list", "--json", plugins=dice_and_oracle()).out)
+    }
     assert set(tools) == {"roll", "remote_roll", "loaded_roll", "ask_oracle"}
-    assert tools["roll"] == {"tool": "roll", "toolset": "dice", "plugin": "dice-plugin",
-                             "available": True, "reason": None, "enabled": True}
+    assert tools["roll"] == {
+        "tool": "roll",
+        "toolset": "dice",
+        "plugin": "dice-plugin",
+        "available": True,
+        "reason": None,
+        "enabled": True,
+    }
     assert tools["remote_roll"]["available"] is False
     assert tools["remote_roll"]["reason"] == "missing environment variable DICE_API_KEY"
     assert tools["ask_oracle"]["enabled"] is False
 
     monkeypatch.setenv("DICE_API_KEY", "secret")
-    tools = {t["tool"]: t for t in json.loads(hermes("tools", "list", "--json",
-                                                     plugins=dice_and_oracle()).out)}
+    tools = {
+        t["tool"]: t
+        for t in json.loads(hermes("tools", "list", "--json", plugins=dice_and_oracle()).out)
+    }
     assert tools["remote_roll"]["available"] is True
     assert tools["remote_roll"]["reason"] is None
 
@@ -415,8 +495,9 @@ def test_tools_list_with_no_tools(hermes: Callable[..., Run]) -> None:
     assert json.loads(hermes("tools", "list", "--json").out) == []
 
 
-def test_tools_disable_and_enable_edit_the_config(hermes: Callable[..., Run],
-                                                  hermes_home: Path) -> None:
+def test_tools_disable_and_enable_edit_the_config(
+    hermes: Callable[..., Run], hermes_home: Path
+) -> None:
     plugins = dice_and_oracle()
 
     def enabled() -> dict[str, bool]:
@@ -429,8 +510,9 @@ def test_tools_disable_and_enable_edit_the_config(hermes: Callable[..., Run],
     assert run.out.strip() == "disabled toolset dice"
     assert config_file(hermes_home)["disabled_toolsets"] == ["dice"]
     assert enabled()["roll"] is False
-    assert "disabled" in next(line for line in hermes("tools", "list", plugins=plugins).lines
-                              if " roll " in f" {line} ")
+    assert "disabled" in next(
+        line for line in hermes("tools", "list", plugins=plugins).lines if " roll " in f" {line} "
+    )
 
     run = hermes("tools", "enable", "dice", plugins=plugins)
     assert run.code == 0, run.err
@@ -442,15 +524,15 @@ def test_tools_disable_and_enable_edit_the_config(hermes: Callable[..., Run],
     assert enabled()["ask_oracle"] is False
     assert hermes("tools", "enable", "oracle", plugins=plugins).code == 0
     assert config_file(hermes_home)["toolsets"] == ["default", "oracle"]
-    assert enabled() == {"roll": True, "remote_roll": True, "loaded_roll": True,
-                         "ask_oracle": True}
+    assert enabled() == {"roll": True, "remote_roll": True, "loaded_roll": True, "ask_oracle": True}
     # Idempotent.
     assert hermes("tools", "enable", "oracle", plugins=plugins).code == 0
     assert config_file(hermes_home)["toolsets"] == ["default", "oracle"]
 
 
-def test_tools_enable_or_disable_an_unknown_toolset(hermes: Callable[..., Run],
-                                                    hermes_home: Path) -> None:
+def test_tools_enable_or_disable_an_unknown_toolset(
+    hermes: Callable[..., Run], hermes_home: Path
+) -> None:
     for verb in ("enable", "disable"):
         run = hermes("tools", verb, "nope", plugins=dice_and_oracle())
         assert_one_line_error(run, "unknown toolset 'nope'", "dice", "oracle")
@@ -502,7 +584,7 @@ def test_config_show_sources(hermes: Callable[..., Run], monkeypatch: pytest.Mon
     assert run.code == 0, run.err
     assert "agent.max_turns = 12  (env:HERMES_MAX_TURNS)" in run.lines
     assert "delegation.max_iterations = 7  (file)" in run.lines
-    assert "terminal.backend = \"local\"  (default)" in run.lines
+    assert 'terminal.backend = "local"  (default)' in run.lines
     sources = json.loads(hermes("config", "show", "--sources", "--json").out)
     assert sources["agent.max_turns"] == "env:HERMES_MAX_TURNS"
     assert sources["delegation.max_iterations"] == "file"
@@ -512,24 +594,30 @@ def test_config_show_sources(hermes: Callable[..., Run], monkeypatch: pytest.Mon
 def test_config_errors_are_one_line(hermes: Callable[..., Run], hermes_home: Path) -> None:
     assert_one_line_error(hermes("config", "get", "no.such.key"), "no.such.key is not set")
     assert_one_line_error(hermes("config", "unset", "agent.max_turns"), "agent.max_turns")
-    assert_one_line_error(hermes("config", "set", "agent.max_turns", "lots"), "agent.max_turns",
-                          code=2)
-    assert_one_line_error(hermes("config", "set", "agent.max_turns", "0"), "agent.max_turns",
-                          code=2)
+    assert_one_line_error(
+        hermes("config", "set", "agent.max_turns", "lots"), "agent.max_turns", code=2
+    )
+    assert_one_line_error(
+        hermes("config", "set", "agent.max_turns", "0"), "agent.max_turns", code=2
+    )
     assert not (hermes_home / "config.yaml").exists()  # a rejected value leaves no file
 
 
 # --- an invalid config.yaml -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("content", "line", "needle"), [
-    ("agent:\n  max_turns: [1, 2\n", None, "invalid YAML"),
-    ("model:\n  default: m\nagent:\n  max_turns: lots\n", 4, "agent.max_turns"),
-    ("model:\n  api_mode: telepathy\n", 2, "model.api_mode"),
-], ids=["bad-yaml", "wrong-type", "unknown-enum"])
+@pytest.mark.parametrize(
+    ("content", "line", "needle"),
+    [
+        ("agent:\n  max_turns: [1, 2\n", None, "invalid YAML"),
+        ("model:\n  default: m\nagent:\n  max_turns: lots\n", 4, "agent.max_turns"),
+        ("model:\n  api_mode: telepathy\n", 2, "model.api_mode"),
+    ],
+    ids=["bad-yaml", "wrong-type", "unknown-enum"],
+)
 def test_an_invalid_config_is_one_line_naming_file_and_line_with_exit_code_2(
-        hermes: Callable[..., Run], hermes_home: Path, content: str, line: int | None,
-        needle: str) -> None:
+    hermes: Callable[..., Run], hermes_home: Path, content: str, line: int | None, needle: str
+) -> None:
     path = hermes_home / "config.yaml"
     path.write_text(content, encoding="utf-8")
     run = hermes("tools", "list", plugins=[("dice", toolset_plugin())])
@@ -540,8 +628,9 @@ def test_an_invalid_config_is_one_line_naming_file_and_line_with_exit_code_2(
         assert f"{path}:" in message and message.split(f"{path}:", 1)[1][:1].isdigit()
 
 
-def test_a_broken_config_can_still_be_located_and_repaired(hermes: Callable[..., Run],
-                                                          hermes_home: Path) -> None:
+def test_a_broken_config_can_still_be_located_and_repaired(
+    hermes: Callable[..., Run], hermes_home: Path
+) -> None:
     (hermes_home / "config.yaml").write_text("agent:\n  max_turns: lots\n", encoding="utf-8")
     assert hermes("config", "path").out.strip() == str(hermes_home / "config.yaml")
     assert hermes("--help").code == 0
@@ -553,9 +642,13 @@ def test_a_broken_config_can_still_be_located_and_repaired(hermes: Callable[...,
 def _console(*argv: str, home: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_")}
     env.update(HERMES_HOME=str(home), HERMES_PLUGINS="")
-    return subprocess.run([sys.executable, "-c", "import sys, hermes_core.cli as c; "
-                           "sys.exit(c.main())", *argv], env=env, capture_output=True, text=True,
-                          timeout=60)
+    return subprocess.run(
+        [sys.executable, "-c", "import sys, hermes_core.cli as c; sys.exit(c.main())", *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_invalid_config_in_a_real_process_traceback_only_with_debug(hermes_home: Path) -> None:
@@ -602,8 +695,9 @@ def test_a_profile_is_a_separate_home(hermes: Callable[..., Run], hermes_home: P
 
 
 def test_an_invalid_profile_name_is_one_line(hermes: Callable[..., Run]) -> None:
-    assert_one_line_error(hermes("-p", "../escape", "config", "path"), "invalid profile name",
-                          code=2)
+    assert_one_line_error(
+        hermes("-p", "../escape", "config", "path"), "invalid profile name", code=2
+    )
 
 
 # --- chat -----------------------------------------------------------------------------------------
@@ -620,9 +714,17 @@ def test_chat_query_prints_the_final_answer(hermes_cli: Callable[..., Any]) -> N
 
 def test_chat_query_runs_tools(hermes: Callable[..., Run]) -> None:
     model = ScriptedModel(tool_call("roll", {}), text("You rolled a 4."))
-    run = hermes("chat", "-q", "roll a die", "--provider", "scripted",
-                 plugins=[("scripted-provider", scripted_provider_plugin(model)),
-                          ("dice", toolset_plugin())])
+    run = hermes(
+        "chat",
+        "-q",
+        "roll a die",
+        "--provider",
+        "scripted",
+        plugins=[
+            ("scripted-provider", scripted_provider_plugin(model)),
+            ("dice", toolset_plugin()),
+        ],
+    )
     assert run.code == 0, run.err
     assert run.out == "You rolled a 4.\n"
     first, second = model.requests
@@ -633,10 +735,25 @@ def test_chat_query_runs_tools(hermes: Callable[..., Run]) -> None:
 def test_chat_flags_reach_the_agent(hermes: Callable[..., Run]) -> None:
     model = ScriptedModel(tool_call("roll", {}), text("summary of what I did"))
     oracle = Tool(name="ask_oracle", description="Ask", parameters=OBJ, handler=roll)
-    run = hermes("chat", "-q", "go", "--provider", "scripted", "--model", "tiny-1",
-                 "--max-turns", "1", "--toolsets", "oracle", "--json",
-                 plugins=[("scripted-provider", scripted_provider_plugin(model)),
-                          ("dice", toolset_plugin()), ("oracle", toolset_plugin("oracle", oracle))])
+    run = hermes(
+        "chat",
+        "-q",
+        "go",
+        "--provider",
+        "scripted",
+        "--model",
+        "tiny-1",
+        "--max-turns",
+        "1",
+        "--toolsets",
+        "oracle",
+        "--json",
+        plugins=[
+            ("scripted-provider", scripted_provider_plugin(model)),
+            ("dice", toolset_plugin()),
+            ("oracle", toolset_plugin("oracle", oracle)),
+        ],
+    )
     assert run.code == 0, run.err
     result = json.loads(run.out)
     assert result["model"] == "tiny-1"
@@ -650,8 +767,9 @@ def test_chat_flags_reach_the_agent(hermes: Callable[..., Run]) -> None:
 
 def test_chat_json_prints_the_result_dict(hermes_cli: Callable[..., Any]) -> None:
     model = ScriptedModel(text("forty-two"))
-    result = hermes_cli("chat", "-q", "the answer?", "--provider", "scripted", "--json",
-                        model=model)
+    result = hermes_cli(
+        "chat", "-q", "the answer?", "--provider", "scripted", "--json", model=model
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert RESULT_KEYS <= set(data)
@@ -664,22 +782,36 @@ def test_chat_json_prints_the_result_dict(hermes_cli: Callable[..., Any]) -> Non
     assert set(data["usage"]) >= {"input_tokens", "output_tokens"}
 
 
-@pytest.mark.parametrize("error", [ProviderError("upstream exploded"),
-                                   AuthenticationError("key rejected")],
-                         ids=["provider-error", "auth-error"])
-def test_a_provider_error_is_one_line_exit_1(hermes: Callable[..., Run],
-                                             error: Exception) -> None:
+@pytest.mark.parametrize(
+    "error",
+    [ProviderError("upstream exploded"), AuthenticationError("key rejected")],
+    ids=["provider-error", "auth-error"],
+)
+def test_a_provider_error_is_one_line_exit_1(hermes: Callable[..., Run], error: Exception) -> None:
     model = ScriptedModel(error)
-    run = hermes("chat", "-q", "hi", "--provider", "scripted",
-                 plugins=[("scripted-provider", scripted_provider_plugin(model))])
+    run = hermes(
+        "chat",
+        "-q",
+        "hi",
+        "--provider",
+        "scripted",
+        plugins=[("scripted-provider", scripted_provider_plugin(model))],
+    )
     assert_one_line_error(run, str(error))
     assert run.out == ""
 
 
 def test_a_provider_error_with_json_still_prints_the_result(hermes: Callable[..., Run]) -> None:
     model = ScriptedModel(ProviderError("upstream exploded"))
-    run = hermes("chat", "-q", "hi", "--provider", "scripted", "--json",
-                 plugins=[("scripted-provider", scripted_provider_plugin(model))])
+    run = hermes(
+        "chat",
+        "-q",
+        "hi",
+        "--provider",
+        "scripted",
+        "--json",
+        plugins=[("scripted-provider", scripted_provider_plugin(model))],
+    )
     assert run.code == 1
     data = json.loads(run.out)
     assert RESULT_KEYS <= set(data)
@@ -695,16 +827,27 @@ def test_no_provider_installed_is_one_clear_line(hermes: Callable[..., Run]) -> 
 
 def test_an_unknown_provider_is_one_line(hermes: Callable[..., Run]) -> None:
     model = ScriptedModel(text("unused"))
-    run = hermes("chat", "-q", "hi", "--provider", "nope",
-                 plugins=[("scripted-provider", scripted_provider_plugin(model))])
+    run = hermes(
+        "chat",
+        "-q",
+        "hi",
+        "--provider",
+        "nope",
+        plugins=[("scripted-provider", scripted_provider_plugin(model))],
+    )
     assert_one_line_error(run, "unknown provider 'nope'", "scripted")
     assert model.requests == []
 
 
 def test_chat_reads_the_question_from_stdin(hermes: Callable[..., Run]) -> None:
     model = ScriptedModel(text("piped answer"))
-    run = hermes("chat", "--provider", "scripted", stdin="what is piped?\n",
-                 plugins=[("scripted-provider", scripted_provider_plugin(model))])
+    run = hermes(
+        "chat",
+        "--provider",
+        "scripted",
+        stdin="what is piped?\n",
+        plugins=[("scripted-provider", scripted_provider_plugin(model))],
+    )
     assert run.code == 0, run.err
     assert run.out == "piped answer\n"
     assert model.last_request.messages[-1] == {"role": "user", "content": "what is piped?"}
@@ -712,8 +855,13 @@ def test_chat_reads_the_question_from_stdin(hermes: Callable[..., Run]) -> None:
 
 def test_chat_with_empty_stdin_is_one_line(hermes: Callable[..., Run]) -> None:
     model = ScriptedModel(text("unused"))
-    run = hermes("chat", "--provider", "scripted", stdin="  \n",
-                 plugins=[("scripted-provider", scripted_provider_plugin(model))])
+    run = hermes(
+        "chat",
+        "--provider",
+        "scripted",
+        stdin="  \n",
+        plugins=[("scripted-provider", scripted_provider_plugin(model))],
+    )
     assert_one_line_error(run, "nothing to answer")
     assert model.requests == []
 
@@ -731,8 +879,13 @@ def test_chat_through_the_kit_fixture_with_stdin(hermes_cli: Callable[..., Any])
 def test_doctor_is_happy_with_a_working_setup(hermes: Callable[..., Run]) -> None:
     hermes("config", "set", "model.provider", "scripted")
     model = ScriptedModel()
-    run = hermes("doctor", plugins=[("scripted-provider", scripted_provider_plugin(model)),
-                                    ("dice", toolset_plugin())])
+    run = hermes(
+        "doctor",
+        plugins=[
+            ("scripted-provider", scripted_provider_plugin(model)),
+            ("dice", toolset_plugin()),
+        ],
+    )
     assert run.code == 0, run.out
     assert "ERR" not in run.out
     assert run.lines[-1] == "no problems found"
@@ -741,9 +894,15 @@ def test_doctor_is_happy_with_a_working_setup(hermes: Callable[..., Run]) -> Non
 
 def test_doctor_reports_a_broken_plugin_and_exits_1(hermes: Callable[..., Run]) -> None:
     hermes("config", "set", "model.provider", "scripted")
-    run = hermes("doctor", plugins=[("scripted-provider", scripted_provider_plugin(ScriptedModel())),
-                                    ("dice", toolset_plugin()), ("broken", RaisingHookPlugin()),
-                                    ("typo", MisspelledHookPlugin())])
+    run = hermes(
+        "doctor",
+        plugins=[
+            ("scripted-provider", scripted_provider_plugin(ScriptedModel())),
+            ("dice", toolset_plugin()),
+            ("broken", RaisingHookPlugin()),
+            ("typo", MisspelledHookPlugin()),
+        ],
+    )
     assert run.code == 1
     errors = [line for line in run.lines if line.startswith("ERR")]
     assert any("plugin broken" in e and "the toolset exploded" in e for e in errors), run.out
@@ -753,8 +912,9 @@ def test_doctor_reports_a_broken_plugin_and_exits_1(hermes: Callable[..., Run]) 
     assert "Traceback" not in run.out + run.err
 
 
-def test_doctor_with_an_invalid_config_exits_1(hermes: Callable[..., Run],
-                                               hermes_home: Path) -> None:
+def test_doctor_with_an_invalid_config_exits_1(
+    hermes: Callable[..., Run], hermes_home: Path
+) -> None:
     (hermes_home / "config.yaml").write_text("agent:\n  max_turns: lots\n", encoding="utf-8")
     run = hermes("doctor")
     assert run.code != 0
@@ -772,8 +932,9 @@ def test_a_plugin_adds_a_command(hermes: Callable[..., Run]) -> None:
     run = hermes("dice", "--times", "2", plugins=plugins)
     assert run.code == 0, run.err
     assert run.out == "rolling\nrolling\n"
-    record = {r["name"]: r for r in json.loads(hermes("plugins", "list", "--json",
-                                                      plugins=plugins).out)}["dice-cli"]
+    record = {
+        r["name"]: r for r in json.loads(hermes("plugins", "list", "--json", plugins=plugins).out)
+    }["dice-cli"]
     assert record["hooks"] == ["hermes_register_commands"]
     assert record["hook_errors"] == []
 
@@ -789,10 +950,12 @@ def test_a_plugin_cannot_replace_a_builtin_command(hermes: Callable[..., Run]) -
     assert "hijacked" not in run.out
     assert_one_line_error(run, "nothing to answer")  # the builtin chat ran
 
-    record = {r["name"]: r for r in json.loads(hermes("plugins", "list", "--json",
-                                                      plugins=plugins).out)}["hijack"]
+    record = {
+        r["name"]: r for r in json.loads(hermes("plugins", "list", "--json", plugins=plugins).out)
+    }["hijack"]
     assert record["hook_errors"] == [
-        "hermes_register_commands: HermesError: command 'chat' is already provided by hermes"]
+        "hermes_register_commands: HermesError: command 'chat' is already provided by hermes"
+    ]
     doctor = hermes("doctor", plugins=plugins)
     assert any(line.startswith("ERR") and "hijack" in line for line in doctor.lines)
 
@@ -804,16 +967,19 @@ def test_two_plugins_cannot_add_the_same_command(hermes: Callable[..., Run]) -> 
     winner = run.out.strip()
     assert winner in ("one", "two")
     loser = "second" if winner == "one" else "first"
-    records = {r["name"]: r for r in json.loads(hermes("plugins", "list", "--json",
-                                                       plugins=plugins).out)}
+    records = {
+        r["name"]: r for r in json.loads(hermes("plugins", "list", "--json", plugins=plugins).out)
+    }
     owner = "first" if loser == "second" else "second"
     assert records[loser]["hook_errors"] == [
-        f"hermes_register_commands: HermesError: command 'dice' is already provided by {owner}"]
+        f"hermes_register_commands: HermesError: command 'dice' is already provided by {owner}"
+    ]
     assert records[owner]["hook_errors"] == []
 
 
 def test_a_plugin_whose_command_hook_raises_does_not_break_the_cli(
-        hermes: Callable[..., Run]) -> None:
+    hermes: Callable[..., Run],
+) -> None:
     class Exploding:
         @hookimpl
         def hermes_register_commands(self, cli: click.Group) -> None:
@@ -822,8 +988,9 @@ def test_a_plugin_whose_command_hook_raises_does_not_break_the_cli(
     plugins = [("exploding", Exploding())]
     assert hermes("--help", plugins=plugins).code == 0
     assert hermes("version", plugins=plugins).code == 0
-    record = {r["name"]: r for r in json.loads(hermes("plugins", "list", "--json",
-                                                      plugins=plugins).out)}["exploding"]
+    record = {
+        r["name"]: r for r in json.loads(hermes("plugins", "list", "--json", plugins=plugins).out)
+    }["exploding"]
     assert record["hook_errors"] == ["hermes_register_commands: ValueError: no commands today"]
 
 
@@ -836,3 +1003,24 @@ def test_lazy_builtin_commands_show_their_real_short_help():
         command = getattr(importlib.import_module(f"hermes_core.cli.{module}"), attr)
         assert command.name == name
         assert command.get_short_help_str(limit=80) == short_help
+
+
+def test_empty_plugins_value_with_equals_loads_no_plugin(hermes_home):
+    from hermes_core.cli.app import _pre_parse
+
+    assert _pre_parse(["--plugins=", "tools", "list"]) == {"plugins": ""}
+    assert _pre_parse(["--plugins", "a,b", "tools"]) == {"plugins": "a,b"}
+    assert _pre_parse(["-p", "work", "--debug", "chat"]) == {"profile": "work", "debug": True}
+
+
+def test_unknown_configured_toolset_is_reported_by_tools_list(hermes_cli, hermes_home):
+    (hermes_home / "config.yaml").write_text("toolsets: [nope]\n")
+    result = hermes_cli("--plugins", "clarify", "tools", "list")
+    assert result.exit_code == 0
+    assert "warning: unknown toolset 'nope'" in result.stderr
+
+
+def test_hermes_cli_fixture_reports_errors_like_the_command(hermes_cli):
+    result = hermes_cli("--plugins", "clarify", "tools", "enable", "nope")
+    assert result.exit_code == 1
+    assert result.stderr.strip() == "hermes: error: unknown toolset 'nope' (installed: clarify)"

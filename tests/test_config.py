@@ -226,9 +226,7 @@ def test_env_vars_convert_types(tmp_path: Path) -> None:
     assert config.get("disabled_toolsets") == ["browser"]
     assert config.get("context.engine") == "lcm"
     assert config.get("terminal.backend") == "docker"
-    assert {config.sources[key] for key in ENV_VARS.values()} == {
-        f"env:{var}" for var in ENV_VARS
-    }
+    assert {config.sources[key] for key in ENV_VARS.values()} == {f"env:{var}" for var in ENV_VARS}
 
 
 def test_empty_env_var_is_not_set(tmp_path: Path) -> None:

@@ -147,9 +147,7 @@ def _hook_sections() -> list[HookSection]:
     for page in _hook_pages():
         text = page.read_text(encoding="utf-8")
         blocks = _code_blocks(text)
-        headings = [
-            (number, line) for number, line in _prose_lines(text) if HEADING_RE.match(line)
-        ]
+        headings = [(number, line) for number, line in _prose_lines(text) if HEADING_RE.match(line)]
         for index, (number, line) in enumerate(headings):
             match = HOOK_HEADING_RE.match(line)
             if not match:
@@ -194,8 +192,7 @@ def _typed_signature(name: str) -> str:
     signature = inspect.signature(HOOKS[name])
     signature = signature.replace(
         parameters=[
-            p.replace(annotation=_annotation(p.annotation))
-            for p in signature.parameters.values()
+            p.replace(annotation=_annotation(p.annotation)) for p in signature.parameters.values()
         ],
         return_annotation=_annotation(signature.return_annotation),
     )

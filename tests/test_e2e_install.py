@@ -85,8 +85,12 @@ def hermes_register_toolsets(register):
 
 
 def _pip(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pip", "--disable-pip-version-check",
-                           "--no-input", *args], capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def _pip_available() -> bool:
@@ -106,8 +110,9 @@ def _source_build_problem() -> str | None:
     """Why pip cannot build a setuptools project offline here, or None when it can."""
     if importlib.util.find_spec("setuptools") is None:
         return "setuptools is not installed"
-    setuptools_version = tuple(int(p) for p in installed_version("setuptools").split(".")[:2]
-                               if p.isdigit())
+    setuptools_version = tuple(
+        int(p) for p in installed_version("setuptools").split(".")[:2] if p.isdigit()
+    )
     if setuptools_version < (70, 1) and importlib.util.find_spec("wheel") is None:
         return "setuptools < 70.1 needs the wheel package to build a wheel"
     return None
@@ -127,19 +132,27 @@ def build_wheel_by_hand(project: Path, out: Path) -> Path:
     files: dict[str, bytes] = {}
     for module in meta["tool"]["setuptools"]["py-modules"]:
         files[f"{module}.py"] = (project / f"{module}.py").read_bytes()
-    metadata = [f"Metadata-Version: 2.1", f"Name: {spec['name']}", f"Version: {spec['version']}",
-                f"Summary: {spec.get('description', '')}",
-                f"Requires-Python: {spec.get('requires-python', '')}"]
+    metadata = [
+        "Metadata-Version: 2.1",
+        f"Name: {spec['name']}",
+        f"Version: {spec['version']}",
+        f"Summary: {spec.get('description', '')}",
+        f"Requires-Python: {spec.get('requires-python', '')}",
+    ]
     metadata += [f"Requires-Dist: {dep}" for dep in spec.get("dependencies", [])]
     files[f"{info}/METADATA"] = ("\n".join(metadata) + "\n").encode()
-    files[f"{info}/WHEEL"] = (b"Wheel-Version: 1.0\nGenerator: hermes-e2e-test\n"
-                              b"Root-Is-Purelib: true\nTag: py3-none-any\n")
+    files[f"{info}/WHEEL"] = (
+        b"Wheel-Version: 1.0\nGenerator: hermes-e2e-test\n"
+        b"Root-Is-Purelib: true\nTag: py3-none-any\n"
+    )
     groups = spec.get("entry-points", {})
     files[f"{info}/entry_points.txt"] = "".join(
         f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) + "\n"
-        for group, eps in groups.items()).encode()
+        for group, eps in groups.items()
+    ).encode()
     files[f"{info}/top_level.txt"] = "".join(
-        f"{m}\n" for m in meta["tool"]["setuptools"]["py-modules"]).encode()
+        f"{m}\n" for m in meta["tool"]["setuptools"]["py-modules"]
+    ).encode()
     record = [f"{path},{_record_hash(data)},{len(data)}" for path, data in files.items()]
     record.append(f"{info}/RECORD,,")
     files[f"{info}/RECORD"] = ("\n".join(record) + "\n").encode()
@@ -189,8 +202,9 @@ def installed_dice(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Install
         method = f"hand-built wheel ({problem})"
         target = str(build_wheel_by_hand(project, tmp_path_factory.mktemp("wheelhouse")))
     try:
-        done = _pip("install", "--no-deps", "--no-index", "--no-build-isolation", "--no-cache-dir",
-                    target)
+        done = _pip(
+            "install", "--no-deps", "--no-index", "--no-build-isolation", "--no-cache-dir", target
+        )
         assert done.returncode == 0, f"pip install failed ({method}):\n{done.stdout}\n{done.stderr}"
         _forget_module()
         yield Installed(project, method)
@@ -210,21 +224,31 @@ def _console_script() -> Path:
 def _hermes(*argv: str, home: Path) -> Any:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_")}
     env["HERMES_HOME"] = str(home)
-    done = subprocess.run([str(_console_script()), *argv], env=env, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [str(_console_script()), *argv], env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, f"hermes {' '.join(argv)} failed:\n{done.stderr}"
     assert "Traceback" not in done.stderr
     return json.loads(done.stdout)
 
 
-def test_installed_dist_appears_in_hermes_tools_list(installed_dice: Installed,
-                                                      tmp_path: Path) -> None:
+def test_installed_dist_appears_in_hermes_tools_list(
+    installed_dice: Installed, tmp_path: Path
+) -> None:
     home = tmp_path / "home"
     home.mkdir()
     tools = _hermes("tools", "list", "--json", home=home)
     dice = [t for t in tools if t["tool"] == "roll_dice"]
-    assert dice == [{"tool": "roll_dice", "toolset": "dice", "plugin": EP_NAME, "available": True,
-                     "reason": None, "enabled": True}], (installed_dice.method, tools)
+    assert dice == [
+        {
+            "tool": "roll_dice",
+            "toolset": "dice",
+            "plugin": EP_NAME,
+            "available": True,
+            "reason": None,
+            "enabled": True,
+        }
+    ], (installed_dice.method, tools)
     assert not (home / "config.yaml").exists(), "no config edit was needed, and none was made"
 
     plugins = {p["name"]: p for p in _hermes("plugins", "list", "--json", home=home)}
@@ -234,19 +258,24 @@ def test_installed_dist_appears_in_hermes_tools_list(installed_dice: Installed,
     assert record["hooks"] == ["hermes_register_toolsets"]
 
 
-def test_scripted_model_calls_the_installed_tool(installed_dice: Installed,
-                                                 make_agent: Any) -> None:
+def test_scripted_model_calls_the_installed_tool(
+    installed_dice: Installed, make_agent: Any
+) -> None:
     reset_entry_point_cache()
     record = load_plugin(EP_NAME)
     assert (record.dist, record.version) == (DIST, VERSION)
 
-    agent = make_agent(tool_call("roll_dice", {"sides": 20}), text("You rolled a 20."),
-                       plugins=[EP_NAME])
+    agent = make_agent(
+        tool_call("roll_dice", {"sides": 20}), text("You rolled a 20."), plugins=[EP_NAME]
+    )
     assert agent.chat("Roll a d20 for me") == "You rolled a 20."
     first, second = agent.client.requests
     assert first.tool_names == ["roll_dice"]
-    assert second.messages[-1] == {"role": "tool", "tool_call_id": "call_1",
-                                   "content": "rolled a 20 on a d20"}
+    assert second.messages[-1] == {
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "content": "rolled a 20 on a d20",
+    }
     assert_request_valid(second)
 
 
@@ -261,8 +290,13 @@ def test_the_hand_built_wheel_is_a_valid_wheel(tmp_path: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
         info = f"{DIST.replace('-', '_')}-{VERSION}.dist-info"
-        assert {f"{MODULE}.py", f"{info}/METADATA", f"{info}/WHEEL", f"{info}/RECORD",
-                f"{info}/entry_points.txt"} <= names
+        assert {
+            f"{MODULE}.py",
+            f"{info}/METADATA",
+            f"{info}/WHEEL",
+            f"{info}/RECORD",
+            f"{info}/entry_points.txt",
+        } <= names
         eps = archive.read(f"{info}/entry_points.txt").decode()
         assert eps.strip() == textwrap.dedent(f"""\
             [hermes]

@@ -90,11 +90,14 @@ def test_a_broken_plugin_is_recorded_and_the_rest_keeps_working():
     misspelled = module("typo", hermes_register_toolset=lambda register: None)
     bad_args = module("bad_args", hermes_session_start=lambda session, nonsense: None)
     good = module("good", hermes_register_toolsets=toolsets_of(Toolset("ok", tools=[tool("ok")])))
-    manager = PluginManager(only=[], environ={}, extra=[
-        ("typo", misspelled), ("bad_args", bad_args), ("good", good)])
+    manager = PluginManager(
+        only=[], environ={}, extra=[("typo", misspelled), ("bad_args", bad_args), ("good", good)]
+    )
     assert manager.records["typo"].status == "error"
-    assert "unknown hook hermes_register_toolset (did you mean hermes_register_toolsets?)" in \
-        manager.records["typo"].error
+    assert (
+        "unknown hook hermes_register_toolset (did you mean hermes_register_toolsets?)"
+        in manager.records["typo"].error
+    )
     assert manager.records["bad_args"].status == "error"
     assert manager.records["good"].status == "loaded"
     assert "ok" in Registry(manager).toolsets
@@ -107,8 +110,13 @@ def test_hook_exceptions_are_recorded_against_the_plugin():
         raise ValueError("bad hook")
 
     seen = []
-    manager = plugin_manager([module("boom", hermes_session_start=boom),
-                              module("fine", hermes_session_start=lambda session: seen.append(session))], strict=False)
+    manager = plugin_manager(
+        [
+            module("boom", hermes_session_start=boom),
+            module("fine", hermes_session_start=lambda session: seen.append(session)),
+        ],
+        strict=False,
+    )
     manager.call_each("hermes_session_start", session="s")
     assert seen == ["s"]
     assert manager.records["boom"].hook_errors == ["hermes_session_start: ValueError: bad hook"]
@@ -117,8 +125,12 @@ def test_hook_exceptions_are_recorded_against_the_plugin():
 
 def test_duplicate_tool_names_are_an_error_naming_both_plugins():
     first = module("first", hermes_register_toolsets=toolsets_of(Toolset("a", tools=[tool("x")])))
-    second = module("second", hermes_register_toolsets=toolsets_of(
-        Toolset("b", tools=[tool("x")]), Toolset("c", tools=[tool("y")])))
+    second = module(
+        "second",
+        hermes_register_toolsets=toolsets_of(
+            Toolset("b", tools=[tool("x")]), Toolset("c", tools=[tool("y")])
+        ),
+    )
     manager = plugin_manager([first, second])
     registry = Registry(manager)
     assert set(registry.toolsets) == {"a", "c"}  # the clash is rejected, the rest is kept
@@ -158,11 +170,17 @@ def test_everything_registered_remembers_its_plugin():
         assert [r.plugin for r in table.values()] == ["Plugin"]
 
 
-@pytest.mark.parametrize("bad, message", [
-    (Toolset("x", tools=[Tool("bad name!", "", OBJ, lambda a, c: "")]), "tool name 'bad name!'"),
-    (Toolset("x", tools=[Tool("t", "", OBJ, handler="nope")]), "no callable handler"),
-    ("not a toolset", "expected a Toolset"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (
+            Toolset("x", tools=[Tool("bad name!", "", OBJ, lambda a, c: "")]),
+            "tool name 'bad name!'",
+        ),
+        (Toolset("x", tools=[Tool("t", "", OBJ, handler="nope")]), "no callable handler"),
+        ("not a toolset", "expected a Toolset"),
+    ],
+)
 def test_invalid_registrations_are_rejected(bad, message):
     manager = plugin_manager([module("m", hermes_register_toolsets=toolsets_of(bad))])
     assert Registry(manager).toolsets == {}
@@ -170,8 +188,12 @@ def test_invalid_registrations_are_rejected(bad, message):
 
 
 def test_provider_with_unknown_api_mode_is_rejected():
-    plugin = module("p", hermes_register_providers=lambda register: register(
-        Provider("x", "smoke_signals", create_client=lambda s: None)))
+    plugin = module(
+        "p",
+        hermes_register_providers=lambda register: register(
+            Provider("x", "smoke_signals", create_client=lambda s: None)
+        ),
+    )
     manager = plugin_manager([plugin])
     assert Registry(manager).providers == {}
     assert "unknown api_mode" in manager.records["p"].hook_errors[0]
@@ -188,12 +210,22 @@ def test_pre_tool_call_can_block_rewrite_and_observe():
             return {"x": "rewritten"}
         return None
 
-    echo = Tool("echo", "", {"type": "object", "properties": {"x": {"type": "string"}}},
-                lambda a, c: f"echo:{a['x']}")
-    plugins = [module("ts", hermes_register_toolsets=toolsets_of(Toolset("e", tools=[echo]))),
-               module("guard", hermes_pre_tool_call=guard)]
-    agent = make_agent(tool_call("echo", {"x": "forbidden"}), tool_call("echo", {"x": "rewrite"}),
-                       text("done"), plugins=plugins)
+    echo = Tool(
+        "echo",
+        "",
+        {"type": "object", "properties": {"x": {"type": "string"}}},
+        lambda a, c: f"echo:{a['x']}",
+    )
+    plugins = [
+        module("ts", hermes_register_toolsets=toolsets_of(Toolset("e", tools=[echo]))),
+        module("guard", hermes_pre_tool_call=guard),
+    ]
+    agent = make_agent(
+        tool_call("echo", {"x": "forbidden"}),
+        tool_call("echo", {"x": "rewrite"}),
+        text("done"),
+        plugins=plugins,
+    )
     agent.chat("go")
     results = [m["content"] for m in agent.messages if m["role"] == "tool"]
     assert results == ["Error: blocked by plugin 'guard': not allowed here", "echo:rewritten"]
@@ -205,9 +237,15 @@ def test_a_crashing_guard_blocks_the_call():
         raise RuntimeError("guard bug")
 
     ran = []
-    plugins = [module("ts", hermes_register_toolsets=toolsets_of(
-        Toolset("e", tools=[Tool("t", "", OBJ, lambda a, c: ran.append(1))]))),
-        module("guard", hermes_pre_tool_call=guard)]
+    plugins = [
+        module(
+            "ts",
+            hermes_register_toolsets=toolsets_of(
+                Toolset("e", tools=[Tool("t", "", OBJ, lambda a, c: ran.append(1))])
+            ),
+        ),
+        module("guard", hermes_pre_tool_call=guard),
+    ]
     agent = make_agent(tool_call("t"), text("ok"), plugins=plugins)
     agent.chat("go")
     assert ran == []
@@ -216,10 +254,16 @@ def test_a_crashing_guard_blocks_the_call():
 
 def test_post_tool_call_replaces_results_in_chain():
     plugins = [
-        module("ts", hermes_register_toolsets=toolsets_of(
-            Toolset("e", tools=[Tool("t", "", OBJ, lambda a, c: "secret=42")]))),
-        module("redact", hermes_post_tool_call=lambda call, result, context:
-               result.content.replace("42", "***")),
+        module(
+            "ts",
+            hermes_register_toolsets=toolsets_of(
+                Toolset("e", tools=[Tool("t", "", OBJ, lambda a, c: "secret=42")])
+            ),
+        ),
+        module(
+            "redact",
+            hermes_post_tool_call=lambda call, result, context: result.content.replace("42", "***"),
+        ),
         module("observe", hermes_post_tool_call=lambda call, result: None),
     ]
     agent = make_agent(tool_call("t"), text("ok"), plugins=plugins)
@@ -229,8 +273,13 @@ def test_post_tool_call_replaces_results_in_chain():
 
 def test_request_and_response_hooks_see_every_call():
     requests, responses = [], []
-    plugins = [module("obs", hermes_before_request=lambda request: requests.append(request),
-                      hermes_after_response=lambda response: responses.append(response))]
+    plugins = [
+        module(
+            "obs",
+            hermes_before_request=lambda request: requests.append(request),
+            hermes_after_response=lambda response: responses.append(response),
+        )
+    ]
     agent = make_agent(text("a"), text("b"), plugins=plugins)
     agent.chat("1")
     agent.chat("2")
@@ -240,8 +289,13 @@ def test_request_and_response_hooks_see_every_call():
 
 def test_session_start_and_end_hooks():
     events = []
-    plugins = [module("s", hermes_session_start=lambda session: events.append(("start", session.id)),
-                      hermes_session_end=lambda session: events.append(("end", session.end_reason)))]
+    plugins = [
+        module(
+            "s",
+            hermes_session_start=lambda session: events.append(("start", session.id)),
+            hermes_session_end=lambda session: events.append(("end", session.end_reason)),
+        )
+    ]
     agent = make_agent(text("a"), text("b"), plugins=plugins)
     agent.chat("1")
     agent.chat("2")
@@ -250,10 +304,17 @@ def test_session_start_and_end_hooks():
 
 
 def test_a_later_plugin_overrides_a_prompt_layer_by_name():
-    base = module("base", hermes_prompt_layers=lambda context: [
-        PromptLayer("identity", "I am the default.", order=1), PromptLayer("rules", "Rule 1.")])
-    override = module("override", hermes_prompt_layers=lambda context: PromptLayer(
-        "identity", "I am custom.", order=1))
+    base = module(
+        "base",
+        hermes_prompt_layers=lambda context: [
+            PromptLayer("identity", "I am the default.", order=1),
+            PromptLayer("rules", "Rule 1."),
+        ],
+    )
+    override = module(
+        "override",
+        hermes_prompt_layers=lambda context: PromptLayer("identity", "I am custom.", order=1),
+    )
     agent = make_agent(text("ok"), plugins=[base, override])
     agent.chat("hi")
     assert agent.client.last_request.system_prompt == "I am custom.\n\nRule 1."
@@ -279,16 +340,58 @@ def test_environment_is_created_lazily_per_task_and_fails_closed():
     def read(args, ctx):
         return ctx.environment.read_file("x").decode()
 
-    plugins = [module("envs", hermes_register_environments=lambda register: register("fake", factory)),
-               module("ts", hermes_register_toolsets=toolsets_of(
-                   Toolset("r", tools=[Tool("read", "", OBJ, read)])))]
-    agent = make_agent(tool_call("read"), tool_call("read"), text("ok"), plugins=plugins,
-                       config={"terminal": {"backend": "fake"}})
+    plugins = [
+        module("envs", hermes_register_environments=lambda register: register("fake", factory)),
+        module(
+            "ts",
+            hermes_register_toolsets=toolsets_of(Toolset("r", tools=[Tool("read", "", OBJ, read)])),
+        ),
+    ]
+    agent = make_agent(
+        tool_call("read"),
+        tool_call("read"),
+        text("ok"),
+        plugins=plugins,
+        config={"terminal": {"backend": "fake"}},
+    )
     agent.run_conversation("go", task_id="t1")
     assert made == ["t1"]
     assert [m["content"] for m in agent.messages if m["role"] == "tool"] == ["data", "data"]
 
-    agent = make_agent(tool_call("read"), text("ok"), plugins=plugins[1:],
-                       config={"terminal": {"backend": "docker"}})
+    agent = make_agent(
+        tool_call("read"),
+        text("ok"),
+        plugins=plugins[1:],
+        config={"terminal": {"backend": "docker"}},
+    )
     agent.chat("go")
     assert "execution backend 'docker' is not installed" in agent.messages[2]["content"]
+
+
+def test_core_plugins_can_be_disabled():
+    manager = PluginManager(only=[], disabled=["core_layers"], environ={})
+    assert manager.records["core_layers"].status == "disabled"
+    agent = make_agent(text("ok"), plugin_manager=manager)
+    agent.run_conversation("hi", system_message="not used")
+    assert agent.client.last_request.system_prompt is None
+
+
+def test_registration_hooks_run_once_per_plugin_manager():
+    calls = []
+
+    def register_toolsets(register):
+        calls.append(1)
+        register(Toolset("once", tools=[tool("once")]))
+
+    manager = plugin_manager([module("counted", hermes_register_toolsets=register_toolsets)])
+    first = make_agent(text("a"), plugin_manager=manager)
+    second = make_agent(text("b"), plugin_manager=manager)
+    assert first.toolbox.names == second.toolbox.names == ("once",)
+    assert calls == [1]
+
+
+def test_bad_hook_signature_error_keeps_the_detail():
+    bad = module("bad_sig", hermes_pre_tool_call=lambda call, context, extra: None)
+    manager = PluginManager(only=[], environ={}, extra=[("bad_sig", bad)])
+    error = manager.records["bad_sig"].error
+    assert "bad_sig" in error and "extra" in error and "\n" not in error

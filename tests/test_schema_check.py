@@ -335,9 +335,7 @@ def test_recursive_ref() -> None:
     tree = {"value": 1, "children": [{"value": 2, "children": [{"value": 3}]}]}
     assert check(tree, schema) == []
     tree["children"][0]["children"][0] = {"value": "three"}  # type: ignore[index]
-    assert check(tree, schema) == [
-        "$.children[0].children[0].value: expected integer, got string"
-    ]
+    assert check(tree, schema) == ["$.children[0].children[0].value: expected integer, got string"]
 
 
 def test_ref_with_escaped_pointer_and_root() -> None:

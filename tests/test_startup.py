@@ -16,8 +16,18 @@ from pathlib import Path
 
 import pytest
 
-HEAVY = ("openai", "anthropic", "docker", "paramiko", "asyncssh", "modal", "httpx", "requests",
-         "jsonschema", "yaml")
+HEAVY = (
+    "openai",
+    "anthropic",
+    "docker",
+    "paramiko",
+    "asyncssh",
+    "modal",
+    "httpx",
+    "requests",
+    "jsonschema",
+    "yaml",
+)
 
 PROBE = """
 import json, sys
@@ -36,12 +46,18 @@ def probe(body: str, home: Path) -> dict:
     env["HERMES_HOME"] = str(home)
     env.pop("PYTHONSTARTUP", None)
     source = PROBE.format(body=body, heavy=HEAVY)
-    done = subprocess.run([sys.executable, "-c", source], env=env, capture_output=True, text=True,
-                          timeout=120, cwd=home)
+    done = subprocess.run(
+        [sys.executable, "-c", source],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=home,
+    )
     assert done.returncode == 0, done.stderr
     marker = done.stdout.rfind("@@PROBE@@")
     assert marker >= 0, f"no report from the probe:\n{done.stdout}\n{done.stderr}"
-    report = json.loads(done.stdout[marker + len("@@PROBE@@"):])
+    report = json.loads(done.stdout[marker + len("@@PROBE@@") :])
     report["stdout"] = done.stdout[:marker]
     report["stderr"] = done.stderr
     return report
@@ -66,7 +82,8 @@ def test_cli_start_up_imports_no_heavy_module(empty_home: Path, argv: list[str])
     assert report["code"] == 0, report["stderr"]
     assert report["loaded"] == [], (
         f"`hermes {' '.join(argv)}` imported {report['loaded']}; plugins and the core must import "
-        "heavy dependencies inside the functions that need them")
+        "heavy dependencies inside the functions that need them"
+    )
     if argv == ["--help"]:
         assert "Commands:" in report["stdout"]
     assert not (empty_home / "config.yaml").exists(), "start-up must not create config.yaml"

@@ -30,18 +30,21 @@ def registry_with(*toolsets) -> Registry:
 
 
 def test_default_bundle_is_every_toolset_enabled_by_default():
-    registry = registry_with(Toolset("a", tools=[tool("a1")]),
-                             Toolset("b", tools=[tool("b1")], enabled_by_default=False))
+    registry = registry_with(
+        Toolset("a", tools=[tool("a1")]), Toolset("b", tools=[tool("b1")], enabled_by_default=False)
+    )
     assert enabled_toolsets(registry, {}) == ["a"]
     assert enabled_toolsets(registry, {"toolsets": ["all"]}) == ["a", "b"]
     assert enabled_toolsets(registry, {"toolsets": ["b"]}) == ["b"]
 
 
 def test_includes_expand_recursively_and_disabled_toolsets_subtract():
-    registry = registry_with(Toolset("web", tools=[tool("fetch")]),
-                             Toolset("files", tools=[tool("read")]),
-                             Toolset("coding", includes=["files", "web"]),
-                             Toolset("cli", includes=["coding"], enabled_by_default=False))
+    registry = registry_with(
+        Toolset("web", tools=[tool("fetch")]),
+        Toolset("files", tools=[tool("read")]),
+        Toolset("coding", includes=["files", "web"]),
+        Toolset("cli", includes=["coding"], enabled_by_default=False),
+    )
     assert enabled_toolsets(registry, {"toolsets": ["cli"]}) == ["cli", "coding", "files", "web"]
     config = {"toolsets": ["cli"], "disabled_toolsets": ["web"]}
     assert build_toolbox(registry, config).names == ("read",)
@@ -57,12 +60,17 @@ def test_include_cycles_and_unknown_names_are_clear_errors():
 
 def test_unavailable_tools_are_hidden_and_explained(monkeypatch):
     monkeypatch.delenv("ACME_KEY", raising=False)
-    registry = registry_with(Toolset("t", tools=[
-        tool("needs_key", requires_env=["ACME_KEY"]),
-        tool("broken_check", check=lambda: 1 / 0),
-        tool("says_no", check=lambda: "service offline"),
-        tool("fine", check=lambda: True),
-    ]))
+    registry = registry_with(
+        Toolset(
+            "t",
+            tools=[
+                tool("needs_key", requires_env=["ACME_KEY"]),
+                tool("broken_check", check=lambda: 1 / 0),
+                tool("says_no", check=lambda: "service offline"),
+                tool("fine", check=lambda: True),
+            ],
+        )
+    )
     assert build_toolbox(registry, {}).names == ("fine",)
     reasons = {i.tool.name: i.reason for i in describe_tools(registry, {})}
     assert reasons["needs_key"] == "missing environment variable ACME_KEY"
@@ -74,8 +82,9 @@ def test_unavailable_tools_are_hidden_and_explained(monkeypatch):
 
 def test_schemas_are_sorted_and_immune_to_later_mutation():
     params = {"type": "object", "properties": {"x": {"type": "string"}}}
-    registry = registry_with(Toolset("t", tools=[Tool("b", "", params, lambda a, c: ""),
-                                                 tool("a")]))
+    registry = registry_with(
+        Toolset("t", tools=[Tool("b", "", params, lambda a, c: ""), tool("a")])
+    )
     box = build_toolbox(registry, {})
     before = box.schemas_json()
     params["properties"]["y"] = {"type": "integer"}
@@ -89,24 +98,37 @@ def dangerous_tool(ran):
             return ApprovalRequest(action=args["cmd"], reason="recursive delete", key="rm")
         return None
 
-    return Tool("sh", "", {"type": "object", "properties": {"cmd": {"type": "string"}}},
-                lambda a, c: ran.append(a["cmd"]) or "ran", needs_approval=needs_approval)
+    return Tool(
+        "sh",
+        "",
+        {"type": "object", "properties": {"cmd": {"type": "string"}}},
+        lambda a, c: ran.append(a["cmd"]) or "ran",
+        needs_approval=needs_approval,
+    )
 
 
 def plugin_for(*tools):
     mod = types.ModuleType("shell")
     mod.hermes_register_toolsets = hookimpl(
-        lambda register: register(Toolset("shell", tools=list(tools))))
+        lambda register: register(Toolset("shell", tools=list(tools)))
+    )
     return mod
 
 
 def test_dangerous_call_is_denied_with_no_one_to_approve():
     ran = []
-    agent = make_agent(tool_call("sh", {"cmd": "rm -rf /tmp/x"}), tool_call("sh", {"cmd": "ls"}),
-                       text("ok"), plugins=[plugin_for(dangerous_tool(ran))])
+    agent = make_agent(
+        tool_call("sh", {"cmd": "rm -rf /tmp/x"}),
+        tool_call("sh", {"cmd": "ls"}),
+        text("ok"),
+        plugins=[plugin_for(dangerous_tool(ran))],
+    )
     agent.chat("go")
     assert ran == ["ls"]
-    assert "not approved (no approver): recursive delete: rm -rf /tmp/x" in agent.messages[2]["content"]
+    assert (
+        "not approved (no approver): recursive delete: rm -rf /tmp/x"
+        in agent.messages[2]["content"]
+    )
 
 
 def test_session_approval_is_remembered_and_once_is_not():
@@ -116,16 +138,24 @@ def test_session_approval_is_remembered_and_once_is_not():
         asked.append(request.action)
         return "session" if len(asked) == 1 else "deny"
 
-    agent = make_agent(tool_call("sh", {"cmd": "rm a"}), tool_call("sh", {"cmd": "rm b"}),
-                       text("ok"), plugins=[plugin_for(dangerous_tool(ran))],
-                       approval_callback=ask)
+    agent = make_agent(
+        tool_call("sh", {"cmd": "rm a"}),
+        tool_call("sh", {"cmd": "rm b"}),
+        text("ok"),
+        plugins=[plugin_for(dangerous_tool(ran))],
+        approval_callback=ask,
+    )
     agent.chat("go")
     assert ran == ["rm a", "rm b"] and asked == ["rm a"]
 
     ran.clear()
-    agent = make_agent(tool_call("sh", {"cmd": "rm a"}), tool_call("sh", {"cmd": "rm b"}),
-                       text("ok"), plugins=[plugin_for(dangerous_tool(ran))],
-                       approval_callback=lambda r: "once")
+    agent = make_agent(
+        tool_call("sh", {"cmd": "rm a"}),
+        tool_call("sh", {"cmd": "rm b"}),
+        text("ok"),
+        plugins=[plugin_for(dangerous_tool(ran))],
+        approval_callback=lambda r: "once",
+    )
     agent.chat("go")
     assert ran == ["rm a", "rm b"]
 
@@ -138,9 +168,12 @@ def test_approve_hook_decides_before_the_user_and_a_crash_denies():
 
     mod = types.ModuleType("policy")
     mod.hermes_approve = hookimpl(policy)
-    agent = make_agent(tool_calls(("sh", {"cmd": "rm /etc"}), ("sh", {"cmd": "rm x"})),
-                       text("ok"), plugins=[plugin_for(dangerous_tool(ran)), mod],
-                       approval_callback=lambda r: asked.append(r.action) or "once")
+    agent = make_agent(
+        tool_calls(("sh", {"cmd": "rm /etc"}), ("sh", {"cmd": "rm x"})),
+        text("ok"),
+        plugins=[plugin_for(dangerous_tool(ran)), mod],
+        approval_callback=lambda r: asked.append(r.action) or "once",
+    )
     agent.chat("go")
     assert ran == ["rm x"] and asked == ["rm x"]
     assert "not approved (plugin policy)" in agent.messages[2]["content"]
@@ -148,23 +181,34 @@ def test_approve_hook_decides_before_the_user_and_a_crash_denies():
     crash = types.ModuleType("crash")
     crash.hermes_approve = hookimpl(lambda request: 1 / 0)
     ran.clear()
-    agent = make_agent(tool_call("sh", {"cmd": "rm x"}), text("ok"),
-                       plugins=[plugin_for(dangerous_tool(ran)), crash],
-                       approval_callback=lambda r: "once")
+    agent = make_agent(
+        tool_call("sh", {"cmd": "rm x"}),
+        text("ok"),
+        plugins=[plugin_for(dangerous_tool(ran)), crash],
+        approval_callback=lambda r: "once",
+    )
     agent.chat("go")
     assert ran == [] and "plugin crash failed" in agent.messages[2]["content"]
 
 
 def test_yolo_approves_and_deny_mode_ignores_the_user():
     ran = []
-    agent = make_agent(tool_call("sh", {"cmd": "rm a"}), text("ok"),
-                       plugins=[plugin_for(dangerous_tool(ran))], yolo=True)
+    agent = make_agent(
+        tool_call("sh", {"cmd": "rm a"}),
+        text("ok"),
+        plugins=[plugin_for(dangerous_tool(ran))],
+        yolo=True,
+    )
     agent.chat("go")
     assert ran == ["rm a"]
     ran.clear()
-    agent = make_agent(tool_call("sh", {"cmd": "rm a"}), text("ok"),
-                       plugins=[plugin_for(dangerous_tool(ran))],
-                       approval_callback=lambda r: "once", config={"approvals": {"mode": "deny"}})
+    agent = make_agent(
+        tool_call("sh", {"cmd": "rm a"}),
+        text("ok"),
+        plugins=[plugin_for(dangerous_tool(ran))],
+        approval_callback=lambda r: "once",
+        config={"approvals": {"mode": "deny"}},
+    )
     agent.chat("go")
     assert ran == []
 
@@ -173,8 +217,11 @@ def test_handlers_can_ask_for_approval_through_the_context():
     def handler(args, ctx):
         return "done" if ctx.approve("drop table", "destructive SQL") else "skipped"
 
-    agent = make_agent(tool_call("sql"), text("ok"),
-                       plugins=[plugin_for(Tool("sql", "", OBJ, handler))],
-                       approval_callback=lambda r: "deny")
+    agent = make_agent(
+        tool_call("sql"),
+        text("ok"),
+        plugins=[plugin_for(Tool("sql", "", OBJ, handler))],
+        approval_callback=lambda r: "deny",
+    )
     agent.chat("go")
     assert agent.messages[2]["content"] == "skipped"

@@ -8,7 +8,6 @@ import random
 from typing import Any
 
 import pytest
-from hermes_hookspecs import HermesError
 
 from hermes_core.transcript import (
     INTERRUPTED_RESULT,
@@ -20,6 +19,7 @@ from hermes_core.transcript import (
     validate,
     wire_messages,
 )
+from hermes_hookspecs import HermesError
 
 Message = dict[str, Any]
 
@@ -243,7 +243,7 @@ def test_repair_returns_valid_input_unchanged_as_new_dicts() -> None:
     repaired = repair(VALID)
     assert repaired == VALID
     assert repaired is not VALID
-    assert all(a is not b for a, b in zip(repaired, VALID))
+    assert all(a is not b for a, b in zip(repaired, VALID, strict=False))
 
 
 def test_repair_never_mutates_its_input() -> None:

@@ -42,7 +42,11 @@ def _pre_parse(argv: Sequence[str]) -> dict[str, Any]:
 BUILTIN_COMMANDS: dict[str, tuple[str, str, str]] = {
     "chat": ("chat", "chat", "Chat with the agent (interactive), or answer one query with -q."),
     "config": ("commands", "config_group", "Show and change config.yaml."),
-    "doctor": ("commands", "doctor", "Check config, plugins, tools, provider and execution backend."),
+    "doctor": (
+        "commands",
+        "doctor",
+        "Check config, plugins, tools, provider and execution backend.",
+    ),
     "plugins": ("commands", "plugins_group", "Installed plugins and their state."),
     "providers": ("commands", "providers_group", "Model providers."),
     "tools": ("commands", "tools_group", "Tools and toolsets the model can use."),
@@ -81,7 +85,9 @@ class HermesGroup(click.Group):
                 command = self.commands[name]
                 if command.hidden:
                     continue
-                rows.append((name, command.get_short_help_str(limit=formatter.width - 6 - len(name))))
+                rows.append(
+                    (name, command.get_short_help_str(limit=formatter.width - 6 - len(name)))
+                )
             else:
                 rows.append((name, BUILTIN_COMMANDS[name][2]))
         if rows:
@@ -89,19 +95,27 @@ class HermesGroup(click.Group):
                 formatter.write_dl(rows)
 
 
-def build_cli(argv: Sequence[str] | None = None,
-              extra_plugins: Sequence[tuple[str, object]] = ()) -> click.Group:
+def build_cli(
+    argv: Sequence[str] | None = None, extra_plugins: Sequence[tuple[str, object]] = ()
+) -> click.Group:
     """The ``hermes`` command group for ``argv``, with the commands of loaded plugins added."""
     pre = _pre_parse(sys.argv[1:] if argv is None else argv)
     plugin_names = None
     if pre.get("plugins") is not None:
         plugin_names = [n.strip() for n in str(pre["plugins"]).split(",") if n.strip()]
-    state = CliState(profile=pre.get("profile"), debug=bool(pre.get("debug")),
-                     plugin_names=plugin_names, strict_plugins=bool(pre.get("strict_plugins")),
-                     extra_plugins=extra_plugins)
+    state = CliState(
+        profile=pre.get("profile"),
+        debug=bool(pre.get("debug")),
+        plugin_names=plugin_names,
+        strict_plugins=bool(pre.get("strict_plugins")),
+        extra_plugins=extra_plugins,
+    )
 
-    @click.group(cls=HermesGroup, invoke_without_command=True,
-                 context_settings={"help_option_names": ["-h", "--help"]})
+    @click.group(
+        cls=HermesGroup,
+        invoke_without_command=True,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
     @click.option("-p", "--profile", metavar="NAME", help="Use $HERMES_HOME/profiles/NAME.")
     @click.option("--plugins", metavar="A,B", help="Load only these plugins (HERMES_PLUGINS).")
     @click.option("--strict-plugins", is_flag=True, help="Fail when a plugin cannot load.")
@@ -147,14 +161,18 @@ def _add_plugin_commands(cli: click.Group, state: CliState) -> None:
                     cli.commands[name] = before[name]
                 else:
                     del cli.commands[name]
-                plugins.record_error(record, "hermes_register_commands", HermesError(
-                    f"command {name!r} is already provided by {taken_by}"))
+                plugins.record_error(
+                    record,
+                    "hermes_register_commands",
+                    HermesError(f"command {name!r} is already provided by {taken_by}"),
+                )
             else:
                 owners[name] = record.name
 
 
-def main(argv: Sequence[str] | None = None,
-         extra_plugins: Sequence[tuple[str, object]] = ()) -> int:
+def main(
+    argv: Sequence[str] | None = None, extra_plugins: Sequence[tuple[str, object]] = ()
+) -> int:
     """Run ``hermes``; user errors print one line (a traceback only with ``--debug``).
 
     ``extra_plugins`` are ``(name, plugin)`` pairs registered in-process (tests, embedders).
@@ -185,7 +203,10 @@ def main(argv: Sequence[str] | None = None,
     except Exception as exc:
         if debug:
             raise
-        click.echo(f"hermes: internal error: {type(exc).__name__}: {exc} (run with --debug for "
-                   "the traceback)", err=True)
+        click.echo(
+            f"hermes: internal error: {type(exc).__name__}: {exc} (run with --debug for "
+            "the traceback)",
+            err=True,
+        )
         return 1
     return code if isinstance(code, int) else 0  # click returns ctx.exit()'s code here

@@ -52,7 +52,9 @@ class Display:
         else:
             self.stop_spinner()
             mark = "x" if data.get("is_error") else "+"
-            click.echo(f"  [{mark}] {data.get('name')} ({data.get('duration', 0.0):.2f}s)", err=True)
+            click.echo(
+                f"  [{mark}] {data.get('name')} ({data.get('duration', 0.0):.2f}s)", err=True
+            )
 
     def status(self, text: str) -> None:
         """Show a status line."""
@@ -89,8 +91,16 @@ class Display:
 def _ask_approval(request: ApprovalRequest) -> str | None:
     """Ask the person at the terminal to approve a dangerous action."""
     click.echo(f"\n  approval needed: {request.reason}\n    {request.action}", err=True)
-    answer = click.prompt("  allow? [o]nce, [s]ession, [a]lways, [d]eny", default="d",
-                          show_default=False, err=True).strip().lower()
+    answer = (
+        click.prompt(
+            "  allow? [o]nce, [s]ession, [a]lways, [d]eny",
+            default="d",
+            show_default=False,
+            err=True,
+        )
+        .strip()
+        .lower()
+    )
     return {"o": "once", "s": "session", "a": "always"}.get(answer[:1], "deny")
 
 
@@ -105,14 +115,19 @@ def _ask_clarify(question: str, choices: Sequence[str] | None) -> str:
     return str(answer)
 
 
-def make_agent(state: CliState, *, interactive: bool, display: Display, yolo: bool,
-               stream: bool) -> Any:
+def make_agent(
+    state: CliState, *, interactive: bool, display: Display, yolo: bool, stream: bool
+) -> Any:
     """Build the agent for a chat command from the CLI state."""
     from ..agent import Agent
 
     can_ask = sys.stdin.isatty()
     return Agent(
-        config=state.config, plugins=state.plugins, platform="cli", yolo=yolo, stream=stream,
+        config=state.config,
+        plugins=state.plugins,
+        platform="cli",
+        yolo=yolo,
+        stream=stream,
         stream_delta_callback=display.text_delta if stream else None,
         tool_progress_callback=display.tool_progress,
         status_callback=display.status if interactive else None,
@@ -133,26 +148,39 @@ def make_agent(state: CliState, *, interactive: bool, display: Display, yolo: bo
 @click.option("--max-turns", type=click.IntRange(min=1), help="Iteration budget (agent.max_turns).")
 @click.option("--yolo", is_flag=True, help="Approve every dangerous action without asking.")
 @click.option("--stream/--no-stream", default=None, help="Stream the answer as it is written.")
-def chat(query: str | None = None, as_json: bool = False, model: str | None = None,
-         provider: str | None = None, base_url: str | None = None, api_key: str | None = None,
-         api_mode: str | None = None, toolsets: str | None = None, max_turns: int | None = None,
-         yolo: bool = False, stream: bool | None = None) -> None:
+def chat(
+    query: str | None = None,
+    as_json: bool = False,
+    model: str | None = None,
+    provider: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    api_mode: str | None = None,
+    toolsets: str | None = None,
+    max_turns: int | None = None,
+    yolo: bool = False,
+    stream: bool | None = None,
+) -> None:
     """Chat with the agent (interactive), or answer one query with -q."""
     state = _state()
-    state.overrides.update({
-        "model.default": model, "model.provider": provider, "model.base_url": base_url,
-        "model.api_key": api_key, "model.api_mode": api_mode,
-        "toolsets": [t.strip() for t in toolsets.split(",") if t.strip()] if toolsets else None,
-        "agent.max_turns": max_turns,
-    })
+    state.overrides.update(
+        {
+            "model.default": model,
+            "model.provider": provider,
+            "model.base_url": base_url,
+            "model.api_key": api_key,
+            "model.api_mode": api_mode,
+            "toolsets": [t.strip() for t in toolsets.split(",") if t.strip()] if toolsets else None,
+            "agent.max_turns": max_turns,
+        }
+    )
     state.reload_config()
     if query is None and not sys.stdin.isatty():
         query = sys.stdin.read().strip()
         if not query:
             raise HermesError("nothing to answer: pass -q TEXT or a question on standard input")
     if query is not None:
-        _one_shot(state, query, as_json=as_json, yolo=yolo,
-                  stream=bool(stream) and not as_json)
+        _one_shot(state, query, as_json=as_json, yolo=yolo, stream=bool(stream) and not as_json)
     else:
         _interactive(state, yolo=yolo, stream=stream is not False)
 
@@ -184,8 +212,10 @@ def _interactive(state: CliState, *, yolo: bool, stream: bool) -> None:
     display = Display(interactive=True, stream=stream)
     agent = make_agent(state, interactive=True, display=display, yolo=yolo, stream=stream)
     history = _setup_readline(state.home)
-    click.echo(f"hermes: {agent.model} via {agent.provider_name}; /help for commands, "
-               "Ctrl-D to quit", err=True)
+    click.echo(
+        f"hermes: {agent.model} via {agent.provider_name}; /help for commands, Ctrl-D to quit",
+        err=True,
+    )
     try:
         while True:
             try:
@@ -251,8 +281,10 @@ def _slash(line: str, agent: Any) -> bool:
     elif command == "/prompt":
         click.echo(agent.system_prompt or "(empty system prompt)")
     else:
-        click.echo("/tools  enabled tools\n/usage  token usage\n/prompt  the system prompt\n"
-                   "/exit   leave (or Ctrl-D)")
+        click.echo(
+            "/tools  enabled tools\n/usage  token usage\n/prompt  the system prompt\n"
+            "/exit   leave (or Ctrl-D)"
+        )
     return False
 
 

@@ -51,8 +51,15 @@ def plugins_list(as_json: bool) -> None:
     rows = []
     for r in records:
         status = r.status if not r.hook_errors else "hook errors"
-        rows.append([r.name, r.version or "-", r.dist or r.source, status,
-                     ", ".join(h.removeprefix("hermes_") for h in r.hooks) or "-"])
+        rows.append(
+            [
+                r.name,
+                r.version or "-",
+                r.dist or r.source,
+                status,
+                ", ".join(h.removeprefix("hermes_") for h in r.hooks) or "-",
+            ]
+        )
     _table(rows, ["NAME", "VERSION", "DIST", "STATUS", "HOOKS"])
     for r in records:
         if r.error:
@@ -73,9 +80,7 @@ def tools_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def tools_list(as_json: bool) -> None:
     """List every tool: toolset, whether it is available (and why not), which plugin."""
-    from ..toolsets import describe_tools
-
-    from ..toolsets import ToolsetError, enabled_toolsets
+    from ..toolsets import ToolsetError, describe_tools, enabled_toolsets
 
     state = _state()
     try:
@@ -91,8 +96,9 @@ def tools_list(as_json: bool) -> None:
         return
     rows = []
     for i in infos:
-        status = ("enabled" if i.enabled else "disabled") if i.available \
-            else f"unavailable: {i.reason}"
+        status = (
+            ("enabled" if i.enabled else "disabled") if i.available else f"unavailable: {i.reason}"
+        )
         rows.append([i.toolset, i.tool.name, status, i.plugin])
     _table(rows, ["TOOLSET", "TOOL", "STATUS", "PLUGIN"])
 
@@ -160,15 +166,28 @@ def providers_list(as_json: bool) -> None:
     rows = []
     for name, reg in sorted(state.registry.providers.items()):
         p = reg.value
-        rows.append({"name": name, "api_mode": p.api_mode, "base_url": p.default_base_url,
-                     "key_env": p.key_env, "plugin": reg.plugin, "description": p.description})
+        rows.append(
+            {
+                "name": name,
+                "api_mode": p.api_mode,
+                "base_url": p.default_base_url,
+                "key_env": p.key_env,
+                "plugin": reg.plugin,
+                "description": p.description,
+            }
+        )
     if as_json:
         _print_json(rows)
     elif not rows:
         click.echo("no providers installed")
     else:
-        _table([[r["name"], r["api_mode"], r["base_url"] or "-", r["key_env"] or "-", r["plugin"]]
-                for r in rows], ["NAME", "API MODE", "BASE URL", "KEY", "PLUGIN"])
+        _table(
+            [
+                [r["name"], r["api_mode"], r["base_url"] or "-", r["key_env"] or "-", r["plugin"]]
+                for r in rows
+            ],
+            ["NAME", "API MODE", "BASE URL", "KEY", "PLUGIN"],
+        )
 
 
 # --- config ------------------------------------------------------------------------------------
@@ -311,5 +330,7 @@ def version() -> None:
         hookspecs = dist_version("hermes-hookspecs")
     except PackageNotFoundError:
         hookspecs = "not installed"
-    click.echo(f"hermes {__version__} (hermes-hookspecs {hookspecs}, Python "
-               f"{platform.python_version()} on {sys.platform})")
+    click.echo(
+        f"hermes {__version__} (hermes-hookspecs {hookspecs}, Python "
+        f"{platform.python_version()} on {sys.platform})"
+    )

@@ -60,8 +60,12 @@ class CliState:
             from ..plugins import PluginManager
 
             disabled = self.config.get("plugins.disabled") or []
-            self._plugins = PluginManager(only=self.plugin_names, disabled=disabled,
-                                          extra=self.extra_plugins, strict=self.strict_plugins)
+            self._plugins = PluginManager(
+                only=self.plugin_names,
+                disabled=disabled,
+                extra=self.extra_plugins,
+                strict=self.strict_plugins,
+            )
             if self.strict_plugins:
                 try:
                     self._fail_on_plugin_errors()
@@ -80,8 +84,11 @@ class CliState:
         _ = registry.toolsets, registry.providers, registry.environments, registry.engines
         failed = self._plugins.failures()
         if failed:
-            raise PluginLoadError("; ".join(
-                f"plugin {r.name!r}: {r.error or '; '.join(r.hook_errors)}" for r in failed))
+            raise PluginLoadError(
+                "; ".join(
+                    f"plugin {r.name!r}: {r.error or '; '.join(r.hook_errors)}" for r in failed
+                )
+            )
 
     @property
     def registry(self) -> Registry:

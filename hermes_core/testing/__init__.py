@@ -1,8 +1,8 @@
 """The hermes test kit: a scripted model, agents with only the plugins you ask for, plugins
 loaded through their real entry points, and assertions on recorded requests.
 
-It is also a pytest plugin (installed with hermes-agent): see :mod:`hermes_core.pytest_plugin` for the
-fixtures, and docs/testing-plugins.md.
+It is also a pytest plugin (installed with hermes-agent): see :mod:`hermes_core.pytest_plugin`
+for the fixtures, and docs/testing-plugins.md.
 """
 
 from __future__ import annotations

@@ -16,8 +16,9 @@ from ..transcript import validate
 from .scripted import ScriptedModel, Step
 
 
-def plugin_manager(plugins: Iterable[str | object] = (), *, strict: bool = True,
-                   disabled: Iterable[str] = ()) -> PluginManager:
+def plugin_manager(
+    plugins: Iterable[str | object] = (), *, strict: bool = True, disabled: Iterable[str] = ()
+) -> PluginManager:
     """A plugin manager that loads only ``plugins``.
 
     Strings are entry point (or dist) names, loaded through their real entry points; other
@@ -25,13 +26,15 @@ def plugin_manager(plugins: Iterable[str | object] = (), *, strict: bool = True,
     fails to load fails the test with its error.
     """
     names = [p for p in plugins if isinstance(p, str)]
-    objects = [(getattr(p, "__name__", type(p).__name__), p) for p in plugins
-               if not isinstance(p, str)]
-    manager = PluginManager(only=names, extra=objects, strict=strict, disabled=disabled,
-                            environ={})
+    objects = [
+        (getattr(p, "__name__", type(p).__name__), p) for p in plugins if not isinstance(p, str)
+    ]
+    manager = PluginManager(only=names, extra=objects, strict=strict, disabled=disabled, environ={})
     missing = [n for n in names if n not in manager.records]
     if missing:
-        raise AssertionError(f"no installed plugin has the entry point name(s): {', '.join(missing)}")
+        raise AssertionError(
+            f"no installed plugin has the entry point name(s): {', '.join(missing)}"
+        )
     return manager
 
 
@@ -96,8 +99,14 @@ def scripted_provider_plugin(model: ScriptedModel) -> object:
     class ScriptedProviderPlugin:
         @hookimpl
         def hermes_register_providers(self, register: Any) -> None:
-            register(Provider(name="scripted", api_mode="chat_completions",
-                              create_client=lambda settings: model, default_model="scripted",
-                              description="the test kit's scripted model"))
+            register(
+                Provider(
+                    name="scripted",
+                    api_mode="chat_completions",
+                    create_client=lambda settings: model,
+                    default_model="scripted",
+                    description="the test kit's scripted model",
+                )
+            )
 
     return ScriptedProviderPlugin()

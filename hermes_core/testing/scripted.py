@@ -3,12 +3,13 @@ every request it receives."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from hermes_hookspecs import ModelRequest, ModelResponse, ProviderError, Usage
 
@@ -46,7 +47,7 @@ class Turn:
     finish_reason: str | None = None
 
 
-Step = Union[Turn, str, BaseException, Callable[[ModelRequest], Any]]
+Step = Turn | str | BaseException | Callable[[ModelRequest], Any]
 
 
 def text(content: str, *, reasoning: str | None = None, delay: float = 0.0) -> Turn:
@@ -54,23 +55,33 @@ def text(content: str, *, reasoning: str | None = None, delay: float = 0.0) -> T
     return Turn(text=content, reasoning=reasoning, delay=delay)
 
 
-def tool_call(name: str, arguments: Mapping[str, Any] | str | None = None, *,
-              id: str | None = None, text: str | None = None, delay: float = 0.0) -> Turn:
+def tool_call(
+    name: str,
+    arguments: Mapping[str, Any] | str | None = None,
+    *,
+    id: str | None = None,
+    text: str | None = None,
+    delay: float = 0.0,
+) -> Turn:
     """A turn that calls one tool."""
-    return Turn(text=text, calls=[Call(name, arguments if arguments is not None else {}, id)],
-                delay=delay)
+    return Turn(
+        text=text, calls=[Call(name, arguments if arguments is not None else {}, id)], delay=delay
+    )
 
 
-def tool_calls(*calls: Call | tuple[str, Mapping[str, Any] | str], text: str | None = None,
-               delay: float = 0.0) -> Turn:
+def tool_calls(
+    *calls: Call | tuple[str, Mapping[str, Any] | str], text: str | None = None, delay: float = 0.0
+) -> Turn:
     """A turn that calls several tools at once; each call is a :class:`Call` or ``(name, args)``."""
     made = [c if isinstance(c, Call) else Call(c[0], c[1]) for c in calls]
     return Turn(text=text, calls=made, delay=delay)
 
 
 def _estimate_tokens(request: ModelRequest) -> int:
-    size = sum(len(str(m.get("content") or "")) + len(json.dumps(m.get("tool_calls") or []))
-               for m in request.messages)
+    size = sum(
+        len(str(m.get("content") or "")) + len(json.dumps(m.get("tool_calls") or []))
+        for m in request.messages
+    )
     return max(1, size // 4)
 
 
@@ -147,28 +158,39 @@ class ScriptedModel:
                 with self._lock:
                     self._ids += 1
                     call_id = call.id or f"call_{self._ids}"
-                args = call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
+                args = (
+                    call.arguments
+                    if isinstance(call.arguments, str)
+                    else json.dumps(call.arguments)
+                )
                 if request.stream:
                     request.emit("tool_call_started", index=index, id=call_id, name=call.name)
-                calls.append({"id": call_id, "type": "function",
-                              "function": {"name": call.name, "arguments": args}})
+                calls.append(
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": args},
+                    }
+                )
             message["tool_calls"] = calls
-        usage = turn.usage or Usage(input_tokens=_estimate_tokens(request),
-                                    output_tokens=max(1, len(turn.text or "") // 4))
+        usage = turn.usage or Usage(
+            input_tokens=_estimate_tokens(request), output_tokens=max(1, len(turn.text or "") // 4)
+        )
         finish = turn.finish_reason or ("tool_calls" if turn.calls else "stop")
-        return ModelResponse(message=message, finish_reason=finish, usage=usage, model=request.model)
+        return ModelResponse(
+            message=message, finish_reason=finish, usage=usage, model=request.model
+        )
 
 
 def _chunks(value: str, size: int = 8) -> Iterable[str]:
-    return (value[i:i + size] for i in range(0, len(value), size))
+    return (value[i : i + size] for i in range(0, len(value), size))
 
 
 def _snapshot(request: ModelRequest) -> ModelRequest:
     """A copy whose message list later loop steps cannot change."""
-    return ModelRequest(model=request.model, messages=[dict(m) for m in request.messages],
-                        tools=request.tools, stream=request.stream, sink=request.sink,
-                        cancel=request.cancel, max_tokens=request.max_tokens,
-                        options=dict(request.options))
+    return dataclasses.replace(
+        request, messages=[dict(m) for m in request.messages], options=dict(request.options)
+    )
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:

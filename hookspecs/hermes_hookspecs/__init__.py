@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from .approval import APPROVAL_DECISIONS, ApprovalDecision, ApprovalRequest
     from .context_engine import ContextEngine
     from .environment import CommandResult, Environment, EnvironmentFactory
-    from .prompt import PromptContext, PromptLayer, TIERS
+    from .prompt import TIERS, PromptContext, PromptLayer
     from .providers import (
         API_MODES,
         FINISH_REASONS,
@@ -72,8 +72,8 @@ if TYPE_CHECKING:
     )
     from .sessions import SessionInfo, SessionStore
     from .tools import (
-        Block,
         TOOL_NAME_RE,
+        Block,
         Tool,
         ToolCall,
         ToolContext,

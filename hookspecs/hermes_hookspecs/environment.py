@@ -65,8 +65,9 @@ class Environment(abc.ABC):
         :meth:`run` and accepts only plain glob characters, so a pattern cannot inject a command."""
         if not _SAFE_GLOB.match(pattern):
             raise ValueError(f"unsupported characters in glob pattern {pattern!r}")
-        result = self.run(f"for f in {pattern}; do [ -e \"$f\" ] && printf '%s\\n' \"$f\"; done",
-                          cwd=cwd)
+        result = self.run(
+            f'for f in {pattern}; do [ -e "$f" ] && printf \'%s\\n\' "$f"; done', cwd=cwd
+        )
         return [line for line in result.output.splitlines() if line]
 
     def cleanup(self) -> None:  # noqa: B027 - optional hook with a no-op default

@@ -206,9 +206,7 @@ class ToolContext:
             return self.services[name]
         except KeyError:
             offered = ", ".join(sorted(self.services)) or "none"
-            raise HermesError(
-                f"service {name!r} is not available (offered: {offered})"
-            ) from None
+            raise HermesError(f"service {name!r} is not available (offered: {offered})") from None
 
 
 @dataclass(frozen=True)

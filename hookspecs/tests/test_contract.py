@@ -31,15 +31,24 @@ def test_every_hook_has_a_docstring_with_its_return_contract():
 
 
 def test_approve_is_the_only_firstresult_hook():
-    firstresult = [n for n in dir(specs) if n.startswith("hermes_")
-                   and getattr(specs, n).hermes_spec.get("firstresult")]
+    firstresult = [
+        n
+        for n in dir(specs)
+        if n.startswith("hermes_") and getattr(specs, n).hermes_spec.get("firstresult")
+    ]
     assert firstresult == ["hermes_approve"]
 
 
 def test_tool_schema_is_openai_function_format():
     tool = hs.Tool("t", "does t", {"type": "object", "properties": {}}, handler=lambda a, c: "")
-    assert tool.schema() == {"type": "function", "function": {
-        "name": "t", "description": "does t", "parameters": {"type": "object", "properties": {}}}}
+    assert tool.schema() == {
+        "type": "function",
+        "function": {
+            "name": "t",
+            "description": "does t",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    }
 
 
 def test_tool_context_fails_closed_without_host():
@@ -64,9 +73,12 @@ def test_tool_context_cancellation():
 
 def test_tool_context_routes_to_host_callables():
     seen = []
-    ctx = hs.ToolContext(task_id="t", tool_name="terminal",
-                         approver=lambda r: seen.append(r) or True,
-                         emitter=lambda e, d: seen.append((e, d)))
+    ctx = hs.ToolContext(
+        task_id="t",
+        tool_name="terminal",
+        approver=lambda r: seen.append(r) or True,
+        emitter=lambda e, d: seen.append((e, d)),
+    )
     assert ctx.approve("ls", "listing", key="ls")
     ctx.emit("status", text="hi")
     assert seen[0].tool == "terminal" and seen[0].cache_key == "ls"
@@ -76,8 +88,13 @@ def test_tool_context_routes_to_host_callables():
 def test_usage_adds_up():
     total = hs.Usage(1, 2, 3, 4, 5)
     total.add(hs.Usage(1, 1, 1, 1, 1))
-    assert total.as_dict() == {"input_tokens": 2, "output_tokens": 3, "cache_read_tokens": 4,
-                               "cache_write_tokens": 5, "reasoning_tokens": 6}
+    assert total.as_dict() == {
+        "input_tokens": 2,
+        "output_tokens": 3,
+        "cache_read_tokens": 4,
+        "cache_write_tokens": 5,
+        "reasoning_tokens": 6,
+    }
 
 
 def test_rate_limit_errors_are_retryable_by_default():
@@ -87,8 +104,11 @@ def test_rate_limit_errors_are_retryable_by_default():
 
 
 def test_request_helpers():
-    request = hs.ModelRequest(model="m", messages=[{"role": "system", "content": "S"}],
-                              tools=[{"type": "function", "function": {"name": "a"}}])
+    request = hs.ModelRequest(
+        model="m",
+        messages=[{"role": "system", "content": "S"}],
+        tools=[{"type": "function", "function": {"name": "a"}}],
+    )
     assert request.system_prompt == "S"
     assert request.tool_names == ["a"]
     request.emit("text_delta", text="x")  # no sink: nothing happens

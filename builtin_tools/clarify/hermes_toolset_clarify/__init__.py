@@ -37,17 +37,21 @@ def clarify(args: dict[str, Any], ctx: ToolContext) -> str:
 @hookimpl
 def hermes_register_toolsets(register: Any) -> None:
     """Register the ``clarify`` toolset."""
-    register(Toolset(
-        name="clarify",
-        description="Ask the user a clarifying question",
-        tools=[Tool(
+    register(
+        Toolset(
             name="clarify",
-            description=(
-                "Ask the user a question when the request is ambiguous and a wrong guess would "
-                "be costly. Prefer acting when the answer is reasonably clear."
-            ),
-            parameters=PARAMETERS,
-            handler=clarify,
-            sequential=True,
-        )],
-    ))
+            description="Ask the user a clarifying question",
+            tools=[
+                Tool(
+                    name="clarify",
+                    description=(
+                        "Ask the user a question when the request is ambiguous and a wrong "
+                        "guess would be costly. Prefer acting when the answer is reasonably clear."
+                    ),
+                    parameters=PARAMETERS,
+                    handler=clarify,
+                    sequential=True,
+                )
+            ],
+        )
+    )

@@ -20,8 +20,12 @@ def test_the_answer_reaches_the_model():
         asked.append((question, choices))
         return "blue"
 
-    agent = make_agent(tool_call("clarify", {"question": "Which colour?", "choices": ["red", "blue"]}),
-                       text("Blue it is."), plugins=["clarify"], clarify_callback=answer)
+    agent = make_agent(
+        tool_call("clarify", {"question": "Which colour?", "choices": ["red", "blue"]}),
+        text("Blue it is."),
+        plugins=["clarify"],
+        clarify_callback=answer,
+    )
     assert agent.chat("paint it") == "Blue it is."
     assert asked == [("Which colour?", ["red", "blue"])]
     tool_message = agent.messages[2]
@@ -29,8 +33,9 @@ def test_the_answer_reaches_the_model():
 
 
 def test_without_a_user_the_model_is_told_to_proceed():
-    agent = make_agent(tool_call("clarify", {"question": "Which colour?"}), text("ok"),
-                       plugins=["clarify"])
+    agent = make_agent(
+        tool_call("clarify", {"question": "Which colour?"}), text("ok"), plugins=["clarify"]
+    )
     agent.chat("paint it")
     assert "no user is available" in agent.messages[2]["content"]
 
@@ -47,7 +52,11 @@ def test_two_questions_in_one_batch_are_asked_one_at_a_time():
         active.remove(question)
         return "yes"
 
-    agent = make_agent(tool_calls(("clarify", {"question": "a?"}), ("clarify", {"question": "b?"})),
-                       text("done"), plugins=["clarify"], clarify_callback=answer)
+    agent = make_agent(
+        tool_calls(("clarify", {"question": "a?"}), ("clarify", {"question": "b?"})),
+        text("done"),
+        plugins=["clarify"],
+        clarify_callback=answer,
+    )
     agent.chat("go")
     assert not overlap.is_set()
