@@ -81,20 +81,30 @@ ENV_VARS: dict[str, str] = {
 
 APPROVAL_MODES: tuple[str, ...] = ("manual", "deny", "yolo")
 
-_PROFILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-_DOTENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_PROFILE_NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
+_DOTENV_KEY = r"[A-Za-z_][A-Za-z0-9_]*"
 
 
-@dataclass(frozen=True)
 class _Rule:
-    """What one schema key accepts."""
+    """What one schema key accepts (a plain class: dataclass creation is slow at start-up)."""
 
-    kind: str  # "str" | "int" | "number" | "bool" | "strlist" | "enum"
-    low: float | None = None
-    low_open: bool = False  # True: value must be > low; False: >= low
-    high: float | None = None  # inclusive
-    choices: tuple[str, ...] = ()
-    nullable: bool = False
+    __slots__ = ("kind", "low", "low_open", "high", "choices", "nullable")
+
+    def __init__(
+        self,
+        kind: str,  # "str" | "int" | "number" | "bool" | "strlist" | "enum"
+        low: float | None = None,
+        low_open: bool = False,  # True: value must be > low; False: >= low
+        high: float | None = None,  # inclusive
+        choices: tuple[str, ...] = (),
+        nullable: bool = False,
+    ) -> None:
+        self.kind = kind
+        self.low = low
+        self.low_open = low_open
+        self.high = high
+        self.choices = choices
+        self.nullable = nullable
 
 
 _SCHEMA: dict[str, _Rule] = {
@@ -159,7 +169,7 @@ def resolve_home(profile: str | None = None, environ: Mapping[str, str] | None =
         home = Path.home() / ".hermes"
     if profile is None:
         return home
-    if not _PROFILE_NAME.fullmatch(profile):
+    if not re.fullmatch(_PROFILE_NAME, profile):
         raise ConfigError(
             f"invalid profile name {profile!r}: use letters, digits, '_', '.' and '-', "
             "starting with a letter or digit"
@@ -205,7 +215,7 @@ def _parse_dotenv_line(line: str) -> tuple[str, str] | str | None:
         stripped = stripped[6:].lstrip()
     key, sep, rest = stripped.partition("=")
     key = key.rstrip()
-    if not sep or not _DOTENV_KEY.fullmatch(key):
+    if not sep or not re.fullmatch(_DOTENV_KEY, key):
         return "malformed line (expected KEY=VALUE)"
     rest = rest.lstrip()
     if rest[:1] in ("'", '"'):

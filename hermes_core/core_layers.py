@@ -6,7 +6,12 @@ same name.
 
 from __future__ import annotations
 
-from hermes_hookspecs import PromptContext, PromptLayer, hookimpl
+from typing import TYPE_CHECKING
+
+from hermes_hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from hermes_hookspecs import PromptContext, PromptLayer
 
 
 @hookimpl
@@ -14,4 +19,6 @@ def hermes_prompt_layers(context: PromptContext) -> PromptLayer | None:
     """The ``system_message`` given to ``run_conversation``, in the context tier."""
     if not context.system_message:
         return None
+    from hermes_hookspecs import PromptLayer  # imported here: start-up never needs it
+
     return PromptLayer(name="system_message", text=context.system_message, tier="context", order=10)

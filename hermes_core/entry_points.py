@@ -9,23 +9,24 @@ from __future__ import annotations
 
 import importlib
 import os
-import re
 import sys
-from dataclasses import dataclass
 from typing import Any
 
-_NORMALIZE = re.compile(r"[-_.]+")
 
-
-@dataclass(frozen=True)
 class EntryPoint:
     """One entry point: ``name = module:attr`` in ``group``, from distribution ``dist``."""
 
-    name: str
-    value: str
-    group: str
-    dist: str
-    version: str
+    __slots__ = ("name", "value", "group", "dist", "version")
+
+    def __init__(self, name: str, value: str, group: str, dist: str, version: str) -> None:
+        self.name = name
+        self.value = value
+        self.group = group
+        self.dist = dist
+        self.version = version
+
+    def __repr__(self) -> str:
+        return f"EntryPoint({self.name!r}, {self.value!r}, dist={self.dist!r})"
 
     def load(self) -> Any:
         """Import the module and return the object the entry point names."""
@@ -99,7 +100,8 @@ def scan(group: str, path: list[str] | None = None) -> list[EntryPoint]:
             if not (folder.endswith(".dist-info") or folder.endswith(".egg-info")):
                 continue
             info_dir = os.path.join(directory, folder)
-            key = _NORMALIZE.sub("_", folder.rsplit(".", 1)[0].split("-", 1)[0]).lower()
+            key = folder.rsplit(".", 1)[0].split("-", 1)[0].lower().replace("-", "_")
+            key = key.replace(".", "_")
             if key in seen_dists:
                 continue
             seen_dists.add(key)

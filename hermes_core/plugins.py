@@ -4,10 +4,8 @@ calls hooks so that one broken plugin never takes the others down."""
 from __future__ import annotations
 
 import difflib
-import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import pluggy
@@ -17,7 +15,12 @@ from hermes_hookspecs import specs as _specs
 
 from .entry_points import EntryPoint, scan
 
-log = logging.getLogger("hermes.plugins")
+
+def _log() -> Any:
+    import logging  # imported on first use: `hermes --help` never needs it
+
+    return logging.getLogger("hermes.plugins")
+
 
 ENTRY_POINT_GROUP = PROJECT_NAME
 HOOK_NAMES: frozenset[str] = frozenset(n for n in dir(_specs) if n.startswith("hermes_"))
@@ -31,7 +34,6 @@ class PluginLoadError(HermesError):
     """Raised in strict mode when a plugin failed to load or register."""
 
 
-@dataclass
 class PluginRecord:
     """What is known about one plugin: where it came from and how loading it went.
 
@@ -39,16 +41,30 @@ class PluginRecord:
     or ``skipped`` (not selected by ``HERMES_PLUGINS``).
     """
 
-    name: str
-    module: str
-    dist: str | None = None
-    version: str | None = None
-    source: str = "entry point"
-    status: str = "loaded"
-    error: str | None = None
-    hook_errors: list[str] = field(default_factory=list)
-    hooks: list[str] = field(default_factory=list)
-    plugin: object | None = None
+    # A plain class rather than a dataclass: class creation is on the start-up path.
+    def __init__(
+        self,
+        name: str,
+        module: str,
+        dist: str | None = None,
+        version: str | None = None,
+        source: str = "entry point",
+        status: str = "loaded",
+        error: str | None = None,
+    ) -> None:
+        self.name = name
+        self.module = module
+        self.dist = dist
+        self.version = version
+        self.source = source
+        self.status = status
+        self.error = error
+        self.hook_errors: list[str] = []
+        self.hooks: list[str] = []
+        self.plugin: object | None = None
+
+    def __repr__(self) -> str:
+        return f"PluginRecord({self.name!r}, status={self.status!r}, error={self.error!r})"
 
     @property
     def ok(self) -> bool:
@@ -195,7 +211,7 @@ class PluginManager:
         except Exception as exc:  # a broken plugin must not break the host
             record.status = "error"
             record.error = _describe(exc)
-            log.debug("plugin %s failed to load", record.name, exc_info=True)
+            _log().debug("plugin %s failed to load", record.name, exc_info=True)
             return
         record.plugin = plugin
         record.hooks = sorted(h.name for h in self.pm.get_hookcallers(plugin) or ())
@@ -271,7 +287,8 @@ class PluginManager:
     def record_error(self, record: PluginRecord, hook: str, exc: BaseException) -> None:
         """Remember that ``hook`` of ``record``'s plugin failed with ``exc``."""
         message = f"{hook}: {_describe(exc)}"
-        log.warning("plugin %s: %s", record.name, message, exc_info=log.isEnabledFor(10))
+        logger = _log()
+        logger.warning("plugin %s: %s", record.name, message, exc_info=logger.isEnabledFor(10))
         if len(record.hook_errors) < MAX_RECORDED_ERRORS:
             record.hook_errors.append(message)
 

@@ -4,7 +4,6 @@ on first use so that ``hermes --help`` stays fast."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,20 +13,27 @@ if TYPE_CHECKING:  # imported on first use: `hermes --help` needs neither the re
     from ..registry import Registry
 
 
-@dataclass
 class CliState:
     """Lazily loaded shared state of one ``hermes`` invocation."""
 
-    profile: str | None = None
-    debug: bool = False
-    plugin_names: list[str] | None = None
-    strict_plugins: bool = False
-    extra_plugins: Sequence[tuple[str, object]] = ()
-    overrides: dict[str, Any] = field(default_factory=dict)
-    _home: Path | None = None
-    _config: Config | None = None
-    _plugins: PluginManager | None = None
-    _registry: Registry | None = None
+    def __init__(
+        self,
+        profile: str | None = None,
+        debug: bool = False,
+        plugin_names: list[str] | None = None,
+        strict_plugins: bool = False,
+        extra_plugins: Sequence[tuple[str, object]] = (),
+    ) -> None:
+        self.profile = profile
+        self.debug = debug
+        self.plugin_names = plugin_names
+        self.strict_plugins = strict_plugins
+        self.extra_plugins = extra_plugins
+        self.overrides: dict[str, Any] = {}
+        self._home: Path | None = None
+        self._config: Config | None = None
+        self._plugins: PluginManager | None = None
+        self._registry: Registry | None = None
 
     @property
     def home(self) -> Path:

@@ -23,16 +23,16 @@ from .markers import PROJECT_NAME, hookimpl, hookspec
 # Everything else is imported on first access (PEP 562), so that loading the plugin manager,
 # which needs only the markers and the spec module, stays cheap at start-up.
 _LAZY: dict[str, str] = {
-    "API_MODES": "providers",
+    "API_MODES": "constants",
     "APPROVAL_DECISIONS": "approval",
     "ApprovalDecision": "approval",
     "ApprovalRequest": "approval",
-    "Block": "tools",
+    "Block": "calls",
     "CommandResult": "environment",
     "ContextEngine": "context_engine",
     "Environment": "environment",
     "EnvironmentFactory": "environment",
-    "FINISH_REASONS": "providers",
+    "FINISH_REASONS": "constants",
     "ModelClient": "providers",
     "ModelRequest": "providers",
     "ModelResponse": "providers",
@@ -46,22 +46,22 @@ _LAZY: dict[str, str] = {
     "TIERS": "prompt",
     "TOOL_NAME_RE": "tools",
     "Tool": "tools",
-    "ToolCall": "tools",
-    "ToolContext": "tools",
+    "ToolCall": "calls",
+    "ToolContext": "calls",
     "ToolHandler": "tools",
-    "ToolResult": "tools",
+    "ToolResult": "calls",
     "Toolset": "tools",
     "Usage": "providers",
 }
 
 if TYPE_CHECKING:
     from .approval import APPROVAL_DECISIONS, ApprovalDecision, ApprovalRequest
+    from .calls import Block, ToolCall, ToolContext, ToolResult
+    from .constants import API_MODES, FINISH_REASONS
     from .context_engine import ContextEngine
     from .environment import CommandResult, Environment, EnvironmentFactory
     from .prompt import TIERS, PromptContext, PromptLayer
     from .providers import (
-        API_MODES,
-        FINISH_REASONS,
         ModelClient,
         ModelRequest,
         ModelResponse,
@@ -71,16 +71,7 @@ if TYPE_CHECKING:
         Usage,
     )
     from .sessions import SessionInfo, SessionStore
-    from .tools import (
-        TOOL_NAME_RE,
-        Block,
-        Tool,
-        ToolCall,
-        ToolContext,
-        ToolHandler,
-        ToolResult,
-        Toolset,
-    )
+    from .tools import TOOL_NAME_RE, Tool, ToolHandler, Toolset
 
 
 def __getattr__(name: str) -> Any:

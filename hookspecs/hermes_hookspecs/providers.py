@@ -7,11 +7,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-API_MODES: tuple[str, ...] = ("chat_completions", "codex_responses", "anthropic_messages")
-"""The wire formats hermes knows. Messages are always OpenAI-style inside hermes."""
-
-FINISH_REASONS: tuple[str, ...] = ("stop", "tool_calls", "length", "content_filter")
-
 StreamSink = Callable[[str, dict[str, Any]], None]
 """``sink(event, data)``: ``text_delta`` {text}, ``reasoning_delta`` {text},
 ``tool_call_started`` {index, id, name}, ``thinking`` {active}."""

@@ -19,12 +19,13 @@ if TYPE_CHECKING:  # annotations only: importing the spec module stays cheap at 
     from collections.abc import Callable
 
     from .approval import ApprovalDecision, ApprovalRequest
+    from .calls import Block, ToolCall, ToolContext, ToolResult
     from .context_engine import ContextEngine
     from .environment import EnvironmentFactory
     from .prompt import PromptContext, PromptLayer
     from .providers import ModelRequest, ModelResponse, Provider
     from .sessions import SessionInfo
-    from .tools import Block, ToolCall, ToolContext, ToolResult, Toolset
+    from .tools import Toolset
 
 # --- registration -------------------------------------------------------------------------
 

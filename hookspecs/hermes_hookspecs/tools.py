@@ -1,18 +1,15 @@
-"""Tools, toolsets, tool calls and the context a tool handler receives."""
+"""Tools and toolsets: what plugins register."""
 
 from __future__ import annotations
 
 import re
-import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .approval import ApprovalRequest
-from .errors import HermesError, ToolCancelled
-
 if TYPE_CHECKING:
-    from .environment import Environment
+    from .approval import ApprovalRequest
+    from .calls import ToolContext
 
 ToolHandler = Callable[[dict[str, Any], "ToolContext"], Any]
 """``handler(args, ctx)``: sync or ``async``; returns a str, or anything JSON-serialisable."""
@@ -82,135 +79,3 @@ class Toolset:
     tools: list[Tool] = field(default_factory=list)
     includes: list[str] = field(default_factory=list)
     enabled_by_default: bool = True
-
-
-@dataclass
-class ToolCall:
-    """One call the model asked for.
-
-    :param id: the provider's call id, echoed in the tool result.
-    :param name: the tool name the model used (it may not exist).
-    :param arguments: the parsed arguments; ``pre_tool_call`` hooks may replace them.
-    :param raw_arguments: the arguments exactly as the model sent them (a JSON string).
-    :param index: position of the call in the model's batch.
-    """
-
-    id: str
-    name: str
-    arguments: dict[str, Any]
-    raw_arguments: str = ""
-    index: int = 0
-
-
-@dataclass
-class ToolResult:
-    """What a tool call produced, as it will be sent to the model.
-
-    :param content: the text the model sees.
-    :param is_error: the call failed (bad arguments, unknown tool, exception, denial, interrupt).
-    :param duration: seconds spent in the handler.
-    :param truncated: the content was cut to ``max_result_chars``.
-    """
-
-    content: str
-    is_error: bool = False
-    duration: float = 0.0
-    truncated: bool = False
-
-
-def _no_environment() -> Environment:
-    raise HermesError("no execution environment is available to this tool")
-
-
-def _deny(request: ApprovalRequest) -> bool:
-    return False
-
-
-def _no_clarify(question: str, choices: Sequence[str] | None) -> str:
-    raise HermesError("no one is available to answer a clarifying question")
-
-
-def _no_emit(event: str, data: dict[str, Any]) -> None:
-    return None
-
-
-@dataclass
-class ToolContext:
-    """Everything a tool handler may use besides its arguments.
-
-    The host builds one per call. Handlers reach agent services (session store, memory, the agent
-    itself for delegation) through :meth:`service`, so agent-level tools are ordinary plugins.
-
-    :param task_id: the task this call belongs to (environments are kept per task).
-    :param session_id: the session this call belongs to.
-    :param call_id: the id of the tool call.
-    :param tool_name: the name of the tool being called.
-    :param config: the effective configuration (read-only mapping of nested dicts).
-    :param services: named services offered by the host (``session_store``, ``memory``,
-        ``agent``...). Missing services raise a clear error from :meth:`service`.
-    :param cancel_event: set when the user interrupts; long handlers should check
-        :attr:`cancelled` and stop.
-    """
-
-    task_id: str
-    session_id: str = ""
-    call_id: str = ""
-    tool_name: str = ""
-    config: Mapping[str, Any] = field(default_factory=dict)
-    services: Mapping[str, Any] = field(default_factory=dict)
-    cancel_event: threading.Event = field(default_factory=threading.Event)
-    environment_factory: Callable[[], Environment] = _no_environment
-    approver: Callable[[ApprovalRequest], bool] = _deny
-    clarifier: Callable[[str, Sequence[str] | None], str] = _no_clarify
-    emitter: Callable[[str, dict[str, Any]], None] = _no_emit
-
-    @property
-    def environment(self) -> Environment:
-        """The active execution environment of this task, created on first use.
-
-        Raises :class:`~hermes_hookspecs.EnvironmentUnavailable` when it cannot start.
-        """
-        return self.environment_factory()
-
-    @property
-    def cancelled(self) -> bool:
-        """Whether the call was cancelled by an interrupt."""
-        return self.cancel_event.is_set()
-
-    def check_cancelled(self) -> None:
-        """Raise :class:`~hermes_hookspecs.ToolCancelled` if the call was cancelled."""
-        if self.cancel_event.is_set():
-            raise ToolCancelled("interrupted by the user")
-
-    def approve(self, action: str, reason: str, key: str = "", **details: Any) -> bool:
-        """Ask for consent to do ``action``; ``True`` when approved.
-
-        Fails closed: with no approval plugin and no one to ask, the answer is ``False``.
-        """
-        request = ApprovalRequest(
-            action=action, reason=reason, key=key, tool=self.tool_name, details=details
-        )
-        return self.approver(request)
-
-    def clarify(self, question: str, choices: Sequence[str] | None = None) -> str:
-        """Ask the user a question and return the answer (one of ``choices`` when given)."""
-        return self.clarifier(question, choices)
-
-    def emit(self, event: str, **data: Any) -> None:
-        """Report progress to the host's event sink (e.g. ``emit("status", text="cloning")``)."""
-        self.emitter(event, data)
-
-    def service(self, name: str) -> Any:
-        """Return the host service called ``name``; raise a clear error when it is missing."""
-        try:
-            return self.services[name]
-        except KeyError:
-            offered = ", ".join(sorted(self.services)) or "none"
-            raise HermesError(f"service {name!r} is not available (offered: {offered})") from None
-
-
-@dataclass(frozen=True)
-class Block:
-    """Returned by a ``hermes_pre_tool_call`` hook to stop a call; ``reason`` goes to the model."""
-
-    reason: str

@@ -5,9 +5,12 @@ It runs alone (``sequential``), since a person can answer one question at a time
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hermes_hookspecs import Tool, ToolContext, ToolError, Toolset, hookimpl
+from hermes_hookspecs import Tool, ToolError, Toolset, hookimpl
+
+if TYPE_CHECKING:
+    from hermes_hookspecs import ToolContext
 
 PARAMETERS: dict[str, Any] = {
     "type": "object",
