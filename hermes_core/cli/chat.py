@@ -56,6 +56,11 @@ class Display:
                 f"  [{mark}] {data.get('name')} ({data.get('duration', 0.0):.2f}s)", err=True
             )
 
+    def thinking(self, active: bool) -> None:
+        """Show the spinner while the model works, until its answer starts streaming."""
+        if active and not self.streamed:
+            self.start_spinner("thinking")
+
     def status(self, text: str) -> None:
         """Show a status line."""
         self.stop_spinner()
@@ -131,6 +136,7 @@ def make_agent(
         stream_delta_callback=display.text_delta if stream else None,
         tool_progress_callback=display.tool_progress,
         status_callback=display.status if interactive else None,
+        thinking_callback=display.thinking if interactive else None,
         approval_callback=_ask_approval if can_ask else None,
         clarify_callback=_ask_clarify if can_ask else None,
     )
@@ -249,8 +255,8 @@ def _turn(agent: Any, display: Display, line: str) -> None:
         done.set()
 
     worker = threading.Thread(target=work, daemon=True)
+    display.start_spinner("thinking")  # before the worker: its first output stops the spinner
     worker.start()
-    display.start_spinner("thinking")
     try:
         while not done.wait(0.1):
             pass
