@@ -415,7 +415,7 @@ class Agent:
         overflow_retried = False
         while True:
             self._maybe_compress(preflight=True)
-            messages = transcript.wire_messages(self.messages, self.system_prompt)
+            messages, source = transcript.wire_and_source(self.messages, self.system_prompt)
             if extra_user is not None:
                 if messages[-1]["role"] == "user":
                     messages[-1] = {
@@ -433,6 +433,7 @@ class Agent:
                 cancel=self._cancel,
                 session_id=self.session_id,
                 task_id=turn.task_id,
+                source_messages=source,
             )
             self.plugins.call_each("hermes_before_request", request=request)
             try:

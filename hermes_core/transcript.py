@@ -123,6 +123,15 @@ def wire_messages(
     of ``messages`` is dropped; when it is ``None`` a system message at index 0 of ``messages``
     is kept.
     """
+    return wire_and_source(messages, system_prompt)[0]
+
+
+def wire_and_source(
+    messages: list[dict[str, Any]], system_prompt: str | None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Like :func:`wire_messages`, and also the unstripped messages the wire list was made from
+    (internal fields kept), aligned with it: ``wire[i + len(wire) - len(source)]`` was made
+    from ``source[i]``."""
     head: list[dict[str, Any]] = []
     source = messages
     if system_prompt is not None:
@@ -131,13 +140,15 @@ def wire_messages(
             source = source[1:]
     out = list(head)
     if next(_scan(source, out, strip=True, system_first=not head), None) is None:
-        return out
+        return out, source
     repaired = _repair(messages, keep_system=system_prompt is None)
     out = list(head)
     problem = next(_scan(repaired, out, strip=True), None)
     if problem is not None:  # pragma: no cover - repair guarantees validity
         raise TranscriptError(f"invalid transcript after repair: {problem}")
-    return out
+    if head and repaired and repaired[0].get("role") == "system":
+        repaired = repaired[1:]
+    return out, repaired
 
 
 # --- validation -------------------------------------------------------------------------------

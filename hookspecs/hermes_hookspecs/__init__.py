@@ -9,6 +9,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from .errors import (
+    ERROR_KINDS,
+    RETRYABLE_KINDS,
     AuthenticationError,
     ContextOverflowError,
     EnvironmentUnavailable,
@@ -88,6 +90,8 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "ERROR_KINDS",
+    "RETRYABLE_KINDS",
     "API_MODES",
     "APPROVAL_DECISIONS",
     "FINISH_REASONS",

@@ -25,41 +25,71 @@ class EnvironmentUnavailable(HermesError):
     """
 
 
+ERROR_KINDS: tuple[str, ...] = (
+    "rate_limit",  # 429
+    "billing",  # 402, quota exhausted
+    "overloaded",  # 529, 503
+    "server",  # other 5xx
+    "timeout",  # 408, client-side timeouts
+    "connection",  # refused, reset, dropped streams
+    "auth",  # 401, 403
+    "model_not_found",  # 404
+    "context_overflow",  # 400 saying the prompt is too long
+    "bad_request",  # other 4xx
+    "other",
+)
+"""How provider errors are classified; the host's retry and fallback policy works on these."""
+
+RETRYABLE_KINDS: frozenset[str] = frozenset(
+    {"rate_limit", "overloaded", "server", "timeout", "connection"}
+)
+
+
 class ProviderError(HermesError):
     """A model call failed.
 
     :param message: one readable line.
     :param status: the HTTP status, when there was one.
-    :param retryable: whether the same request may succeed if sent again (rate limits, 5xx,
-        broken streams). The host decides how many times to retry.
+    :param kind: one of :data:`ERROR_KINDS`.
+    :param retryable: whether the same request may succeed if sent again; defaults from
+        ``kind`` (rate limits, overload, 5xx, timeouts, dropped connections).
+    :param retry_after: seconds the provider asked us to wait (``Retry-After``), if any.
     :param provider: the provider's name, filled in by the host when missing.
     """
+
+    default_kind = "other"
 
     def __init__(
         self,
         message: str,
         *,
         status: int | None = None,
-        retryable: bool = False,
+        kind: str | None = None,
+        retryable: bool | None = None,
+        retry_after: float | None = None,
         provider: str | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
-        self.retryable = retryable
+        self.kind = kind or self.default_kind
+        self.retryable = self.kind in RETRYABLE_KINDS if retryable is None else retryable
+        self.retry_after = retry_after
         self.provider = provider
 
 
 class AuthenticationError(ProviderError):
     """The provider rejected the credentials (401/403) or none were configured."""
 
+    default_kind = "auth"
+
 
 class RateLimitError(ProviderError):
     """The provider asked us to slow down (429)."""
 
-    def __init__(self, message: str, **kwargs: object) -> None:
-        kwargs.setdefault("retryable", True)
-        super().__init__(message, **kwargs)  # type: ignore[arg-type]
+    default_kind = "rate_limit"
 
 
 class ContextOverflowError(ProviderError):
     """The request did not fit in the model's context window."""
+
+    default_kind = "context_overflow"

@@ -62,6 +62,10 @@ class ModelRequest:
     :param options: provider-specific extras (temperature, reasoning effort...).
     :param session_id: the session this request belongs to.
     :param task_id: the task this request belongs to.
+    :param source_messages: the transcript ``messages`` was made from, without the system
+        prompt and with internal fields kept, in the same order (``messages[-len(source):]``
+        were made from it). Providers read the replay data they stored on assistant messages
+        (keys starting with ``_``, e.g. signed thinking blocks) from here.
     """
 
     model: str
@@ -74,6 +78,7 @@ class ModelRequest:
     options: dict[str, Any] = field(default_factory=dict)
     session_id: str = ""
     task_id: str = ""
+    source_messages: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def system_prompt(self) -> str | None:
@@ -98,7 +103,9 @@ class ModelResponse:
     """What one model call produced, converted back to hermes's format.
 
     :param message: an assistant message: ``role``, ``content`` (str or None), optionally
-        ``tool_calls`` (OpenAI format, ``arguments`` as a JSON string) and ``reasoning``.
+        ``tool_calls`` (OpenAI format, ``arguments`` as a JSON string) and ``reasoning``. Keys
+        starting with ``_`` hold provider replay data: stored with the message, never sent as
+        such, and handed back through :attr:`ModelRequest.source_messages`.
     :param finish_reason: one of :data:`FINISH_REASONS`.
     :param usage: token counts of this call.
     :param model: the model that answered, when the provider reports it.
