@@ -3,7 +3,6 @@ the results in order, and repeat until it answers in text."""
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import copy
 import dataclasses
 import datetime as _dt
@@ -37,12 +36,12 @@ from hermes_hookspecs import (
 from . import transcript
 from .approvals import ApprovalCallback, ApprovalGate
 from .config import Config, load_config, load_dotenv, resolve_home, validate
-from .dispatch import POLL_SECONDS, Dispatcher
+from .dispatch import Dispatcher
 from .environments import EnvironmentManager
 from .events import Events, EventSink
+from .model_calls import Interrupted, ModelConnection
 from .plugins import PluginManager
 from .prompt import collect_layers, join_layers
-from .providers import resolve_provider
 from .registry import Registry
 from .sessions import MemorySessionStore
 from .toolsets import build_toolbox
@@ -167,8 +166,6 @@ class Agent:
         agent_cfg = cfg.get("agent") or {}
         self.max_turns = int(agent_cfg.get("max_turns") or 90)
         self.max_invalid = int(agent_cfg.get("tool_max_invalid") or 3)
-        self.max_retries = int(agent_cfg.get("api_max_retries", 2))
-        self.retry_delay = float(agent_cfg.get("retry_base_delay", 1.0))
         self.platform = str(agent_cfg.get("platform") or "library")
         self.stream = (
             bool(agent_cfg.get("stream"))
@@ -176,16 +173,7 @@ class Agent:
             else self.events.streaming
         )
 
-        if client is not None:
-            self.client: ModelClient = client
-            self.model = str((cfg.get("model") or {}).get("default") or "scripted")
-            self.provider_name = str((cfg.get("model") or {}).get("provider") or "in-process")
-        else:
-            provider_obj, settings = resolve_provider(self.registry, cfg.get("model") or {})
-            settings.config = cfg
-            self.client = provider_obj.create_client(settings)
-            self.model, self.provider_name = settings.model, settings.provider
-
+        self.connection = ModelConnection(self.registry, self.plugins, cfg, self.events, client)
         self.engine: ContextEngine | None = self._make_engine()
         self.toolbox = build_toolbox(
             self.registry, cfg, extra_tools=self.engine.tools() if self.engine else ()
@@ -213,7 +201,6 @@ class Agent:
         self._cancel = threading.Event()
         self._ask_lock = threading.Lock()
         self._compress_pending = False
-        self._model_pool = cf.ThreadPoolExecutor(4, thread_name_prefix="hermes-model")
         self._closed = False
 
     # --- set-up ----------------------------------------------------------------------------
@@ -261,6 +248,21 @@ class Agent:
 
     # --- public API ------------------------------------------------------------------------
 
+    @property
+    def client(self) -> ModelClient:
+        """The model client of the current turn (the primary one between turns)."""
+        return self.connection.active.client
+
+    @property
+    def model(self) -> str:
+        """The model of the current turn."""
+        return self.connection.active.model
+
+    @property
+    def provider_name(self) -> str:
+        """The provider of the current turn."""
+        return self.connection.active.provider
+
     def chat(self, message: str) -> str:
         """Send ``message`` and return the model's final answer; raise :class:`AgentError` when
         the turn ended without one."""
@@ -290,7 +292,7 @@ class Agent:
                 self.engine.on_session_end(self.session.id)
         self.environments.cleanup()
         self.dispatcher.close()
-        self._model_pool.shutdown(wait=False, cancel_futures=True)
+        self.connection.close()
 
     def __enter__(self) -> Agent:
         return self
@@ -318,6 +320,8 @@ class Agent:
         """
         task_id = task_id or _new_id("task")
         self._cancel = threading.Event()
+        self.connection.start_turn()
+        switches_before = len(self.connection.switches)
         turn = _Turn(task_id)
         try:
             self._start_session()
@@ -340,6 +344,8 @@ class Agent:
             log.exception("unexpected error in the agent loop")
             turn.finish("error", f"{type(exc).__name__}: {exc}")
         self.usage.add(turn.usage)
+        if len(self.connection.switches) > switches_before and self.session is not None:
+            self._store("update_session", self.session.id, fallbacks=list(self.connection.switches))
         return turn.result(self)
 
     # --- the loop --------------------------------------------------------------------------
@@ -410,8 +416,8 @@ class Agent:
     def _request(
         self, turn: _Turn, tools: list[dict[str, Any]], extra_user: str | None = None
     ) -> ModelResponse:
-        """One model call with compression checks, retries and interrupt support."""
-        attempt = 0
+        """One model call, with compression checks; retries, fallbacks and interrupts are the
+        connection's."""
         overflow_retried = False
         while True:
             self._maybe_compress(preflight=True)
@@ -424,36 +430,36 @@ class Agent:
                     }
                 else:
                     messages.append({"role": "user", "content": extra_user})
-            request = ModelRequest(
-                model=self.model,
-                messages=messages,
-                tools=tools,
-                stream=self.stream,
-                sink=self._stream_sink,
-                cancel=self._cancel,
-                session_id=self.session_id,
-                task_id=turn.task_id,
-                source_messages=source,
-            )
-            self.plugins.call_each("hermes_before_request", request=request)
+
+            def make_request(
+                model: str,
+                cancel: threading.Event,
+                messages: list[dict[str, Any]] = messages,
+                source: list[dict[str, Any]] = source,
+            ) -> ModelRequest:
+                request = ModelRequest(
+                    model=model,
+                    messages=messages,
+                    tools=tools,
+                    stream=self.stream,
+                    sink=self._stream_sink,
+                    cancel=cancel,
+                    session_id=self.session_id,
+                    task_id=turn.task_id,
+                    source_messages=source,
+                )
+                self.plugins.call_each("hermes_before_request", request=request)
+                return request
+
             try:
-                response = self._call_interruptible(request)
+                response = self.connection.call(make_request, self._cancel)
+            except Interrupted:
+                raise _Interrupted from None
             except ContextOverflowError:
                 if self.engine is None or overflow_retried:
                     raise
                 overflow_retried = True
                 self._compress_pending = True
-                continue
-            except ProviderError as exc:
-                if not exc.retryable or attempt >= self.max_retries:
-                    raise
-                attempt += 1
-                delay = self.retry_delay * (2 ** (attempt - 1))
-                self.events.emit(
-                    "status", text=f"model call failed ({exc}); retry {attempt} in {delay:.1f}s"
-                )
-                if self._cancel.wait(delay):
-                    raise _Interrupted from None
                 continue
             turn.api_calls += 1
             turn.usage.add(response.usage)
@@ -463,30 +469,6 @@ class Agent:
                 if self.engine.should_compress(response.usage.input_tokens):
                     self._compress_pending = True
             return response
-
-    def _call_interruptible(self, request: ModelRequest) -> ModelResponse:
-        self.events.emit("thinking", active=True)
-        try:
-            future = self._model_pool.submit(self.client.complete, request)
-            while True:
-                try:
-                    response = future.result(timeout=POLL_SECONDS)
-                    break
-                except cf.TimeoutError:
-                    if self._cancel.is_set():
-                        future.cancel()
-                        raise _Interrupted from None
-                except Exception:
-                    if self._cancel.is_set():  # the client gave up because we interrupted it
-                        raise _Interrupted from None
-                    raise
-        finally:
-            self.events.emit("thinking", active=False)
-        if self._cancel.is_set():  # answered, but after the user asked to stop: drop it
-            raise _Interrupted
-        if not isinstance(response, ModelResponse):
-            raise HermesError(f"model client returned {type(response).__name__}, not ModelResponse")
-        return response
 
     def _stream_sink(self, event: str, data: dict[str, Any]) -> None:
         if event == "text_delta":

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlparse
 
-from hermes_hookspecs import API_MODES, AuthenticationError, HermesError, Provider, ProviderSettings
+from hermes_hookspecs import (
+    API_MODES,
+    AuthenticationError,
+    HermesError,
+    ModelClient,
+    Provider,
+    ProviderSettings,
+)
 
 from .registry import Registry
 
@@ -21,17 +28,41 @@ def _is_loopback(url: str | None) -> bool:
     return host in ("localhost", "::1") or host.startswith("127.")
 
 
+DEFAULT_API_MODE = "chat_completions"
+
+
+def api_mode_from_url(base_url: str | None) -> str | None:
+    """The wire format a base URL implies, if any: Anthropic's host or a URL ending in
+    ``/anthropic`` speak ``anthropic_messages``; the Codex backend speaks ``codex_responses``."""
+    if not base_url:
+        return None
+    parsed = urlparse(base_url)
+    host = (parsed.hostname or "").lower()
+    path = parsed.path.rstrip("/").lower()
+    if host == "api.anthropic.com" or path.endswith("/anthropic"):
+        return "anthropic_messages"
+    if host == "chatgpt.com" and path.startswith("/backend-api/codex"):
+        return "codex_responses"
+    return None
+
+
+def _speaks(provider: Provider, api_mode: str) -> bool:
+    return provider.api_mode == api_mode or api_mode in provider.api_modes
+
+
 def resolve_provider(
     registry: Registry,
     model_config: Mapping[str, Any],
     environ: Mapping[str, str] | None = None,
 ) -> tuple[Provider, ProviderSettings]:
-    """Pick the provider for ``model_config`` (the ``model`` section, with CLI and env applied).
+    """Pick the provider, model, endpoint, key and API mode for ``model_config`` (the ``model``
+    section, with CLI flags and environment variables applied).
 
-    The provider is ``model.provider`` when set, else the installed provider whose ``detect``
-    accepts ``model.base_url``, else the only installed provider. The API mode is ``model.api_mode``
-    when set, else the provider's own. A provider with a key variable and no key configured is an
-    error naming the variable, unless the endpoint is on this machine.
+    Provider: ``model.provider``, else the installed provider whose ``detect`` accepts
+    ``model.base_url``, else the only installed provider. API mode, first that applies: an explicit
+    ``model.api_mode``; the provider's own mode when it is not the default (``anthropic``,
+    ``openai-codex``); the mode the base URL implies; ``chat_completions``. A provider with a key
+    variable and no key is an error naming the variable, unless the endpoint is on this machine.
     """
     env = os.environ if environ is None else environ
     providers = registry.providers
@@ -58,19 +89,24 @@ def resolve_provider(
         elif not providers:
             raise ProviderResolutionError(
                 "no model provider is installed; install a provider plugin"
-                " (e.g. pip install -e ./plugins/openai) and set model.provider"
+                " (e.g. pip install ./plugins/openai) and set model.provider"
             )
         else:
             raise ProviderResolutionError(
                 f"no provider chosen (installed: {installed}); pass --provider NAME or set"
                 " model.provider in config.yaml"
             )
-    api_mode = model_config.get("api_mode") or provider.api_mode
+    url = base_url or provider.default_base_url
+    api_mode = (
+        model_config.get("api_mode")
+        or (provider.api_mode if provider.api_mode != DEFAULT_API_MODE else None)
+        or api_mode_from_url(url)
+        or DEFAULT_API_MODE
+    )
     if api_mode not in API_MODES:
         raise ProviderResolutionError(
             f"unknown api_mode {api_mode!r} (one of {', '.join(API_MODES)})"
         )
-    url = base_url or provider.default_base_url
     key = model_config.get("api_key") or (env.get(provider.key_env) if provider.key_env else None)
     if provider.key_env and not key and not _is_loopback(url):
         raise AuthenticationError(
@@ -93,3 +129,45 @@ def resolve_provider(
         timeout=float(model_config.get("timeout") or 600.0),
     )
     return provider, settings
+
+
+def client_factory(
+    registry: Registry, provider: Provider, api_mode: str
+) -> Callable[[ProviderSettings], ModelClient]:
+    """The client factory that speaks ``api_mode`` for ``provider``: its own when it speaks that
+    mode, else that of an installed provider whose mode it is (e.g. a custom endpoint ending in
+    ``/anthropic`` is reached with the Anthropic provider's client)."""
+    if _speaks(provider, api_mode):
+        return provider.create_client
+    for registered in registry.providers.values():
+        if registered.value.api_mode == api_mode:
+            return registered.value.create_client
+    raise ProviderResolutionError(
+        f"provider {provider.name!r} with api_mode {api_mode!r} needs a plugin that speaks"
+        f" {api_mode} (installed providers: {', '.join(sorted(registry.providers)) or 'none'})"
+    )
+
+
+def fallback_configs(config: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The ``fallback_providers`` entries as ``model``-section dicts, in order.
+
+    Each entry names ``provider`` and optionally ``model``, ``base_url``, ``api_mode`` and
+    ``key_env`` (the variable holding its key).
+    """
+    entries = config.get("fallback_providers") or []
+    result = []
+    for entry in entries:
+        if not isinstance(entry, Mapping) or not entry.get("provider"):
+            raise ProviderResolutionError(
+                "fallback_providers: each entry needs at least a provider name"
+            )
+        model_config = {
+            "provider": entry["provider"],
+            "default": entry.get("model"),
+            "base_url": entry.get("base_url"),
+            "api_mode": entry.get("api_mode"),
+        }
+        if entry.get("key_env"):
+            model_config["api_key"] = os.environ.get(str(entry["key_env"]))
+        result.append(model_config)
+    return result

@@ -332,10 +332,12 @@ def test_retryable_errors_are_retried_then_reported():
     )
     assert agent.chat("q") == "ok"
     agent = make_agent(
-        *[RateLimitError("slow down")] * 3, config={"agent": {"retry_base_delay": 0.01}}
+        *[RateLimitError("slow down")] * 3,
+        config={"agent": {"retry_base_delay": 0.01, "api_max_retries": 2}},
     )
     result = agent.run_conversation("q")
     assert result["exit_reason"] == "provider_error" and "slow down" in result["error"]
+    assert len(agent.client.requests) == 3
     assert [m["role"] for m in agent.messages] == ["user"]
 
 

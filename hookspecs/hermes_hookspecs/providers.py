@@ -163,6 +163,8 @@ class Provider:
     :param detect: ``detect(base_url) -> bool``: whether a base URL belongs to this provider.
     :param description: one line for listings.
     :param default_model: model used when none is configured.
+    :param api_modes: other wire formats its client can speak (``settings.api_mode`` says which
+        one a client is built for).
     """
 
     name: str
@@ -173,3 +175,4 @@ class Provider:
     detect: Callable[[str], bool] | None = None
     description: str = ""
     default_model: str | None = None
+    api_modes: tuple[str, ...] = ()

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # annotations only: importing the spec module stays cheap at 
     from .context_engine import ContextEngine
     from .environment import EnvironmentFactory
     from .prompt import PromptContext, PromptLayer
-    from .providers import ModelRequest, ModelResponse, Provider
+    from .providers import ModelRequest, ModelResponse, Provider, ProviderSettings
     from .sessions import SessionInfo
     from .tools import Toolset
 
@@ -201,4 +201,17 @@ def hermes_after_response(response: ModelResponse) -> None:
 
     :param response: the converted response (message, finish reason, usage).
     :return: nothing; return values are ignored.
+    """
+
+
+@hookspec(firstresult=True)
+def hermes_refresh_credentials(provider: str, settings: ProviderSettings) -> str | None:
+    """Provide a fresh API key after a provider rejected the current one (401/403).
+
+    Called at most once per turn and provider, before the host moves on to a fallback provider.
+
+    :param provider: the name of the provider whose key was rejected.
+    :param settings: what the host resolved for it (model, endpoint, the rejected key).
+    :return: a new key to retry with, or ``None`` when this plugin has none. The first
+        non-``None`` answer wins (``firstresult``).
     """

@@ -30,13 +30,13 @@ def test_every_hook_has_a_docstring_with_its_return_contract():
         assert hook.__doc__ and ":return:" in hook.__doc__, hook.__name__
 
 
-def test_approve_is_the_only_firstresult_hook():
+def test_only_the_who_decides_hooks_are_firstresult():
     firstresult = [
         n
         for n in dir(specs)
         if n.startswith("hermes_") and getattr(specs, n).hermes_spec.get("firstresult")
     ]
-    assert firstresult == ["hermes_approve"]
+    assert firstresult == ["hermes_approve", "hermes_refresh_credentials"]
 
 
 def test_tool_schema_is_openai_function_format():

@@ -1,0 +1,243 @@
+"""Calling the model: the active provider and client, interruptible calls with a stale-response
+timeout, retries with jittered backoff, credential refresh, and fallback providers."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hermes_hookspecs import (
+    HermesError,
+    ModelClient,
+    ModelRequest,
+    ModelResponse,
+    ProviderError,
+    ProviderSettings,
+)
+
+from .events import Events
+from .plugins import PluginManager
+from .providers import client_factory, fallback_configs, resolve_provider
+from .registry import Registry
+
+POLL_SECONDS = 0.05
+MAX_BACKOFF_SECONDS = 60.0
+FALLBACK_KINDS = frozenset(
+    {"rate_limit", "billing", "overloaded", "server", "auth", "model_not_found"}
+)
+"""Errors that move a turn to the next fallback provider (after retries, for retryable ones)."""
+
+
+class Interrupted(Exception):
+    """The user interrupted the call; nothing it produced may be kept."""
+
+
+@dataclass
+class ActiveModel:
+    """The client a turn is using, and where it came from."""
+
+    client: ModelClient
+    model: str
+    provider: str
+    settings: ProviderSettings | None = None
+    create_client: Callable[[ProviderSettings], ModelClient] | None = None
+    refreshed: bool = False
+
+
+class ModelConnection:
+    """The model an agent talks to, with the policies around each call.
+
+    :param registry: to resolve providers (primary and fallbacks).
+    :param plugins: for the ``hermes_refresh_credentials`` hook.
+    :param config: the effective configuration.
+    :param events: status messages about retries and switches go here.
+    :param client: a model client to use directly instead of resolving a provider.
+    """
+
+    def __init__(
+        self,
+        registry: Registry,
+        plugins: PluginManager,
+        config: Mapping[str, Any],
+        events: Events,
+        client: ModelClient | None = None,
+    ) -> None:
+        self.registry = registry
+        self.plugins = plugins
+        self.config = config
+        self.events = events
+        agent_cfg = config.get("agent") or {}
+        self.max_retries = int(agent_cfg.get("api_max_retries", 3))
+        self.retry_delay = float(agent_cfg.get("retry_base_delay", 1.0))
+        self.stale_timeout = float(agent_cfg.get("stale_timeout") or 0) or None
+        model_cfg = config.get("model") or {}
+        if client is not None:
+            self.primary = ActiveModel(
+                client,
+                str(model_cfg.get("default") or "scripted"),
+                str(model_cfg.get("provider") or "in-process"),
+            )
+        else:
+            self.primary = self._connect(model_cfg)
+        self.active = self.primary
+        self.switches: list[dict[str, Any]] = []
+        self._fallbacks_left: list[dict[str, Any]] | None = None
+        self._pool = cf.ThreadPoolExecutor(4, thread_name_prefix="hermes-model")
+
+    def _connect(self, model_config: Mapping[str, Any]) -> ActiveModel:
+        provider, settings = resolve_provider(self.registry, model_config)
+        settings.config = self.config
+        create = client_factory(self.registry, provider, settings.api_mode)
+        return ActiveModel(create(settings), settings.model, settings.provider, settings, create)
+
+    def start_turn(self) -> None:
+        """Go back to the primary provider: a fallback switch lasts one turn."""
+        self.active = self.primary
+        self.primary.refreshed = False
+        self._fallbacks_left = None
+
+    def close(self) -> None:
+        """Stop the worker threads."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def prepare(self) -> None:
+        """Let the client import its SDK now (called in the background by interactive UIs)."""
+        prepare = getattr(self.active.client, "prepare", None)
+        if callable(prepare):
+            prepare()
+
+    # --- one call with its policies --------------------------------------------------------
+
+    def call(
+        self, make_request: Callable[[str, threading.Event], ModelRequest], cancel: threading.Event
+    ) -> ModelResponse:
+        """Send ``make_request(model, request_cancel)`` until it succeeds or the policies give up.
+
+        Retryable errors are retried with jittered exponential backoff (``Retry-After`` wins);
+        an auth error first asks ``hermes_refresh_credentials`` for a new key; then the fallback
+        providers are tried in order. Raises the last :class:`ProviderError`, or
+        :class:`Interrupted` when ``cancel`` is set.
+        """
+        attempt = 0
+        while True:
+            request_cancel = threading.Event()
+            request = make_request(self.active.model, request_cancel)
+            try:
+                return self._call_once(request, request_cancel, cancel)
+            except ProviderError as exc:
+                if exc.provider is None:
+                    exc.provider = self.active.provider
+                if exc.kind == "context_overflow":
+                    raise
+                if exc.retryable and attempt < self.max_retries:
+                    attempt += 1
+                    delay = self.backoff(attempt, exc.retry_after)
+                    self.events.emit(
+                        "status",
+                        text=f"{exc.provider}: {exc}; retry {attempt}/{self.max_retries} "
+                        f"in {delay:.1f}s",
+                    )
+                    if cancel.wait(delay):
+                        raise Interrupted from None
+                    continue
+                if exc.kind == "auth" and self._refresh_credentials():
+                    attempt = 0
+                    continue
+                if exc.kind in FALLBACK_KINDS and self._switch_to_fallback(exc):
+                    attempt = 0
+                    continue
+                raise
+
+    def backoff(self, attempt: int, retry_after: float | None) -> float:
+        """Seconds to wait before retry ``attempt`` (1-based)."""
+        if retry_after is not None and retry_after >= 0:
+            return min(retry_after, MAX_BACKOFF_SECONDS)
+        base = self.retry_delay * (2 ** (attempt - 1))
+        return min(base * (0.5 + random.random() / 2), MAX_BACKOFF_SECONDS)
+
+    def _call_once(
+        self, request: ModelRequest, request_cancel: threading.Event, cancel: threading.Event
+    ) -> ModelResponse:
+        self.events.emit("thinking", active=True)
+        deadline = time.monotonic() + self.stale_timeout if self.stale_timeout else None
+        try:
+            future = self._pool.submit(self.active.client.complete, request)
+            while True:
+                try:
+                    response = future.result(timeout=POLL_SECONDS)
+                    break
+                except cf.TimeoutError:
+                    if cancel.is_set():
+                        request_cancel.set()
+                        future.cancel()
+                        raise Interrupted from None
+                    if deadline is not None and time.monotonic() > deadline:
+                        request_cancel.set()
+                        future.cancel()
+                        raise ProviderError(
+                            f"no response within {self.stale_timeout:g}s (agent.stale_timeout)",
+                            kind="timeout",
+                        ) from None
+                except Exception:
+                    if cancel.is_set():  # the client gave up because we interrupted it
+                        raise Interrupted from None
+                    raise
+        finally:
+            self.events.emit("thinking", active=False)
+        if cancel.is_set():  # answered, but after the user asked to stop: drop it
+            raise Interrupted
+        if not isinstance(response, ModelResponse):
+            raise HermesError(f"model client returned {type(response).__name__}, not ModelResponse")
+        return response
+
+    def _refresh_credentials(self) -> bool:
+        active = self.active
+        if active.refreshed or active.settings is None or active.create_client is None:
+            return False
+        active.refreshed = True
+        answer = self.plugins.call_first(
+            "hermes_refresh_credentials", provider=active.provider, settings=active.settings
+        )
+        if answer is None or not answer[1]:
+            return False
+        active.settings.api_key = str(answer[1])
+        active.client = active.create_client(active.settings)
+        self.events.emit(
+            "status", text=f"{active.provider}: credentials refreshed by plugin {answer[0].name}"
+        )
+        return True
+
+    def _switch_to_fallback(self, error: ProviderError) -> bool:
+        if self._fallbacks_left is None:
+            self._fallbacks_left = fallback_configs(self.config)
+        while self._fallbacks_left:
+            model_config = self._fallbacks_left.pop(0)
+            try:
+                candidate = self._connect(model_config)
+            except HermesError as exc:
+                self.events.emit(
+                    "status", text=f"fallback {model_config.get('provider')} unusable: {exc}"
+                )
+                continue
+            switch = {
+                "from_provider": self.active.provider,
+                "from_model": self.active.model,
+                "to_provider": candidate.provider,
+                "to_model": candidate.model,
+                "reason": f"{error.kind}: {error}",
+                "at": time.time(),
+            }
+            self.switches.append(switch)
+            self.events.emit(
+                "status",
+                text=f"{self.active.provider} failed ({error.kind}); switching to "
+                f"{candidate.provider} ({candidate.model}) for this turn",
+            )
+            self.active = candidate
+            return True
+        return False
