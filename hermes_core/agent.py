@@ -41,6 +41,7 @@ from .environments import EnvironmentManager
 from .events import Events, EventSink
 from .model_calls import Interrupted, ModelConnection
 from .plugins import PluginManager
+from .pricing import estimate_cost
 from .prompt import collect_layers, join_layers
 from .registry import Registry
 from .sessions import MemorySessionStore
@@ -68,6 +69,7 @@ RESULT_KEYS: frozenset[str] = frozenset(
         "error",
         "model",
         "provider",
+        "estimated_cost_usd",
     }
 )
 """The keys of the dict ``run_conversation`` returns, on every path."""
@@ -198,6 +200,7 @@ class Agent:
         self.messages: list[dict[str, Any]] = []
         self.system_prompt: str | None = None
         self.usage = Usage()
+        self.cost_usd = 0.0
         self._cancel = threading.Event()
         self._ask_lock = threading.Lock()
         self._compress_pending = False
@@ -344,6 +347,8 @@ class Agent:
             log.exception("unexpected error in the agent loop")
             turn.finish("error", f"{type(exc).__name__}: {exc}")
         self.usage.add(turn.usage)
+        if turn.cost_usd is not None:
+            self.cost_usd += turn.cost_usd
         if len(self.connection.switches) > switches_before and self.session is not None:
             self._store("update_session", self.session.id, fallbacks=list(self.connection.switches))
         return turn.result(self)
@@ -463,6 +468,9 @@ class Agent:
                 continue
             turn.api_calls += 1
             turn.usage.add(response.usage)
+            cost = estimate_cost(response.usage, response.model or self.model, self.config.data)
+            if cost is not None:
+                turn.cost_usd = (turn.cost_usd or 0.0) + cost
             self.plugins.call_each("hermes_after_response", response=response)
             if self.engine is not None:
                 self.engine.update_from_response(response.usage)
@@ -593,6 +601,7 @@ class _Turn:
         self.api_calls = 0
         self.usage = Usage()
         self.final_response: str | None = None
+        self.cost_usd: float | None = None
         self.exit_reason = "error"
         self.error: str | None = None
 
@@ -608,6 +617,7 @@ class _Turn:
             "task_id": self.task_id,
             "api_calls": self.api_calls,
             "usage": self.usage.as_dict(),
+            "estimated_cost_usd": self.cost_usd,
             "completed": self.exit_reason in ("completed", "max_turns"),
             "interrupted": self.exit_reason == "interrupted",
             "exit_reason": self.exit_reason,

@@ -32,6 +32,7 @@ __all__ = [
     "set_value",
     "unset_value",
     "validate",
+    "write_dotenv",
 ]
 
 CONFIG_FILE = "config.yaml"
@@ -137,6 +138,7 @@ _SCHEMA: dict[str, _Rule] = {
     "plugins.disabled": _Rule("strlist"),
     "tools.max_result_chars": _Rule("int", low=100),
     "approvals.mode": _Rule("enum", choices=APPROVAL_MODES),
+    "prompt_caching.cache_ttl": _Rule("enum", choices=("5m", "1h")),
 }
 
 _SECTIONS = frozenset(key.split(".", 1)[0] for key in _SCHEMA if "." in key)
@@ -205,6 +207,53 @@ def load_dotenv(path: Path, environ: MutableMapping[str, str] | None = None) -> 
         if key not in env:
             env[key] = value
     return values
+
+
+def write_dotenv(path: Path, updates: Mapping[str, str]) -> None:
+    """Set ``updates`` in a .env file, keeping its other lines; the file is written atomically
+    and readable by its owner only (mode 600), since it holds secrets."""
+    import tempfile
+
+    for key, value in updates.items():
+        if not re.fullmatch(_DOTENV_KEY, key):
+            raise ConfigError(f"{path}: invalid variable name {key!r}")
+        if "\n" in value or "\r" in value:
+            raise ConfigError(f"{path}: the value of {key} must be one line")
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
+    except FileNotFoundError:
+        lines = []
+    pending = dict(updates)
+    out = []
+    for line in lines:
+        parsed = _parse_dotenv_line(line)
+        if isinstance(parsed, tuple) and parsed[0] in pending:
+            key = parsed[0]
+            out.append(f"{key}={_quote_dotenv(pending.pop(key))}")
+        else:
+            out.append(line)
+    out.extend(f"{key}={_quote_dotenv(value)}" for key, value in pending.items())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=".env.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write("\n".join(out) + "\n")
+        os.chmod(tmp_name, 0o600)
+        os.replace(tmp_name, path)
+    except BaseException:
+        try:
+            os.unlink(tmp_name)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def _quote_dotenv(value: str) -> str:
+    if value and all(c.isalnum() or c in "-_.:/+=@,%" for c in value):
+        return value
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
 
 
 def _parse_dotenv_line(line: str) -> tuple[str, str] | str | None:

@@ -212,3 +212,27 @@ def test_a_stale_call_is_abandoned_and_retried(monkeypatch):
     assert agent.chat("q") == "fresh"
     assert time.monotonic() - started < 3
     assert primary.requests[0].cancel.is_set()  # the abandoned call was told to stop
+
+
+def test_cost_is_estimated_from_the_price_table_and_config_extends_it():
+    from hermes_core.pricing import estimate_cost, price_for
+    from hermes_hookspecs import Usage
+
+    assert price_for("claude-sonnet-4-20250514", {})["output"] == 15.0
+    assert price_for("openrouter/gpt-4o-mini", {})["input"] == 0.15
+    assert price_for("unknown-model", {}) is None
+    config = {"pricing": {"house-model": {"input": 1.0, "output": 2.0, "cache_read": 0.5}}}
+    usage = Usage(input_tokens=1_000_000, output_tokens=500_000, cache_read_tokens=400_000)
+    assert estimate_cost(usage, "house-model", config) == pytest.approx(0.6 + 0.2 + 1.0)
+    assert estimate_cost(usage, "unknown-model", config) is None
+
+
+def test_turn_result_carries_the_estimated_cost():
+    from hermes_core.testing import make_agent
+
+    config = {"pricing": {"scripted": {"input": 1.0, "output": 1.0}}}
+    agent = make_agent(text("a"), config=config)
+    result = agent.run_conversation("q")
+    tokens = result["usage"]["input_tokens"] + result["usage"]["output_tokens"]
+    assert result["estimated_cost_usd"] == pytest.approx(tokens / 1_000_000)
+    assert make_agent(text("a")).run_conversation("q")["estimated_cost_usd"] is None

@@ -47,6 +47,12 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str, str]] = {
         "doctor",
         "Check config, plugins, tools, provider and execution backend.",
     ),
+    "model": ("setup", "model", "Show the model, or switch to NAME (PROVIDER/NAME or --provider)."),
+    "setup": (
+        "setup",
+        "setup",
+        "Set provider, model, endpoint and key (config.yaml and .env).",
+    ),
     "plugins": ("commands", "plugins_group", "Installed plugins and their state."),
     "providers": ("commands", "providers_group", "Model providers."),
     "tools": ("commands", "tools_group", "Tools and toolsets the model can use."),

@@ -1,0 +1,116 @@
+"""``hermes setup`` (provider, model, endpoint and key) and ``hermes model`` (switch models)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from hermes_hookspecs import HermesError
+
+from .state import CliState
+
+
+def _state() -> CliState:
+    return click.get_current_context().find_root().obj  # type: ignore[no-any-return]
+
+
+def _set_model(state: CliState, provider: str, model: str | None, base_url: str | None) -> None:
+    from ..config import save_config
+
+    data: dict[str, Any] = dict(state.config.file_data)
+    section = data.get("model")
+    section = dict(section) if isinstance(section, dict) else {}
+    section["provider"] = provider
+    if model:
+        section["default"] = model
+    else:
+        section.pop("default", None)
+    if base_url:
+        section["base_url"] = base_url
+    else:
+        section.pop("base_url", None)
+    data["model"] = section
+    save_config(state.config.path, data)
+
+
+@click.command("setup")
+@click.option("--provider", help="Provider name (asked when missing).")
+@click.option("--model", help="Model name.")
+@click.option("--base-url", help="Endpoint, when not the provider's default.")
+@click.option("--api-key", help="API key, stored in $HERMES_HOME/.env only.")
+def setup(
+    provider: str | None, model: str | None, base_url: str | None, api_key: str | None
+) -> None:
+    """Set provider, model, endpoint and key (config.yaml and .env)."""
+    from ..config import write_dotenv
+
+    state = _state()
+    providers = state.registry.providers
+    if not providers:
+        raise HermesError("no model provider is installed; install a provider plugin first")
+    names = sorted(providers)
+    if provider is None:
+        current = state.config.get("model.provider")
+        provider = click.prompt(
+            "provider", type=click.Choice(names), default=current if current in names else names[0]
+        )
+    if provider not in providers:
+        raise HermesError(f"unknown provider {provider!r} (installed: {', '.join(names)})")
+    chosen = providers[provider].value
+    asking = api_key is None and model is None and base_url is None
+    if model is None:
+        model = click.prompt("model", default=chosen.default_model or "", show_default=True)
+    if base_url is None and asking:
+        base_url = click.prompt(
+            "base URL (empty: the provider's default)",
+            default=chosen.default_base_url or "",
+            show_default=True,
+        )
+        if base_url == (chosen.default_base_url or ""):
+            base_url = None
+    if chosen.key_env and api_key is None and asking:
+        api_key = click.prompt(
+            f"{chosen.key_env} (empty: keep the current one)",
+            default="",
+            show_default=False,
+            hide_input=True,
+        )
+    _set_model(state, provider, model or None, base_url or None)
+    if api_key:
+        if not chosen.key_env:
+            raise HermesError(f"provider {provider!r} takes no API key")
+        write_dotenv(state.home / ".env", {chosen.key_env: api_key})
+        click.echo(f"saved {chosen.key_env} in {state.home / '.env'} (mode 600)")
+    click.echo(
+        f"provider {provider}, model {model or chosen.default_model or '-'} "
+        f"saved in {state.config.path}"
+    )
+
+
+@click.command("model")
+@click.argument("name", required=False)
+@click.option("--provider", help="Switch to this provider too.")
+def model(name: str | None, provider: str | None) -> None:
+    """Show the model, or switch to NAME (PROVIDER/NAME or --provider)."""
+    state = _state()
+    current_provider = state.config.get("model.provider")
+    if name is None and provider is None:
+        click.echo(f"{current_provider or '-'} / {state.config.get('model.default') or '-'}")
+        return
+    if (
+        name
+        and "/" in name
+        and provider is None
+        and name.split("/", 1)[0] in state.registry.providers
+    ):
+        provider, name = name.split("/", 1)
+    provider = provider or current_provider
+    if not provider:
+        raise HermesError("no provider configured: pass --provider NAME or run `hermes setup`")
+    if provider not in state.registry.providers:
+        installed = ", ".join(sorted(state.registry.providers)) or "none"
+        raise HermesError(f"unknown provider {provider!r} (installed: {installed})")
+    base_url = state.config.get("model.base_url") if provider == current_provider else None
+    _set_model(state, provider, name, base_url)
+    click.echo(f"model: {provider} / {name or '(provider default)'}")
