@@ -217,6 +217,8 @@ def _one_shot(state: CliState, query: str, *, as_json: bool, yolo: bool, stream:
 def _interactive(state: CliState, *, yolo: bool, stream: bool) -> None:
     display = Display(interactive=True, stream=stream)
     agent = make_agent(state, interactive=True, display=display, yolo=yolo, stream=stream)
+    # Import the provider's SDK while the user types, so the first answer does not wait for it.
+    threading.Thread(target=_prepare_quietly, args=(agent,), daemon=True).start()
     history = _setup_readline(state.home)
     click.echo(
         f"hermes: {agent.model} via {agent.provider_name}; /help for commands, Ctrl-D to quit",
@@ -243,6 +245,13 @@ def _interactive(state: CliState, *, yolo: bool, stream: bool) -> None:
         if history is not None:
             _save_history(history)
         agent.close()
+
+
+def _prepare_quietly(agent: Any) -> None:
+    try:
+        agent.connection.prepare()
+    except Exception:  # the first real call reports any problem properly
+        pass
 
 
 def _turn(agent: Any, display: Display, line: str) -> None:

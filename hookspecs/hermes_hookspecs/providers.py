@@ -121,7 +121,11 @@ class ModelResponse:
 
 @runtime_checkable
 class ModelClient(Protocol):
-    """A connection to a model, built lazily by a :class:`Provider`."""
+    """A connection to a model, built lazily by a :class:`Provider`.
+
+    A client may also have a ``prepare()`` method that imports its SDK and builds its
+    connection; interactive front ends call it in the background while the user types.
+    """
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request`` and return the response; raise :class:`ProviderError` on failure."""
