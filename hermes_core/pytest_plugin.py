@@ -9,6 +9,9 @@
   ``@pytest.mark.hermes_plugins("name", ...)`` (entry point names).
 - ``hermes_cli``: runs ``hermes`` commands in-process against ``hermes_home``; pass
   ``model=`` to answer chats with a scripted model.
+- ``fake_llm``: a started :class:`~hermes_core.testing.FakeLLM` (a loopback server speaking
+  OpenAI chat completions, OpenAI Responses and Anthropic messages) with an empty script; add
+  steps with ``.add``. Stopped after the test; an exception raised by a function step fails it.
 """
 
 from __future__ import annotations
@@ -75,6 +78,20 @@ def agent(
     marker = request.node.get_closest_marker("hermes_plugins")
     plugins = list(marker.args) if marker else []
     return make_agent(model=scripted_model, plugins=plugins)
+
+
+@pytest.fixture
+def fake_llm() -> Iterator[Any]:
+    """A started fake LLM server with an empty script; stopped after the test."""
+    from hermes_core.testing.fake_llm import FakeLLM
+
+    server = FakeLLM().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+    if server.errors:
+        raise server.errors[0]
 
 
 @dataclass
