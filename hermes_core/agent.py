@@ -199,6 +199,10 @@ class Agent:
         self.session: SessionInfo | None = None
         self.messages: list[dict[str, Any]] = []
         self.system_prompt: str | None = None
+        model_cfg = cfg.get("model") or {}
+        self._max_tokens: int | None = model_cfg.get("max_tokens")
+        options = model_cfg.get("options")
+        self._options: dict[str, Any] = dict(options) if isinstance(options, Mapping) else {}
         self.usage = Usage()
         self.cost_usd = 0.0
         self._cancel = threading.Event()
@@ -435,6 +439,7 @@ class Agent:
                     }
                 else:
                     messages.append({"role": "user", "content": extra_user})
+                    source = [*source, messages[-1]]  # keeps source aligned with messages
 
             def make_request(
                 model: str,
@@ -452,6 +457,8 @@ class Agent:
                     session_id=self.session_id,
                     task_id=turn.task_id,
                     source_messages=source,
+                    max_tokens=self._max_tokens,
+                    options=dict(self._options),
                 )
                 self.plugins.call_each("hermes_before_request", request=request)
                 return request

@@ -115,6 +115,8 @@ _SCHEMA: dict[str, _Rule] = {
     "model.api_key": _Rule("str"),
     "model.api_mode": _Rule("enum", choices=tuple(API_MODES)),
     "model.context_length": _Rule("int", low=1),
+    "model.max_tokens": _Rule("int", low=1),
+    "model.timeout": _Rule("number", low=0, low_open=True),
     "toolsets": _Rule("strlist"),
     "disabled_toolsets": _Rule("strlist"),
     "agent.max_turns": _Rule("int", low=1),
@@ -139,6 +141,7 @@ _SCHEMA: dict[str, _Rule] = {
     "tools.max_result_chars": _Rule("int", low=100),
     "approvals.mode": _Rule("enum", choices=APPROVAL_MODES),
     "prompt_caching.cache_ttl": _Rule("enum", choices=("5m", "1h")),
+    "prompt_caching.enabled": _Rule("bool"),
 }
 
 _SECTIONS = frozenset(key.split(".", 1)[0] for key in _SCHEMA if "." in key)

@@ -505,3 +505,24 @@ def test_requests_carry_session_and_task_ids():
     result = agent.run_conversation("q", task_id="task_42")
     request = agent.client.last_request
     assert request.task_id == "task_42" and request.session_id == result["session_id"]
+
+
+def test_model_options_and_max_tokens_reach_every_request():
+    agent = make_agent(
+        text("ok"), config={"model": {"max_tokens": 321, "options": {"temperature": 0.2}}}
+    )
+    agent.chat("q")
+    request = agent.client.last_request
+    assert request.max_tokens == 321 and request.options == {"temperature": 0.2}
+
+
+def test_budget_summary_keeps_source_messages_aligned():
+    agent = make_agent(
+        tool_call("echo"), text("summary"), plugins=[toolset_plugin(echo_tool())], max_turns=1
+    )
+    agent.run_conversation("go", system_message="Be brief.")
+    last = agent.client.last_request
+    assert last.system_prompt == "Be brief."
+    assert last.messages[-1]["content"].startswith("You have used all the steps")
+    assert len(last.source_messages) == len(last.messages) - 1  # all but the system prompt
+    assert last.source_messages[-1]["content"] == last.messages[-1]["content"]

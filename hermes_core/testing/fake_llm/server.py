@@ -81,6 +81,7 @@ class RecordedRequest:
     :param wire: ``chat_completions``, ``codex_responses`` or ``anthropic_messages`` for a model
         call; ``None`` for anything else (``GET /v1/models``, unknown paths).
     :param number: for a model call, which one it was (1, 2, ...); the step it consumed.
+    :param received_at: ``time.time()`` when the request's body had arrived.
     """
 
     method: str
@@ -90,6 +91,7 @@ class RecordedRequest:
     json: Any = None
     wire: str | None = None
     number: int | None = None
+    received_at: float = field(default_factory=time.time)
 
     @property
     def stream(self) -> bool:

@@ -1,0 +1,85 @@
+"""``hermes chat -q`` end to end against the test kit's fake LLM server.
+
+A two-request task in chat-completions mode: the model calls one tool, then answers in text.
+Each run is a fresh ``hermes`` process; the figures are medians over the runs:
+
+- wall time of the whole command;
+- time from process start to the first model request reaching the server, next to the time of
+  a bare ``python -c "import openai"`` (the SDK's own import cost, which hermes cannot avoid);
+- peak resident memory of the process.
+
+Needs the openai provider plugin and the acme-weather example installed (the dev set-up).
+Usage: python benchmarks/chat_roundtrip.py [--runs 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from hermes_core.testing import FakeLLM, text, tool_call
+
+
+def run_child(argv: list[str], env: dict[str, str]) -> tuple[float, float, int]:
+    """Start time, wall seconds and peak RSS (KiB) of one process."""
+    started = time.time()
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.time() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{argv[0]} failed: {proc.stderr.read().decode() if proc.stderr else ''}")
+    return started, wall, usage.ru_maxrss
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    hermes = shutil.which("hermes", path=str(Path(sys.executable).parent)) or "hermes"
+    walls, firsts, rss, imports = [], [], [], []
+    with tempfile.TemporaryDirectory() as home, FakeLLM() as llm:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_")}
+        env.update(HERMES_HOME=home, HERMES_PLUGINS="openai,weather")
+        argv = [
+            hermes,
+            "chat",
+            "-q",
+            "What is the weather in Paris?",
+            "--provider",
+            "custom",
+            "--base-url",
+            llm.openai_base_url,
+            "--model",
+            "bench",
+            "--toolsets",
+            "weather",
+        ]
+        for _ in range(args.runs + 1):  # the first run warms the file cache and is dropped
+            llm.add(tool_call("get_weather", {"city": "Paris"}), text("Sunny in Paris."))
+            before = len(llm.requests)
+            started, wall, peak = run_child(argv, env)
+            first = llm.requests[before].received_at - started
+            walls.append(wall)
+            firsts.append(first)
+            rss.append(peak)
+            imports.append(run_child([sys.executable, "-c", "import openai"], env)[1])
+    walls, firsts, rss, imports = walls[1:], firsts[1:], rss[1:], imports[1:]
+    print(f"hermes chat -q, tool call then text, chat completions, {args.runs} runs (medians)")
+    first, sdk = statistics.median(firsts), statistics.median(imports)
+    print(f"  wall                            {statistics.median(walls):6.3f} s")
+    print(f"  start to first request          {first:6.3f} s")
+    print(f"  bare `python -c 'import openai'` {sdk:6.3f} s")
+    print(f"  first request minus SDK import  {first - sdk:+6.3f} s")
+    print(f"  peak RSS                        {statistics.median(rss) / 1024:6.1f} MiB")
+
+
+if __name__ == "__main__":
+    main()
