@@ -1,0 +1,247 @@
+"""The hermes model client on top of the ``openai`` SDK.
+
+The SDK is imported, and its client built, on the first request (or :meth:`OpenAIClient.prepare`),
+never when hermes starts. Each HTTP call runs on a worker thread while the calling thread hands
+streamed chunks to the converters and watches ``request.cancel``: an interrupt returns at once,
+even when the server has stopped sending, and the connection is shut down.
+"""
+
+from __future__ import annotations
+
+import queue
+import socket
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from hermes_hookspecs import ModelRequest, ModelResponse, ProviderError
+
+from . import chat, responses
+from .errors import from_sdk
+
+CHAT = "chat_completions"
+RESPONSES = "codex_responses"
+POLL_SECONDS = 0.05
+"""How often a waiting call looks at ``request.cancel``."""
+
+_ITEM, _RESULT, _END, _ERROR = range(4)
+
+
+class Cancelled(ProviderError):
+    """The call was interrupted (``request.cancel`` was set); nothing of it is kept."""
+
+    def __init__(self, provider: str | None = None) -> None:
+        super().__init__("cancelled", kind="connection", retryable=False, provider=provider)
+
+
+class _Call:
+    """One SDK call on a worker thread, with its results handed over through a queue."""
+
+    def __init__(self, opener: Callable[[], Any], streaming: bool, cancel: threading.Event):
+        self.opener = opener
+        self.streaming = streaming
+        self.cancel = cancel
+        self.stopped = threading.Event()
+        self.stream: Any = None
+        self.queue: queue.SimpleQueue[tuple[int, Any]] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._work, name="hermes-openai-call", daemon=True)
+
+    def _work(self) -> None:
+        try:
+            result = self.opener()
+            if not self.streaming:
+                self.queue.put((_RESULT, result))
+                return
+            self.stream = result
+            if self.stopped.is_set():
+                return
+            for item in result:
+                self.queue.put((_ITEM, item))
+                if self.stopped.is_set() or self.cancel.is_set():
+                    break
+            self.queue.put((_END, None))
+        except BaseException as exc:  # handed to the caller, which turns it into a hermes error
+            self.queue.put((_ERROR, exc))
+        finally:
+            if self.stream is not None and (self.stopped.is_set() or self.cancel.is_set()):
+                _close_quietly(self.stream)
+
+    def stop(self) -> None:
+        """Make the worker give up: shut the socket so a blocked read returns at once."""
+        self.stopped.set()
+        stream = self.stream
+        if stream is None:
+            return  # the worker closes the stream itself when its call returns
+        try:
+            network = stream.response.extensions.get("network_stream")
+            sock = network.get_extra_info("socket") if network is not None else None
+            if sock is not None:
+                sock.shutdown(socket.SHUT_RDWR)
+        except Exception:  # best effort: the worker closes the stream when it wakes
+            pass
+
+
+def _close_quietly(stream: Any) -> None:
+    try:
+        stream.close()
+    except Exception:
+        pass
+
+
+class OpenAIClient:
+    """A :class:`~hermes_hookspecs.ModelClient` for chat completions and the Responses API.
+
+    :param settings: the resolved :class:`~hermes_hookspecs.ProviderSettings`; its ``api_mode``
+        chooses the wire format (``chat_completions`` or ``codex_responses``).
+    """
+
+    def __init__(self, settings: Any) -> None:
+        if settings.api_mode not in (CHAT, RESPONSES):
+            raise ProviderError(
+                f"provider {settings.provider!r} speaks {CHAT} and {RESPONSES}, not"
+                f" {settings.api_mode!r}",
+                kind="bad_request",
+                provider=settings.provider,
+            )
+        if not settings.base_url:
+            raise ProviderError(
+                f"provider {settings.provider!r} needs a base URL: pass --base-url or set"
+                " model.base_url in config.yaml",
+                kind="bad_request",
+                provider=settings.provider,
+            )
+        self.settings = settings
+        self._sdk: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def api_mode(self) -> str:
+        """The wire format this client speaks."""
+        return str(self.settings.api_mode)
+
+    @property
+    def sdk(self) -> Any:
+        """The ``openai.OpenAI`` client, imported and built on first use (thread-safe)."""
+        if self._sdk is None:
+            with self._lock:
+                if self._sdk is None:
+                    import openai
+
+                    self._sdk = openai.OpenAI(
+                        base_url=self.settings.base_url,
+                        api_key=self.settings.api_key or "not-needed",
+                        timeout=self.settings.timeout,
+                        max_retries=0,
+                    )
+        return self._sdk
+
+    def prepare(self) -> None:
+        """Import the SDK and build its client now (e.g. on a background thread while the user
+        types), so the first request does not wait for it."""
+        _ = self.sdk
+
+    def close(self) -> None:
+        """Release the SDK's connection pool."""
+        sdk, self._sdk = self._sdk, None
+        if sdk is not None:
+            sdk.close()
+
+    # --- requests ---------------------------------------------------------------------------
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        """Send ``request`` and return the converted response (see ``ModelClient``)."""
+        try:
+            if self.api_mode == RESPONSES:
+                return self._responses(request)
+            return self._chat(request)
+        except ProviderError as exc:
+            if exc.provider is None:
+                exc.provider = self.settings.provider
+            raise
+
+    def _chat(self, request: ModelRequest) -> ModelResponse:
+        body = chat.build_body(request, self.settings)
+        opener = self._opener(lambda sdk: sdk.chat.completions.create, body, "messages")
+        if request.stream:
+            accumulator = chat.ChatStream(request)
+            self._run(request, opener, accumulator.feed)
+            return accumulator.result()
+        return chat.parse_completion(self._run(request, opener))
+
+    def _responses(self, request: ModelRequest) -> ModelResponse:
+        # The Codex backend only answers streamed requests: stream on the wire, and deliver
+        # deltas only when the caller asked for them.
+        stream = request.stream or _is_codex_backend(self.settings.base_url)
+        body = responses.build_body(request, self.settings, stream=stream)
+        opener = self._opener(lambda sdk: sdk.responses.create, body)
+        if stream:
+            quiet = request if request.stream else _without_sink(request)
+            accumulator = responses.ResponsesStream(quiet)
+            self._run(request, opener, accumulator.feed)
+            return accumulator.result()
+        return responses.parse_response(self._run(request, opener))
+
+    def _opener(
+        self, method: Callable[[Any], Callable[..., Any]], body: dict[str, Any], *named: str
+    ) -> Callable[[], Any]:
+        """A call of the SDK method ``method(sdk)`` with ``model``, ``stream`` and ``named`` as
+        arguments and the rest of ``body`` as extra body fields (so options the SDK does not
+        know pass through). The SDK is imported by the first call, on the worker thread."""
+        rest = dict(body)
+        kwargs: dict[str, Any] = {"model": rest.pop("model")}
+        for name in named:
+            kwargs[name] = rest.pop(name)
+        if rest.pop("stream", False):
+            kwargs["stream"] = True
+        kwargs["extra_body"] = rest
+        return lambda: method(self.sdk)(**kwargs)
+
+    def _run(
+        self,
+        request: ModelRequest,
+        opener: Callable[[], Any],
+        on_item: Callable[[Any], None] | None = None,
+    ) -> Any:
+        """Run ``opener`` on a worker thread; with ``on_item``, hand each streamed item to it
+        here. Returns the result (non-streamed) and raises hermes errors only."""
+        cancel = request.cancel
+        if cancel.is_set():
+            raise Cancelled(self.settings.provider)
+        call = _Call(opener, on_item is not None, cancel)
+        call.thread.start()
+        finished = False
+        try:
+            while True:
+                try:
+                    kind, value = call.queue.get(timeout=POLL_SECONDS)
+                except queue.Empty:
+                    if cancel.is_set():
+                        raise Cancelled(self.settings.provider) from None
+                    continue
+                if cancel.is_set():
+                    raise Cancelled(self.settings.provider)
+                if kind == _ITEM:
+                    assert on_item is not None
+                    on_item(value)
+                elif kind == _RESULT:
+                    finished = True
+                    return value
+                elif kind == _END:
+                    finished = True
+                    return None
+                else:
+                    finished = True
+                    raise from_sdk(value, provider=self.settings.provider) from value
+        finally:
+            if not finished:
+                call.stop()
+
+
+def _is_codex_backend(base_url: str | None) -> bool:
+    return "chatgpt.com/backend-api/codex" in (base_url or "").lower()
+
+
+def _without_sink(request: ModelRequest) -> ModelRequest:
+    import dataclasses
+
+    return dataclasses.replace(request, sink=None)
