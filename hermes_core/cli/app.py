@@ -217,3 +217,17 @@ def main(
         )
         return 1
     return code if isinstance(code, int) else 0  # click returns ctx.exit()'s code here
+
+
+def console_main() -> int:
+    """The ``hermes`` console script: :func:`main`, then a fast exit.
+
+    Freezing the garbage collector before the interpreter shuts down spares it a full collection
+    of every object the SDKs created (about 0.4 s with the openai SDK loaded); files are still
+    flushed and ``atexit`` handlers still run.
+    """
+    code = main()
+    import gc
+
+    gc.freeze()
+    return code
