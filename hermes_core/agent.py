@@ -207,6 +207,7 @@ class Agent:
         self.cost_usd = 0.0
         self._cancel = threading.Event()
         self._ask_lock = threading.Lock()
+        self._wire_cache = transcript.WireCache()
         self._compress_pending = False
         self._closed = False
 
@@ -430,7 +431,7 @@ class Agent:
         overflow_retried = False
         while True:
             self._maybe_compress(preflight=True)
-            messages, source = transcript.wire_and_source(self.messages, self.system_prompt)
+            messages, source = self._wire_cache.build(self.messages, self.system_prompt)
             if extra_user is not None:
                 if messages[-1]["role"] == "user":
                     messages[-1] = {

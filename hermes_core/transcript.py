@@ -534,3 +534,65 @@ def _parts(content: Any) -> list[Any]:
     if not content:
         return []
     return [{"type": "text", "text": content if isinstance(content, str) else str(content)}]
+
+
+# --- incremental wire messages --------------------------------------------------------------
+
+_ANCHOR_CALL = {"id": "anchor", "type": "function", "function": {"name": "a", "arguments": "{}"}}
+_ANCHORS: dict[Any, list[dict[str, Any]]] = {
+    # What a valid transcript ending in a message of this role looks like, as far as the
+    # validity of the messages that follow is concerned.
+    "user": [{"role": "user", "content": ""}],
+    "assistant": [{"role": "user", "content": ""}, {"role": "assistant", "content": ""}],
+    "tool": [
+        {"role": "user", "content": ""},
+        {"role": "assistant", "content": None, "tool_calls": [_ANCHOR_CALL]},
+        {"role": "tool", "tool_call_id": "anchor", "content": ""},
+    ],
+}
+
+
+class WireCache:
+    """:func:`wire_and_source` for a transcript that grows by appends, scanning only what was
+    appended since the last call.
+
+    The agent's transcript only grows during a turn, and rescanning hundreds of messages before
+    every model call would dominate the loop's own cost. A transcript replaced by another list
+    object, shortened, or whose new messages do not validate after the cached prefix goes
+    through the full :func:`wire_and_source` again. The returned wire dicts are shared between
+    calls: treat them as read-only.
+    """
+
+    def __init__(self) -> None:
+        self._messages: list[dict[str, Any]] | None = None
+        self._source: list[dict[str, Any]] = []
+        self._wire: list[dict[str, Any]] = []
+
+    def build(
+        self, messages: list[dict[str, Any]], system_prompt: str | None
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The wire messages and their source, as :func:`wire_and_source` returns them."""
+        head = [] if system_prompt is None else [{"role": "system", "content": system_prompt}]
+        cached = len(self._source)
+        if (
+            cached
+            and messages is self._messages
+            and len(messages) >= cached
+            and messages[cached - 1] is self._source[-1]
+        ):
+            anchor = _ANCHORS.get(self._source[-1].get("role"))
+            if anchor is not None:
+                tail = messages[cached:]
+                out: list[dict[str, Any]] = []
+                if next(_scan(anchor + tail, out, strip=True, system_first=False), None) is None:
+                    self._wire.extend(out[len(anchor) :])
+                    self._source.extend(tail)
+                    return head + self._wire, list(self._source)
+        wire, source = wire_and_source(messages, system_prompt)
+        if source is messages and messages:  # valid as it was: worth remembering
+            self._messages = messages
+            self._source = list(messages)
+            self._wire = wire[len(head) :]
+        else:
+            self._messages, self._source, self._wire = None, [], []
+        return wire, source

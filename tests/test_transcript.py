@@ -17,6 +17,7 @@ from hermes_core.transcript import (
     repair,
     strip_internal,
     validate,
+    wire_and_source,
     wire_messages,
 )
 from hermes_hookspecs import HermesError
@@ -660,3 +661,64 @@ def test_validate_agrees_with_ensure_valid(seed: int) -> None:
             for m in messages
         ]
         assert repair(messages) == expected
+
+
+# --- WireCache ---------------------------------------------------------------------------------
+
+
+def _grow(seed: int) -> list[list[dict]]:
+    """Snapshots of a valid transcript growing the way the loop grows it."""
+    import random as _random
+
+    rng = _random.Random(seed)
+    messages: list[dict] = [{"role": "user", "content": "start"}]
+    snapshots = []
+    for step in range(30):
+        if rng.random() < 0.6:
+            ids = [f"c{step}_{i}" for i in range(rng.randint(1, 3))]
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "reasoning": "r",
+                    "tool_calls": [
+                        {"id": i, "type": "function", "function": {"name": "t", "arguments": "{}"}}
+                        for i in ids
+                    ],
+                }
+            )
+            for i in ids:
+                messages.append({"role": "tool", "tool_call_id": i, "content": i, "tool_name": "t"})
+        else:
+            messages.append(
+                {"role": "assistant", "content": f"answer {step}", "finish_reason": "stop"}
+            )
+            messages.append({"role": "user", "content": f"next {step}"})
+        snapshots.append(len(messages))
+    return [messages, snapshots]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_wire_cache_matches_the_full_computation_as_the_transcript_grows(seed):
+    from hermes_core.transcript import WireCache
+
+    messages, lengths = _grow(seed)
+    cache = WireCache()
+    grown: list[dict] = []
+    for length in lengths:
+        grown.extend(messages[len(grown) : length])
+        assert cache.build(grown, "SYS") == wire_and_source(grown, "SYS")
+
+
+def test_wire_cache_falls_back_when_the_list_is_replaced_or_an_append_is_invalid():
+    from hermes_core.transcript import WireCache
+
+    cache = WireCache()
+    history = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+    cache.build(history, None)
+    history.append({"role": "assistant", "content": "c"})  # two assistants: needs repair
+    wire, source = cache.build(history, None)
+    assert validate(wire) == []
+    assert wire == wire_and_source(history, None)[0]
+    replaced = [{"role": "user", "content": "fresh"}]
+    assert cache.build(replaced, "S") == wire_and_source(replaced, "S")
