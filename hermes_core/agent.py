@@ -208,6 +208,7 @@ class Agent:
         self._cancel = threading.Event()
         self._ask_lock = threading.Lock()
         self._wire_cache = transcript.WireCache()
+        self._auxiliary: dict[str, ModelConnection] = {}
         self._compress_pending = False
         self._closed = False
 
@@ -301,6 +302,9 @@ class Agent:
         self.environments.cleanup()
         self.dispatcher.close()
         self.connection.close()
+        for connection in self._auxiliary.values():
+            if connection is not self.connection:
+                connection.close()
 
     def __enter__(self) -> Agent:
         return self
@@ -504,6 +508,55 @@ class Agent:
                 return
         self._compress_pending = False
         self.compress(focus)
+
+    def side_request(
+        self, task: str, messages: list[dict[str, Any]], max_tokens: int | None = None
+    ) -> ModelResponse:
+        """Ask a model for a side task (a compression summary, ...), without tools.
+
+        ``auxiliary.<task>`` in config.yaml (``provider``, ``model``, ``base_url``, ``api_mode``,
+        ``fallback_providers``) chooses the model; without it, or when it cannot be set up, the
+        main model answers. Retries and fallbacks apply as for the main model.
+        """
+        connection = self._auxiliary.get(task)
+        if connection is None:
+            connection = self.connection
+            entry = (self.config.data.get("auxiliary") or {}).get(task)
+            if isinstance(entry, Mapping) and entry.get("provider"):
+                derived = dict(self.config.data)
+                derived["model"] = {
+                    "provider": entry["provider"],
+                    "default": entry.get("model"),
+                    "base_url": entry.get("base_url"),
+                    "api_mode": entry.get("api_mode"),
+                }
+                derived["fallback_providers"] = list(entry.get("fallback_providers") or []) + [
+                    {"provider": self.provider_name, "model": self.model}
+                ]
+                try:
+                    connection = ModelConnection(self.registry, self.plugins, derived, self.events)
+                except HermesError as exc:
+                    self.events.emit(
+                        "status", text=f"auxiliary.{task} unusable ({exc}); using the main model"
+                    )
+            self._auxiliary[task] = connection
+        if connection is not self.connection:
+            connection.start_turn()  # a fallback lasts for one side request
+        wire = transcript.wire_messages(messages, None)
+
+        def make_request(model: str, cancel: threading.Event) -> ModelRequest:
+            return ModelRequest(
+                model=model,
+                messages=wire,
+                cancel=cancel,
+                max_tokens=max_tokens,
+                session_id=self.session_id,
+            )
+
+        try:
+            return connection.call(make_request, self._cancel)
+        except Interrupted:
+            raise HermesError(f"side task {task!r} interrupted") from None
 
     def compress(self, focus: str | None = None) -> None:
         """Shorten the transcript with the context engine and rebuild the system prompt once."""

@@ -236,3 +236,23 @@ def test_turn_result_carries_the_estimated_cost():
     tokens = result["usage"]["input_tokens"] + result["usage"]["output_tokens"]
     assert result["estimated_cost_usd"] == pytest.approx(tokens / 1_000_000)
     assert make_agent(text("a")).run_conversation("q")["estimated_cost_usd"] is None
+
+
+def test_side_requests_use_the_auxiliary_model_and_fall_back_to_the_main_one(monkeypatch):
+    monkeypatch.setenv("PRIMARY_KEY", "k")
+    monkeypatch.setenv("SUMMARY_KEY", "k")
+    primary = ScriptedModel(text("main answer"), text("main summary"))
+    summary = ScriptedModel(text("aux summary"), ProviderError("down", kind="server"))
+    config = {
+        "model": {"provider": "primary"},
+        "agent": {**FAST, "api_max_retries": 0},
+        "auxiliary": {"compression": {"provider": "summary", "model": "small"}},
+    }
+    agent = agent_with([providers_plugin(primary=primary, summary=summary)], config)
+    messages = [{"role": "user", "content": "summarise this"}]
+    assert agent.side_request("compression", messages).message["content"] == "aux summary"
+    assert summary.last_request.model == "small" and summary.last_request.tools == []
+    # the auxiliary provider fails: its chain ends with the main model
+    assert agent.side_request("compression", messages).message["content"] == "main answer"
+    # a task with no auxiliary entry uses the main model directly
+    assert agent.side_request("title", messages).message["content"] == "main summary"
