@@ -215,7 +215,6 @@ def load_dotenv(path: Path, environ: MutableMapping[str, str] | None = None) -> 
 def write_dotenv(path: Path, updates: Mapping[str, str]) -> None:
     """Set ``updates`` in a .env file, keeping its other lines; the file is written atomically
     and readable by its owner only (mode 600), since it holds secrets."""
-    import tempfile
 
     for key, value in updates.items():
         if not re.fullmatch(_DOTENV_KEY, key):
@@ -237,19 +236,7 @@ def write_dotenv(path: Path, updates: Mapping[str, str]) -> None:
         else:
             out.append(line)
     out.extend(f"{key}={_quote_dotenv(value)}" for key, value in pending.items())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=".env.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write("\n".join(out) + "\n")
-        os.chmod(tmp_name, 0o600)
-        os.replace(tmp_name, path)
-    except BaseException:
-        try:
-            os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
-        raise
+    _atomic_write(path, "\n".join(out) + "\n", mode=0o600)
 
 
 def _quote_dotenv(value: str) -> str:
@@ -743,26 +730,35 @@ def unset_value(path: Path, dotted: str) -> bool:
 
 def save_config(path: Path, data: Mapping[str, Any]) -> None:
     """Write data to a config file atomically, creating its folder; key order is kept."""
-    import tempfile
-
     import yaml
 
-    # Write through a symlink to its target so a linked config.yaml stays linked.
-    target = Path(os.path.realpath(path))
-    target.parent.mkdir(parents=True, exist_ok=True)
     text = yaml.safe_dump(
         _plain(data), sort_keys=False, allow_unicode=True, default_flow_style=False
     )
+    # Write through a symlink to its target so a linked config.yaml stays linked.
+    _atomic_write(Path(os.path.realpath(path)), text)
+
+
+def _atomic_write(target: Path, text: str, mode: int | None = None) -> None:
+    """Replace ``target`` with ``text`` in one step (temp file, fsync, rename), creating its
+    folder. ``mode`` forces the file's permissions; otherwise an existing file keeps its own
+    and a new one is owner-only, since config files may hold keys."""
+    import tempfile
+
+    target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
-        try:
-            os.chmod(tmp_name, target.stat().st_mode & 0o7777)
-        except FileNotFoundError:
-            pass  # a new file keeps mkstemp's owner-only mode: it may hold an API key
+        if mode is not None:
+            os.chmod(tmp_name, mode)
+        else:
+            try:
+                os.chmod(tmp_name, target.stat().st_mode & 0o7777)
+            except FileNotFoundError:
+                pass  # keeps mkstemp's owner-only mode
         os.replace(tmp_name, target)
     except BaseException:
         try:
