@@ -37,6 +37,7 @@ from . import transcript
 from .approvals import ApprovalCallback, ApprovalGate
 from .config import Config, load_config, load_dotenv, resolve_home, validate
 from .dispatch import Dispatcher
+from .engines import make_engine
 from .environments import EnvironmentManager
 from .events import Events, EventSink
 from .model_calls import Interrupted, ModelConnection
@@ -176,7 +177,7 @@ class Agent:
         )
 
         self.connection = ModelConnection(self.registry, self.plugins, cfg, self.events, client)
-        self.engine: ContextEngine | None = self._make_engine()
+        self.engine: ContextEngine | None = make_engine(self.registry, cfg)
         self.toolbox = build_toolbox(
             self.registry, cfg, extra_tools=self.engine.tools() if self.engine else ()
         )
@@ -190,11 +191,19 @@ class Agent:
             max_result_chars=int(tools_cfg.get("max_result_chars") or 100_000),
         )
         self.environments = EnvironmentManager(self.registry, cfg)
-        self.session_store: SessionStore = session_store or MemorySessionStore()
+        home = str(self.config.home)
+        self.hermes_home = "" if home == os.devnull else home
+        """The HERMES_HOME folder; empty for a configuration given as a mapping."""
+        self.session_store: SessionStore = session_store or self._default_store()
         self.services: dict[str, Any] = {"session_store": self.session_store, "agent": self}
+        if self.hermes_home:
+            self.services["hermes_home"] = self.hermes_home
         self.services.update(services or {})
         self._read_only_config = MappingProxyType(cfg)
 
+        if session_id is not None:
+            newest = getattr(self.session_store, "newest_in_lineage", None)
+            session_id = newest(session_id) if newest is not None else session_id
         self.session_id = session_id or _new_id("session")
         self.session: SessionInfo | None = None
         self.messages: list[dict[str, Any]] = []
@@ -242,18 +251,16 @@ class Agent:
         load_dotenv(root / ".env")
         return load_config(root, overrides=overrides)
 
-    def _make_engine(self) -> ContextEngine | None:
-        name = (self.config.data.get("context") or {}).get("engine")
-        engines = self.registry.engines
-        if name is None:
-            if "compressor" not in engines:
-                return None
-            name = "compressor"
-        registered = engines.get(name)
-        if registered is None:
-            installed = ", ".join(sorted(engines)) or "none"
-            raise HermesError(f"unknown context engine {name!r} (installed: {installed})")
-        return registered.value(dict(self.config.data.get("compression") or {}))
+    def _default_store(self) -> SessionStore:
+        """``$HERMES_HOME/state.db`` for a configuration read from a home folder; in memory for
+        one given as a mapping (tests, embedded use without a home)."""
+        home = Path(self.config.home)
+        if str(home) == os.devnull:
+            return MemorySessionStore()
+        from .session_db import SQLiteSessionStore
+
+        home.mkdir(parents=True, exist_ok=True)
+        return SQLiteSessionStore(home / "state.db")
 
     # --- public API ------------------------------------------------------------------------
 
@@ -358,6 +365,12 @@ class Agent:
         self.usage.add(turn.usage)
         if turn.cost_usd is not None:
             self.cost_usd += turn.cost_usd
+        add_usage = getattr(self.session_store, "add_usage", None)
+        if add_usage is not None and self.session is not None and turn.api_calls:
+            try:
+                add_usage(self.session.id, turn.usage.as_dict(), turn.cost_usd)
+            except Exception as exc:
+                self.events.emit("status", text=f"warning: could not save token usage ({exc})")
         if len(self.connection.switches) > switches_before and self.session is not None:
             self._store("update_session", self.session.id, fallbacks=list(self.connection.switches))
         return turn.result(self)
@@ -601,7 +614,7 @@ class Agent:
             system_message=system_message,
             tool_names=self.toolbox.names,
             toolsets=self.toolbox.toolsets,
-            hermes_home=str(self.config.home),
+            hermes_home=self.hermes_home,
             cwd=os.getcwd(),
             session_id=self.session_id,
             date=_dt.date.today().isoformat(),

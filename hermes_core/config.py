@@ -142,6 +142,8 @@ _SCHEMA: dict[str, _Rule] = {
     "approvals.mode": _Rule("enum", choices=APPROVAL_MODES),
     "prompt_caching.cache_ttl": _Rule("enum", choices=("5m", "1h")),
     "prompt_caching.enabled": _Rule("bool"),
+    "prompt.soul_max_chars": _Rule("int", low=100),
+    "prompt.project_context_max_chars": _Rule("int", low=100),
 }
 
 _SECTIONS = frozenset(key.split(".", 1)[0] for key in _SCHEMA if "." in key)

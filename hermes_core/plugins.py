@@ -94,9 +94,18 @@ def discover_entry_points() -> list[EntryPoint]:
     global _entry_points_cache
     if _entry_points_cache is None:
         found = scan(ENTRY_POINT_GROUP)
-        found.sort(key=lambda ep: (ep.name, ep.dist))
+        found.sort(key=load_order_key)
         _entry_points_cache = found
     return list(_entry_points_cache)
+
+
+def load_order_key(ep: EntryPoint) -> tuple[int, str, str]:
+    """Where an entry point loads: the project's own distributions (named ``hermes-...``)
+    first, then every other one; by entry point name, then dist name, within each group. Later
+    plugins are called first and their prompt layers replace earlier ones of the same name, so a
+    third-party plugin can override a builtin one."""
+    own = 0 if ep.dist.lower().startswith("hermes-") else 1
+    return own, ep.name, ep.dist
 
 
 def reset_entry_point_cache() -> None:
@@ -123,7 +132,8 @@ class PluginManager:
     Load order (fixed; later-registered plugins are called first, as in pluggy):
 
     1. the core's own plugins (:data:`CORE_PLUGINS`), in that order;
-    2. entry-point plugins of group ``hermes``, sorted by entry point name, then dist name;
+    2. entry-point plugins of group ``hermes``: the project's own distributions (``hermes-*``)
+       first, then the others, each group sorted by entry point name, then dist name;
     3. in-process plugins passed as ``extra`` (tests, embedding programs), in the order given.
 
     :param only: load only the entry points named here (entry point or dist names); ``None``

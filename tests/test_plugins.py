@@ -53,8 +53,10 @@ def test_core_plugins_load_first_in_a_fixed_order():
 def test_entry_points_are_scanned_once_and_sorted():
     first = discover_entry_points()
     assert first == discover_entry_points()
-    keys = [(ep.name, ep.dist) for ep in first]
+    keys = [(not ep.dist.startswith("hermes-"), ep.name, ep.dist) for ep in first]
     assert keys == sorted(keys)
+    own = [ep.dist.startswith("hermes-") for ep in first]
+    assert own == sorted(own, reverse=True)  # the project's own dists load first
     assert "clarify" in [ep.name for ep in first]
 
 

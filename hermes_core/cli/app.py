@@ -49,12 +49,22 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str, str]] = {
         "Check config, plugins, tools, provider and execution backend.",
     ),
     "model": ("setup", "model", "Show the model, or switch to NAME (PROVIDER/NAME or --provider)."),
+    "sessions": (
+        "sessions_cmd",
+        "sessions_group",
+        "Stored conversations: list, show, search, export, delete.",
+    ),
     "setup": (
         "setup",
         "setup",
         "Set provider, model, endpoint and key (config.yaml and .env).",
     ),
     "plugins": ("commands", "plugins_group", "Installed plugins and their state."),
+    "prompt": (
+        "prompt_cmd",
+        "prompt_group",
+        "Show the system prompt a new session would start with, layer by layer.",
+    ),
     "providers": ("commands", "providers_group", "Model providers."),
     "tools": ("commands", "tools_group", "Tools and toolsets the model can use."),
     "version": ("commands", "version", "Print the versions of hermes, its contract and Python."),

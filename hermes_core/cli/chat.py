@@ -121,7 +121,14 @@ def _ask_clarify(question: str, choices: Sequence[str] | None) -> str:
 
 
 def make_agent(
-    state: CliState, *, interactive: bool, display: Display, yolo: bool, stream: bool
+    state: CliState,
+    *,
+    interactive: bool,
+    display: Display,
+    yolo: bool,
+    stream: bool,
+    session_id: str | None = None,
+    store: Any = None,
 ) -> Any:
     """Build the agent for a chat command from the CLI state."""
     from ..agent import Agent
@@ -130,6 +137,8 @@ def make_agent(
     return Agent(
         config=state.config,
         plugins=state.plugins,
+        session_store=store,
+        session_id=session_id,
         platform="cli",
         yolo=yolo,
         stream=stream,
@@ -154,6 +163,8 @@ def make_agent(
 @click.option("--max-turns", type=click.IntRange(min=1), help="Iteration budget (agent.max_turns).")
 @click.option("--yolo", is_flag=True, help="Approve every dangerous action without asking.")
 @click.option("--stream/--no-stream", default=None, help="Stream the answer as it is written.")
+@click.option("-r", "--resume", "resume", metavar="ID", help="Continue the stored session ID.")
+@click.option("-c", "--continue", "continue_", is_flag=True, help="Continue the latest session.")
 def chat(
     query: str | None = None,
     as_json: bool = False,
@@ -166,9 +177,15 @@ def chat(
     max_turns: int | None = None,
     yolo: bool = False,
     stream: bool | None = None,
+    resume: str | None = None,
+    continue_: bool = False,
 ) -> None:
     """Chat with the agent (interactive), or answer one query with -q."""
     state = _state()
+    from .sessions_cmd import open_store
+
+    store = open_store(state)
+    session_id = _session_to_resume(store, resume, continue_)
     state.overrides.update(
         {
             "model.default": model,
@@ -186,14 +203,55 @@ def chat(
         if not query:
             raise HermesError("nothing to answer: pass -q TEXT or a question on standard input")
     if query is not None:
-        _one_shot(state, query, as_json=as_json, yolo=yolo, stream=bool(stream) and not as_json)
+        _one_shot(
+            state,
+            store,
+            session_id,
+            query,
+            as_json=as_json,
+            yolo=yolo,
+            stream=bool(stream) and not as_json,
+        )
     else:
-        _interactive(state, yolo=yolo, stream=stream is not False)
+        _interactive(state, store, session_id, yolo=yolo, stream=stream is not False)
 
 
-def _one_shot(state: CliState, query: str, *, as_json: bool, yolo: bool, stream: bool) -> None:
+def _session_to_resume(store: Any, resume: str | None, continue_: bool) -> str | None:
+    if resume and continue_:
+        raise HermesError("use either --resume ID or --continue, not both")
+    if continue_:
+        latest = store.latest_session_id()
+        if latest is None:
+            raise HermesError("no session to continue yet; start one with `hermes chat`")
+        return latest  # type: ignore[no-any-return]
+    if resume and store.get_session(resume) is None:
+        raise HermesError(
+            f"no session {resume!r}; `hermes sessions list` or `hermes sessions search TEXT`"
+            " show the ids"
+        )
+    return resume
+
+
+def _one_shot(
+    state: CliState,
+    store: Any,
+    session_id: str | None,
+    query: str,
+    *,
+    as_json: bool,
+    yolo: bool,
+    stream: bool,
+) -> None:
     display = Display(interactive=False, stream=stream)
-    agent = make_agent(state, interactive=False, display=display, yolo=yolo, stream=stream)
+    agent = make_agent(
+        state,
+        interactive=False,
+        display=display,
+        yolo=yolo,
+        stream=stream,
+        session_id=session_id,
+        store=store,
+    )
     try:
         result = agent.run_conversation(query)
     except KeyboardInterrupt:
@@ -214,9 +272,23 @@ def _one_shot(state: CliState, query: str, *, as_json: bool, yolo: bool, stream:
         raise click.exceptions.Exit(130 if result["interrupted"] else 1)
 
 
-def _interactive(state: CliState, *, yolo: bool, stream: bool) -> None:
+def _interactive(
+    state: CliState, store: Any, session_id: str | None, *, yolo: bool, stream: bool
+) -> None:
     display = Display(interactive=True, stream=stream)
-    agent = make_agent(state, interactive=True, display=display, yolo=yolo, stream=stream)
+
+    def new_agent(session: str | None) -> Any:
+        return make_agent(
+            state,
+            interactive=True,
+            display=display,
+            yolo=yolo,
+            stream=stream,
+            session_id=session,
+            store=store,
+        )
+
+    agent = new_agent(session_id)
     # Import the provider's SDK while the user types, so the first answer does not wait for it.
     threading.Thread(target=_prepare_quietly, args=(agent,), daemon=True).start()
     history = _setup_readline(state.home)
@@ -237,8 +309,13 @@ def _interactive(state: CliState, *, yolo: bool, stream: bool) -> None:
             if not line:
                 continue
             if line.startswith("/"):
-                if _slash(line, agent):
+                verdict = _slash(line, agent, store)
+                if verdict is True:
                     break
+                if isinstance(verdict, str):  # switch to another session
+                    agent.close()
+                    agent = new_agent(verdict or None)
+                    click.echo(f"  (session {agent.session_id})", err=True)
                 continue
             _turn(agent, display, line)
     finally:
@@ -284,11 +361,24 @@ def _turn(agent: Any, display: Display, line: str) -> None:
         click.echo(result["final_response"])
 
 
-def _slash(line: str, agent: Any) -> bool:
-    """Handle a /command; return True to leave the chat."""
-    command = line.split()[0].lower()
+def _slash(line: str, agent: Any, store: Any) -> bool | str:
+    """Handle a /command: True to leave the chat, a session id to switch to (``""``: a new
+    session), False to go on."""
+    words = line.split()
+    command = words[0].lower()
     if command in ("/exit", "/quit"):
         return True
+    if command == "/new":
+        return ""
+    if command == "/resume":
+        if len(words) > 1:
+            if store.get_session(words[1]) is None:
+                click.echo(f"  no session {words[1]!r}; /resume alone lists recent ones")
+                return False
+            return words[1]
+        for session in store.list_sessions(limit=10):
+            click.echo(f"  {session.id}  {session.title or '(untitled)'}")
+        return False
     if command == "/tools":
         click.echo(", ".join(agent.toolbox.names) or "no tools enabled")
     elif command == "/usage":
@@ -298,6 +388,7 @@ def _slash(line: str, agent: Any) -> bool:
     else:
         click.echo(
             "/tools  enabled tools\n/usage  token usage\n/prompt  the system prompt\n"
+            "/resume [ID]  list recent sessions, or continue one\n/new  start a new session\n"
             "/exit   leave (or Ctrl-D)"
         )
     return False

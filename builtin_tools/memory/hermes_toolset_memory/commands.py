@@ -1,0 +1,105 @@
+"""``hermes memory show | edit | clear``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+TARGETS = ("memory", "user")
+"""Kept here so that building the command line does not import the store module."""
+
+TARGET_HELP = "memory (MEMORY.md, the agent's notes) or user (USER.md, what it knows of you)."
+
+
+def _store() -> Any:
+    """The store of the active home: the CLI's (``-p`` profiles included) when it tells it."""
+    from .store import MemoryStore, limits_from_config, resolve_home
+
+    root = click.get_current_context().find_root().obj
+    home = resolve_home(getattr(root, "home", None))
+    try:
+        config = getattr(getattr(root, "config", None), "data", None)
+    except Exception:  # a broken config.yaml: the default limits still let the user look
+        config = None
+    return MemoryStore(home, limits_from_config(config))
+
+
+def _targets(target: str | None) -> list[str]:
+    return [target] if target else list(TARGETS)
+
+
+@click.group("memory")
+def memory_group() -> None:
+    """Show, edit or clear the agent's memory (MEMORY.md and USER.md)."""
+
+
+@memory_group.command("show")
+@click.option("--target", type=click.Choice(TARGETS), help=f"Only {TARGET_HELP}")
+def show(target: str | None) -> None:
+    """Print the memory files with their usage of the character limits."""
+    from .store import header
+
+    store = _store()
+    for n, name in enumerate(_targets(target)):
+        snap = store.snapshot(name)
+        if n:
+            click.echo()
+        click.echo(f"{header(name, snap.used, snap.limit)}  {store.path(name)}")
+        click.echo(snap.text if snap.entries else "(empty)")
+
+
+@memory_group.command("edit")
+@click.option(
+    "--target",
+    type=click.Choice(TARGETS),
+    default="memory",
+    show_default=True,
+    help=TARGET_HELP,
+)
+def edit(target: str) -> None:
+    """Open a memory file in $EDITOR; entries are separated by a line holding only '§'."""
+    from .store import TARGETS as FILES
+    from .store import MemoryStoreError, fmt, read_text
+
+    store = _store()
+    path = store.path(target)
+    original = read_text(path, strict=False)
+    edited = click.edit(original, extension=".md", require_save=True)
+    if edited is None or edited == original:
+        click.echo(f"No changes to {path}.")
+        return
+    try:
+        snap = store.set_text(target, edited, expected=original)
+    except MemoryStoreError as exc:
+        kept = path.with_name(path.name + ".edited")
+        kept.write_text(edited, encoding="utf-8")
+        raise click.ClickException(f"{exc}; your version was not saved, it is in {kept}") from None
+    click.echo(f"Saved {path}: {snap.summary()}.")
+    if snap.used > snap.limit:
+        click.echo(
+            f"warning: {FILES[target]} is {fmt(snap.used - snap.limit)} chars over its limit; "
+            "the agent can only shorten or remove entries until it fits",
+            err=True,
+        )
+
+
+@memory_group.command("clear")
+@click.option("--target", type=click.Choice(TARGETS), help=f"Only {TARGET_HELP}")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+def clear(target: str | None, yes: bool) -> None:
+    """Delete the memory files (both unless --target)."""
+    from .store import TARGETS as FILES
+
+    store = _store()
+    snaps = [s for s in (store.snapshot(t) for t in _targets(target)) if s.entries]
+    if not snaps:
+        click.echo("Memory is already empty." if not target else f"{FILES[target]} is empty.")
+        return
+    what = " and ".join(s.summary() for s in snaps)
+    if not yes and not click.confirm(f"Clear {what}? This cannot be undone", default=False):
+        click.echo("Nothing was cleared.", err=True)
+        click.get_current_context().exit(1)
+    for snap in snaps:
+        store.clear(snap.target)
+        click.echo(f"Cleared {store.path(snap.target)}.")

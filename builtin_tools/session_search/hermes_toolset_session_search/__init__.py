@@ -1,0 +1,143 @@
+"""The ``session_search`` toolset: one tool that searches past conversations.
+
+It asks the host's ``session_store`` service (``ctx.service("session_store")``) to ``search``
+its full-text index, leaves out the current session (it is already in the model's context),
+groups the hits by session and returns, for each session, its id, title, date and a few
+highlighted snippets (matches marked ``[`` ... ``]``). Results and snippets are bounded so a
+search never floods the context.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import TYPE_CHECKING, Any
+
+from hermes_hookspecs import HermesError, Tool, ToolError, Toolset, hookimpl
+
+if TYPE_CHECKING:
+    from hermes_hookspecs import ToolContext
+
+DEFAULT_SESSIONS = 5
+MAX_SESSIONS = 20
+SNIPPETS_PER_SESSION = 3
+SNIPPET_CHARS = 200
+HITS_PER_SESSION = 6
+"""Hits asked of the store per session wanted: several hits often come from one session."""
+MAX_RESULT_CHARS = 8000
+
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {
+            "type": "string",
+            "minLength": 1,
+            "description": (
+                "Words to look for. Words match word beginnings; put a phrase in double "
+                "quotes; file names, URLs, error codes and CJK text match as substrings."
+            ),
+        },
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_SESSIONS,
+            "default": DEFAULT_SESSIONS,
+            "description": "How many sessions to return at most.",
+        },
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+}
+
+
+def _search(store: Any, query: str, limit: int, exclude: str | None) -> list[Any]:
+    try:
+        return list(
+            store.search(query, limit=limit, snippet_chars=SNIPPET_CHARS, exclude_session=exclude)
+        )
+    except TypeError:  # a store whose search() does not take exclude_session
+        hits = store.search(query, limit=limit, snippet_chars=SNIPPET_CHARS)
+        return [h for h in hits if getattr(h, "session_id", None) != exclude]
+
+
+def _date(timestamp: Any) -> str:
+    try:
+        return _dt.datetime.fromtimestamp(float(timestamp)).strftime("%Y-%m-%d %H:%M")
+    except (TypeError, ValueError, OverflowError, OSError):
+        return "unknown date"
+
+
+def _clip(text: str, size: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= size else text[: size - 1] + "…"
+
+
+def session_search(args: dict[str, Any], ctx: ToolContext) -> str:
+    """Search past sessions for ``query``; return up to ``limit`` sessions with snippets."""
+    query = str(args.get("query") or "").strip()
+    if not query:
+        raise ToolError("the query is empty; say what to look for")
+    try:
+        limit = int(args.get("limit") or DEFAULT_SESSIONS)
+    except (TypeError, ValueError):
+        raise ToolError("limit must be a whole number from 1 to 20") from None
+    limit = max(1, min(limit, MAX_SESSIONS))
+    try:
+        store = ctx.service("session_store")
+    except HermesError:
+        raise ToolError("session search is unavailable: this agent has no session store") from None
+    if not callable(getattr(store, "search", None)):
+        raise ToolError(
+            f"session search is unavailable: the session store in use "
+            f"({type(store).__name__}) has no search index; past sessions are searchable when "
+            "they are kept in the SQLite store (state.db)"
+        )
+    try:
+        hits = _search(store, query, min(limit * HITS_PER_SESSION, 120), ctx.session_id)
+    except HermesError as exc:
+        raise ToolError(f"session search failed: {exc}") from None
+
+    sessions: dict[str, dict[str, Any]] = {}
+    for hit in hits:
+        entry = sessions.get(hit.session_id)
+        if entry is None:
+            if len(sessions) >= limit:
+                continue
+            entry = sessions[hit.session_id] = {"hit": hit, "snippets": []}
+        if len(entry["snippets"]) < SNIPPETS_PER_SESSION:
+            entry["snippets"].append(f"{hit.role}: {_clip(hit.snippet, SNIPPET_CHARS + 10)}")
+    if not sessions:
+        return f"No past sessions match {query!r}."
+
+    lines = [f"Past sessions matching {query!r} (best first; matches are in [brackets]):"]
+    for n, entry in enumerate(sessions.values(), 1):
+        hit = entry["hit"]
+        title = _clip(hit.title or "(untitled)", 80)
+        lines.append("")
+        lines.append(f"{n}. session {hit.session_id} | {_date(hit.started_at)} | {title}")
+        lines.extend(f"   - {snippet}" for snippet in entry["snippets"])
+    return "\n".join(lines)
+
+
+@hookimpl
+def hermes_register_toolsets(register: Any) -> None:
+    """Register the ``session_search`` toolset."""
+    register(
+        Toolset(
+            name="session_search",
+            description="Search past conversations",
+            tools=[
+                Tool(
+                    name="session_search",
+                    description=(
+                        "Search earlier conversations with the user (not this one) by keywords. "
+                        "Use it when the user refers to something discussed before, or when a "
+                        "past session may hold a solution, a command, a file name or an error "
+                        "seen earlier. Returns session ids, titles, dates and snippets."
+                    ),
+                    parameters=PARAMETERS,
+                    handler=session_search,
+                    max_result_chars=MAX_RESULT_CHARS,
+                )
+            ],
+        )
+    )

@@ -1,0 +1,194 @@
+"""``hermes sessions``: list, show, search, export, delete, prune and stats of stored sessions."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from typing import Any
+
+import click
+
+from hermes_hookspecs import HermesError
+
+from .state import CliState
+
+
+def _state() -> CliState:
+    return click.get_current_context().find_root().obj  # type: ignore[no-any-return]
+
+
+def open_store(state: CliState) -> Any:
+    """The session store of the active home (``$HERMES_HOME/state.db``)."""
+    from ..session_db import SQLiteSessionStore
+
+    state.home.mkdir(parents=True, exist_ok=True)
+    return SQLiteSessionStore(state.home / "state.db")
+
+
+def _when(timestamp: float | None) -> str:
+    if not timestamp:
+        return "-"
+    return _dt.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M")
+
+
+def _session_or_fail(store: Any, session_id: str) -> Any:
+    session = store.get_session(session_id)
+    if session is None:
+        raise HermesError(
+            f"no session {session_id!r}; `hermes sessions list` or `hermes sessions search TEXT`"
+            " show the ids"
+        )
+    return session
+
+
+def _print_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+@click.group("sessions")
+def sessions_group() -> None:
+    """Stored conversations: list, show, search, export, delete."""
+
+
+@sessions_group.command("list")
+@click.option("-n", "--limit", default=20, show_default=True, help="How many, newest first.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def sessions_list(limit: int, as_json: bool) -> None:
+    """List sessions, newest first."""
+    sessions = open_store(_state()).list_sessions(limit=limit)
+    if as_json:
+        _print_json([s.__dict__ for s in sessions])
+        return
+    if not sessions:
+        click.echo("no sessions yet")
+        return
+    for s in sessions:
+        messages = s.metadata.get("message_count", "")
+        click.echo(
+            f"{s.id}  {_when(s.started_at)}  {s.model or '-':<20}  "
+            f"{messages!s:>4}  {s.title or '(untitled)'}"
+        )
+
+
+@sessions_group.command("show")
+@click.argument("session_id")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def sessions_show(session_id: str, as_json: bool) -> None:
+    """Show one session and its messages."""
+    store = open_store(_state())
+    session = _session_or_fail(store, session_id)
+    messages = store.get_messages(session_id)
+    if as_json:
+        _print_json({"session": session.__dict__, "messages": messages})
+        return
+    click.echo(f"session {session.id}: {session.title or '(untitled)'}")
+    click.echo(
+        f"  {session.provider or '-'} / {session.model or '-'}, started "
+        f"{_when(session.started_at)}, {len(messages)} messages"
+    )
+    if session.parent_session_id:
+        click.echo(f"  continues {session.parent_session_id}")
+    click.echo(_as_markdown(messages, headings=False))
+
+
+def _as_markdown(messages: list[dict[str, Any]], headings: bool = True) -> str:
+    parts = []
+    for m in messages:
+        role = m.get("role", "?")
+        content = m.get("content")
+        text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+        if role == "tool":
+            name = m.get("tool_name") or m.get("tool_call_id")
+            parts.append(f"{'### ' if headings else '  '}tool result ({name})\n\n{text}")
+            continue
+        calls = m.get("tool_calls") or []
+        lines = [text] if text else []
+        for call in calls:
+            fn = call.get("function") or {}
+            lines.append(f"-> {fn.get('name')}({fn.get('arguments')})")
+        parts.append(f"{'### ' if headings else '  '}{role}\n\n" + "\n".join(lines))
+    return "\n\n".join(parts)
+
+
+@sessions_group.command("search")
+@click.argument("query")
+@click.option("-n", "--limit", default=20, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def sessions_search(query: str, limit: int, as_json: bool) -> None:
+    """Full-text search over every stored message and tool output."""
+    hits = open_store(_state()).search(query, limit=limit)
+    if as_json:
+        _print_json([h.__dict__ for h in hits])
+        return
+    if not hits:
+        click.echo("no matches")
+        return
+    for hit in hits:
+        click.echo(f"{hit.session_id}  {_when(hit.started_at)}  {hit.title or '(untitled)'}")
+        click.echo(f"    {hit.role}: {hit.snippet}")
+
+
+@sessions_group.command("export")
+@click.argument("session_id")
+@click.option(
+    "--format", "fmt", type=click.Choice(["jsonl", "md"]), default="jsonl", show_default=True
+)
+def sessions_export(session_id: str, fmt: str) -> None:
+    """Print a session as JSON lines (session first, then messages) or markdown."""
+    store = open_store(_state())
+    session = _session_or_fail(store, session_id)
+    messages = store.get_messages(session_id)
+    if fmt == "md":
+        click.echo(f"# {session.title or session.id}\n\n{_as_markdown(messages)}")
+        return
+    click.echo(json.dumps({"session": session.__dict__}, ensure_ascii=False, default=str))
+    for message in messages:
+        click.echo(json.dumps(message, ensure_ascii=False, default=str))
+
+
+@sessions_group.command("delete")
+@click.argument("session_id")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+def sessions_delete(session_id: str, yes: bool) -> None:
+    """Delete a session and its messages."""
+    store = open_store(_state())
+    _session_or_fail(store, session_id)
+    if not yes:
+        click.confirm(f"delete session {session_id}?", abort=True)
+    store.delete_session(session_id)
+    click.echo(f"deleted {session_id}")
+
+
+@sessions_group.command("prune")
+@click.option(
+    "--older-than",
+    "days",
+    type=click.FloatRange(min=0),
+    required=True,
+    metavar="DAYS",
+    help="Delete sessions that started more than DAYS ago.",
+)
+def sessions_prune(days: float) -> None:
+    """Delete sessions older than a number of days."""
+    count = open_store(_state()).prune(days)
+    click.echo(f"deleted {count} session(s)")
+
+
+@sessions_group.command("stats")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def sessions_stats(as_json: bool) -> None:
+    """Counts and size of the session store."""
+    stats = open_store(_state()).stats()
+    if as_json:
+        _print_json(stats)
+        return
+    for key, value in stats.items():
+        click.echo(f"{key}: {value}")
+
+
+@sessions_group.command("repair")
+def sessions_repair() -> None:
+    """Move a corrupt state.db aside so a fresh one can be created."""
+    from ..session_db import repair
+
+    click.echo(repair(_state().home / "state.db"))

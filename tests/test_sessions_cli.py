@@ -1,0 +1,84 @@
+"""Sessions persisted by the CLI: resume, continue, and the ``hermes sessions`` commands."""
+
+from __future__ import annotations
+
+import json
+
+from hermes_core.testing import ScriptedModel, text
+
+
+def chat(hermes_cli, *args, model):
+    return hermes_cli("--plugins", "", "chat", "--provider", "scripted", *args, model=model)
+
+
+def test_a_one_shot_chat_is_stored_and_can_be_continued(hermes_cli, hermes_home):
+    model = ScriptedModel(text("Paris is the capital."), text("About 2.1 million people."))
+    first = chat(hermes_cli, "-q", "Capital of France?", "--json", model=model)
+    assert first.exit_code == 0, first.stderr
+    session_id = json.loads(first.stdout)["session_id"]
+    assert (hermes_home / "state.db").exists()
+
+    second = chat(hermes_cli, "-q", "And its population?", "--continue", "--json", model=model)
+    assert second.exit_code == 0, second.stderr
+    result = json.loads(second.stdout)
+    assert result["session_id"] == session_id
+    contents = [m["content"] for m in model.last_request.messages if m["role"] == "user"]
+    assert contents == ["Capital of France?", "And its population?"]
+    # the stored system prompt is replayed byte for byte
+    assert model.requests[0].system_prompt == model.requests[1].system_prompt
+
+
+def test_resume_by_id_and_unknown_ids(hermes_cli):
+    model = ScriptedModel(text("one"), text("two"))
+    first = json.loads(chat(hermes_cli, "-q", "first", "--json", model=model).stdout)
+    resumed = chat(
+        hermes_cli, "-q", "again", "--resume", first["session_id"], "--json", model=model
+    )
+    assert json.loads(resumed.stdout)["session_id"] == first["session_id"]
+    missing = chat(hermes_cli, "-q", "x", "--resume", "session_nope", model=model)
+    assert missing.exit_code == 1
+    assert missing.stderr.startswith("hermes: error: no session 'session_nope'")
+    assert "hermes sessions list" in missing.stderr
+    nothing = hermes_cli("--plugins", "", "sessions", "show", "session_nope")
+    assert nothing.exit_code == 1 and "no session 'session_nope'" in nothing.stderr
+
+
+def test_sessions_commands(hermes_cli):
+    model = ScriptedModel(text("The error E4021 means the disk is full."), text("ok"))
+    result = json.loads(
+        chat(
+            hermes_cli, "-q", "What is error E4021 on host db-1.example.com?", "--json", model=model
+        ).stdout
+    )
+    sid = result["session_id"]
+    chat(hermes_cli, "-q", "unrelated", model=model)
+
+    listing = hermes_cli("--plugins", "", "sessions", "list", "--json")
+    assert listing.exit_code == 0
+    sessions = json.loads(listing.stdout)
+    assert len(sessions) == 2 and sessions[1]["id"] == sid  # newest first
+    assert sessions[1]["title"].startswith("What is error E4021")
+
+    show = hermes_cli("--plugins", "", "sessions", "show", sid)
+    assert "disk is full" in show.stdout
+
+    for query in ("E4021", "db-1.example.com", "disk"):
+        found = json.loads(
+            hermes_cli("--plugins", "", "sessions", "search", query, "--json").stdout
+        )
+        assert sid in {hit["session_id"] for hit in found}, query
+
+    jsonl = hermes_cli("--plugins", "", "sessions", "export", sid).stdout.splitlines()
+    assert json.loads(jsonl[0])["session"]["id"] == sid
+    assert [json.loads(line)["role"] for line in jsonl[1:]] == ["user", "assistant"]
+    markdown = hermes_cli("--plugins", "", "sessions", "export", sid, "--format", "md").stdout
+    assert markdown.startswith("# What is error E4021")
+
+    stats = json.loads(hermes_cli("--plugins", "", "sessions", "stats", "--json").stdout)
+    assert stats["sessions"] == 2
+
+    deleted = hermes_cli("--plugins", "", "sessions", "delete", sid, "--yes")
+    assert deleted.exit_code == 0
+    assert len(json.loads(hermes_cli("--plugins", "", "sessions", "list", "--json").stdout)) == 1
+    pruned = hermes_cli("--plugins", "", "sessions", "prune", "--older-than", "0")
+    assert pruned.exit_code == 0 and "deleted 1 session" in pruned.stdout
