@@ -101,7 +101,9 @@ def expand(registry: Registry, names: Iterable[str]) -> list[str]:
 
 def enabled_toolsets(registry: Registry, config: Mapping[str, Any]) -> list[str]:
     """The toolsets the configuration enables (``toolsets`` minus ``disabled_toolsets``)."""
-    wanted = config.get("toolsets") or [DEFAULT_BUNDLE]
+    wanted = config.get("toolsets")
+    if wanted is None:  # not configured; an empty list means no toolsets at all
+        wanted = [DEFAULT_BUNDLE]
     disabled = set(expand(registry, config.get("disabled_toolsets") or []))
     return [name for name in expand(registry, wanted) if name not in disabled]
 

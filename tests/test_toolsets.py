@@ -225,3 +225,9 @@ def test_handlers_can_ask_for_approval_through_the_context():
     )
     agent.chat("go")
     assert agent.messages[2]["content"] == "skipped"
+
+
+def test_an_empty_toolsets_list_enables_nothing():
+    registry = registry_with(Toolset("a", tools=[tool("a1")]))
+    assert enabled_toolsets(registry, {"toolsets": []}) == []
+    assert enabled_toolsets(registry, {}) == ["a"]

@@ -141,3 +141,21 @@ def hermes_register_toolsets(register: Any) -> None:
             ],
         )
     )
+
+
+GUIDANCE = (
+    "Past conversations are searchable with the session_search tool. When the user refers to "
+    'earlier work ("like last time", "the bug we fixed yesterday") or you need a detail you '
+    "may have discussed before, search for distinctive words, names, file names or error codes "
+    "before asking the user to repeat themselves."
+)
+
+
+@hookimpl
+def hermes_prompt_layers(context: Any) -> Any:
+    """Guidance on searching past sessions, when the tool is offered."""
+    if "session_search" not in context.tool_names:
+        return None
+    from hermes_hookspecs import PromptLayer
+
+    return PromptLayer(name="session_search.guidance", text=GUIDANCE, tier="stable", order=305)

@@ -144,3 +144,14 @@ def test_a_limit_out_of_range_is_refused_by_the_schema(store):
     _, result = run_search(store, query="x", limit=50)
     assert result.startswith("Error")
     assert "limit" in result
+
+
+def test_guidance_layer_only_when_the_tool_is_offered():
+    from hermes_core.testing import make_agent, text
+
+    agent = make_agent(text("ok"), plugins=["session_search"])
+    agent.chat("hi")
+    assert "session_search tool" in agent.client.last_request.system_prompt
+    agent = make_agent(text("ok"), plugins=["session_search"], toolsets=[])
+    agent.chat("hi")
+    assert agent.client.last_request.system_prompt is None

@@ -1,0 +1,73 @@
+"""Retries, fallback and credential refresh through the real SDKs against the fake server."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+
+from hermes_core.agent import Agent
+from hermes_core.testing import FakeLLM, plugin_manager, text
+from hermes_hookspecs import hookimpl
+
+pytest.importorskip("openai")
+pytest.importorskip("anthropic")
+
+
+@pytest.fixture
+def servers():
+    primary, backup = FakeLLM().start(), FakeLLM().start()
+    yield primary, backup
+    primary.stop()
+    backup.stop()
+
+
+def agent(primary: FakeLLM, backup: FakeLLM, extra=(), **agent_cfg) -> Agent:
+    config = {
+        "agent": {"retry_base_delay": 0.01, "api_max_retries": 2, **agent_cfg},
+        "fallback_providers": [
+            {"provider": "anthropic", "model": "claude-test", "base_url": backup.anthropic_base_url}
+        ],
+    }
+    return Agent(
+        provider="custom",
+        base_url=primary.openai_base_url,
+        model="primary-model",
+        plugins=plugin_manager(["openai", "anthropic", *extra]),
+        config=config,
+    )
+
+
+def test_429_with_retry_after_then_success(servers):
+    primary, backup = servers
+    primary.add(
+        {"error": {"status": 429, "message": "slow down", "retry_after": 0.2}},
+        text("after waiting"),
+    )
+    assert agent(primary, backup).chat("q") == "after waiting"
+    assert len(primary.model_requests) == 2 and backup.requests == []
+
+
+def test_500_until_the_fallback_provider_answers_in_its_own_wire_format(servers, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    primary, backup = servers
+    primary.add(*[{"error": {"status": 500, "message": "upstream down"}}] * 3)
+    backup.add(text("answer from the fallback"))
+    bot = agent(primary, backup)
+    result = bot.run_conversation("q")
+    assert result["final_response"] == "answer from the fallback"
+    assert result["provider"] == "anthropic" and result["model"] == "claude-test"
+    assert len(primary.model_requests) == 3  # the first try and two retries
+    assert backup.last_request.wire == "anthropic_messages"
+    assert backup.last_request.json["messages"][-1]["content"][0]["text"] == "q"
+
+
+def test_401_asks_for_fresh_credentials_once_then_succeeds(servers, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "expired-key")
+    primary, backup = servers
+    primary.add({"error": {"status": 401, "message": "invalid api key"}}, text("welcome back"))
+    refresher = types.ModuleType("refresher")
+    refresher.hermes_refresh_credentials = hookimpl(lambda provider, settings: "fresh-key")
+    assert agent(primary, backup, extra=[refresher]).chat("q") == "welcome back"
+    keys = [r.headers.get("authorization") for r in primary.model_requests]
+    assert keys == ["Bearer expired-key", "Bearer fresh-key"]
