@@ -382,7 +382,7 @@ def _writer(path: str, index: int, seconds: float, queue) -> None:
     store = SQLiteSessionStore(path)
     corpus = Corpus(seed=100 + index)
     sid = f"proc-{index}-{os.getpid()}"
-    report = {"session": sid, "written": 0, "lock_errors": 0, "other_errors": 0, "max_ms": 0.0}
+    report = {"session": sid, "written": 0, "lock_errors": 0, "other_errors": 0, "ms": []}
     try:
         store.create_session(SessionInfo(id=sid, model="bench"))
         deadline = time.monotonic() + seconds
@@ -401,7 +401,7 @@ def _writer(path: str, index: int, seconds: float, queue) -> None:
                 report[key] += 1
                 report.setdefault("first_error", str(exc))
                 continue
-            report["max_ms"] = max(report["max_ms"], (time.perf_counter() - started) * 1000)
+            report["ms"].append((time.perf_counter() - started) * 1000)
             report["written"] += 1
             i += 1
     except Exception as exc:  # noqa: BLE001 - counted and reported, never hidden
@@ -436,10 +436,16 @@ def bench_processes(path: Path, processes: int, seconds: float) -> None:
             missing += 1
     lock_errors = sum(r["lock_errors"] for r in reports)
     other = sum(r["other_errors"] for r in reports)
-    print(f"{processes} processes appending for {seconds:g}s: written {written:,}, present "
-          f"{present:,} ({written / seconds:,.0f} msg/s in total), sessions with gaps {missing},"
-          f" lock errors {lock_errors}, other errors {other}, worst append "
-          f"{max(r['max_ms'] for r in reports):.0f} ms")  # fmt: skip
+    latencies = [ms for r in reports for ms in r["ms"]] or [0.0]
+    print(
+        f"{processes} processes appending for {seconds:g}s: written {written:,}, present "
+        f"{present:,} ({written / seconds:,.0f} msg/s in total), sessions with gaps {missing}, "
+        f"lock errors {lock_errors}, other errors {other}"
+    )
+    print(
+        f"  append latency under contention: p50 {pct(latencies, 50):.1f} ms, p99 "
+        f"{pct(latencies, 99):.1f} ms, max {max(latencies):.0f} ms"
+    )
     for r in reports:
         if "first_error" in r:
             print(f"    {r['session']}: {r['first_error']}")

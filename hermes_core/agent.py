@@ -625,7 +625,12 @@ class Agent:
         if self.session is not None:
             self.session.system_prompt = self.system_prompt
             self.session.metadata["system_message"] = system_message
-            self._store("update_session", self.session.id, system_prompt=self.system_prompt)
+            self._store(
+                "update_session",
+                self.session.id,
+                system_prompt=self.system_prompt,
+                system_message=system_message,
+            )
 
     def _append(self, message: dict[str, Any]) -> None:
         """Add a completed message to the transcript and persist it before going on."""

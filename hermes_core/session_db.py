@@ -18,10 +18,11 @@ lineage, search, deletion, pruning and statistics. One file (``$HERMES_HOME/stat
   search always sees every committed message): FTS5 pays a segment flush per transaction,
   which would cost several times the append itself.
 
-Every write is one short ``BEGIN IMMEDIATE`` transaction; a busy database is waited for
-(``busy_timeout``) and retried with backoff a bounded number of times, after which
-:class:`SessionStoreError` is raised. With ``synchronous=NORMAL`` in WAL mode a committed write
-survives the process being killed (SIGKILL); pass ``synchronous="FULL"`` to survive power loss too.
+Every write is one short ``BEGIN IMMEDIATE`` transaction; while another connection holds the
+write lock, a call waits (short ``busy_timeout`` waits, retried with random backoff) for up to
+``timeout`` seconds, then raises :class:`SessionStoreError`: a failure is never swallowed.
+With ``synchronous=NORMAL`` in WAL mode a committed write survives the process being killed
+(SIGKILL); pass ``synchronous="FULL"`` to survive power loss too.
 """
 
 from __future__ import annotations
@@ -401,6 +402,9 @@ def _encode_message(session_id: str, message: Mapping[str, Any], now: float) -> 
 
 _INDEXED_UPTO = "SELECT indexed_upto FROM search_state WHERE id = 1"
 _INDEX_STEP = 2000
+_BUSY_WAIT_MS = 10
+"""How long SQLite itself waits for a lock in one attempt (it sleeps 1, 2, 5 ms...)."""
+_MAX_BACKOFF = 0.005
 _DELETE_STEP = 2000
 _WAL_AUTOCHECKPOINT = 10_000
 """Pages (40 MB) the WAL may reach before a commit copies it into the database: checkpoints
@@ -604,8 +608,9 @@ class SQLiteSessionStore:
     ``BEGIN IMMEDIATE`` writes, busy timeout and bounded retries).
 
     :param path: the database file (``$HERMES_HOME/state.db``); created when missing.
-    :param timeout: seconds SQLite waits for a lock before one attempt fails.
-    :param retries: further attempts after a busy failure, with growing random backoff.
+    :param timeout: seconds a call keeps trying while another connection holds the write lock
+        (short waits inside SQLite, then retries after a random backoff of up to 5 ms, which
+        keeps the wait fair between many writers); after that :class:`SessionStoreError`.
     :param synchronous: ``NORMAL`` (committed writes survive a killed process) or ``FULL``
         (they also survive power loss, at some cost in write speed).
     :param index_batch: after this many appends through this store, the messages waiting
@@ -620,15 +625,13 @@ class SQLiteSessionStore:
         self,
         path: str | os.PathLike[str],
         *,
-        timeout: float = 5.0,
-        retries: int = 6,
+        timeout: float = 30.0,
         synchronous: str = "NORMAL",
         index_batch: int = 1000,
     ) -> None:
         self.path = Path(path)
         self.index_batch = max(1, int(index_batch))
         self.timeout = float(timeout)
-        self.retries = int(retries)
         if synchronous.upper() not in ("OFF", "NORMAL", "FULL", "EXTRA"):
             raise ValueError(f"synchronous must be NORMAL or FULL, not {synchronous!r}")
         self.synchronous = synchronous.upper()
@@ -653,7 +656,7 @@ class SQLiteSessionStore:
             check_same_thread=False,
         )
         try:
-            conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+            conn.execute(f"PRAGMA busy_timeout = {_BUSY_WAIT_MS}")
             conn.execute(f"PRAGMA synchronous = {self.synchronous}")
             conn.execute("PRAGMA temp_store = MEMORY")
             conn.execute("PRAGMA cache_size = -16000")
@@ -686,8 +689,9 @@ class SQLiteSessionStore:
     def _run(self, fn: Callable[[sqlite3.Connection], T], *, write: bool, what: str) -> T:
         """Run ``fn`` (in a ``BEGIN IMMEDIATE`` transaction when ``write``), retrying while the
         database is busy; any failure becomes one :class:`SessionStoreError`."""
-        delay = 0.02
+        delay = 0.001
         started = time.monotonic()
+        deadline = started + self.timeout
         attempt = 0
         while True:
             try:
@@ -708,11 +712,12 @@ class SQLiteSessionStore:
                 return result
             except sqlite3.Error as exc:
                 kind = _error_kind(exc)
-                if kind == "busy" and attempt < self.retries:
+                if kind == "busy" and time.monotonic() < deadline:
                     attempt += 1
-                    log.debug("%s: %s on %s, retry %d", self.path, exc, what, attempt)
-                    time.sleep(delay * (0.5 + random.random()))
-                    delay = min(delay * 2, 1.0)
+                    if attempt % 100 == 0:
+                        log.debug("%s: still busy on %s after %d tries", self.path, what, attempt)
+                    time.sleep(random.uniform(0, delay))
+                    delay = min(delay * 2, _MAX_BACKOFF)
                     continue
                 if kind == "corrupt":
                     raise SessionStoreError(
@@ -974,10 +979,9 @@ class SQLiteSessionStore:
 
     def newest_in_lineage(self, session_id: str) -> str:
         """The newest session that continues ``session_id`` through compression (children
-        point to their parent with ``parent_session_id``); ``session_id`` itself when none.
-
-        :raises SessionStoreError: the session is unknown.
-        """
+        point to their parent with ``parent_session_id``, possibly over several generations);
+        ``session_id`` itself when nothing continues it, or when it is not stored (yet), so a
+        caller may pass a new id."""
 
         def newest(conn: sqlite3.Connection) -> str | None:
             row = conn.execute(
@@ -989,10 +993,7 @@ class SQLiteSessionStore:
             ).fetchone()
             return row[0] if row else None
 
-        found = self._run(newest, write=False, what="follow a session's lineage")
-        if found is None:
-            raise _unknown(session_id)
-        return found
+        return self._run(newest, write=False, what="follow a session's lineage") or session_id
 
     # --- search -----------------------------------------------------------------------------
 
@@ -1395,9 +1396,12 @@ def _diagnose(path: Path) -> str | None:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if version == 0 and tables:
             return "it is not a hermes session database"
-        result = [r[0] for r in conn.execute("PRAGMA quick_check(5)")]
+        result = [r[0] for r in conn.execute("PRAGMA quick_check(3)")]
         if result != ["ok"]:
-            return "integrity check failed: " + "; ".join(result)[:200]
+            detail = " ".join(" ".join(result).replace("*** in database main ***", "").split())
+            return "integrity check failed: " + (
+                detail[:150] + "…" if len(detail) > 150 else detail
+            )
         if version > 0 and {"sessions", "messages"} - tables:
             return "its tables are missing"
         return None
@@ -1449,6 +1453,30 @@ _SALVAGE_MESSAGE_COLUMNS = (
 )
 
 
+def _readable_rows(conn: sqlite3.Connection, table: str, columns: str) -> list[tuple[Any, ...]]:
+    """The rows of ``table`` that can still be read, in rowid order, stepping over damaged
+    ranges (each failure skips twice as far as the last, so a gap costs few probes)."""
+    rows: list[tuple[Any, ...]] = []
+    after, skip, probes = -(2**63), 1, 0
+    while probes < 500:
+        try:
+            for row in conn.execute(
+                f"SELECT rowid, {columns} FROM {table} WHERE rowid > ? ORDER BY rowid", (after,)
+            ):
+                rows.append(tuple(row[1:]))
+                after, skip = row[0], 1
+            return rows
+        except sqlite3.Error as exc:
+            probes += 1
+            if probes == 1:
+                log.warning("salvaging %s: skipping what cannot be read (%s)", table, exc)
+            if after >= 2**62:
+                break
+            after = max(after, 0) + skip
+            skip *= 2
+    return rows
+
+
 def _salvage(source: Path, destination: Path) -> tuple[int, int]:
     """Copy the sessions and messages still readable in ``source`` into a new store."""
     sessions: list[tuple[Any, ...]] = []
@@ -1457,21 +1485,10 @@ def _salvage(source: Path, destination: Path) -> tuple[int, int]:
         conn = sqlite3.connect(f"file:{source}?mode=ro", uri=True, isolation_level=None)
     except sqlite3.Error:
         return 0, 0
+    columns = ", ".join(("id", *SESSION_FIELDS, *COUNTER_COLUMNS, "metadata"))
     try:
-        columns = ", ".join(("id", *SESSION_FIELDS, *COUNTER_COLUMNS, "metadata"))
-        for table, select, out in (
-            ("sessions", f"SELECT {columns} FROM sessions", sessions),
-            (
-                "messages",
-                f"SELECT {_SALVAGE_MESSAGE_COLUMNS} FROM messages",
-                messages,
-            ),
-        ):
-            try:
-                for row in conn.execute(select):
-                    out.append(tuple(row))
-            except sqlite3.Error as exc:
-                log.warning("salvaging %s from %s stopped: %s", table, source, exc)
+        sessions = _readable_rows(conn, "sessions", columns)
+        messages = _readable_rows(conn, "messages", _SALVAGE_MESSAGE_COLUMNS)
     finally:
         conn.close()
     if not sessions and not messages:

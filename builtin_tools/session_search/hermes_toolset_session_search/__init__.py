@@ -10,6 +10,7 @@ search never floods the context.
 from __future__ import annotations
 
 import datetime as _dt
+import inspect
 from typing import TYPE_CHECKING, Any
 
 from hermes_hookspecs import HermesError, Tool, ToolError, Toolset, hookimpl
@@ -51,12 +52,15 @@ PARAMETERS: dict[str, Any] = {
 
 def _search(store: Any, query: str, limit: int, exclude: str | None) -> list[Any]:
     try:
+        accepts_exclude = "exclude_session" in inspect.signature(store.search).parameters
+    except (TypeError, ValueError):  # no signature to read: assume the plain protocol
+        accepts_exclude = False
+    if accepts_exclude:
         return list(
             store.search(query, limit=limit, snippet_chars=SNIPPET_CHARS, exclude_session=exclude)
         )
-    except TypeError:  # a store whose search() does not take exclude_session
-        hits = store.search(query, limit=limit, snippet_chars=SNIPPET_CHARS)
-        return [h for h in hits if getattr(h, "session_id", None) != exclude]
+    hits = store.search(query, limit=limit, snippet_chars=SNIPPET_CHARS)
+    return [h for h in hits if getattr(h, "session_id", None) != exclude]
 
 
 def _date(timestamp: Any) -> str:
@@ -109,12 +113,27 @@ def session_search(args: dict[str, Any], ctx: ToolContext) -> str:
         return f"No past sessions match {query!r}."
 
     lines = [f"Past sessions matching {query!r} (best first; matches are in [brackets]):"]
-    for n, entry in enumerate(sessions.values(), 1):
+    size = len(lines[0])
+    shown = 0
+    for entry in sessions.values():
         hit = entry["hit"]
         title = _clip(hit.title or "(untitled)", 80)
+        block = [
+            "",
+            f"{shown + 1}. session {hit.session_id} | {_date(hit.started_at)} | {title}",
+            *(f"   - {snippet}" for snippet in entry["snippets"]),
+        ]
+        block_size = sum(len(line) + 1 for line in block)
+        if shown and size + block_size > MAX_RESULT_CHARS - 200:
+            break
+        lines.extend(block)
+        size += block_size
+        shown += 1
+    if shown < len(sessions):
         lines.append("")
-        lines.append(f"{n}. session {hit.session_id} | {_date(hit.started_at)} | {title}")
-        lines.extend(f"   - {snippet}" for snippet in entry["snippets"])
+        lines.append(
+            f"({len(sessions) - shown} more matching sessions not shown; narrow the query)"
+        )
     return "\n".join(lines)
 
 

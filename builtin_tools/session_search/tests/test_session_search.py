@@ -155,3 +155,46 @@ def test_guidance_layer_only_when_the_tool_is_offered():
     agent = make_agent(text("ok"), plugins=["session_search"], toolsets=[])
     agent.chat("hi")
     assert agent.client.last_request.system_prompt is None
+
+
+def test_a_big_result_stays_within_its_size_limit(store):
+    for n in range(20):
+        past_session(
+            store,
+            f"past-{n:02d}",
+            *[
+                {"role": "user", "content": f"{'words ' * 60} flamingo {'more ' * 60} {i}"}
+                for i in range(4)
+            ],
+            started_at=1_700_000_000.0 + n,
+        )
+    _, result = run_search(store, query="flamingo", limit=20)
+    assert len(result) <= 8000
+    assert "more matching sessions not shown; narrow the query" in result
+    assert 5 <= result.count("session past-") < 20
+
+
+class PlainStore:
+    """A store whose search() knows nothing of exclude_session (the plain protocol)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def search(self, query, limit=20, snippet_chars=160):
+        return self.inner.search(query, limit=limit, snippet_chars=snippet_chars)
+
+
+def test_a_store_without_exclude_session_still_leaves_out_the_current_session(store):
+    past_session(store, "past-1", {"role": "user", "content": "tell me about kubernetes"})
+    agent = make_agent(
+        tool_call("session_search", {"query": "kubernetes"}),
+        text("done"),
+        plugins=["session_search"],
+        session_store=PlainStore(store),
+    )
+    agent.chat("kubernetes again")
+    result = agent.messages[2]["content"]
+    assert "session past-1" in result and agent.session_id not in result
