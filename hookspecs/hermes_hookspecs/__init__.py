@@ -30,6 +30,7 @@ _LAZY: dict[str, str] = {
     "ApprovalDecision": "approval",
     "ApprovalRequest": "approval",
     "Block": "calls",
+    "BackgroundProcess": "environment",
     "CommandResult": "environment",
     "ContextEngine": "context_engine",
     "Environment": "environment",
@@ -61,7 +62,7 @@ if TYPE_CHECKING:
     from .calls import Block, ToolCall, ToolContext, ToolResult
     from .constants import API_MODES, FINISH_REASONS
     from .context_engine import ContextEngine
-    from .environment import CommandResult, Environment, EnvironmentFactory
+    from .environment import BackgroundProcess, CommandResult, Environment, EnvironmentFactory
     from .prompt import TIERS, PromptContext, PromptLayer
     from .providers import (
         ModelClient,
@@ -90,6 +91,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "BackgroundProcess",
     "ERROR_KINDS",
     "RETRYABLE_KINDS",
     "API_MODES",

@@ -27,6 +27,26 @@ class CommandResult:
     background_id: str | None = None
 
 
+@dataclass
+class BackgroundProcess:
+    """A command started in the background.
+
+    :param id: the id the environment gave it.
+    :param command: the command line.
+    :param started_at: UNIX time it started.
+    :param running: whether it is still running.
+    :param exit_code: its exit status once it ended (``None`` while running).
+    :param output_chars: how much output it has produced so far.
+    """
+
+    id: str
+    command: str
+    started_at: float
+    running: bool
+    exit_code: int | None = None
+    output_chars: int = 0
+
+
 class Environment(abc.ABC):
     """A place to run commands and read and write files (local, Docker, SSH, Modal...).
 
@@ -69,6 +89,34 @@ class Environment(abc.ABC):
             f'for f in {pattern}; do [ -e "$f" ] && printf \'%s\\n\' "$f"; done', cwd=cwd
         )
         return [line for line in result.output.splitlines() if line]
+
+    # --- background processes: optional, environments that support them override all five ---
+
+    def start_background(
+        self, command: str, *, cwd: str | None = None, env: Mapping[str, str] | None = None
+    ) -> str:
+        """Start ``command`` in the background and return its id (``run(background=True)``
+        returns it as ``CommandResult.background_id``)."""
+        raise NotImplementedError(
+            f"the {self.name or type(self).__name__} environment runs no background processes"
+        )
+
+    def poll(self, process_id: str) -> BackgroundProcess:
+        """The state of a background process; ``KeyError`` for an unknown id."""
+        raise NotImplementedError
+
+    def read_output(self, process_id: str, offset: int = 0) -> tuple[str, int]:
+        """Output of a background process from character ``offset``, and the offset to read
+        from next time."""
+        raise NotImplementedError
+
+    def kill(self, process_id: str) -> None:
+        """Stop a background process (and the processes it started)."""
+        raise NotImplementedError
+
+    def list_background(self) -> list[BackgroundProcess]:
+        """Every background process this environment started, running or not."""
+        return []
 
     def cleanup(self) -> None:  # noqa: B027 - optional hook with a no-op default
         """Release everything the environment holds (processes, containers, connections)."""
