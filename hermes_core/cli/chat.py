@@ -385,13 +385,41 @@ def _slash(line: str, agent: Any, store: Any) -> bool | str:
         click.echo(json.dumps(agent.usage.as_dict()))
     elif command == "/prompt":
         click.echo(agent.system_prompt or "(empty system prompt)")
+    elif command == "/compress":
+        _compress(agent, line.strip()[len(words[0]) :].strip() or None)
+    elif command == "/context":
+        engine = agent.engine
+        click.echo(json.dumps(engine.status(), default=str) if engine else "no context engine")
     else:
         click.echo(
             "/tools  enabled tools\n/usage  token usage\n/prompt  the system prompt\n"
+            "/compress [FOCUS]  compress the conversation now, keeping FOCUS in detail\n"
+            "/context  the context engine's figures\n"
             "/resume [ID]  list recent sessions, or continue one\n/new  start a new session\n"
             "/exit   leave (or Ctrl-D)"
         )
     return False
+
+
+def _compress(agent: Any, focus: str | None) -> None:
+    """``/compress [focus]``: compress now and say what it did."""
+    current = agent.session_id
+    try:
+        figures = agent.compress(focus)
+    except HermesError as exc:
+        click.echo(f"  cannot compress: {exc}")
+        return
+    except KeyboardInterrupt:
+        click.echo("  (compression interrupted; nothing changed)")
+        return
+    if figures["session_id"] == current:
+        click.echo("  nothing to compress: the context engine kept every message")
+        return
+    click.echo(
+        f"  compressed {figures['messages_before']} -> {figures['messages_after']} messages "
+        f"(~{figures['tokens_before']:,} -> ~{figures['tokens_after']:,} tokens); "
+        f"session {figures['session_id']} continues {figures['parent_session_id']}"
+    )
 
 
 def _setup_readline(home: Path) -> Path | None:

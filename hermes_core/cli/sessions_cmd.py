@@ -1,4 +1,5 @@
-"""``hermes sessions``: list, show, search, export, delete, prune and stats of stored sessions."""
+"""``hermes sessions``: list, show, search, export, delete, prune, stats and compress stored
+sessions."""
 
 from __future__ import annotations
 
@@ -184,6 +185,50 @@ def sessions_stats(as_json: bool) -> None:
         return
     for key, value in stats.items():
         click.echo(f"{key}: {value}")
+
+
+@sessions_group.command("compress")
+@click.argument("session_id")
+@click.option("--focus", metavar="TEXT", help="What the summary should keep in detail.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def sessions_compress(session_id: str, focus: str | None, as_json: bool) -> None:
+    """Compress a stored session into a child session (resume follows it).
+
+    The newest session of ID's lineage is compressed with the configured context engine and
+    model, exactly as a long chat would be; the result continues in a new session whose parent
+    is that one.
+    """
+    from .chat import Display, make_agent
+
+    state = _state()
+    store = open_store(state)
+    _session_or_fail(store, session_id)
+    display = Display(interactive=False, stream=False)
+    agent = make_agent(
+        state,
+        interactive=False,
+        display=display,
+        yolo=False,
+        stream=False,
+        session_id=session_id,
+        store=store,
+    )
+    current = agent.session_id  # the newest of the lineage
+    try:
+        figures = agent.compress(focus)
+    finally:
+        agent.close()
+    if as_json:
+        _print_json(figures)
+        return
+    if figures["session_id"] == current:
+        click.echo(f"nothing to compress in {current}: the context engine kept every message")
+        return
+    click.echo(
+        f"compressed {figures['parent_session_id']} into {figures['session_id']}: "
+        f"{figures['messages_before']} -> {figures['messages_after']} messages, "
+        f"~{figures['tokens_before']:,} -> ~{figures['tokens_after']:,} tokens"
+    )
 
 
 @sessions_group.command("repair")

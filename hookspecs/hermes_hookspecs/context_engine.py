@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from typing import Any
 
 from .providers import Usage
@@ -16,10 +17,23 @@ class ContextEngine(abc.ABC):
     :meth:`update_from_response` then :meth:`should_compress` after each response; when either says
     yes it calls :meth:`compress` before the next request. Whatever :meth:`compress` returns is
     repaired and validated by the host before it is sent.
+
+    Before first use the host sets :attr:`summarize` (the model, for summaries) and
+    :attr:`notify` (status lines for the user) on the instance; both stay ``None`` when an engine
+    is built outside a host, so an engine must work without them.
     """
 
     name: str = ""
     """The name users put in ``context.engine``."""
+
+    summarize: Callable[[list[dict[str, Any]], int | None], str] | None = None
+    """Set by the host: ``summarize(messages, max_tokens) -> text`` sends ``messages`` (a complete
+    request, system message first if any, no tools) to the auxiliary model for compression
+    (``auxiliary.compression``, else the main model) and returns its answer's text. It raises
+    when the model cannot answer; ``max_tokens`` caps the answer (``None``: the model's own)."""
+
+    notify: Callable[[str], None] | None = None
+    """Set by the host: ``notify(text)`` shows a one-line status message to the user."""
 
     def __init__(self, config: dict[str, Any] | None = None) -> None:
         self.config: dict[str, Any] = dict(config or {})
@@ -49,8 +63,13 @@ class ContextEngine(abc.ABC):
     ) -> list[dict[str, Any]]:
         """Return a shorter transcript that keeps what matters.
 
-        ``messages`` never include the system prompt; ``current_tokens`` is the last reported
-        prompt size; ``focus`` is what the user asked to keep in detail (``/compress FOCUS``).
+        ``messages`` are copies the engine may change; they never include the system prompt.
+        ``current_tokens`` is the last reported prompt size (``None`` before the first response);
+        ``focus`` is what the user asked to keep in detail (``/compress FOCUS``). Called when
+        :meth:`should_compress` or :meth:`should_compress_preflight` said yes, when the provider
+        reported a context overflow, and when the user asks (``/compress``). The host repairs
+        the result (a tool call cut from its result, two user messages in a row...), puts back
+        the latest user message if it was dropped, and continues in a child session.
         """
 
     def on_session_start(self, session_id: str) -> None:  # noqa: B027 - optional

@@ -1,0 +1,1321 @@
+"""Dangerous-command detection: the rules (data), a shell normaliser, and the checker.
+
+The checker never runs anything. It reads a command the way a shell would, well enough to see
+through the usual disguises, and matches every rule against each *view* of it:
+
+- each simple command, with quotes and backslashes removed, ``$'…'`` decoded, ``$HOME``/``~``
+  and the literal home folder written ``~``, ``$IFS`` read as a space, brace lists expanded,
+  variables assigned earlier in the same command substituted, ``$(echo …)``/``$(printf …)``
+  (and ``echo … | base64 -d``) folded into their output, the program written by its base name
+  (``/bin/rm`` → ``rm``), redirections appended as ``> target``/``>> target``;
+- the same command again after each wrapper is peeled off (``sudo``, ``env``, ``nohup``,
+  ``nice``, ``timeout``, ``command``, ``exec``, ``xargs``, ``busybox``…);
+- each pipeline, its commands joined with `` | `` (for rules like "curl piped into a shell");
+- the scripts hidden inside other commands, read recursively: ``bash -c``/``sh -c``, ``eval``,
+  ``su -c``, ``ssh host …``, ``find -exec``, ``$( … )`` and backticks, ``<( … )``, heredocs and
+  here-strings fed to a shell, and text piped into a shell when it can be folded;
+- the command's *skeleton* (quoted text blanked out), for structural rules such as fork bombs.
+
+Rules are anchored at the program name (``^rm\\s``), so ``echo "rm -rf /"`` or
+``grep -r 'rm -rf /' docs`` never match a delete rule.
+
+``RULES`` is plain data; :func:`rules_from_config` turns ``approvals.extra_patterns`` entries
+into more rules, and :func:`check` applies ``approvals.allow`` to what is left.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import posixpath
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+__all__ = [
+    "RULES",
+    "Finding",
+    "Normalised",
+    "Rule",
+    "check",
+    "compile_allow",
+    "normalise",
+    "rules_from_config",
+    "scan",
+    "sensitive_path",
+]
+
+
+# --- the rules ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One dangerous pattern.
+
+    :param id: a short stable name, used as the approval cache key and shown to the model.
+    :param description: what the pattern means, for people (shown when asking and when refusing).
+    :param pattern: a regular expression searched in each view of the command (see the module
+        docstring); ``scope="skeleton"`` searches the skeleton instead.
+    :param hard: always refused, even with ``--yolo``; otherwise the command needs approval.
+    :param source: ``builtin`` or ``config``.
+    """
+
+    id: str
+    description: str
+    pattern: str
+    hard: bool = False
+    scope: str = "command"
+    source: str = "builtin"
+
+    @cached_property
+    def regex(self) -> re.Pattern[str]:
+        """The compiled pattern."""
+        return re.compile(self.pattern)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A rule that matched, and the normalised text it matched in."""
+
+    rule: Rule
+    text: str
+
+    @property
+    def hard(self) -> bool:
+        return self.rule.hard
+
+    @property
+    def description(self) -> str:
+        return self.rule.description
+
+
+_SHELLS = r"(?:ba|da|z|k|mk|fi|c|tc|a|y|o|l)?sh|busybox\s+sh"
+_INTERPRETERS = (
+    r"python[\d.]*|pypy[\d.]*|perl|ruby|node|nodejs|deno|bun|php|lua|luajit|Rscript|julia"
+    r"|tclsh|osascript|pwsh|powershell"
+)
+_DISK = (
+    r"/dev/(?:sd[a-z]+\d*|hd[a-z]+\d*|vd[a-z]+\d*|xvd[a-z]+\d*|nvme\d+n\d+(?:p\d+)?"
+    r"|mmcblk\d+(?:p\d+)?|r?disk\d+(?:s\d+)?|md\d+|dm-\d+|mapper/\S+|loop\d+|nbd\d+|sr\d+"
+    r"|zram\d+|mem|kmem|port)"
+)
+_SYSTEM_DIRS = (
+    r"bin|boot|dev|etc|home|lib|lib32|lib64|libx32|media|mnt|opt|proc|root|run|sbin|snap|srv"
+    r"|sys|usr|var|Applications|Library|System|Users|Volumes|private"
+    r"|usr/(?:bin|sbin|lib|lib32|lib64|libexec|include|share|local|src)"
+    r"|var/(?:lib|log|cache|spool|mail|www|backups|opt)|private/(?:etc|var)"
+)
+_PROTECTED = (
+    rf"(?:/|/\*|/\.\*|~|~/\*|~/\.\*|/home/[^/\s]+(?:/\*)?|/Users/[^/\s]+(?:/\*)?"
+    rf"|/(?:{_SYSTEM_DIRS})(?:/\*)?|/[^/\s]*[*?\[][^/\s]*)"
+)
+_RECURSIVE = r"(?=(?:\S+\s+)*?(?:-[a-zA-Z]*[rR][a-zA-Z]*|--recursive)(?:\s|$))"
+_END = r"(?=\s|$)"
+_GITOPTS = r"(?:(?:-C|-c|--git-dir|--work-tree|--namespace)\s+\S+\s+|--?[\w-]+(?:=\S+)?\s+)*"
+SYSTEM_CONFIG_PATHS = (
+    r"/etc(?:/\S*)?|/boot(?:/\S*)?|/private/etc(?:/\S*)?|/var/spool/cron(?:/\S*)?"
+    r"|/usr/lib/systemd/\S*|/lib/systemd/\S*|/Library/Launch(?:Agents|Daemons)(?:/\S*)?"
+)
+SSH_PATHS = r"(?:\S*/)?\.ssh(?:/\S*)?"
+STARTUP_PATHS = (
+    r"(?:\S*/)?\.(?:bashrc|bash_profile|bash_login|bash_logout|profile|zshrc|zshenv|zprofile"
+    r"|zlogin|zlogout|kshrc|cshrc|tcshrc|login|inputrc|xprofile|xinitrc)"
+    r"|(?:\S*/)?\.config/(?:fish/config\.fish|autostart(?:/\S*)?|systemd/user(?:/\S*)?)"
+    r"|(?:\S*/)?Library/LaunchAgents(?:/\S*)?"
+)
+CREDENTIAL_PATHS = (
+    r"(?:\S*/)?(?:\.netrc|\.pypirc|\.npmrc|\.yarnrc(?:\.yml)?|\.git-credentials|\.gitconfig"
+    r"|\.pgpass|\.my\.cnf|\.terraformrc|\.boto|\.s3cfg|\.gem/credentials|\.cargo/credentials"
+    r"(?:\.toml)?|\.aws(?:/\S*)?|\.azure(?:/\S*)?|\.config/gcloud(?:/\S*)?|\.config/gh(?:/\S*)?"
+    r"|\.docker/config\.json|\.kube(?:/\S*)?|\.gnupg(?:/\S*)?|id_(?:rsa|dsa|ecdsa|ed25519)"
+    r"(?:\.pub)?)"
+)
+ENV_FILE_PATHS = (
+    r"(?:\S*/)?\.env(?![\w.-]*\.(?:example|sample|template|dist|defaults?)(?:\s|$))"
+    r"(?:\.[\w.-]+)?"
+    r"|(?:\S*/)?\.envrc"
+)
+HERMES_PATHS = r"(?:\S*/)?\.hermes(?:/\S*)?"
+
+_DB_CLIENTS = (
+    r"(?=.*\b(?:psql|pg_\w+|mysql|mariadb|sqlite3?|sqlcmd|duckdb|clickhouse(?:-client)?|cockroach"
+    r"|cqlsh|mongo(?:sh)?|redis-cli|bq|snowsql|trino|presto|usql|"
+    rf"{_INTERPRETERS}|rails|manage\.py|prisma|knex|flask|django-admin)\b)"
+)
+
+
+def _write_rule(rule_id: str, what: str, paths: str) -> Rule:
+    """A rule for commands that write, delete or re-permission ``paths``: a redirection, a
+    writing program naming it anywhere, ``sed -i``/``perl -i``, ``dd of=``, or the destination
+    (last argument, or ``-t DIR``) of ``cp``/``install``/``ln``/``rsync``/``scp``."""
+    p = f"(?:{paths})"
+    return Rule(
+        rule_id,
+        f"writes to {what}",
+        rf"(?:^|\s)>>?\s*{p}{_END}"
+        rf"|^(?:tee|truncate|rm|unlink|shred|chmod|chown|chgrp|touch|mkdir|patch|ed|mv)\s"
+        rf"(?:\S+\s+)*?{p}{_END}"
+        rf"|^(?:sed|perl)\s(?=(?:\S+\s+)*?-[a-zA-Z]*i)(?:\S+\s+)*?{p}{_END}"
+        rf"|^dd\s(?:\S+\s+)*?of={p}{_END}"
+        rf"|^(?:cp|install|ln|rsync|scp)\s(?:\S+\s+)*?(?:(?:-t\s+|--target-directory=){p}{_END}"
+        rf"|{p}(?:\s+[<>].*)?$)",
+    )
+
+
+HARD_RULES: tuple[Rule, ...] = (
+    Rule(
+        "delete-root",
+        "recursive delete of /, a system folder or the home folder",
+        rf"^rm\s{_RECURSIVE}(?:\S+\s+)*?{_PROTECTED}/?{_END}",
+        hard=True,
+    ),
+    Rule(
+        "find-delete-root",
+        "find deleting from /, a system folder or the home folder",
+        rf"^find\s+(?:-\S+\s+)*{_PROTECTED}/?\s(?:.*\s)?(?:-delete|-exec(?:dir)?\s+rm)\b",
+        hard=True,
+    ),
+    Rule(
+        "move-root",
+        "moving /, a system folder or the home folder away",
+        rf"^mv\s(?:\S+\s+)*?{_PROTECTED}/?\s+\S",
+        hard=True,
+    ),
+    Rule(
+        "mkfs",
+        "making a file system (erases a disk)",
+        r"^(?:mkfs(?:\.\w+)?|mke2fs|mkswap|mkdosfs|mkntfs|mkexfatfs|newfs(?:_\w+)?)(?:\s|$)",
+        hard=True,
+    ),
+    Rule(
+        "wipe-disk",
+        "wiping a disk or partition",
+        rf"^(?:wipefs|shred|blkdiscard)\s(?!(?:.*\s)?-n\b)(?:\S+\s+)*?{_DISK}{_END}",
+        hard=True,
+    ),
+    Rule(
+        "dd-disk",
+        "dd writing to a raw disk",
+        rf"^dd\s(?:\S+\s+)*?of={_DISK}{_END}",
+        hard=True,
+    ),
+    Rule(
+        "write-disk",
+        "writing to a raw disk",
+        rf"(?:^|\s)>>?\s*{_DISK}{_END}|^tee\s(?:\S+\s+)*?{_DISK}{_END}"
+        rf"|^(?:cp|mv|install)\s(?:\S+\s+)+{_DISK}(?:\s+[<>].*)?$",
+        hard=True,
+    ),
+    Rule(
+        "fork-bomb",
+        "fork bomb",
+        r"(?:^|[\s;&|(])(?:function\s+)?([\w:.-]+)\s*(?:\(\s*\))?\s*\{\s*\1\s*\|\s*\1\s*&",
+        hard=True,
+        scope="skeleton",
+    ),
+    Rule(
+        "kill-all",
+        "killing every process (kill -1)",
+        r"^(?:kill\s+(?:-1\s*$|(?:\S+\s+)+-1(?:\s|$))|killall5(?:\s|$))",
+        hard=True,
+    ),
+    Rule(
+        "shutdown",
+        "shutting down or rebooting the machine",
+        r"^(?:shutdown|reboot|halt|poweroff|(?:tel)?init\s+[06])(?:\s|$)"
+        r"|^(?:systemctl|loginctl)\s(?:\S+\s+)*?(?:poweroff|reboot|halt|kexec)(?:\s|$)",
+        hard=True,
+    ),
+)
+
+APPROVAL_RULES: tuple[Rule, ...] = (
+    Rule("recursive-delete", "recursive delete", rf"^rm\s{_RECURSIVE}"),
+    Rule(
+        "find-delete",
+        "find deleting files",
+        r"^find\s(?:.*\s)?(?:-delete|-(?:exec|execdir|ok|okdir)\s+(?:rm|shred|unlink))(?:\s|$)",
+    ),
+    Rule(
+        "xargs-delete", "deleting files listed by xargs", r"^xargs\s(?:.*\s)?(?:rm|shred|unlink)\b"
+    ),
+    Rule(
+        "world-writable",
+        "making files world-writable",
+        r"^chmod\s(?:\S+\s+)*?(?:0?[0-7]?[0-7]{2}[2367]|[ugoa]*[oa][ugoa]*[+=][rwxXstugo]*w"
+        r"\S*|\S+,[ugoa]*[oa][ugoa]*[+=][rwxXst]*w\S*)(?:\s|$)",
+    ),
+    Rule(
+        "setuid",
+        "setting the setuid/setgid bit",
+        r"^chmod\s(?:\S+\s+)*?(?:0?[2-7][0-7]{3}|[ugoa]*[+=][rwxX]*s\S*)(?:\s|$)",
+    ),
+    Rule(
+        "chown-root",
+        "recursive change of owner to root",
+        r"^chown\s(?=(?:\S+\s+)*?(?:-[a-zA-Z]*R[a-zA-Z]*|--recursive)(?:\s|$))"
+        r"(?:\S+\s+)*?(?:root|0)(?::\S*)?(?:\s|$)",
+    ),
+    Rule(
+        "recursive-perms-system",
+        "recursive permission change of a system folder",
+        rf"^(?:chmod|chown|chgrp)\s(?=(?:\S+\s+)*?(?:-[a-zA-Z]*R|--recursive))"
+        rf"(?:\S+\s+)*?{_PROTECTED}/?{_END}",
+    ),
+    Rule(
+        "download-to-shell",
+        "downloaded content run by a shell or interpreter",
+        rf"\b(?:curl|wget|fetch|aria2c|http|https|xh|lynx\s+-source)\b[^|]*(?:\|[^|]*)*?"
+        rf"\|\s*(?:{_SHELLS}|{_INTERPRETERS})(?:\s|$)"
+        rf"|^(?:{_SHELLS}|source|\.)\s(?:.*\s)?<\(\s*(?:curl|wget)\b"
+        rf"|^(?:{_SHELLS}|{_INTERPRETERS})\s(?:.*\s)?-\w*[ce]\s+(?:.*)?\$\(\s*(?:curl|wget)\b",
+    ),
+    Rule(
+        "decode-to-shell",
+        "decoded (base64/hex) data run by a shell",
+        rf"\b(?:base64|base32|basenc|openssl\s+(?:enc\s+)?-?base64)\s(?:[^|]*\s)?"
+        rf"(?:-d|--decode|-D)\b[^|]*(?:\|[^|]*)*?\|\s*(?:{_SHELLS}|{_INTERPRETERS})(?:\s|$)"
+        rf"|\bxxd\s(?:[^|]*\s)?-r\b[^|]*(?:\|[^|]*)*?\|\s*(?:{_SHELLS}|{_INTERPRETERS})(?:\s|$)",
+    ),
+    Rule(
+        "pipe-to-shell",
+        "text piped into a shell",
+        rf"\|\s*(?:{_SHELLS})(?:\s+-[a-zA-Z]*s?[a-zA-Z]*)*(?:\s+-)?(?:\s+--(?:\s.*)?)?\s*$"
+        rf"|\|\s*(?:{_INTERPRETERS})(?:\s+-)?\s*$",
+    ),
+    Rule(
+        "shell-inline-script",
+        "shell running an inline script (-c)",
+        rf"^(?:{_SHELLS})\s+(?:(?:-[a-zA-Z]+|--[\w-]+|[-+]O\s+\S+|[-+]o\s+\S+)\s+)*"
+        rf"-[a-zA-Z]*c[a-zA-Z]*(?:\s|$)"
+        r"|^(?:su|runuser|sg)\s(?:.*\s)?(?:-c|--command)(?:\s|=|$)",
+    ),
+    Rule(
+        "interpreter-inline-script",
+        "interpreter running an inline script (-c/-e)",
+        r"^(?:python[\d.]*|pypy[\d.]*)\s+(?:(?:-[WX]\s*\S+|-[a-zA-Z]+)\s+)*?-[a-zA-Z]*c(?:\s|$)"
+        r"|^(?:perl|ruby)\s+(?:-\S+\s+)*?-[a-zA-Z]*[eE](?:\s|$)"
+        r"|^(?:node|nodejs|bun)\s(?:.*\s)?(?:-e|--eval|-p|--print)(?:\s|=|$)"
+        r"|^deno\s+eval\b|^php\s(?:.*\s)?-r(?:\s|$)|^(?:lua|luajit)\s(?:.*\s)?-e(?:\s|$)"
+        r"|^(?:osascript|Rscript)\s(?:.*\s)?-e(?:\s|$)|^(?:pwsh|powershell)\s(?:.*\s)?-c",
+    ),
+    Rule(
+        "heredoc-script",
+        "heredoc or here-string fed to a shell or interpreter",
+        rf"^(?:{_SHELLS}|{_INTERPRETERS})(?:\s+\S+)*?\s+<<",
+    ),
+    Rule("eval-output", "eval of command output", r"^eval\s(?:.*)(?:\$\(|`)"),
+    Rule(
+        "dynamic-command",
+        "program name computed at run time or hidden by wildcards",
+        r"^(?:\$\(|`)|^(?!\[)\S*[*?]\S*(?:\s|$)",
+    ),
+    _write_rule("write-system-config", "system configuration", SYSTEM_CONFIG_PATHS),
+    _write_rule("write-ssh", "~/.ssh (keys and SSH configuration)", SSH_PATHS),
+    _write_rule("write-startup-file", "shell start-up files", STARTUP_PATHS),
+    _write_rule("write-credentials", "credential files", CREDENTIAL_PATHS),
+    _write_rule("write-env-file", "a .env file", ENV_FILE_PATHS),
+    _write_rule("write-hermes-config", "hermes' own configuration", HERMES_PATHS),
+    Rule(
+        "sql-drop",
+        "SQL DROP (or a database flush)",
+        rf"(?i)^{_DB_CLIENTS}.*(?:\bdrop\s+(?:table|database|schema|keyspace|collection|view"
+        r"|index|user|role)\b|\bdropDatabase\s*\(|\bflush(?:all|db)\b)",
+    ),
+    Rule(
+        "sql-truncate",
+        "SQL TRUNCATE",
+        rf"(?i)^{_DB_CLIENTS}.*\btruncate\s+(?:table\s+)?(?!-)[\w.\"`\[]",
+    ),
+    Rule(
+        "sql-delete-all",
+        "SQL DELETE without WHERE",
+        rf"(?i)^{_DB_CLIENTS}.*\bdelete\s+from\s+[\w.\"`\[\]]++(?!\s+(?:as\s+)?\w*\s*(?:where|using)\b)",
+    ),
+    Rule("git-reset-hard", "git reset --hard", rf"^git\s+{_GITOPTS}reset\s(?:.*\s)?--hard\b"),
+    Rule(
+        "git-force-push",
+        "git force push",
+        rf"^git\s+{_GITOPTS}push\s(?:.*\s)?(?:--force(?:-with-lease)?(?:=\S+)?|--mirror"
+        rf"|-[a-zA-Z]*f[a-zA-Z]*|\+\S+)(?:\s|$)",
+    ),
+    Rule(
+        "git-clean",
+        "git clean -f (deletes untracked files)",
+        rf"^git\s+{_GITOPTS}clean\s(?:.*\s)?(?:-[a-zA-Z]*f|--force)",
+    ),
+    Rule(
+        "git-branch-delete",
+        "git branch -D (force-deletes a branch)",
+        rf"^git\s+{_GITOPTS}branch\s(?:.*\s)?(?:-[a-zA-Z]*D|--delete\s+--force|--force\s+--delete"
+        r"|-d\s+-f|-f\s+-d)(?:\s|$)",
+    ),
+    Rule(
+        "git-discard",
+        "discarding uncommitted changes",
+        rf"^git\s+{_GITOPTS}(?:checkout\s+(?:-f|--force|(?:--\s+)?\.)(?:\s|$)|restore\s(?:.*\s)?\.$"
+        r"|stash\s+(?:drop|clear)\b)",
+    ),
+    Rule(
+        "stop-service",
+        "stopping or disabling a service",
+        r"^(?:systemctl|service|rc-service|sv|launchctl)\s(?:\S+\s+)*?"
+        r"(?:stop|disable|mask|kill|isolate|unload|bootout|remove)(?:\s|$)",
+    ),
+    Rule(
+        "stop-container",
+        "stopping or removing containers",
+        r"^(?:docker|podman|nerdctl)(?:\s+\S+)*?\s+(?:stop|kill|rm|rmi|down|prune|pause)(?:\s|$)"
+        r"|^docker-compose\s(?:.*\s)?(?:stop|kill|rm|down)(?:\s|$)"
+        r"|^kubectl\s(?:.*\s)?(?:delete|drain)(?:\s|$)",
+    ),
+    Rule(
+        "kill-by-name",
+        "killing processes by name",
+        r"^(?:pkill|killall)(?:\s|$)|^kill\s.*\$\(\s*(?:pgrep|pidof)\b|^xargs\s(?:.*\s)?kill\b",
+    ),
+    Rule(
+        "crontab",
+        "changing scheduled jobs (crontab)",
+        r"^crontab\s+(?:(?:-u\s+\S+\s+)?-[er]|[^-\s])",
+    ),
+    Rule(
+        "user-accounts",
+        "changing user accounts or sudo rights",
+        r"^(?:userdel|usermod|useradd|adduser|deluser|groupdel|passwd|chpasswd|visudo)(?:\s|$)",
+    ),
+    Rule(
+        "partition-disk",
+        "partitioning a disk",
+        r"^(?:fdisk|sfdisk|cfdisk|parted|gdisk|sgdisk)\s(?!(?:.*\s)?(?:-l|--list|print)(?:\s|$))"
+        r"(?:.*\s)?/dev/",
+    ),
+)
+
+RULES: tuple[Rule, ...] = HARD_RULES + APPROVAL_RULES
+"""Every builtin rule, hard blocks first."""
+
+
+def rules_from_config(entries: Iterable[Any] | None) -> list[Rule]:
+    """Rules from ``approvals.extra_patterns``: a list of ``{pattern, description}`` mappings
+    (optional ``id``, and ``hard: true`` to refuse always). A bare string is a pattern.
+
+    Raises ``ValueError`` with a readable message for a malformed entry or a bad regex.
+    """
+    rules = []
+    for index, entry in enumerate(entries or ()):
+        if isinstance(entry, str):
+            entry = {"pattern": entry}
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("pattern"), str):
+            raise ValueError(
+                f"approvals.extra_patterns[{index}] must be a mapping with a 'pattern' string"
+            )
+        try:
+            re.compile(entry["pattern"])
+        except re.error as exc:
+            raise ValueError(
+                f"approvals.extra_patterns[{index}]: invalid regular expression "
+                f"{entry['pattern']!r}: {exc}"
+            ) from None
+        rules.append(
+            Rule(
+                id=str(entry.get("id") or f"config-{index + 1}"),
+                description=str(entry.get("description") or f"matches {entry['pattern']!r}"),
+                pattern=entry["pattern"],
+                hard=bool(entry.get("hard", False)),
+                scope=str(entry.get("scope") or "command"),
+                source="config",
+            )
+        )
+    return rules
+
+
+def compile_allow(patterns: Iterable[Any] | None) -> list[re.Pattern[str]]:
+    """Compile ``approvals.allow`` (a list of regexes); ``ValueError`` for a bad one."""
+    compiled = []
+    for index, pattern in enumerate(patterns or ()):
+        if not isinstance(pattern, str):
+            raise ValueError(f"approvals.allow[{index}] must be a string (a regular expression)")
+        try:
+            compiled.append(re.compile(pattern))
+        except re.error as exc:
+            raise ValueError(
+                f"approvals.allow[{index}]: invalid regular expression {pattern!r}: {exc}"
+            ) from None
+    return compiled
+
+
+# --- the normaliser -------------------------------------------------------------------------
+
+
+@dataclass
+class Normalised:
+    """The views of a command the rules are matched against."""
+
+    views: list[str] = field(default_factory=list)
+    skeletons: list[str] = field(default_factory=list)
+
+    def add(self, text: str) -> None:
+        text = text.strip()
+        if text and text not in self.views:
+            self.views.append(text)
+
+
+@dataclass
+class _Command:
+    words: list[str] = field(default_factory=list)
+    redirects: list[tuple[str, str]] = field(default_factory=list)
+    stdin_text: str | None = None
+    cwd: str | None = None
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\+?=)(.*)$", re.S)
+_REDIR = re.compile(r"(\d*|&)(<<<|<<-|<<|<>|<&|>&|>>|>\||<|>)")
+_KEYWORDS = frozenset(
+    {"!", "{", "}", "then", "do", "else", "elif", "if", "while", "until", "time", "fi", "done",
+     "esac", "coproc", "[[", "]]"}
+)  # fmt: skip
+_SHELL_NAMES = re.compile(rf"^(?:{_SHELLS})$")
+_MAX_DEPTH = 6
+_ANSI_ESCAPES = {
+    "n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v", "e": "\x1b",
+    "E": "\x1b", "\\": "\\", "'": "'", '"': '"', "?": "?",
+}  # fmt: skip
+_ESCAPE = re.compile(
+    r"\\(x[0-9a-fA-F]{1,2}|u[0-9a-fA-F]{1,4}|U[0-9a-fA-F]{1,8}|0?[0-7]{1,3}|c.|.)", re.S
+)
+
+
+def _decode_escapes(text: str) -> str:
+    """Decode backslash escapes as ``$'…'``, ``echo -e`` and ``printf`` do."""
+
+    def one(match: re.Match[str]) -> str:
+        code = match.group(1)
+        head = code[0]
+        try:
+            if head == "x":
+                return chr(int(code[1:], 16))
+            if head in "uU":
+                return chr(int(code[1:], 16))
+            if head in "01234567":
+                return chr(int(code, 8) & 0xFF)
+        except (ValueError, OverflowError):
+            return code
+        if head == "c" and len(code) == 2:
+            return chr(ord(code[1].upper()) ^ 0x40)
+        return _ANSI_ESCAPES.get(code, "\\" + code)
+
+    return _ESCAPE.sub(one, text)
+
+
+def _skeleton(text: str) -> str:
+    """``text`` with the contents of quotes blanked out (``'…'`` and ``"…"`` become ``''``)."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "\\" and i + 1 < n:
+            out.append(text[i : i + 2])
+            i += 2
+        elif c == "'":
+            end = text.find("'", i + 1)
+            i = n if end < 0 else end + 1
+            out.append("''")
+        elif c == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            i = j + 1
+            out.append("''")
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def _expand_braces(word: str, limit: int = 64) -> list[str]:
+    """Expand the first unquoted ``{a,b}`` list of a word (recursively, a bounded number)."""
+    match = re.search(r"\{([^{}\s]*,[^{}\s]*)\}", word)
+    if not match:
+        return [word]
+    out: list[str] = []
+    for part in match.group(1).split(","):
+        for expanded in _expand_braces(word[: match.start()] + part + word[match.end() :], limit):
+            out.append(expanded)
+            if len(out) >= limit:
+                return out
+    return out
+
+
+class _Analyser:
+    """Reads one command string (a script) and adds its views to ``result``."""
+
+    def __init__(self, result: Normalised, home: str | None, depth: int) -> None:
+        self.result = result
+        self.home = home.rstrip("/") if home and home != "/" else None
+        self.depth = depth
+        self.vars: dict[str, str] = {}
+        self.cwd: str | None = None
+
+    # -- entry point ----------------------------------------------------------------------
+
+    def analyse(self, text: str) -> list[list[_Command]]:
+        self.result.skeletons.append(_skeleton(text))
+        pipelines = _Parser(text, self).parse()
+        for pipeline in pipelines:
+            finals = [self.command_views(command) for command in pipeline]
+            if len(pipeline) > 1:
+                self.result.add(" | ".join(final for final in finals if final))
+                self.fold_pipeline(pipeline)
+        return pipelines
+
+    def nested(self, script: str) -> None:
+        """Analyse a script hidden inside a command (``bash -c``, heredoc, …)."""
+        if self.depth >= _MAX_DEPTH or not script.strip():
+            return
+        _Analyser(self.result, self.home, self.depth + 1).analyse(script)
+
+    # -- words --------------------------------------------------------------------------------
+
+    def lookup(self, name: str) -> str | None:
+        if name in self.vars:
+            return self.vars[name]
+        if name == "HOME":
+            return "~"
+        if name == "HERMES_HOME":
+            return "~/.hermes"
+        if name == "IFS":
+            return " "
+        return None
+
+    def substitution(self, inner: str) -> str | None:
+        """Analyse ``$( inner )`` and return its output when it can be known (echo/printf,
+        optionally decoded with base64 or xxd), else ``None``."""
+        if self.depth >= _MAX_DEPTH:
+            return None
+        sub = _Analyser(self.result, self.home, self.depth + 1)
+        sub.vars = dict(self.vars)
+        pipelines = sub.analyse(inner)
+        if len(pipelines) != 1:
+            return None
+        return _fold(pipelines[0])
+
+    def normalise_path(self, word: str) -> str:
+        if self.home and (word == self.home or word.startswith(self.home + "/")):
+            word = "~" + word[len(self.home) :]
+        if word.startswith("/") or word == "~" or word.startswith("~/"):
+            word = re.sub(r"/{2,}", "/", word)
+            star = word.endswith("/*")
+            base = word[:-2] if star else word
+            if base:
+                base = posixpath.normpath(base)
+                base = "/" if base == "//" else base
+            word = (base.rstrip("/") if base != "/" else "") + "/*" if star else base
+        return word
+
+    # -- commands ---------------------------------------------------------------------------
+
+    def finish(self, command: _Command) -> None:
+        """Called by the parser for each simple command, in order: tracks assignments and
+        ``cd`` so that later commands see them."""
+        words = command.words
+        index = 0
+        while index < len(words) and words[index] in _KEYWORDS:
+            index += 1
+        assignments = []
+        while index < len(words) and _ASSIGN.match(words[index]):
+            assignments.append(words[index])
+            index += 1
+        if index == len(words):
+            self._assign(assignments)
+        elif words[index] in ("export", "declare", "typeset", "local", "readonly"):
+            self._assign(w for w in words[index + 1 :] if not w.startswith("-"))
+        elif words[index] in ("cd", "pushd") and len(words) > index + 1:
+            target = words[index + 1] if words[index + 1] != "--" else words[-1]
+            target = self.normalise_path(target)
+            if target.startswith(("/", "~")):
+                self.cwd = target
+            elif self.cwd:
+                self.cwd = self.normalise_path(posixpath.join(self.cwd, target))
+        command.cwd = self.cwd
+
+    def _assign(self, words: Iterable[str]) -> None:
+        for word in words:
+            match = _ASSIGN.match(word)
+            if match:
+                name, op, value = match.groups()
+                self.vars[name] = self.vars.get(name, "") + value if op == "+=" else value
+
+    def command_views(self, command: _Command) -> str:
+        """Add the views of one simple command; return its most unwrapped form."""
+        words = [self.normalise_path(w) for w in command.words]
+        while words and (words[0] in _KEYWORDS or _ASSIGN.match(words[0])):
+            words = words[1:]
+        redirects = []
+        for op, target in command.redirects:
+            if op.endswith("&") or (op in (">&", "<&") and target.isdigit()):
+                continue
+            symbol = ">>" if ">>" in op else ">" if ">" in op else "<" if "<" in op else op
+            redirects.append(f"{symbol} {self.normalise_path(target)}")
+        if command.stdin_text is not None:
+            redirects.append("<<")
+        final = ""
+        seen = 0
+        while words and seen < 12:
+            seen += 1
+            if "/" in words[0] and not words[0].startswith(("$(", "`")):
+                words = [words[0].rsplit("/", 1)[-1] or words[0]] + words[1:]
+            final = " ".join(words + redirects)
+            self.result.add(final)
+            if command.cwd:
+                resolved = [words[0]] + [self._resolve(w, command.cwd) for w in words[1:]]
+                self.result.add(" ".join(resolved + redirects))
+            self.hidden_scripts(words, command)
+            unwrapped = _unwrap(words)
+            if unwrapped is None:
+                break
+            words = unwrapped
+        if not words and redirects:
+            final = " ".join(redirects)
+            self.result.add(final)
+        return final
+
+    def _resolve(self, word: str, cwd: str) -> str:
+        if not word or word.startswith(("-", "/", "~", "$")) or "=" in word:
+            return word
+        return self.normalise_path(posixpath.join(cwd, word))
+
+    def hidden_scripts(self, words: list[str], command: _Command) -> None:
+        name = words[0]
+        args = words[1:]
+        if _SHELL_NAMES.match(name):
+            script = _option_argument(args, "c")
+            if script is not None:
+                self.nested(script)
+            elif command.stdin_text is not None and not _has_operand(args):
+                self.nested(command.stdin_text)
+        elif name == "eval":
+            self.nested(" ".join(args))
+        elif name in ("su", "runuser", "sg"):
+            for i, arg in enumerate(args):
+                if arg in ("-c", "--command") and i + 1 < len(args):
+                    self.nested(args[i + 1])
+                elif arg.startswith("--command="):
+                    self.nested(arg.split("=", 1)[1])
+        elif name == "ssh":
+            remote = _ssh_remote_command(args)
+            if remote:
+                self.nested(remote)
+        elif name == "find":
+            for i, arg in enumerate(args):
+                if arg in ("-exec", "-execdir", "-ok", "-okdir"):
+                    rest = []
+                    for word in args[i + 1 :]:
+                        if word in (";", "+", "\\;"):
+                            break
+                        rest.append(word)
+                    if rest:
+                        self.result.add(" ".join(rest))
+                        self.hidden_scripts(rest, _Command(words=rest))
+        elif name == "watch":
+            i = 0
+            while i < len(args) and args[i].startswith("-"):
+                i += 2 if args[i] in ("-n", "--interval", "-q", "--equexit") else 1
+            if args[i:]:
+                self.nested(" ".join(args[i:]))
+
+    def fold_pipeline(self, pipeline: list[_Command]) -> None:
+        """``echo … | sh``, ``echo … | base64 -d | bash``, ``cat <<EOF | sh``: read the text
+        that reaches a shell as a script."""
+        for i in range(1, len(pipeline)):
+            words = _strip_all(pipeline[i].words)
+            if not words or not _SHELL_NAMES.match(words[0].rsplit("/", 1)[-1]):
+                continue
+            if _option_argument(words[1:], "c") is not None or _has_operand(words[1:]):
+                continue
+            text = _fold(pipeline[:i])
+            if text is not None:
+                self.nested(text)
+
+
+class _Parser:
+    """A small lexer and parser for POSIX/bash command syntax: words, quotes, expansions,
+    operators, redirections and heredocs. It never fails; odd input yields odd words."""
+
+    def __init__(self, text: str, analyser: _Analyser) -> None:
+        self.s = text
+        self.i = 0
+        self.a = analyser
+        self.heredocs: list[tuple[str, bool, _Command]] = []
+
+    # -- parser ---------------------------------------------------------------------------
+
+    def parse(self) -> list[list[_Command]]:
+        pipelines: list[list[_Command]] = []
+        pipeline: list[_Command] = []
+        command = _Command()
+
+        def end_command() -> None:
+            nonlocal command
+            if command.words or command.redirects or command.stdin_text is not None:
+                self.a.finish(command)
+                pipeline.append(command)
+            command = _Command()
+
+        def end_pipeline() -> None:
+            nonlocal pipeline
+            end_command()
+            if pipeline:
+                pipelines.append(pipeline)
+            pipeline = []
+
+        pending_redirect: str | None = None
+        for kind, value in self._tokens():
+            if kind == "word":
+                if pending_redirect is not None:
+                    target = " ".join(value)
+                    if pending_redirect in ("<<", "<<-"):
+                        self.heredocs.append((target, pending_redirect == "<<-", command))
+                    elif pending_redirect == "<<<":
+                        command.stdin_text = target
+                    else:
+                        command.redirects.append((pending_redirect, target))
+                    pending_redirect = None
+                else:
+                    command.words.extend(value)
+            elif kind == "redir":
+                pending_redirect = value
+            elif value in ("|", "|&"):
+                pending_redirect = None
+                end_command()
+            else:
+                pending_redirect = None
+                end_pipeline()
+        end_pipeline()
+        return pipelines
+
+    # -- lexer ----------------------------------------------------------------------------
+
+    def _tokens(self) -> Any:
+        s, n = self.s, len(self.s)
+        while self.i < n:
+            c = s[self.i]
+            if c in " \t\r":
+                self.i += 1
+            elif c == "\\" and s.startswith("\\\n", self.i):
+                self.i += 2
+            elif c == "#":
+                end = s.find("\n", self.i)
+                self.i = n if end < 0 else end
+            elif c == "\n":
+                self.i += 1
+                yield "op", "\n"
+                self._read_heredocs()
+            elif c in ";&|()":
+                for op in ("&&", "||", ";;&", ";;", ";&", "|&", "&>>", "&>"):
+                    if s.startswith(op, self.i):
+                        break
+                else:
+                    op = c
+                if op in ("&>", "&>>"):
+                    self.i += len(op)
+                    yield "redir", op
+                    continue
+                self.i += len(op)
+                yield "op", op
+            elif c in "<>" and not s.startswith(("<(", ">("), self.i):
+                match = _REDIR.match(s, self.i)
+                assert match is not None
+                self.i = match.end()
+                yield "redir", match.group(2)
+            else:
+                match = _REDIR.match(s, self.i)
+                if match and match.group(1).isdigit() and match.group(2):
+                    self.i = match.end()
+                    yield "redir", match.group(2)
+                    continue
+                words = self._word()
+                if words:
+                    yield "word", words
+
+    def _read_heredocs(self) -> None:
+        s = self.s
+        for delimiter, strip, command in self.heredocs:
+            lines = []
+            while self.i < len(s):
+                end = s.find("\n", self.i)
+                line = s[self.i : len(s) if end < 0 else end]
+                self.i = len(s) if end < 0 else end + 1
+                if (line.lstrip("\t") if strip else line) == delimiter:
+                    break
+                lines.append(line.lstrip("\t") if strip else line)
+            command.stdin_text = "\n".join(lines)
+        self.heredocs = []
+
+    def _word(self) -> list[str]:
+        """Read one shell word starting at ``self.i``; unquoted expansions may split it into
+        several words (as the shell does)."""
+        s, n = self.s, len(self.s)
+        words: list[str] = []
+        parts: list[str] = []
+        plain = True  # no quotes and no expansions: brace expansion applies
+        touched = False
+
+        def flush() -> None:
+            nonlocal parts, plain, touched
+            if parts or touched:
+                word = "".join(parts)
+                words.extend(_expand_braces(word) if plain else [word])
+            parts, plain, touched = [], True, False
+
+        def expansion(value: str, quoted: bool) -> None:
+            nonlocal plain, touched
+            if quoted:
+                parts.append(value)
+                plain, touched = False, True
+                return
+            if value[:1].isspace():  # unquoted expansions split words, as $IFS does
+                flush()
+            for k, piece in enumerate(value.split()):
+                if k:
+                    flush()
+                parts.append(piece)
+                plain, touched = False, True
+            if value[-1:].isspace():
+                flush()
+
+        while self.i < n:
+            c = s[self.i]
+            if c in " \t\r\n;&|()":
+                break
+            if c in "<>":
+                if s.startswith(("<(", ">("), self.i):
+                    inner, self.i = _balanced(s, self.i + 2, "(", ")")
+                    self.a.substitution(inner)
+                    parts.append(f"{c}({inner.strip()})")
+                    plain = False
+                    continue
+                break
+            if c == "\\":
+                if s.startswith("\\\n", self.i):
+                    self.i += 2
+                    continue
+                parts.append(s[self.i + 1 : self.i + 2])
+                self.i += 2
+                plain, touched = False, True
+            elif c == "'":
+                end = s.find("'", self.i + 1)
+                end = n if end < 0 else end
+                parts.append(s[self.i + 1 : end])
+                self.i = end + 1
+                plain, touched = False, True
+            elif c == '"':
+                self.i += 1
+                self._double_quoted(parts, expansion)
+                plain, touched = False, True
+            elif c == "$":
+                self._dollar(parts, expansion, quoted=False)
+            elif c == "`":
+                inner, self.i = _backticks(s, self.i + 1)
+                folded = self.a.substitution(inner)
+                expansion(folded if folded is not None else f"$({inner.strip()})", folded is None)
+            else:
+                parts.append(c)
+                self.i += 1
+        flush()
+        return words
+
+    def _double_quoted(self, parts: list[str], expansion: Any) -> None:
+        s, n = self.s, len(self.s)
+        while self.i < n and s[self.i] != '"':
+            c = s[self.i]
+            if c == "\\" and self.i + 1 < n and s[self.i + 1] in '$`"\\\n':
+                if s[self.i + 1] != "\n":
+                    parts.append(s[self.i + 1])
+                self.i += 2
+            elif c == "$":
+                self._dollar(parts, expansion, quoted=True)
+            elif c == "`":
+                inner, self.i = _backticks(s, self.i + 1)
+                folded = self.a.substitution(inner)
+                parts.append(folded if folded is not None else f"$({inner.strip()})")
+            else:
+                parts.append(c)
+                self.i += 1
+        self.i += 1
+
+    def _dollar(self, parts: list[str], expansion: Any, quoted: bool) -> None:
+        s, i = self.s, self.i
+        nxt = s[i + 1 : i + 2]
+        if nxt == "'" and not quoted:
+            end = i + 2
+            while end < len(s) and s[end] != "'":
+                end += 2 if s[end] == "\\" else 1
+            parts.append(_decode_escapes(s[i + 2 : end]))
+            self.i = end + 1
+        elif nxt == '"' and not quoted:
+            self.i = i + 2
+            self._double_quoted(parts, expansion)
+        elif s.startswith("$((", i):
+            inner, self.i = _balanced(s, i + 3, "(", ")")
+            if s[self.i : self.i + 1] == ")":
+                self.i += 1
+            parts.append(f"$(({inner}))")
+        elif nxt == "(":
+            inner, self.i = _balanced(s, i + 2, "(", ")")
+            folded = self.a.substitution(inner)
+            if folded is None:
+                expansion(f"$({inner.strip()})", True)
+            else:
+                expansion(folded, quoted)
+        elif nxt == "{":
+            inner, self.i = _balanced(s, i + 2, "{", "}")
+            expansion(self._parameter(inner), quoted)
+        else:
+            match = _NAME.match(s, i + 1)
+            if match:
+                self.i = match.end()
+                value = self.a.lookup(match.group())
+                expansion(value if value is not None else "$" + match.group(), quoted)
+            elif nxt and nxt in "@*#?$!-0123456789":
+                parts.append(s[i : i + 2])
+                self.i = i + 2
+            else:
+                parts.append("$")
+                self.i = i + 1
+
+    def _parameter(self, inner: str) -> str:
+        match = re.match(r"([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-=+?])(.*))?$", inner, re.S)
+        if not match:
+            return "${" + inner + "}"
+        name, op, word = match.groups()
+        value = self.a.lookup(name)
+        if op is None:
+            return value if value is not None else "${" + name + "}"
+        if op.endswith(("-", "=")):
+            if value:
+                return value
+            sub = _Parser(word or "", self.a)
+            return " ".join(sub._word())
+        return value if value is not None else "${" + inner + "}"
+
+
+def _balanced(s: str, i: int, opening: str, closing: str) -> tuple[str, int]:
+    """The text up to the ``closing`` that matches an already consumed ``opening``, skipping
+    quotes; returns it and the index after the closing character."""
+    depth, start, n = 1, i, len(s)
+    while i < n:
+        c = s[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "'":
+            end = s.find("'", i + 1)
+            i = n if end < 0 else end + 1
+            continue
+        if c == '"':
+            i += 1
+            while i < n and s[i] != '"':
+                i += 2 if s[i] == "\\" else 1
+            i += 1
+            continue
+        if c == opening:
+            depth += 1
+        elif c == closing:
+            depth -= 1
+            if depth == 0:
+                return s[start:i], i + 1
+        i += 1
+    return s[start:], n
+
+
+def _backticks(s: str, i: int) -> tuple[str, int]:
+    out, n = [], len(s)
+    while i < n and s[i] != "`":
+        if s[i] == "\\" and i + 1 < n and s[i + 1] in "`\\$":
+            out.append(s[i + 1])
+            i += 2
+            continue
+        out.append(s[i])
+        i += 1
+    return "".join(out), i + 1
+
+
+# --- wrappers and hidden scripts --------------------------------------------------------------
+
+_WRAPPER_OPTIONS_WITH_ARGUMENT: dict[str, frozenset[str]] = {
+    "sudo": frozenset("-u -g -h -p -C -r -t -U -D -R -T --user --group --host --prompt".split()),
+    "doas": frozenset(["-u", "-C"]),
+    "env": frozenset(["-u", "-C", "--unset", "--chdir"]),
+    "nice": frozenset(["-n", "--adjustment"]),
+    "ionice": frozenset(["-c", "-n", "-p", "-P", "-u", "--class", "--classdata"]),
+    "timeout": frozenset(["-s", "-k", "--signal", "--kill-after"]),
+    "stdbuf": frozenset(["-i", "-o", "-e", "--input", "--output", "--error"]),
+    "xargs": frozenset("-n -L -P -I -d -E -s -a --max-args --max-procs --delimiter".split()),
+    "exec": frozenset(["-a"]),
+    "setsid": frozenset(),
+    "nohup": frozenset(),
+    "time": frozenset(["-f", "-o", "--format", "--output"]),
+    "command": frozenset(),
+    "builtin": frozenset(),
+    "unbuffer": frozenset(),
+    "caffeinate": frozenset(["-t", "-w"]),
+    "chrt": frozenset(),
+    "taskset": frozenset(),
+    "flock": frozenset(["-w", "-E", "--timeout", "--conflict-exit-code"]),
+    "busybox": frozenset(),
+    "chroot": frozenset(["--userspec", "--groups"]),
+    "strace": frozenset(["-e", "-o", "-p", "-s", "-u"]),
+    "ltrace": frozenset(["-e", "-o", "-p", "-s", "-u"]),
+    "proxychains": frozenset(["-f"]),
+    "proxychains4": frozenset(["-f"]),
+    "torsocks": frozenset(),
+    "firejail": frozenset(),
+}
+_WRAPPER_POSITIONALS = {"timeout": 1, "chrt": 1, "taskset": 1, "flock": 1, "chroot": 1}
+
+
+def _unwrap(words: list[str]) -> list[str] | None:
+    """The command a wrapper runs (``sudo rm …`` → ``rm …``), or ``None`` if ``words`` is no
+    wrapper."""
+    name = words[0]
+    if name not in _WRAPPER_OPTIONS_WITH_ARGUMENT:
+        return None
+    if name == "command" and any(w in ("-v", "-V") for w in words[1:2]):
+        return None
+    with_argument = _WRAPPER_OPTIONS_WITH_ARGUMENT[name]
+    rest = words[1:]
+    i = 0
+    while i < len(rest):
+        word = rest[i]
+        if word == "--":
+            i += 1
+            break
+        if name in ("sudo", "env", "doas") and _ASSIGN.match(word):
+            i += 1
+            continue
+        if name == "env" and word in ("-S", "--split-string") and i + 1 < len(rest):
+            return rest[i + 1].split() + rest[i + 2 :]
+        if name == "flock" and word in ("-c", "--command") and i + 1 < len(rest):
+            return ["sh", "-c", rest[i + 1]]
+        if word.startswith("-") and len(word) > 1:
+            if word in with_argument or (
+                word[:2] in with_argument and len(word) > 2 and not word.startswith("--")
+            ):
+                i += 1 if word[:2] in with_argument and len(word) > 2 else 2
+                continue
+            if name == "nice" and re.match(r"^-\d+$", word):
+                i += 1
+                continue
+            i += 1
+            continue
+        break
+    rest = rest[i:]
+    skip = _WRAPPER_POSITIONALS.get(name, 0)
+    if name == "chrt" and rest and not rest[0].isdigit():
+        skip = 0
+    rest = rest[skip:]
+    return rest or None
+
+
+def _strip_all(words: list[str]) -> list[str]:
+    words = [w for w in words]
+    for _ in range(12):
+        if not words:
+            return words
+        if "/" in words[0]:
+            words = [words[0].rsplit("/", 1)[-1]] + words[1:]
+        unwrapped = _unwrap(words)
+        if unwrapped is None:
+            return words
+        words = unwrapped
+    return words
+
+
+def _option_argument(args: list[str], letter: str) -> str | None:
+    """For ``sh [options] -c SCRIPT``: the SCRIPT, or ``None`` without ``-c``."""
+    for i, arg in enumerate(args):
+        if arg.startswith("-") and not arg.startswith("--") and letter in arg[1:]:
+            if i + 1 < len(args):
+                return args[i + 1]
+            return ""
+        if not arg.startswith(("-", "+")):
+            return None
+    return None
+
+
+def _has_operand(args: list[str]) -> bool:
+    """Whether a shell's arguments name a script file (so it does not read stdin)."""
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+            continue
+        if arg in ("-o", "+o", "-O", "+O"):
+            skip = True
+            continue
+        if arg == "--":
+            return False
+        if arg == "-" or arg.startswith(("-", "+")):
+            if "s" in arg[1:] and not arg.startswith("--"):
+                return False
+            continue
+        return True
+    return False
+
+
+_SSH_WITH_ARGUMENT = frozenset(
+    "-b -c -D -E -e -F -I -i -J -L -l -m -O -o -p -Q -R -S -W -w".split()
+)
+
+
+def _ssh_remote_command(args: list[str]) -> str:
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in _SSH_WITH_ARGUMENT:
+            i += 2
+        elif arg.startswith("-"):
+            i += 1
+        else:
+            return " ".join(args[i + 1 :])
+    return ""
+
+
+def _fold(pipeline: Sequence[_Command]) -> str | None:
+    """The text a pipeline of ``echo``/``printf``/``cat <<EOF`` and decoders writes, when it
+    can be known without running anything."""
+    text: str | None = None
+    for index, command in enumerate(pipeline):
+        words = _strip_all(list(command.words))
+        if not words:
+            return None
+        name, args = words[0], words[1:]
+        if index == 0:
+            if name == "echo":
+                escapes = False
+                while args and re.match(r"^-[neE]+$", args[0]):
+                    escapes = escapes or "e" in args[0]
+                    args = args[1:]
+                text = " ".join(args)
+                text = _decode_escapes(text) if escapes else text
+            elif name == "printf":
+                if not args:
+                    return None
+                text = _printf(_decode_escapes(args[0]), args[1:])
+            elif name == "cat" and command.stdin_text is not None and len(args) == 0:
+                text = command.stdin_text
+            elif command.stdin_text is not None and name in ("base64", "xxd"):
+                text = command.stdin_text
+                decoded = _decode(words, text)
+                if decoded is None:
+                    return None
+                text = decoded
+            else:
+                return None
+            continue
+        assert text is not None
+        decoded = _decode(words, text)
+        if decoded is None:
+            return None
+        text = decoded
+    return text
+
+
+def _printf(fmt: str, values: list[str]) -> str:
+    """What ``printf FMT VALUES...`` prints, for ``%s``-style formats."""
+    queue = list(values)
+    text = re.sub(r"%[sbdq]", lambda _m: queue.pop(0) if queue else "", fmt)
+    return text.replace("%%", "%")
+
+
+def _decode(words: list[str], text: str) -> str | None:
+    name, args = words[0], words[1:]
+    try:
+        if name in ("base64", "basenc") and any(a in ("-d", "--decode", "-D") for a in args):
+            return base64.b64decode("".join(text.split()) + "==").decode("utf-8", "replace")
+        if name == "base32" and any(a in ("-d", "--decode") for a in args):
+            padded = "".join(text.split())
+            padded += "=" * (-len(padded) % 8)
+            return base64.b32decode(padded).decode("utf-8", "replace")
+        if name == "xxd" and any(a.startswith("-r") for a in args):
+            return binascii.unhexlify("".join(text.split())).decode("utf-8", "replace")
+        if name == "rev":
+            return "\n".join(line[::-1] for line in text.split("\n"))
+        if name in ("cat", "tee") and not [a for a in args if not a.startswith("-")]:
+            return text
+    except (ValueError, binascii.Error):
+        return None
+    return None
+
+
+def normalise(command: str, *, home: str | None = None) -> Normalised:
+    """All the views of ``command`` (see the module docstring). ``home`` is the home folder to
+    write as ``~`` (default: ``$HOME``)."""
+    result = Normalised()
+    if home is None:
+        home = os.environ.get("HOME") or None
+    _Analyser(result, home, 0).analyse(command.replace("\r\n", "\n"))
+    return result
+
+
+# --- the checker ------------------------------------------------------------------------------
+
+
+def scan(
+    command: str,
+    rules: Sequence[Rule] = RULES,
+    *,
+    home: str | None = None,
+    normalised: Normalised | None = None,
+) -> list[Finding]:
+    """Every rule that matches ``command`` (each rule once), hard blocks first."""
+    views = normalised or normalise(command, home=home)
+    findings: list[Finding] = []
+    for rule in sorted(rules, key=lambda r: not r.hard):
+        texts = views.skeletons if rule.scope == "skeleton" else views.views
+        for text in texts:
+            if rule.regex.search(text):
+                findings.append(Finding(rule, text))
+                break
+    return findings
+
+
+def check(
+    command: str,
+    rules: Sequence[Rule] = RULES,
+    *,
+    allow: Sequence[re.Pattern[str]] = (),
+    home: str | None = None,
+) -> list[Finding]:
+    """What stands between ``command`` and running it: the hard blocks that match (never
+    allowed), or else the approval rules that match and that no ``allow`` pattern excuses.
+
+    An ``allow`` pattern excuses a finding when it matches the normalised text the rule matched
+    in (one simple command or pipeline), so ``git push --force`` in the allow list does not
+    excuse the ``rm -rf`` in ``git push --force && rm -rf build``.
+    """
+    findings = scan(command, rules, home=home)
+    hard = [f for f in findings if f.hard]
+    if hard:
+        return hard
+    return [f for f in findings if not any(p.search(f.text) for p in allow)]
+
+
+def sensitive_path(path: str, *, home: str | None = None) -> Finding | None:
+    """Whether writing ``path`` touches system configuration, ~/.ssh, shell start-up files,
+    credentials, ``.env`` files or hermes' own configuration (for file-writing tools)."""
+    word = path.strip()
+    if not word:
+        return None
+    analyser = _Analyser(Normalised(), home or os.environ.get("HOME") or None, 0)
+    word = analyser.normalise_path(os.path.expanduser(word) if word.startswith("~") else word)
+    word = analyser.normalise_path(word)
+    for rule in APPROVAL_RULES:
+        if rule.id.startswith("write-") and rule.regex.search(f"> {word}"):
+            return Finding(rule, f"> {word}")
+    return None

@@ -1,0 +1,91 @@
+"""The checker's API: views, config rules, allow patterns, sensitive paths."""
+
+from __future__ import annotations
+
+import pytest
+from hermes_toolset_terminal.danger import (
+    RULES,
+    check,
+    compile_allow,
+    normalise,
+    rules_from_config,
+    scan,
+    sensitive_path,
+)
+
+
+def test_views_show_what_the_shell_would_run():
+    views = normalise(
+        "sudo env X=1 /bin/rm -rf \"$HOME\"/tmp; echo 'a b' | base64", home="/h"
+    ).views
+    assert "sudo env X=1 /bin/rm -rf ~/tmp" in views
+    assert "rm -rf ~/tmp" in views
+    assert "echo a b | base64" in views
+
+
+def test_home_path_is_written_as_tilde():
+    assert check("rm -rf /home/alice/", home="/home/alice")[0].rule.id == "delete-root"
+    assert check("rm -rf /home/alice/x", home="/home/alice")[0].rule.id == "recursive-delete"
+
+
+def test_rules_are_unique_and_documented():
+    ids = [rule.id for rule in RULES]
+    assert len(ids) == len(set(ids))
+    assert all(rule.description and rule.pattern for rule in RULES)
+    assert [r.hard for r in RULES] == sorted((r.hard for r in RULES), reverse=True)
+
+
+def test_rules_from_config():
+    rules = rules_from_config(
+        [{"pattern": "^deploy", "description": "deploying"}, "^nuke", {"pattern": "x", "hard": 1}]
+    )
+    assert [(r.id, r.description, r.hard, r.source) for r in rules] == [
+        ("config-1", "deploying", False, "config"),
+        ("config-2", "matches '^nuke'", False, "config"),
+        ("config-3", "matches 'x'", True, "config"),
+    ]
+    assert scan("sudo deploy now", rules)[0].rule.id == "config-1"
+
+
+@pytest.mark.parametrize(
+    ("entries", "message"),
+    [
+        ([{"description": "no pattern"}], "extra_patterns[0] must be a mapping"),
+        ([{"pattern": "("}], "extra_patterns[0]: invalid regular expression"),
+    ],
+)
+def test_bad_config_rules(entries, message):
+    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        rules_from_config(entries)
+
+
+def test_allow_patterns_excuse_only_what_they_match():
+    allow = compile_allow([r"^git push --force$"])
+    assert check("git push --force", allow=allow) == []
+    left = check("git push --force && rm -rf build", allow=allow)
+    assert [f.rule.id for f in left] == ["recursive-delete"]
+    assert check("rm -rf /", allow=compile_allow([".*"]))[0].hard
+    with pytest.raises(ValueError, match=r"approvals.allow\[0\]"):
+        compile_allow(["("])
+
+
+@pytest.mark.parametrize(
+    ("path", "rule"),
+    [
+        (".env", "write-env-file"),
+        ("config/.env.local", "write-env-file"),
+        ("~/.ssh/authorized_keys", "write-ssh"),
+        ("/root/.ssh/config", "write-ssh"),
+        ("/etc/hosts", "write-system-config"),
+        ("~/.bashrc", "write-startup-file"),
+        ("/home/alice/.zshrc", "write-startup-file"),
+        ("~/.aws/credentials", "write-credentials"),
+        ("~/.hermes/config.yaml", "write-hermes-config"),
+        (".env.example", None),
+        ("src/app.py", None),
+        ("docs/etc/notes.md", None),
+    ],
+)
+def test_sensitive_paths(path, rule):
+    found = sensitive_path(path, home="/home/alice")
+    assert (found.rule.id if found else None) == rule
