@@ -309,8 +309,16 @@ def doctor() -> None:
     except HermesError as exc:
         report(False, f"provider: {exc}")
     backend = EnvironmentManager(registry, config.data).backend
-    if backend in registry.environments:
-        report(True, f"execution backend {backend}")
+    registered_env = registry.environments.get(backend)
+    if registered_env is not None:
+        check = getattr(registered_env.value, "check", None)
+        if callable(check):  # an optional probe: can the backend start with this config?
+            try:
+                report(True, f"execution backend {backend}: {check(config.data)}")
+            except HermesError as exc:
+                report(False, f"execution backend {backend}: {exc}")
+        else:
+            report(True, f"execution backend {backend}")
     else:
         installed = ", ".join(sorted(registry.environments)) or "none"
         click.echo(f"--   execution backend {backend!r} not installed (installed: {installed})")

@@ -1,0 +1,532 @@
+"""hermes execution backend ``docker``: one long-lived container per task, commands through
+``docker exec``.
+
+The container is created on first use of a task from ``terminal.docker_image`` with the network
+``none``, all capabilities dropped but a few a package manager needs, ``no-new-privileges``, an
+init process, and memory / CPU / pids limits; it is removed at clean-up unless
+``terminal.container_persistent`` is true, in which case it is stopped and found again by name for
+the next task with the same id. The engine is the one ``DOCKER_HOST`` (or
+``terminal.docker_host``) points at, local or remote.
+
+Commands, files and background processes go through exec (see :mod:`hermes_env_common`); the
+``docker`` SDK is imported only when an environment is created.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from hermes_env_common import (
+    Channel,
+    ShellEnvironment,
+    parse_bool,
+    parse_memory_mb,
+    safe_name,
+    terminal_config,
+)
+
+from hermes_hookspecs import EnvironmentUnavailable, hookimpl
+
+__all__ = ["DEFAULT_IMAGE", "DockerEnvironment", "DockerSettings", "hermes_register_environments"]
+
+DEFAULT_IMAGE = "python:3.11-slim"
+"""The image used when ``terminal.docker_image`` is not set: Debian with Python 3.11, bash and
+coreutils. Any image with ``/bin/sh`` works."""
+
+DEFAULT_WORKDIR = "/workspace"
+DEFAULT_CPU = 1.0
+DEFAULT_MEMORY_MB = 4096
+DEFAULT_PIDS = 512
+CAPABILITIES = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID"]
+"""Capabilities kept after dropping all: enough for a package manager and for file ownership
+inside the container; no raw sockets, no mounts, no ptrace."""
+
+# PID 1 (under docker's init) only waits; TERM (docker stop) ends it at once.
+_KEEPALIVE = ["-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"]
+
+
+@dataclass
+class DockerSettings:
+    """The ``terminal`` keys the docker backend reads (Hermes' names where Hermes has one)."""
+
+    image: str = DEFAULT_IMAGE
+    workdir: str = DEFAULT_WORKDIR
+    volumes: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    network: str = "none"
+    cpu: float | None = DEFAULT_CPU
+    memory_mb: int | None = DEFAULT_MEMORY_MB
+    pids: int | None = DEFAULT_PIDS
+    user: str | None = None
+    read_only: bool = False
+    persistent: bool = False
+    pull: str = "missing"
+    host: str | None = None
+    timeout: float | None = None
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> DockerSettings:
+        """Read and check the settings; a bad value is an :class:`EnvironmentUnavailable` that
+        names the key."""
+        term = terminal_config(config)
+        try:
+            volumes = term.get("docker_volumes") or []
+            if isinstance(volumes, str):
+                volumes = [volumes]
+            env = term.get("docker_env") or {}
+            if not isinstance(env, Mapping):
+                raise ValueError("terminal.docker_env must be a mapping of NAME: value")
+            cpu = term.get("container_cpu", DEFAULT_CPU)
+            pids = term.get("container_pids", DEFAULT_PIDS)
+            pull = str(term.get("docker_pull") or "missing")
+            if pull not in {"missing", "always", "never"}:
+                raise ValueError("terminal.docker_pull must be missing, always or never")
+            memory = term.get("container_memory", DEFAULT_MEMORY_MB)
+            timeout = term.get("timeout")
+            return cls(
+                image=str(term.get("docker_image") or DEFAULT_IMAGE),
+                workdir=str(term.get("docker_workdir") or DEFAULT_WORKDIR),
+                volumes=[_volume(v) for v in volumes],
+                env={str(k): str(v) for k, v in env.items()},
+                network=str(term.get("docker_network") or "none"),
+                cpu=float(cpu) if cpu not in (None, "", 0) else None,
+                memory_mb=parse_memory_mb(memory),
+                pids=int(pids) if pids not in (None, "", 0) else None,
+                user=str(term["docker_user"]) if term.get("docker_user") else None,
+                read_only=parse_bool(term.get("docker_read_only"), False),
+                persistent=parse_bool(term.get("container_persistent"), False),
+                pull=pull,
+                host=str(term["docker_host"]) if term.get("docker_host") else None,
+                timeout=float(timeout) if timeout else None,
+            )
+        except (TypeError, ValueError) as exc:
+            raise EnvironmentUnavailable(f"docker backend: bad setting: {exc}") from None
+
+
+def _volume(spec: Any) -> str:
+    """``host:container[:ro|rw]`` with the host path made absolute (``~`` expanded)."""
+    text = str(spec)
+    parts = text.split(":")
+    if len(parts) not in (2, 3) or not parts[0] or not parts[1].startswith("/"):
+        raise ValueError(
+            f"terminal.docker_volumes entry {text!r} is not host_path:/container/path[:ro]"
+        )
+    if len(parts) == 3 and parts[2] not in {"ro", "rw"}:
+        raise ValueError(f"terminal.docker_volumes entry {text!r}: mode must be ro or rw")
+    host = parts[0]
+    if host.startswith(("~", ".", "/")):
+        host = os.path.abspath(os.path.expanduser(host))
+    return ":".join([host, *parts[1:]])
+
+
+def _import_docker() -> Any:
+    try:
+        import docker
+    except ImportError:  # pragma: no cover - the dist depends on docker
+        raise EnvironmentUnavailable(
+            "docker backend: the docker SDK is not installed; pip install hermes-env-docker"
+        ) from None
+    return docker
+
+
+def _client(settings: DockerSettings) -> tuple[Any, str]:
+    """A connected client and the address it talks to; :class:`EnvironmentUnavailable` with a
+    fix when the engine cannot be reached."""
+    docker = _import_docker()
+    where = settings.host or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    try:
+        if settings.host:
+            client = docker.DockerClient(base_url=settings.host, timeout=60)
+        else:
+            client = docker.from_env(timeout=60)
+        client.ping()
+    except Exception as exc:  # docker raises DockerException, requests errors, OSError...
+        reason = str(exc)
+        if "No such file or directory" in reason or "FileNotFoundError" in reason:
+            reason = "no engine socket there"
+        elif "Connection refused" in reason:
+            reason = "connection refused"
+        elif "Permission denied" in reason:
+            reason = "permission denied on the socket (add yourself to the docker group)"
+        raise EnvironmentUnavailable(
+            f"docker backend: cannot reach a Docker engine at {where}: {reason}. Start Docker,"
+            " or point DOCKER_HOST (or terminal.docker_host) at a running engine; hermes does"
+            " not fall back to running commands locally"
+        ) from None
+    return client, where
+
+
+def _ensure_image(client: Any, settings: DockerSettings) -> None:
+    docker = _import_docker()
+    image = settings.image
+    present = True
+    try:
+        client.images.get(image)
+    except docker.errors.ImageNotFound:
+        present = False
+    except docker.errors.APIError as exc:
+        raise EnvironmentUnavailable(
+            f"docker backend: cannot look up image {image}: {exc}"
+        ) from None
+    if present and settings.pull != "always":
+        return
+    if settings.pull == "never" and not present:
+        raise EnvironmentUnavailable(
+            f"docker backend: image {image} is not on the engine and terminal.docker_pull is"
+            f" never; run `docker pull {image}` or build it"
+        )
+    try:
+        client.images.pull(image)
+    except Exception as exc:
+        if present:
+            return  # keep the local copy when a refresh fails
+        raise EnvironmentUnavailable(
+            f"docker backend: image {image} is not on the engine and pulling it failed"
+            f" ({str(exc).strip()[:300]}); run `docker pull {image}`, build it, or set"
+            " terminal.docker_image to an image the engine has"
+        ) from None
+
+
+def _feed(write: Any, close_write: Any, data: bytes | None) -> None:
+    """Write ``data`` (then end-of-file) from a thread, so a command that writes output before it
+    reads all its input cannot dead-lock with us."""
+
+    def run() -> None:
+        try:
+            if data:
+                view = memoryview(data)
+                for start in range(0, len(view), 1 << 16):
+                    write(view[start : start + (1 << 16)])
+        except OSError:
+            pass
+        finally:
+            try:
+                close_write()
+            except OSError:
+                pass
+
+    if data:
+        threading.Thread(target=run, name="hermes-docker-stdin", daemon=True).start()
+    else:
+        run()
+
+
+class _DockerChannel(Channel):
+    def __init__(self, api: Any, exec_id: str, sock: Any) -> None:
+        self._api = api
+        self._id = exec_id
+        self._sock = sock
+        self._raw = getattr(sock, "_sock", sock)
+
+    def chunks(self) -> Iterator[bytes]:
+        from docker.utils.socket import frames_iter
+
+        for _stream, data in frames_iter(self._sock, tty=False):
+            if data:
+                yield data
+
+    def exit_status(self, wait: float) -> int | None:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                info = self._api.exec_inspect(self._id)
+            except Exception:
+                return None
+            if not info.get("Running"):
+                code = info.get("ExitCode")
+                return int(code) if code is not None else None
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.02)
+
+    def close(self) -> None:
+        for target in (self._raw, self._sock):
+            try:
+                target.shutdown(socket.SHUT_RDWR)
+            except (OSError, AttributeError, ValueError):
+                pass
+        for target in (self._sock, self._raw):
+            try:
+                target.close()
+            except (OSError, AttributeError):
+                pass
+
+
+class DockerEnvironment(ShellEnvironment):
+    """A task's container; the factory registered as ``docker``: ``DockerEnvironment(config,
+    task_id)``."""
+
+    name = "docker"
+
+    def __init__(self, config: Mapping[str, Any], task_id: str) -> None:
+        settings = DockerSettings.from_config(config)
+        super().__init__(
+            task_id=task_id, workdir=settings.workdir, default_timeout=settings.timeout
+        )
+        self.settings = settings
+        self.client, self.engine = _client(settings)
+        self.api = self.client.api
+        self.container: Any = None
+        self.where = f"docker ({self.engine})"
+        _ensure_image(self.client, settings)
+        self.container = self._find_or_create()
+        self.where = f"docker container {self.container.name}"
+        try:
+            self._start()
+        except EnvironmentUnavailable:
+            container = self.container
+            try:
+                container.reload()
+                stopped = container.status != "running"
+            except Exception:
+                stopped = False
+            if stopped and not self.settings.persistent:
+                self.container = None
+                try:
+                    self._died_at_start(container)  # raises, with the container's last words
+                finally:
+                    self.client.close()
+            self._teardown()
+            raise
+        except BaseException:
+            self._teardown()
+            raise
+
+    # --- the container ------------------------------------------------------------------------
+
+    def container_name(self) -> str:
+        base = f"hermes-{safe_name(self.task_id)}"
+        return base if self.settings.persistent else f"{base}-{secrets.token_hex(4)}"
+
+    def _create_kwargs(self, name: str) -> dict[str, Any]:
+        s = self.settings
+        kwargs: dict[str, Any] = {
+            "image": s.image,
+            "name": name,
+            "detach": True,
+            "entrypoint": ["/bin/sh"],
+            "command": list(_KEEPALIVE),
+            "labels": {
+                "hermes.managed": "1",
+                "hermes.task": self.task_id[:200],
+                "hermes.persistent": "1" if s.persistent else "0",
+            },
+            "network_mode": s.network,
+            "working_dir": s.workdir,
+            "environment": dict(s.env),
+            "init": True,
+            "cap_drop": ["ALL"],
+            "cap_add": list(CAPABILITIES),
+            "security_opt": ["no-new-privileges"],
+            "read_only": s.read_only,
+        }
+        if s.volumes:
+            kwargs["volumes"] = list(s.volumes)
+        if s.memory_mb:
+            kwargs["mem_limit"] = f"{s.memory_mb}m"
+            kwargs["memswap_limit"] = f"{s.memory_mb}m"
+        if s.cpu:
+            kwargs["nano_cpus"] = int(s.cpu * 1e9)
+        if s.pids:
+            kwargs["pids_limit"] = s.pids
+        if s.read_only:
+            mounted = {v.split(":")[1].rstrip("/") for v in s.volumes}
+            tmpfs = {"/tmp": "rw,exec,nosuid,nodev,size=512m"}
+            if s.workdir.rstrip("/") not in mounted and s.workdir not in tmpfs:
+                tmpfs[s.workdir] = "rw,exec,nosuid,nodev,size=1g"
+            kwargs["tmpfs"] = tmpfs
+        return kwargs
+
+    def _find_or_create(self) -> Any:
+        docker = _import_docker()
+        name = self.container_name()
+        if self.settings.persistent:
+            try:
+                container = self.client.containers.get(name)
+            except docker.errors.NotFound:
+                container = None
+            except docker.errors.APIError as exc:
+                raise EnvironmentUnavailable(
+                    f"docker backend: cannot look up {name}: {exc}"
+                ) from None
+            if container is not None:
+                if container.labels.get("hermes.managed") != "1":
+                    raise EnvironmentUnavailable(
+                        f"docker backend: a container named {name} exists but hermes did not"
+                        " create it; remove or rename it"
+                    )
+                if container.status != "running":
+                    try:
+                        container.start()
+                        container.reload()
+                    except docker.errors.APIError as exc:
+                        raise EnvironmentUnavailable(
+                            f"docker backend: cannot restart persistent container {name}: {exc}"
+                        ) from None
+                return container
+        try:
+            container = self.client.containers.run(**self._create_kwargs(name))
+            container.reload()
+            if container.status != "running":
+                self._died_at_start(container)
+            self._own_workdir(container)
+            return container
+        except docker.errors.APIError as exc:
+            explanation = getattr(exc, "explanation", None) or str(exc)
+            try:  # a container that was created but could not start
+                self.client.containers.get(name).remove(force=True)
+            except Exception:
+                pass
+            raise EnvironmentUnavailable(
+                f"docker backend: cannot start a container from {self.settings.image}:"
+                f" {explanation}"
+            ) from None
+
+    def _died_at_start(self, container: Any) -> None:
+        try:
+            logs = container.logs(tail=5).decode("utf-8", "replace").strip()
+            code = container.attrs.get("State", {}).get("ExitCode")
+            container.remove(force=True)
+        except Exception:
+            logs, code = "", None
+        raise EnvironmentUnavailable(
+            f"docker backend: cannot start a container from {self.settings.image}: it exited at"
+            f" once (exit code {code}{': ' + logs if logs else ''}); the image needs /bin/sh"
+        )
+
+    def _own_workdir(self, container: Any) -> None:
+        """Docker creates a missing working folder owned by root; give it to the configured
+        user (unless it is a bind mount, whose owner is the host's business). The container's
+        own process runs as root (it only sleeps) so that this works with all capabilities but
+        a few dropped; every command runs as the configured user (``exec --user``)."""
+        s = self.settings
+        mounted = {v.split(":")[1].rstrip("/") for v in s.volumes}
+        if not s.user or s.workdir.rstrip("/") in mounted:
+            return
+        owner = s.user if ":" in s.user else f"{s.user}:"
+        container.exec_run(
+            # only a folder docker just made (empty), never an existing one such as /usr
+            [
+                "/bin/sh",
+                "-c",
+                '[ "$2" != / ] && [ -z "$(ls -A "$2" 2>/dev/null)" ] && chown "$1" "$2"; true',
+                "sh",
+                owner,
+                s.workdir,
+            ],
+            user="0",
+        )
+
+    # --- the channel --------------------------------------------------------------------------
+
+    def _open(self, argv: list[str], stdin: bytes | None) -> Channel:
+        docker = _import_docker()
+        try:
+            created = self.api.exec_create(
+                self.container.id,
+                argv,
+                stdin=stdin is not None,
+                stdout=True,
+                stderr=True,
+                user=self.settings.user or "",
+            )
+            sock = self.api.exec_start(created["Id"], socket=True)
+        except docker.errors.NotFound:
+            raise EnvironmentUnavailable(
+                f"{self.where}: the container is gone (removed outside hermes); the next task"
+                " gets a new one"
+            ) from None
+        except docker.errors.APIError as exc:
+            if "is not running" in str(exc):
+                raise EnvironmentUnavailable(
+                    f"{self.where}: the container is not running (stopped outside hermes, or"
+                    " killed by its memory limit); the next task gets a new one"
+                ) from None
+            raise EnvironmentUnavailable(f"{self.where}: exec failed: {exc}") from None
+        except Exception as exc:  # the engine went away
+            raise EnvironmentUnavailable(
+                f"{self.where}: lost the Docker engine at {self.engine}: {exc}"
+            ) from None
+        for target in (sock, getattr(sock, "_sock", None)):
+            if target is not None and hasattr(target, "settimeout"):
+                try:
+                    target.settimeout(None)
+                except OSError:
+                    pass
+        if stdin is not None:
+            raw = getattr(sock, "_sock", sock)
+
+            def close_write() -> None:
+                if hasattr(raw, "shutdown_write"):
+                    raw.shutdown_write()
+                else:
+                    raw.shutdown(socket.SHUT_WR)
+
+            _feed(raw.sendall, close_write, stdin)
+        return _DockerChannel(self.api, created["Id"], sock)
+
+    # --- clean-up -----------------------------------------------------------------------------
+
+    def _teardown(self) -> None:
+        container, self.container = self.container, None
+        try:
+            if container is not None:
+                if self.settings.persistent:
+                    container.stop(timeout=5)
+                else:
+                    container.remove(force=True, v=True)
+        except Exception:  # already gone, or the engine went away
+            pass
+        finally:
+            try:
+                self.client.close()
+            except Exception:
+                pass
+
+    def cleanup(self) -> None:
+        """Remove the container (stop it when persistent). Processes go with it."""
+        if self._closed:
+            return
+        if self.settings.persistent:
+            super().cleanup()  # kill what runs, keep the files
+            return
+        self._closed = True
+        self._teardown()
+
+    # --- doctor -------------------------------------------------------------------------------
+
+    @classmethod
+    def check(cls, config: Mapping[str, Any]) -> str:
+        """What ``hermes doctor`` reports: the engine answers and has (or can pull) the image.
+        Raises :class:`EnvironmentUnavailable` with the fix otherwise."""
+        settings = DockerSettings.from_config(config)
+        client, where = _client(settings)
+        docker = _import_docker()
+        try:
+            version = client.version().get("Version", "?")
+            try:
+                client.images.get(settings.image)
+                image = f"image {settings.image} present"
+            except docker.errors.ImageNotFound:
+                if settings.pull == "never":
+                    raise EnvironmentUnavailable(
+                        f"docker backend: image {settings.image} is not on the engine and"
+                        " terminal.docker_pull is never"
+                    ) from None
+                image = f"image {settings.image} not present yet (pulled on first use)"
+        finally:
+            client.close()
+        return f"Docker {version} at {where}, {image}, network {settings.network}"
+
+
+@hookimpl
+def hermes_register_environments(register: Any) -> None:
+    """Register the ``docker`` backend."""
+    register("docker", DockerEnvironment)
