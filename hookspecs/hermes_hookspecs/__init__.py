@@ -29,6 +29,7 @@ _LAZY: dict[str, str] = {
     "APPROVAL_DECISIONS": "approval",
     "ApprovalDecision": "approval",
     "ApprovalRequest": "approval",
+    "BLOCKED_MARKER": "refusals",
     "Block": "calls",
     "BackgroundProcess": "environment",
     "CommandResult": "environment",
@@ -55,6 +56,10 @@ _LAZY: dict[str, str] = {
     "ToolResult": "calls",
     "Toolset": "tools",
     "Usage": "providers",
+    "blocked": "refusals",
+    "child_environ": "secrets",
+    "mark_secret": "secrets",
+    "redact": "secrets",
 }
 
 if TYPE_CHECKING:
@@ -73,6 +78,8 @@ if TYPE_CHECKING:
         StreamSink,
         Usage,
     )
+    from .refusals import BLOCKED_MARKER, blocked
+    from .secrets import child_environ, mark_secret, redact
     from .sessions import SessionInfo, SessionStore
     from .tools import TOOL_NAME_RE, Tool, ToolHandler, Toolset
 
@@ -91,6 +98,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "BLOCKED_MARKER",
     "BackgroundProcess",
     "ERROR_KINDS",
     "RETRYABLE_KINDS",
@@ -132,6 +140,10 @@ __all__ = [
     "ToolResult",
     "Toolset",
     "Usage",
+    "blocked",
+    "child_environ",
     "hookimpl",
     "hookspec",
+    "mark_secret",
+    "redact",
 ]
