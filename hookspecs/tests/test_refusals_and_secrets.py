@@ -1,0 +1,57 @@
+"""The refusal wording and the process's secrets, without the core."""
+
+from __future__ import annotations
+
+import pytest
+
+import hermes_hookspecs as hs
+from hermes_hookspecs import secrets
+from hermes_hookspecs.refusals import is_blocked
+
+
+@pytest.fixture(autouse=True)
+def _clean_secrets(monkeypatch):
+    for name in secrets.KNOWN_SECRET_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    secrets.forget_secrets()
+    yield
+    secrets.forget_secrets()
+
+
+def test_a_refusal_starts_with_the_marker_names_the_rule_and_says_not_to_retry():
+    text = hs.blocked("user-denied", "the user denied this command.", "rm -rf ~/projects")
+    assert text.startswith("BLOCKED: the user denied this command (rule user-denied).")
+    assert "rm -rf ~/projects" in text
+    assert "Do not retry" in text
+    assert is_blocked(text)
+    assert not is_blocked("ok: BLOCKED: in the middle")
+
+
+def test_marked_and_known_secret_variables_never_reach_a_child_environment():
+    secrets.mark_secret("ACME_TOKEN", "acme-token-value-123")
+    base = {"PATH": "/bin", "ACME_TOKEN": "acme-token-value-123", "OPENAI_API_KEY": "sk-x"}
+    assert secrets.child_environ({}, base) == {"PATH": "/bin"}
+
+
+def test_the_passthrough_list_lets_a_named_secret_through():
+    secrets.mark_secret("ACME_TOKEN", "acme-token-value-123")
+    config = {"terminal": {"env_passthrough": ["ACME_TOKEN"]}}
+    base = {"ACME_TOKEN": "acme-token-value-123", "OPENAI_API_KEY": "sk-x"}
+    assert secrets.child_environ(config, base) == {"ACME_TOKEN": "acme-token-value-123"}
+    assert secrets.is_forwardable("ACME_TOKEN", config)
+    assert not secrets.is_forwardable("OPENAI_API_KEY", config)
+    assert secrets.is_forwardable("LANG", {})
+
+
+def test_redaction_replaces_marked_values_and_values_of_secret_variables(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-0123456789")
+    secrets.mark_secret(value="short")  # too short to redact without mangling ordinary words
+    secrets.mark_secret("ACME_TOKEN", "acme-token-value-123")
+    text = "a=sk-ant-0123456789 b=acme-token-value-123 c=short"
+    assert hs.redact(text) == f"a={secrets.REDACTED} b={secrets.REDACTED} c=short"
+
+
+def test_the_longest_secret_is_redacted_first():
+    secrets.mark_secret(value="abcdefgh")
+    secrets.mark_secret(value="abcdefgh-longer")
+    assert hs.redact("x abcdefgh-longer y") == f"x {secrets.REDACTED} y"
