@@ -972,6 +972,27 @@ class SQLiteSessionStore:
         )
         return [_session_from_row(row) for row in rows]
 
+    def find_sessions(self, ref: str, limit: int = 10) -> list[SessionInfo]:
+        """Sessions ``ref`` may name, newest first: the one with that exact id; else those whose
+        id starts with ``ref``; else those whose title equals ``ref`` (case-insensitive)."""
+        exact = self.get_session(ref)
+        if exact is not None:
+            return [exact]
+        pattern = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        for where, value in (("id LIKE ? ESCAPE '\\'", pattern), ("lower(title) = lower(?)", ref)):
+            rows = self._run(
+                lambda c, w=where, v=value: c.execute(
+                    f"SELECT {_SESSION_SELECT} FROM sessions WHERE {w} "
+                    "ORDER BY started_at DESC, rowid DESC LIMIT ?",
+                    (v, max(1, int(limit))),
+                ).fetchall(),
+                write=False,
+                what="find sessions",
+            )
+            if rows:
+                return [_session_from_row(row) for row in rows]
+        return []
+
     def latest_session_id(self, source: str | None = None) -> str | None:
         """The id of the most recently started session (from ``source``), or ``None``."""
         found = self.list_sessions(limit=1, source=source)

@@ -82,3 +82,35 @@ def test_sessions_commands(hermes_cli):
     assert len(json.loads(hermes_cli("--plugins", "", "sessions", "list", "--json").stdout)) == 1
     pruned = hermes_cli("--plugins", "", "sessions", "prune", "--older-than", "0")
     assert pruned.exit_code == 0 and "deleted 1 session" in pruned.stdout
+
+
+def test_resume_accepts_a_unique_id_prefix_or_a_title_and_lists_ambiguous_ones(hermes_cli):
+    model = ScriptedModel(text("one"), text("two"), text("three"), text("four"))
+    first = json.loads(chat(hermes_cli, "-q", "Plan the garden", "--json", model=model).stdout)
+    json.loads(chat(hermes_cli, "-q", "Something else", "--json", model=model).stdout)
+    sid = first["session_id"]
+    prefix = sid[: len(sid) - 4]
+    by_prefix = chat(hermes_cli, "-q", "again", "--resume", prefix, "--json", model=model)
+    assert by_prefix.exit_code == 0, by_prefix.stderr
+    assert json.loads(by_prefix.stdout)["session_id"] == sid
+    by_title = chat(hermes_cli, "-q", "more", "--resume", "plan the garden", "--json", model=model)
+    assert json.loads(by_title.stdout)["session_id"] == sid
+    ambiguous = chat(hermes_cli, "-q", "x", "--resume", "session", model=model)
+    assert ambiguous.exit_code == 1
+    assert "names 2 or more sessions" in ambiguous.stderr and sid in ambiguous.stderr
+    shown = hermes_cli("--plugins", "", "sessions", "show", prefix)
+    assert shown.exit_code == 0 and "Plan the garden" in shown.stdout
+
+
+def test_sessions_show_prints_tool_only_turns_as_calls_and_stats_prints_dates(hermes_cli):
+    from hermes_core.testing import tool_call
+
+    model = ScriptedModel(tool_call("missing_tool", {"x": 1}), text("done"))
+    sid = json.loads(chat(hermes_cli, "-q", "go", "--json", model=model).stdout)["session_id"]
+    show = hermes_cli("--plugins", "", "sessions", "show", sid).stdout
+    assert "assistant (tool calls)" in show
+    assert "-> missing_tool(" in show
+    assert "null" not in show
+    stats = hermes_cli("--plugins", "", "sessions", "stats").stdout
+    oldest = next(line for line in stats.splitlines() if line.startswith("oldest"))
+    assert oldest.split()[1].count("-") == 2  # 2026-12-01 13:45, not a UNIX time

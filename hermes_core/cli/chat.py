@@ -6,9 +6,9 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -17,6 +17,7 @@ from hermes_hookspecs import API_MODES, ApprovalRequest, HermesError
 from .state import CliState
 
 SPINNER = "|/-\\"
+T = TypeVar("T")
 
 
 def _state() -> CliState:
@@ -34,6 +35,8 @@ class Display:
         self._label = ""
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._asking = threading.RLock()  # held while the user is asked: no spinner, no output
+        self._quiet = False
 
     def text_delta(self, text: str) -> None:
         """Print streamed answer text as it arrives."""
@@ -50,11 +53,12 @@ class Display:
         if phase == "start":
             self.start_spinner(f"{data.get('name')} running")
         else:
-            self.stop_spinner()
             mark = "x" if data.get("is_error") else "+"
-            click.echo(
-                f"  [{mark}] {data.get('name')} ({data.get('duration', 0.0):.2f}s)", err=True
-            )
+            with self._asking:  # never print over a question the user is answering
+                self.stop_spinner()
+                click.echo(
+                    f"  [{mark}] {data.get('name')} ({data.get('duration', 0.0):.2f}s)", err=True
+                )
 
     def thinking(self, active: bool) -> None:
         """Show the spinner while the model works, until its answer starts streaming."""
@@ -63,13 +67,25 @@ class Display:
 
     def status(self, text: str) -> None:
         """Show a status line."""
-        self.stop_spinner()
-        click.echo(f"  ({text})", err=True)
+        with self._asking:
+            self.stop_spinner()
+            click.echo(f"  ({text})", err=True)
+
+    def ask(self, question: Callable[[], T]) -> T:
+        """Run ``question`` (which prompts the user) with the spinner stopped and kept off, so
+        the prompt stands alone on its line and what the user types is not overwritten."""
+        with self._asking:
+            self._quiet = True
+            self.stop_spinner()
+            try:
+                return question()
+            finally:
+                self._quiet = False
 
     def start_spinner(self, label: str) -> None:
         """Start (or relabel) the spinner on stderr, on a terminal only."""
         self._label = label
-        if not sys.stderr.isatty() or self._spinning.is_set():
+        if self._quiet or not sys.stderr.isatty() or self._spinning.is_set():
             return
         self._spinning.set()
         self._thread = threading.Thread(target=self._spin, daemon=True)
@@ -86,7 +102,7 @@ class Display:
 
     def _spin(self) -> None:
         i = 0
-        while self._spinning.is_set():
+        while self._spinning.is_set() and not self._quiet:
             sys.stderr.write(f"\r{SPINNER[i % 4]} {self._label}")
             sys.stderr.flush()
             i += 1
@@ -95,7 +111,7 @@ class Display:
 
 def _ask_approval(request: ApprovalRequest) -> str | None:
     """Ask the person at the terminal to approve a dangerous action."""
-    click.echo(f"\n  approval needed: {request.reason}\n    {request.action}", err=True)
+    click.echo(f"  approval needed: {request.reason}\n    {request.action}", err=True)
     answer = (
         click.prompt(
             "  allow? [o]nce, [s]ession, [a]lways, [d]eny",
@@ -111,7 +127,7 @@ def _ask_approval(request: ApprovalRequest) -> str | None:
 
 def _ask_clarify(question: str, choices: Sequence[str] | None) -> str:
     """Ask the person at the terminal a question from the model."""
-    click.echo(f"\n  {question}", err=True)
+    click.echo(f"  {question}", err=True)
     for i, choice in enumerate(choices or [], 1):
         click.echo(f"    {i}. {choice}", err=True)
     answer = click.prompt("  answer", err=True)
@@ -146,8 +162,10 @@ def make_agent(
         tool_progress_callback=display.tool_progress,
         status_callback=display.status if interactive else None,
         thinking_callback=display.thinking if interactive else None,
-        approval_callback=_ask_approval if can_ask else None,
-        clarify_callback=_ask_clarify if can_ask else None,
+        approval_callback=(lambda r: display.ask(lambda: _ask_approval(r))) if can_ask else None,
+        clarify_callback=(lambda q, c: display.ask(lambda: _ask_clarify(q, c)))
+        if can_ask
+        else None,
     )
 
 
@@ -224,12 +242,11 @@ def _session_to_resume(store: Any, resume: str | None, continue_: bool) -> str |
         if latest is None:
             raise HermesError("no session to continue yet; start one with `hermes chat`")
         return latest  # type: ignore[no-any-return]
-    if resume and store.get_session(resume) is None:
-        raise HermesError(
-            f"no session {resume!r}; `hermes sessions list` or `hermes sessions search TEXT`"
-            " show the ids"
-        )
-    return resume
+    if resume:
+        from .sessions_cmd import resolve_session
+
+        return resolve_session(store, resume)
+    return None
 
 
 def _one_shot(
@@ -243,6 +260,7 @@ def _one_shot(
     stream: bool,
 ) -> None:
     display = Display(interactive=False, stream=stream)
+    announce_plugin_failures(state)
     agent = make_agent(
         state,
         interactive=False,
@@ -296,6 +314,9 @@ def _interactive(
         f"hermes: {agent.model} via {agent.provider_name}; /help for commands, Ctrl-D to quit",
         err=True,
     )
+    if session_id is not None:
+        click.echo(f"  {_resumed_line(store, agent.session_id)}", err=True)
+    announce_plugin_failures(state)
     try:
         while True:
             try:
@@ -322,6 +343,30 @@ def _interactive(
         if history is not None:
             _save_history(history)
         agent.close()
+
+
+def _resumed_line(store: Any, session_id: str) -> str:
+    """One line saying which stored session the chat continues."""
+    session = store.get_session(session_id)
+    if session is None:  # a compressed lineage's newest child is created on first use
+        return f"(resumed session {session_id})"
+    count = len(store.get_messages(session_id))
+    return f"(resumed session {session_id}: {session.title or 'untitled'}, {count} messages)"
+
+
+def announce_plugin_failures(state: CliState) -> None:
+    """Say once, in one line, that some plugins failed to load and how to see why."""
+    try:
+        failed = state.plugins.failures()
+    except Exception:  # listing failures must never stop a chat
+        return
+    if failed:
+        names = ", ".join(record.name for record in failed)
+        click.echo(
+            f"hermes: {len(failed)} plugin(s) failed to load ({names});"
+            " `hermes plugins list` shows why",
+            err=True,
+        )
 
 
 def _prepare_quietly(agent: Any) -> None:
@@ -372,33 +417,76 @@ def _slash(line: str, agent: Any, store: Any) -> bool | str:
         return ""
     if command == "/resume":
         if len(words) > 1:
-            if store.get_session(words[1]) is None:
-                click.echo(f"  no session {words[1]!r}; /resume alone lists recent ones")
+            from .sessions_cmd import resolve_session
+
+            try:
+                return resolve_session(store, " ".join(words[1:]))
+            except HermesError as exc:
+                click.echo(f"  {exc}; /resume alone lists recent ones")
                 return False
-            return words[1]
         for session in store.list_sessions(limit=10):
             click.echo(f"  {session.id}  {session.title or '(untitled)'}")
         return False
     if command == "/tools":
         click.echo(", ".join(agent.toolbox.names) or "no tools enabled")
     elif command == "/usage":
-        click.echo(json.dumps(agent.usage.as_dict()))
+        click.echo(usage_table(agent.usage.as_dict(), agent.cost_usd))
     elif command == "/prompt":
         click.echo(agent.system_prompt or "(empty system prompt)")
     elif command == "/compress":
         _compress(agent, line.strip()[len(words[0]) :].strip() or None)
     elif command == "/context":
         engine = agent.engine
-        click.echo(json.dumps(engine.status(), default=str) if engine else "no context engine")
-    else:
+        click.echo(figures_table(engine.status()) if engine else "  no context engine")
+    elif command == "/help":
         click.echo(
             "/tools  enabled tools\n/usage  token usage\n/prompt  the system prompt\n"
             "/compress [FOCUS]  compress the conversation now, keeping FOCUS in detail\n"
             "/context  the context engine's figures\n"
             "/resume [ID]  list recent sessions, or continue one\n/new  start a new session\n"
-            "/exit   leave (or Ctrl-D)"
+            "/help  this list\n/exit   leave (or Ctrl-D)"
         )
+    else:
+        click.echo(f"  unknown command {command}; /help lists the commands")
     return False
+
+
+def usage_table(usage: dict[str, int], cost_usd: float | None) -> str:
+    """The session's token usage as an aligned two-column table."""
+    rows = [(name.replace("_", " "), f"{value:,}") for name, value in usage.items()]
+    rows.append(
+        ("total tokens", f"{usage.get('input_tokens', 0) + usage.get('output_tokens', 0):,}")
+    )
+    if cost_usd is not None:
+        rows.append(("estimated cost", f"${cost_usd:.4f}"))
+    return _table(rows)
+
+
+def figures_table(figures: dict[str, Any]) -> str:
+    """A context engine's figures as an aligned two-column table (nested values flattened)."""
+    rows: list[tuple[str, str]] = []
+    for name, value in figures.items():
+        if isinstance(value, dict):
+            rows.extend((f"{name}.{k}", _cell(v)) for k, v in value.items())
+        else:
+            rows.append((name, _cell(value)))
+    return _table(rows)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return {True: "yes", False: "no", None: "-"}[value]
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.2f}"
+    return str(value)
+
+
+def _table(rows: list[tuple[str, str]]) -> str:
+    width = max((len(name) for name, _ in rows), default=0)
+    value_width = max((len(value) for _, value in rows), default=0)
+    return "\n".join(f"  {name:<{width}}  {value:>{value_width}}" for name, value in rows)
 
 
 def _compress(agent: Any, focus: str | None) -> None:

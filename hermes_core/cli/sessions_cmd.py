@@ -32,14 +32,27 @@ def _when(timestamp: float | None) -> str:
     return _dt.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M")
 
 
-def _session_or_fail(store: Any, session_id: str) -> Any:
-    session = store.get_session(session_id)
-    if session is None:
+def resolve_session(store: Any, ref: str) -> str:
+    """The id of the one session ``ref`` names: an exact id, a unique id prefix or a title.
+
+    :raises HermesError: nothing matches, or several sessions do (they are listed).
+    """
+    found = store.find_sessions(ref, limit=6)
+    if not found:
         raise HermesError(
-            f"no session {session_id!r}; `hermes sessions list` or `hermes sessions search TEXT`"
+            f"no session {ref!r}; `hermes sessions list` or `hermes sessions search TEXT`"
             " show the ids"
         )
-    return session
+    if len(found) > 1:
+        shown = ", ".join(f"{s.id} ({s.title or 'untitled'})" for s in found[:5])
+        raise HermesError(
+            f"{ref!r} names {len(found)} or more sessions: {shown}; give more of the id"
+        )
+    return str(found[0].id)
+
+
+def _session_or_fail(store: Any, session_id: str) -> Any:
+    return store.get_session(resolve_session(store, session_id))
 
 
 def _print_json(value: Any) -> None:
@@ -78,7 +91,7 @@ def sessions_show(session_id: str, as_json: bool) -> None:
     """Show one session and its messages."""
     store = open_store(_state())
     session = _session_or_fail(store, session_id)
-    messages = store.get_messages(session_id)
+    messages = store.get_messages(session.id)
     if as_json:
         _print_json({"session": session.__dict__, "messages": messages})
         return
@@ -97,7 +110,12 @@ def _as_markdown(messages: list[dict[str, Any]], headings: bool = True) -> str:
     for m in messages:
         role = m.get("role", "?")
         content = m.get("content")
-        text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+        if content is None:
+            text = ""
+        elif isinstance(content, str):
+            text = content
+        else:
+            text = json.dumps(content, ensure_ascii=False)
         if role == "tool":
             name = m.get("tool_name") or m.get("tool_call_id")
             parts.append(f"{'### ' if headings else '  '}tool result ({name})\n\n{text}")
@@ -107,7 +125,8 @@ def _as_markdown(messages: list[dict[str, Any]], headings: bool = True) -> str:
         for call in calls:
             fn = call.get("function") or {}
             lines.append(f"-> {fn.get('name')}({fn.get('arguments')})")
-        parts.append(f"{'### ' if headings else '  '}{role}\n\n" + "\n".join(lines))
+        label = "assistant (tool calls)" if role == "assistant" and calls and not text else role
+        parts.append(f"{'### ' if headings else '  '}{label}\n\n" + "\n".join(lines))
     return "\n\n".join(parts)
 
 
@@ -138,7 +157,7 @@ def sessions_export(session_id: str, fmt: str) -> None:
     """Print a session as JSON lines (session first, then messages) or markdown."""
     store = open_store(_state())
     session = _session_or_fail(store, session_id)
-    messages = store.get_messages(session_id)
+    messages = store.get_messages(session.id)
     if fmt == "md":
         click.echo(f"# {session.title or session.id}\n\n{_as_markdown(messages)}")
         return
@@ -153,7 +172,7 @@ def sessions_export(session_id: str, fmt: str) -> None:
 def sessions_delete(session_id: str, yes: bool) -> None:
     """Delete a session and its messages."""
     store = open_store(_state())
-    _session_or_fail(store, session_id)
+    session_id = _session_or_fail(store, session_id).id
     if not yes:
         click.confirm(f"delete session {session_id}?", abort=True)
     store.delete_session(session_id)
@@ -183,8 +202,15 @@ def sessions_stats(as_json: bool) -> None:
     if as_json:
         _print_json(stats)
         return
-    for key, value in stats.items():
-        click.echo(f"{key}: {value}")
+    shown = dict(stats)
+    for key in ("oldest", "newest"):
+        shown[key] = _when(stats.get(key))
+    size = stats.get("db_size_bytes")
+    if isinstance(size, int):
+        shown["db_size_bytes"] = f"{size:,} ({size / 1_048_576:.1f} MiB)"
+    width = max(len(k) for k in shown)
+    for key, value in shown.items():
+        click.echo(f"{key:<{width}}  {value}")
 
 
 @sessions_group.command("compress")
@@ -202,7 +228,7 @@ def sessions_compress(session_id: str, focus: str | None, as_json: bool) -> None
 
     state = _state()
     store = open_store(state)
-    _session_or_fail(store, session_id)
+    session_id = _session_or_fail(store, session_id).id
     display = Display(interactive=False, stream=False)
     agent = make_agent(
         state,
