@@ -132,6 +132,7 @@ class ModelConnection:
             except ProviderError as exc:
                 if exc.provider is None:
                     exc.provider = self.active.provider
+                self._name_endpoint(exc)
                 if exc.kind == "context_overflow":
                     raise
                 if exc.retryable and attempt < self.max_retries:
@@ -152,6 +153,14 @@ class ModelConnection:
                     attempt = 0
                     continue
                 raise
+
+    def _name_endpoint(self, exc: ProviderError) -> None:
+        """Put the endpoint in a connection or timeout error's message, so the user sees which
+        URL could not be reached."""
+        settings = self.active.settings
+        url = settings.base_url if settings is not None else None
+        if url and exc.kind in ("connection", "timeout") and url not in str(exc):
+            exc.args = (f"{exc} ({url})", *exc.args[1:])
 
     def backoff(self, attempt: int, retry_after: float | None) -> float:
         """Seconds to wait before retry ``attempt`` (1-based)."""

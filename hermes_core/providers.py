@@ -97,6 +97,8 @@ def resolve_provider(
                 " model.provider in config.yaml"
             )
     url = base_url or provider.default_base_url
+    if base_url:
+        _check_base_url(str(base_url))
     api_mode = (
         model_config.get("api_mode")
         or (provider.api_mode if provider.api_mode != DEFAULT_API_MODE else None)
@@ -129,6 +131,22 @@ def resolve_provider(
         timeout=float(model_config.get("timeout") or 600.0),
     )
     return provider, settings
+
+
+def _check_base_url(url: str) -> None:
+    """A base URL must be an absolute http(s) URL with a host; anything else is a configuration
+    error reported at once, never a request that is retried."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError as exc:
+        raise ProviderResolutionError(f"model.base_url {url!r} is not a valid URL: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ProviderResolutionError(
+            f"model.base_url {url!r} is not a valid URL: expected http(s)://HOST[:PORT]/PATH"
+        )
 
 
 def client_factory(

@@ -71,3 +71,35 @@ def test_401_asks_for_fresh_credentials_once_then_succeeds(servers, monkeypatch)
     assert agent(primary, backup, extra=[refresher]).chat("q") == "welcome back"
     keys = [r.headers.get("authorization") for r in primary.model_requests]
     assert keys == ["Bearer expired-key", "Bearer fresh-key"]
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_a_connection_error_names_the_url_it_could_not_reach():
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    bot = Agent(
+        provider="custom",
+        base_url=url,
+        model="m",
+        plugins=plugin_manager(["openai"]),
+        config={"agent": {"retry_base_delay": 0.01, "api_max_retries": 0}},
+    )
+    result = bot.run_conversation("q")
+    assert result["final_response"] is None
+    assert url in result["error"]
+
+
+@pytest.mark.parametrize(
+    "url", ["localhost:8080/v1", "htp://example.com", "http://", "http://h:x/"]
+)
+def test_a_malformed_base_url_is_a_configuration_error_at_once(url):
+    from hermes_core.providers import ProviderResolutionError
+
+    with pytest.raises(ProviderResolutionError, match="is not a valid URL"):
+        Agent(provider="custom", base_url=url, model="m", plugins=plugin_manager(["openai"]))

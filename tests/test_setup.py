@@ -26,6 +26,16 @@ class Providers:
             )
         )
         register(Provider("local", "chat_completions", lambda s: None, default_model="llama"))
+        register(
+            Provider(
+                "router",
+                "chat_completions",
+                lambda s: None,
+                key_env="ROUTER_API_KEY",
+                default_model="acme/acme-large",
+                default_base_url="https://router.test/v1",
+            )
+        )
 
 
 def run(*args, input=None, monkeypatch=None, capsys=None):
@@ -78,7 +88,7 @@ def test_setup_rejects_unknown_provider_in_one_line(hermes_home, monkeypatch, ca
         "setup", "--provider", "nope", "--model", "x", monkeypatch=monkeypatch, capsys=capsys
     )
     assert code == 1
-    assert err == "hermes: error: unknown provider 'nope' (installed: acme, local)\n"
+    assert err == "hermes: error: unknown provider 'nope' (installed: acme, local, router)\n"
 
 
 def test_model_shows_and_switches(hermes_home, monkeypatch, capsys):
@@ -105,3 +115,43 @@ def test_write_dotenv_keeps_other_lines_and_quotes_when_needed(tmp_path):
         '# my keys\nOTHER=1\nACME_API_KEY="new key with spaces"\nEXTRA=plain-value\n'
     )
     assert load_dotenv(path, {})["ACME_API_KEY"] == "new key with spaces"
+
+
+@pytest.mark.filterwarnings("ignore::getpass.GetPassWarning")
+def test_running_setup_again_shows_and_keeps_the_saved_values(hermes_home, monkeypatch, capsys):
+    monkeypatch.delenv("ACME_API_KEY", raising=False)
+    answers = "acme\nacme-mini\nhttps://proxy.test/v1\nsk-typed-0123456789\n"
+    assert run("setup", input=answers, monkeypatch=monkeypatch, capsys=capsys)[0] == 0
+    monkeypatch.setenv("ACME_API_KEY", "sk-typed-0123456789")  # what the next process loads
+    code, out, err = run("setup", input="\n\n\n\n", monkeypatch=monkeypatch, capsys=capsys)
+    assert code == 0, err
+    config = yaml.safe_load((hermes_home / "config.yaml").read_text())
+    assert config["model"] == {
+        "provider": "acme",
+        "default": "acme-mini",
+        "base_url": "https://proxy.test/v1",
+    }
+    assert load_dotenv(hermes_home / ".env", {}) == {"ACME_API_KEY": "sk-typed-0123456789"}
+    assert "[acme-mini]" in out and "[https://proxy.test/v1]" in out
+    assert "Enter keeps sk-...6789" in out + err
+    assert "sk-typed-0123456789" not in out + err
+
+
+def test_setup_without_a_key_for_a_provider_that_needs_one_says_so(
+    hermes_home, monkeypatch, capsys
+):
+    monkeypatch.delenv("ACME_API_KEY", raising=False)
+    code, out, err = run(
+        "setup", "--provider", "acme", "--model", "m", monkeypatch=monkeypatch, capsys=capsys
+    )
+    assert code == 1
+    assert err.startswith("hermes: error: no API key for acme: chats will fail until ACME_API_KEY")
+    assert yaml.safe_load((hermes_home / "config.yaml").read_text())["model"]["default"] == "m"
+
+
+def test_model_with_a_slash_keeps_a_router_provider(hermes_home, monkeypatch, capsys):
+    (hermes_home / "config.yaml").write_text("model:\n  provider: router\n  default: x/y\n")
+    code, out, err = run("model", "acme/acme-small", monkeypatch=monkeypatch, capsys=capsys)
+    assert code == 0, err
+    config = yaml.safe_load((hermes_home / "config.yaml").read_text())
+    assert config["model"] == {"provider": "router", "default": "acme/acme-small"}

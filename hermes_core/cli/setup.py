@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import click
@@ -34,6 +35,22 @@ def _set_model(state: CliState, provider: str, model: str | None, base_url: str 
     save_config(state.config.path, data)
 
 
+def _is_loopback(url: str | None) -> bool:
+    from ..providers import _is_loopback as loopback
+
+    return loopback(url)
+
+
+def _takes_namespaced_models(state: CliState, provider: str | None) -> bool:
+    """Whether ``provider`` is a router whose model names contain a slash (``vendor/model``):
+    its default model has one, or it has no default model (a custom endpoint)."""
+    registered = state.registry.providers.get(provider or "")
+    if registered is None:
+        return False
+    default = registered.value.default_model
+    return not default or "/" in default
+
+
 @click.command("setup")
 @click.option("--provider", help="Provider name (asked when missing).")
 @click.option("--model", help="Model name.")
@@ -58,34 +75,51 @@ def setup(
     if provider not in providers:
         raise HermesError(f"unknown provider {provider!r} (installed: {', '.join(names)})")
     chosen = providers[provider].value
+    same = provider == state.config.get("model.provider")
+    saved_model = str(state.config.get("model.default") or "") if same else ""
+    saved_url = str(state.config.get("model.base_url") or "") if same else ""
     asking = api_key is None and model is None and base_url is None
     if model is None:
-        model = click.prompt("model", default=chosen.default_model or "", show_default=True)
+        model = click.prompt(
+            "model", default=saved_model or chosen.default_model or "", show_default=True
+        )
     if base_url is None and asking:
         base_url = click.prompt(
             "base URL (empty: the provider's default)",
-            default=chosen.default_base_url or "",
+            default=saved_url or chosen.default_base_url or "",
             show_default=True,
         )
-        if base_url == (chosen.default_base_url or ""):
-            base_url = None
+    if base_url == (chosen.default_base_url or ""):
+        base_url = None
+    current_key = os.environ.get(chosen.key_env) if chosen.key_env else None
     if chosen.key_env and api_key is None and asking:
+        kept = f"Enter keeps {mask_secret(current_key)}" if current_key else "none set yet"
         api_key = click.prompt(
-            f"{chosen.key_env} (empty: keep the current one)",
-            default="",
-            show_default=False,
-            hide_input=True,
+            f"{chosen.key_env} ({kept})", default="", show_default=False, hide_input=True
         )
+    if api_key and not chosen.key_env:
+        raise HermesError(f"provider {provider!r} takes no API key")
     _set_model(state, provider, model or None, base_url or None)
     if api_key:
-        if not chosen.key_env:
-            raise HermesError(f"provider {provider!r} takes no API key")
         write_dotenv(state.home / ".env", {chosen.key_env: api_key})
         click.echo(f"saved {chosen.key_env} in {state.home / '.env'} (mode 600)")
     click.echo(
         f"provider {provider}, model {model or chosen.default_model or '-'} "
         f"saved in {state.config.path}"
     )
+    url = base_url or chosen.default_base_url
+    if chosen.key_env and not (api_key or current_key) and not _is_loopback(url):
+        raise HermesError(
+            f"no API key for {provider}: chats will fail until {chosen.key_env} is set"
+            f" (run `hermes setup` again or add it to {state.home / '.env'})"
+        )
+
+
+def mask_secret(value: str) -> str:
+    """A secret shown without revealing it: its first and last characters only."""
+    if len(value) <= 8:
+        return "*" * len(value)
+    return f"{value[:3]}...{value[-4:]}"
 
 
 @click.command("model")
@@ -103,6 +137,7 @@ def model(name: str | None, provider: str | None) -> None:
         and "/" in name
         and provider is None
         and name.split("/", 1)[0] in state.registry.providers
+        and not _takes_namespaced_models(state, current_provider)
     ):
         provider, name = name.split("/", 1)
     provider = provider or current_provider

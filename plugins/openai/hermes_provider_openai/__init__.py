@@ -102,7 +102,7 @@ PROVIDERS: tuple[tuple[Any, ...], ...] = (
         CHAT,
         (RESPONSES,),
         None,
-        "OPENAI_API_KEY",
+        "CUSTOM_API_KEY",
         None,
         None,
         "Any OpenAI-compatible endpoint given with --base-url (no key needed on loopback)",

@@ -19,7 +19,7 @@ EXPECTED = {
     "openrouter": ("chat_completions", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
     "deepseek": ("chat_completions", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
     "ollama": ("chat_completions", "http://localhost:11434/v1", None),
-    "custom": ("chat_completions", None, "OPENAI_API_KEY"),
+    "custom": ("chat_completions", None, "CUSTOM_API_KEY"),
     "openai-codex": (
         "codex_responses",
         "https://chatgpt.com/backend-api/codex",
