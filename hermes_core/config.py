@@ -119,6 +119,7 @@ _SCHEMA: dict[str, _Rule] = {
     "model.timeout": _Rule("number", low=0, low_open=True),
     "toolsets": _Rule("strlist"),
     "disabled_toolsets": _Rule("strlist"),
+    "disabled_tools": _Rule("strlist"),
     "agent.max_turns": _Rule("int", low=1),
     "agent.tool_concurrency": _Rule("int", low=1),
     "agent.stream": _Rule("bool"),

@@ -141,10 +141,11 @@ def build_toolbox(
 ) -> ToolBox:
     """The available tools of the enabled toolsets, plus ``extra_tools`` (e.g. an engine's)."""
     names = enabled_toolsets(registry, config)
+    off = set(config.get("disabled_tools") or ())
     tools: list[Tool] = []
     for name in names:
         for tool in registry.toolsets[name].value.tools:
-            if availability(tool, environ)[0]:
+            if tool.name not in off and availability(tool, environ)[0]:
                 tools.append(tool)
     taken = {t.name for t in tools}
     for tool in extra_tools:
@@ -162,9 +163,11 @@ def describe_tools(
         enabled = set(enabled_toolsets(registry, config))
     except ToolsetError:
         enabled = set()
+    off = set(config.get("disabled_tools") or ())
     infos = []
     for name, registered in sorted(registry.toolsets.items()):
         for tool in sorted(registered.value.tools, key=lambda t: t.name):
             ok, reason = availability(tool, environ)
-            infos.append(ToolInfo(tool, name, registered.plugin, ok, reason, name in enabled))
+            on = name in enabled and tool.name not in off
+            infos.append(ToolInfo(tool, name, registered.plugin, ok, reason, on))
     return infos

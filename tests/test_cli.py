@@ -535,8 +535,39 @@ def test_tools_enable_or_disable_an_unknown_toolset(
 ) -> None:
     for verb in ("enable", "disable"):
         run = hermes("tools", verb, "nope", plugins=dice_and_oracle())
-        assert_one_line_error(run, "unknown toolset 'nope'", "dice", "oracle")
+        assert_one_line_error(run, "unknown toolset or tool 'nope'", "dice", "oracle")
     assert not (hermes_home / "config.yaml").exists()
+
+
+def test_tools_disable_and_enable_accept_one_tool_and_name_its_toolset(
+    hermes: Callable[..., Run], hermes_home: Path
+) -> None:
+    from hermes_core.agent import Agent
+    from hermes_core.plugins import PluginManager
+
+    plugins = dice_and_oracle()
+
+    def enabled() -> dict[str, bool]:
+        listed = json.loads(hermes("tools", "list", "--json", plugins=plugins).out)
+        return {t["tool"]: t["enabled"] for t in listed}
+
+    run = hermes("tools", "disable", "roll", plugins=plugins)
+    assert run.code == 0, run.err
+    assert run.out.strip() == ("disabled tool roll (toolset dice; the rest of it stays enabled)")
+    assert config_file(hermes_home)["disabled_tools"] == ["roll"]
+    assert enabled()["roll"] is False and enabled()["loaded_roll"] is True
+    agent = Agent(
+        client=ScriptedModel(text("ok")),
+        home=hermes_home,
+        plugins=PluginManager(only=[], extra=plugins, environ={}),
+    )
+    assert "roll" not in agent.toolbox.names and not agent.toolbox.names
+    agent.close()
+
+    run = hermes("tools", "enable", "roll", plugins=plugins)
+    assert run.out.strip() == "enabled tool roll (toolset dice)"
+    assert "disabled_tools" not in config_file(hermes_home)
+    assert enabled()["roll"] is True
 
 
 # --- config ---------------------------------------------------------------------------------------
@@ -1023,4 +1054,6 @@ def test_unknown_configured_toolset_is_reported_by_tools_list(hermes_cli, hermes
 def test_hermes_cli_fixture_reports_errors_like_the_command(hermes_cli):
     result = hermes_cli("--plugins", "clarify", "tools", "enable", "nope")
     assert result.exit_code == 1
-    assert result.stderr.strip() == "hermes: error: unknown toolset 'nope' (installed: clarify)"
+    assert result.stderr.strip() == (
+        "hermes: error: unknown toolset or tool 'nope' (toolsets: clarify)"
+    )

@@ -108,24 +108,48 @@ def _toolset_names(state: CliState, name: str) -> None:
 
     if name not in state.registry.toolsets and name not in RESERVED:
         known = ", ".join(sorted(state.registry.toolsets)) or "none installed"
-        raise HermesError(f"unknown toolset {name!r} (installed: {known})")
+        raise HermesError(f"unknown toolset or tool {name!r} (toolsets: {known})")
+
+
+def _toolset_of_tool(state: CliState, name: str) -> str | None:
+    """The toolset holding the tool called ``name``, when ``name`` is a tool and not a toolset."""
+    if name in state.registry.toolsets:
+        return None
+    for toolset, registered in state.registry.toolsets.items():
+        if any(tool.name == name for tool in registered.value.tools):
+            return toolset
+    return None
+
+
+def _save_list(data: dict[str, Any], key: str, values: list[str]) -> None:
+    if values:
+        data[key] = values
+    else:
+        data.pop(key, None)
 
 
 @tools_group.command("enable")
 @click.argument("name")
 def tools_enable(name: str) -> None:
-    """Enable toolset NAME (edits config.yaml)."""
+    """Enable toolset NAME, or the single tool NAME (edits config.yaml)."""
     from ..config import save_config
     from ..toolsets import enabled_toolsets
 
     state = _state()
-    _toolset_names(state, name)
     data = dict(state.config.file_data)
+    toolset = _toolset_of_tool(state, name)
+    if toolset is not None:
+        _save_list(
+            data, "disabled_tools", [n for n in data.get("disabled_tools") or [] if n != name]
+        )
+        save_config(state.config.path, data)
+        on = toolset in enabled_toolsets(state.registry, state.config.data)
+        hint = "" if on else f"; its toolset is disabled: `hermes tools enable {toolset}`"
+        click.echo(f"enabled tool {name} (toolset {toolset}){hint}")
+        return
+    _toolset_names(state, name)
     disabled = [n for n in data.get("disabled_toolsets") or [] if n != name]
-    if disabled:
-        data["disabled_toolsets"] = disabled
-    else:
-        data.pop("disabled_toolsets", None)
+    _save_list(data, "disabled_toolsets", disabled)
     probe = {**state.config.data, "disabled_toolsets": disabled, "toolsets": data.get("toolsets")}
     if name not in enabled_toolsets(state.registry, probe):
         data["toolsets"] = list(data.get("toolsets") or ["default"]) + [name]
@@ -136,18 +160,24 @@ def tools_enable(name: str) -> None:
 @tools_group.command("disable")
 @click.argument("name")
 def tools_disable(name: str) -> None:
-    """Disable toolset NAME (edits config.yaml)."""
+    """Disable toolset NAME, or only the tool NAME (edits config.yaml)."""
     from ..config import save_config
 
     state = _state()
-    _toolset_names(state, name)
     data = dict(state.config.file_data)
-    disabled = list(data.get("disabled_toolsets") or [])
-    if name not in disabled:
-        disabled.append(name)
-    data["disabled_toolsets"] = disabled
+    toolset = _toolset_of_tool(state, name)
+    key, what = ("disabled_tools", "tool") if toolset is not None else ("disabled_toolsets", "")
+    if toolset is None:
+        _toolset_names(state, name)
+    values = list(data.get(key) or [])
+    if name not in values:
+        values.append(name)
+    data[key] = values
     save_config(state.config.path, data)
-    click.echo(f"disabled toolset {name}")
+    if toolset is not None:
+        click.echo(f"disabled {what} {name} (toolset {toolset}; the rest of it stays enabled)")
+    else:
+        click.echo(f"disabled toolset {name}")
 
 
 # --- providers ---------------------------------------------------------------------------------
