@@ -423,8 +423,8 @@ def test_slash_compress_with_a_focus(tmp_path, capsys):
     [summary_request] = script.summaries
     assert "everything about: the module 1 findings" in summary_request.messages[1]["content"]
     assert _slash("/context", agent, store) is False
-    status = json.loads(capsys.readouterr().out)
-    assert status["engine"] == "compressor" and status["compressions"] == 1
+    rows = dict(line.split(None, 1) for line in capsys.readouterr().out.strip().splitlines())
+    assert rows["engine"].strip() == "compressor" and rows["compressions"].strip() == "1"
     agent.close()
     store.close()
 

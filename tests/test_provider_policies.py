@@ -63,7 +63,7 @@ def test_500_until_the_fallback_provider_answers_in_its_own_wire_format(servers,
 
 
 def test_401_asks_for_fresh_credentials_once_then_succeeds(servers, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "expired-key")
+    monkeypatch.setenv("CUSTOM_API_KEY", "expired-key")
     primary, backup = servers
     primary.add({"error": {"status": 401, "message": "invalid api key"}}, text("welcome back"))
     refresher = types.ModuleType("refresher")
