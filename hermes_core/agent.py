@@ -893,6 +893,9 @@ class Agent:
             emitter=lambda event, data: self.events.emit(event, **data),
         )
         ctx.approver = lambda request: self.approvals.approve(request, ctx)
+        from .runner import ChildRunner  # imported here: runner.py imports this module
+
+        ctx.agents = ChildRunner(self, turn)
         return ctx
 
     def _clarify(self, question: str, choices: Sequence[str] | None) -> str:

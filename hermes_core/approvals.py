@@ -12,6 +12,9 @@ from .plugins import PluginManager
 ApprovalCallback = Callable[[ApprovalRequest], str | None]
 """Asks a person; returns a decision (``once``/``session``/``always``/``deny``) or ``None``."""
 
+NO_APPROVER = "no one was available to approve it"
+"""Who refused a request that nobody answered (security fails closed)."""
+
 
 class ApprovalGate:
     """Decides approval requests for one agent.
@@ -19,6 +22,10 @@ class ApprovalGate:
     Order: ``yolo`` approves everything; then decisions remembered for this session; then the
     ``hermes_approve`` hook (first answer wins); then the interactive callback; with none of
     these, the request is denied.
+
+    A ``session`` or ``always`` decision is remembered under the asking tool and exactly the
+    request's :attr:`~hermes_hookspecs.ApprovalRequest.cache_key`, never anything broader: a
+    later request is approved by it only when both are the same.
     """
 
     def __init__(
@@ -31,7 +38,7 @@ class ApprovalGate:
         self.plugins = plugins
         self.callback = callback
         self.yolo = yolo
-        self._session_allowed: set[str] = set()
+        self._session_allowed: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
 
     def reset(self) -> None:
@@ -39,12 +46,18 @@ class ApprovalGate:
         with self._lock:
             self._session_allowed.clear()
 
+    @staticmethod
+    def _memory_key(request: ApprovalRequest) -> tuple[str, str]:
+        return (request.tool, request.cache_key)
+
     def decide(self, request: ApprovalRequest, context: ToolContext) -> tuple[bool, str]:
-        """Return whether ``request`` is approved, and who decided."""
+        """Return whether ``request`` is approved, and who decided: ``yolo``, ``session``,
+        ``user``, ``plugin NAME``, ``plugin NAME failed (...)`` or :data:`NO_APPROVER`."""
         if self.yolo:
             return True, "yolo"
+        remembered = self._memory_key(request)
         with self._lock:
-            if request.cache_key in self._session_allowed:
+            if remembered in self._session_allowed:
                 return True, "session"
         decision, who = None, ""
         for record, hook in self.plugins.implementations("hermes_approve"):
@@ -52,7 +65,7 @@ class ApprovalGate:
                 decision = hook(request=request, context=context)
             except Exception as exc:  # an approver that crashes denies: security fails closed
                 self.plugins.record_error(record, "hermes_approve", exc)
-                return False, f"plugin {record.name} failed"
+                return False, f"plugin {record.name} failed ({type(exc).__name__}: {exc})"
             if decision is not None:
                 who = f"plugin {record.name}"
                 break
@@ -60,10 +73,10 @@ class ApprovalGate:
             with self._lock:  # one prompt at a time, even when tools run in parallel
                 decision, who = self.callback(request), "user"
         if decision not in APPROVAL_DECISIONS:
-            return False, who or "no approver"
+            return False, who or NO_APPROVER
         if decision in ("session", "always"):
             with self._lock:
-                self._session_allowed.add(request.cache_key)
+                self._session_allowed.add(remembered)
         return decision != "deny", who
 
     def approve(self, request: ApprovalRequest, context: ToolContext) -> bool:

@@ -301,8 +301,12 @@ def _read_quoted(text: str, quote: str) -> tuple[str, int]:
 
 
 @dataclass
-class Config:
-    """The effective configuration of one hermes home, with where each value came from."""
+class Config(Mapping[str, Any]):
+    """The effective configuration of one hermes home, with where each value came from.
+
+    It reads as a mapping of the effective top-level sections (``config["agent"]``), so it is
+    what plugin commands get as ``CommandContext.config``; :meth:`get` also takes dotted keys.
+    """
 
     home: Path
     path: Path
@@ -318,6 +322,15 @@ class Config:
                 return default
             node = node[part]
         return node
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.data)
+
+    def __len__(self) -> int:
+        return len(self.data)
 
     def section(self, name: str) -> dict[str, Any]:
         """Return a copy of one top-level section as a dict; ``{}`` when absent or not a mapping."""

@@ -1002,12 +1002,14 @@ class SQLiteSessionStore:
         """The newest session that continues ``session_id`` through compression (children
         point to their parent with ``parent_session_id``, possibly over several generations);
         ``session_id`` itself when nothing continues it, or when it is not stored (yet), so a
-        caller may pass a new id."""
+        caller may pass a new id. Only a child of the parent's own source continues it: a
+        subagent's session (source ``subagent``), also linked to its parent, does not."""
 
         def newest(conn: sqlite3.Connection) -> str | None:
             row = conn.execute(
                 "WITH RECURSIVE lineage(id) AS (SELECT ? UNION "
-                "SELECT s.id FROM sessions s JOIN lineage l ON s.parent_session_id = l.id) "
+                "SELECT s.id FROM sessions s JOIN lineage l ON s.parent_session_id = l.id "
+                "JOIN sessions p ON p.id = l.id WHERE s.source = p.source) "
                 "SELECT s.id FROM lineage l JOIN sessions s ON s.id = l.id "
                 "ORDER BY s.started_at DESC, s.rowid DESC LIMIT 1",
                 (session_id,),

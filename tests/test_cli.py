@@ -909,18 +909,52 @@ def test_chat_through_the_kit_fixture_with_stdin(hermes_cli: Callable[..., Any])
 
 def test_doctor_is_happy_with_a_working_setup(hermes: Callable[..., Run]) -> None:
     hermes("config", "set", "model.provider", "scripted")
-    model = ScriptedModel()
-    run = hermes(
-        "doctor",
-        plugins=[
-            ("scripted-provider", scripted_provider_plugin(model)),
-            ("dice", toolset_plugin()),
-        ],
-    )
+    model = ScriptedModel(text("ok"))
+    plugins = [("scripted-provider", scripted_provider_plugin(model)), ("dice", toolset_plugin())]
+    run = hermes("doctor", plugins=plugins)
     assert run.code == 0, run.out
     assert "ERR" not in run.out
     assert run.lines[-1] == "no problems found"
-    assert model.requests == []  # doctor does not call the model
+    assert any(line.startswith("ok   home ") and "writable" in line for line in run.lines)
+    assert any(
+        line.startswith("ok   provider scripted") and "answered" in line for line in run.lines
+    )
+    [probe] = model.requests  # one request of one token
+    assert probe.max_tokens == 1 and probe.tools == []
+    offline = hermes("doctor", "--no-network", plugins=plugins)
+    assert offline.code == 0 and len(model.requests) == 1
+
+
+def test_doctor_reports_an_unreachable_provider_with_its_url(hermes: Callable[..., Run]) -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    for key, value in (
+        ("model.provider", "custom"),
+        ("model.base_url", url),
+        ("model.default", "m"),
+    ):
+        hermes("config", "set", key, value)
+    run = hermes("--plugins", "openai", "doctor")
+    assert run.code == 1
+    [line] = [line for line in run.lines if line.startswith("ERR")]
+    assert line.startswith("ERR  provider custom at " + url) and url in line
+    assert "Traceback" not in run.out + run.err
+
+
+def test_doctor_reports_a_home_it_cannot_write(
+    hermes: Callable[..., Run], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("HERMES_HOME", str(blocker / "home"))  # cannot be created, even by root
+    run = hermes("doctor", "--no-network")
+    assert run.code == 1
+    assert any(line.startswith("ERR  home ") and "not writable" in line for line in run.lines)
+    assert "Traceback" not in run.out + run.err
 
 
 def test_doctor_reports_a_broken_plugin_and_exits_1(hermes: Callable[..., Run]) -> None:
@@ -928,7 +962,7 @@ def test_doctor_reports_a_broken_plugin_and_exits_1(hermes: Callable[..., Run]) 
     run = hermes(
         "doctor",
         plugins=[
-            ("scripted-provider", scripted_provider_plugin(ScriptedModel())),
+            ("scripted-provider", scripted_provider_plugin(ScriptedModel(text("ok")))),
             ("dice", toolset_plugin()),
             ("broken", RaisingHookPlugin()),
             ("typo", MisspelledHookPlugin()),

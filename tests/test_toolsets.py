@@ -126,7 +126,7 @@ def test_dangerous_call_is_denied_with_no_one_to_approve():
     agent.chat("go")
     assert ran == ["ls"]
     assert (
-        "not approved (no approver): recursive delete: rm -rf /tmp/x"
+        "not approved (no one was available to approve it): recursive delete: rm -rf /tmp/x"
         in agent.messages[2]["content"]
     )
 

@@ -292,11 +292,23 @@ def config_unset(key: str) -> None:
 
 
 @click.command("doctor")
-def doctor() -> None:
-    """Check config, plugins, tools, provider and execution backend."""
+@click.option(
+    "--no-network",
+    "network",
+    flag_value=False,
+    default=True,
+    help="Do not send the model a one-token request.",
+)
+def doctor(network: bool = True) -> None:
+    """Check config, plugins, tools, provider and execution backend.
+
+    The home folder must be writable, and the provider must answer a one-token request
+    (skipped with --no-network). Prints one line per check and exits 1 when any failed.
+    """
     from ..environments import EnvironmentManager
     from ..providers import resolve_provider
     from ..toolsets import describe_tools, enabled_toolsets
+    from .doctor_checks import home_writable, probe_provider
 
     state = _state()
     problems = 0
@@ -307,6 +319,7 @@ def doctor() -> None:
         click.echo(f"{'ok ' if ok else 'ERR'}  {text}")
 
     click.echo(f"hermes {__version__}, Python {platform.python_version()}, home {state.home}")
+    report(*home_writable(state.home))
     try:
         config = state.config
         report(True, f"config {config.path}" + ("" if config.path.exists() else " (not created)"))
@@ -336,6 +349,8 @@ def doctor() -> None:
     try:
         provider, settings = resolve_provider(registry, config.get("model") or {})
         report(True, f"provider {provider.name}, model {settings.model}, api {settings.api_mode}")
+        if network:
+            report(*probe_provider(registry, config.data))
     except HermesError as exc:
         report(False, f"provider: {exc}")
     backend = EnvironmentManager(registry, config.data).backend
@@ -350,8 +365,13 @@ def doctor() -> None:
         else:
             report(True, f"execution backend {backend}")
     else:
-        installed = ", ".join(sorted(registry.environments)) or "none"
-        click.echo(f"--   execution backend {backend!r} not installed (installed: {installed})")
+        from .install_hints import missing_backend_message
+
+        message = missing_backend_message(backend, list(registry.environments))
+        if backend != "local":  # chosen by the user: chat would fail on the first command
+            report(False, message)
+        else:
+            click.echo(f"--   {message}")
     if problems:
         click.echo(f"{problems} problem(s) found")
         raise click.exceptions.Exit(1)

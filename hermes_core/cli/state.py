@@ -11,10 +11,12 @@ if TYPE_CHECKING:  # imported on first use: `hermes --help` needs neither the re
     from ..config import Config
     from ..plugins import PluginManager
     from ..registry import Registry
+    from ..runner import HostRunner
 
 
 class CliState:
-    """Lazily loaded shared state of one ``hermes`` invocation."""
+    """Lazily loaded shared state of one ``hermes`` invocation; what a plugin command finds in
+    ``click.get_current_context().obj`` (it implements ``hermes_hookspecs.CommandContext``)."""
 
     def __init__(
         self,
@@ -34,6 +36,7 @@ class CliState:
         self._config: Config | None = None
         self._plugins: PluginManager | None = None
         self._registry: Registry | None = None
+        self._runner: HostRunner | None = None
 
     @property
     def home(self) -> Path:
@@ -95,6 +98,21 @@ class CliState:
                     f"plugin {r.name!r}: {r.error or '; '.join(r.hook_errors)}" for r in failed
                 )
             )
+
+    def agent_runner(self) -> HostRunner:
+        """A runner for agent turns with this invocation's configuration, plugins and
+        session store (``$HERMES_HOME/state.db``), for plugin commands (``CommandContext``)."""
+        if self._runner is None:
+            from ..runner import HostRunner
+            from ..session_db import SQLiteSessionStore
+
+            self.home.mkdir(parents=True, exist_ok=True)
+            self._runner = HostRunner(
+                config=self.config,
+                plugins=self.plugins,
+                session_store=SQLiteSessionStore(self.home / "state.db"),
+            )
+        return self._runner
 
     @property
     def registry(self) -> Registry:

@@ -2,7 +2,7 @@
 loaded through their real entry points, assertions on recorded requests, and a fake LLM server
 (:class:`FakeLLM`) that speaks the providers' wire protocols to their real SDKs.
 
-It is also a pytest plugin (installed with hermes-agent): see :mod:`hermes_core.pytest_plugin`
+It is also a pytest plugin (installed with hermes-framework): see :mod:`hermes_core.pytest_plugin`
 for the fixtures, and docs/testing-plugins.md.
 """
 

@@ -26,6 +26,11 @@ from .markers import PROJECT_NAME, hookimpl, hookspec
 # which needs only the markers and the spec module, stays cheap at start-up.
 _LAZY: dict[str, str] = {
     "API_MODES": "constants",
+    "AgentOutcome": "agents",
+    "AgentRunner": "agents",
+    "AgentTask": "agents",
+    "CommandContext": "agents",
+    "OUTCOME_STATUSES": "agents",
     "APPROVAL_DECISIONS": "approval",
     "ApprovalDecision": "approval",
     "ApprovalRequest": "approval",
@@ -63,6 +68,7 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
+    from .agents import OUTCOME_STATUSES, AgentOutcome, AgentRunner, AgentTask, CommandContext
     from .approval import APPROVAL_DECISIONS, ApprovalDecision, ApprovalRequest
     from .calls import Block, ToolCall, ToolContext, ToolResult
     from .constants import API_MODES, FINISH_REASONS
@@ -98,6 +104,11 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "OUTCOME_STATUSES",
+    "AgentOutcome",
+    "AgentRunner",
+    "AgentTask",
+    "CommandContext",
     "BLOCKED_MARKER",
     "BackgroundProcess",
     "ERROR_KINDS",

@@ -12,6 +12,7 @@ from .approval import ApprovalRequest
 from .errors import HermesError, ToolCancelled
 
 if TYPE_CHECKING:
+    from .agents import AgentRunner
     from .environment import Environment
 
 
@@ -81,6 +82,9 @@ class ToolContext:
         ``agent``...). Missing services raise a clear error from :meth:`service`.
     :param cancel_event: set when the user interrupts; long handlers should check
         :attr:`cancelled` and stop.
+    :param agents: runs other agents (subagents) for this tool, set by the host; runs inherit the
+        calling agent's configuration, plugins and session store, and their token usage and cost
+        count towards the calling agent's. ``None`` when the host offers no runner.
     """
 
     task_id: str
@@ -94,6 +98,7 @@ class ToolContext:
     approver: Callable[[ApprovalRequest], bool] = _deny
     clarifier: Callable[[str, Sequence[str] | None], str] = _no_clarify
     emitter: Callable[[str, dict[str, Any]], None] = _no_emit
+    agents: AgentRunner | None = None
 
     @property
     def environment(self) -> Environment:

@@ -18,6 +18,7 @@ from .markers import hookspec
 if TYPE_CHECKING:  # annotations only: importing the spec module stays cheap at start-up
     from collections.abc import Callable
 
+    from .agents import AgentOutcome
     from .approval import ApprovalDecision, ApprovalRequest
     from .calls import Block, ToolCall, ToolContext, ToolResult
     from .context_engine import ContextEngine
@@ -214,4 +215,48 @@ def hermes_refresh_credentials(provider: str, settings: ProviderSettings) -> str
     :param settings: what the host resolved for it (model, endpoint, the rejected key).
     :return: a new key to retry with, or ``None`` when this plugin has none. The first
         non-``None`` answer wins (``firstresult``).
+    """
+
+
+# --- subagents -------------------------------------------------------------------------------
+
+
+@hookspec
+def hermes_subagent_start(
+    parent_session_id: str, child_session_id: str, goal: str, source: str
+) -> None:
+    """Observe a subagent starting: a run a tool started through ``ToolContext.agents``.
+
+    Called in the thread that runs the child, before its first model call; parallel children
+    call it from several threads.
+
+    :param parent_session_id: the session of the agent whose tool started the child.
+    :param child_session_id: the child's own session (linked to the parent's).
+    :param goal: the child's task (the prompt it was given).
+    :param source: the child session's source, e.g. ``subagent``.
+    :return: nothing; return values are ignored.
+    """
+
+
+@hookspec
+def hermes_subagent_stop(
+    parent_session_id: str,
+    child_session_id: str,
+    goal: str,
+    status: str,
+    duration: float,
+    outcome: AgentOutcome,
+) -> None:
+    """Observe a subagent ending, however it ended.
+
+    Called once for every ``hermes_subagent_start``, in the same thread, after the child's
+    session is stored.
+
+    :param parent_session_id: the session of the agent whose tool started the child.
+    :param child_session_id: the child's session.
+    :param goal: the child's task.
+    :param status: ``completed``, ``interrupted``, ``max_iterations`` or ``error``.
+    :param duration: seconds the child ran.
+    :param outcome: the whole :class:`~hermes_hookspecs.AgentOutcome` (answer, error, usage).
+    :return: nothing; return values are ignored.
     """

@@ -169,7 +169,8 @@ def test_dangerous_command_denied_without_anyone_to_ask(tmp_path):
     (tmp_path / "build").mkdir()
     [out] = run({"command": "rm -r ./build"}, tmp_path=tmp_path)
     assert out == (
-        "Error: not approved (no approver): recursive delete (rule recursive-delete): "
+        "Error: not approved (no one was available to approve it): "
+        "recursive delete (rule recursive-delete): "
         "rm -r ./build. Do not retry the same action; choose a safer one or ask the user."
     )
     assert (tmp_path / "build").is_dir()

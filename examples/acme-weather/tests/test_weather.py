@@ -12,7 +12,7 @@ from hermes_core.testing import (
 
 def test_plugin_loads_through_its_entry_point():
     record = load_plugin("weather")
-    assert record.dist == "acme-weather"
+    assert record.dist == "hermes-example-acme-weather"
     assert record.hooks == ["hermes_register_toolsets"]
 
 
