@@ -3,8 +3,6 @@ the results in order, and repeat until it answers in text."""
 
 from __future__ import annotations
 
-import copy
-import dataclasses
 import datetime as _dt
 import json
 import logging
@@ -35,7 +33,7 @@ from hermes_hookspecs import (
 
 from . import transcript
 from .approvals import ApprovalCallback, ApprovalGate
-from .config import Config, load_config, load_dotenv, resolve_home, validate
+from .config import Config, load_config, load_dotenv, resolve_home
 from .context_windows import context_window, stated_window
 from .dispatch import Dispatcher
 from .engines import make_engine
@@ -245,18 +243,7 @@ class Agent:
         overrides: dict[str, Any],
     ) -> Config:
         if isinstance(config, Config):
-            active = {k: v for k, v in overrides.items() if v is not None}
-            if not active:
-                return config
-            data = copy.deepcopy(config.data)
-            for dotted, value in active.items():
-                *parents, leaf = dotted.split(".")
-                node = data
-                for part in parents:
-                    node = node.setdefault(part, {})
-                node[leaf] = value
-            validate(data)
-            return dataclasses.replace(config, data=data)
+            return config.with_overrides({k: v for k, v in overrides.items() if v is not None})
         if config is not None:  # a plain mapping: exactly this configuration, nothing from disk
             return load_config(
                 Path(home or os.devnull), environ={}, overrides=overrides, file_data=dict(config)

@@ -11,6 +11,7 @@ stays cheap for commands such as ``hermes --help``.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 import re
 from collections.abc import Iterator, Mapping, MutableMapping
@@ -336,6 +337,25 @@ class Config(Mapping[str, Any]):
         """Return a copy of one top-level section as a dict; ``{}`` when absent or not a mapping."""
         value = self.data.get(name)
         return copy.deepcopy(dict(value)) if isinstance(value, Mapping) else {}
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> Config:
+        """A copy with dotted-key ``overrides`` (``{"terminal.timeout": 5}``) applied on top and
+        validated; ``self`` when there are none. A part of the path that is not a mapping is
+        replaced by one."""
+        if not overrides:
+            return self
+        data = copy.deepcopy(self.data)
+        for dotted, value in overrides.items():
+            *parents, leaf = str(dotted).split(".")
+            node = data
+            for part in parents:
+                child = node.get(part)
+                if not isinstance(child, dict):
+                    child = node[part] = {}
+                node = child
+            node[leaf] = value
+        validate(data)
+        return dataclasses.replace(self, data=data)
 
 
 def load_config(

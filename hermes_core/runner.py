@@ -9,7 +9,6 @@ parallel threads.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import threading
 import time
@@ -27,7 +26,7 @@ from hermes_hookspecs import (
     Usage,
 )
 
-from .config import Config, validate
+from .config import Config
 from .registry import Registry
 
 if TYPE_CHECKING:
@@ -131,7 +130,7 @@ class HostRunner:
     def _build(self, task: AgentTask) -> Agent:
         from .agent import Agent
 
-        config = _with_overrides(self.config, task.config_overrides)
+        config = self.config.with_overrides(task.config_overrides)
         if task.exclude_toolsets:
             config = self._excluding(config, task.exclude_toolsets)
         self._check_toolsets(config, task)
@@ -177,7 +176,7 @@ class HostRunner:
         installed = Registry.of(self.plugins).toolsets
         disabled = list(config.data.get("disabled_toolsets") or [])
         disabled += [n for n in names if n in installed and n not in disabled]
-        return _with_overrides(config, {"disabled_toolsets": disabled})
+        return config.with_overrides({"disabled_toolsets": disabled})
 
     def _check_toolsets(self, config: Config, task: AgentTask) -> None:
         """Raise when the run may not have the toolsets it asks for (subclasses restrict)."""
@@ -265,24 +264,6 @@ def _forward_cancel(cancel: threading.Event, done: threading.Event, agent: Agent
         if cancel.wait(_CANCEL_POLL):
             agent.interrupt()
             done.wait(_CANCEL_POLL)
-
-
-def _with_overrides(config: Config, overrides: Mapping[str, Any]) -> Config:
-    """``config`` with dotted-key ``overrides`` applied and validated."""
-    if not overrides:
-        return config
-    data = copy.deepcopy(config.data)
-    for dotted, value in overrides.items():
-        *parents, leaf = str(dotted).split(".")
-        node = data
-        for part in parents:
-            child = node.get(part)
-            if not isinstance(child, dict):
-                child = node[part] = {}
-            node = child
-        node[leaf] = value
-    validate(data)
-    return dataclasses.replace(config, data=data)
 
 
 def new_session_id() -> str:
