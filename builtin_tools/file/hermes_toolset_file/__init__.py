@@ -462,7 +462,8 @@ WRITE_FILE_TOOL = Tool(
     name="write_file",
     description=(
         "Create or overwrite a file with `content` (the whole new content). Parent folders are "
-        "created; the file is replaced atomically. To change part of a file use patch."
+        "created; the file is replaced atomically. To change part of a file use patch. Writing "
+        "outside the working folder or to sensitive paths asks the user first."
     ),
     parameters={
         "type": "object",
@@ -504,7 +505,8 @@ SEARCH_FILES_TOOL = Tool(
         "Search under `path` (default: the working directory). target 'content' (default): "
         "lines matching the regular expression `pattern` (as `path:line: text`), optionally only "
         "in files matching `file_glob`; target 'files': file names matching the glob `pattern` "
-        "(e.g. '*.py', 'src/**/test_*.py'). Skips .git, node_modules and files ignored by git. "
+        "(e.g. '*.py', 'src/**/test_*.py'). Skips .git, node_modules, files ignored by git, "
+        "symlinks and files that hold secrets. "
         f"At most `max_results` results (default {DEFAULT_RESULTS})."
     ),
     parameters={

@@ -381,3 +381,80 @@ def test_a_path_that_cannot_be_resolved_needs_approval(box):
     assert "(rule path-unresolved)" in refusal(out[2])
     assert out[3].startswith("Wrote 1 bytes")
     assert approver.keys[0] == "file:path-unresolved:fine.txt"
+
+
+# --- a real Docker sandbox (busybox: no `realpath -m`, no git) ---------------------------------
+
+
+def docker_settings():
+    """``docker_host`` and ``docker_image`` of the test engine, or skip."""
+    values = dict(os.environ)
+    folder = os.environ.get("HERMES_SERVICES_DIR") or "/tmp/hermes-services"
+    for services in (os.path.join(folder, "env"), "/tmp/services.env"):
+        if os.path.isfile(services):
+            for line in open(services).read().splitlines():
+                key, _, value = line.removeprefix("export ").partition("=")
+                values.setdefault(key.strip(), value.strip().strip("'\""))
+    host = values.get("HERMES_TEST_DOCKER_HOST") or values.get("DOCKER_HOST")
+    image = values.get("HERMES_TEST_DOCKER_IMAGE")
+    if not host or not image:
+        pytest.skip("no test Docker engine (HERMES_TEST_DOCKER_HOST/IMAGE unset)")
+    try:
+        import docker
+
+        client = docker.DockerClient(base_url=host, timeout=10)
+        client.ping()
+        client.images.get(image)
+        client.close()
+    except Exception as exc:
+        pytest.skip(f"no usable Docker engine at {host}: {type(exc).__name__}")
+    return {"backend": "docker", "docker_host": host, "docker_image": image}
+
+
+def test_in_a_docker_sandbox_paths_are_resolved_inside_the_container(box):
+    terminal = docker_settings()
+    setup = (
+        "mkdir -p /root/.ssh && echo s3cr3t-canary-value > /root/.ssh/id_rsa && "
+        "ln -s /tmp up && ln -s /root/.ssh keys && printf 'caf\\351 needle\\n' > latin.txt"
+    )
+    asked = []
+
+    def approve(request):
+        asked.append(request)
+        return "once" if request.tool == "terminal" else "deny"
+
+    out = run(
+        box,
+        ("terminal", {"command": setup}),
+        ("write_file", {"path": "../escape.txt", "content": "x"}),
+        ("write_file", {"path": "up/through.txt", "content": "x"}),
+        ("write_file", {"path": "~/.ssh/authorized_keys", "content": "x"}),
+        ("read_file", {"path": "keys/id_rsa"}),
+        ("search_files", {"pattern": "needle|s3cr3t"}),
+        ("read_file", {"path": "/escape.txt"}),
+        ("read_file", {"path": "/tmp/through.txt"}),
+        ("terminal", {"command": "ls -A /root/.ssh"}),
+        ("write_file", {"path": "fine.txt", "content": "ok\n"}),
+        plugins=("file", "terminal", "docker"),
+        config={"terminal": terminal},
+        approval_callback=approve,
+    )
+    assert "[exit code: 0;" in out[0]
+    assert "Target: /escape.txt." in refusal(out[1])
+    assert "Target: /tmp/through.txt." in refusal(out[2])
+    assert "write-ssh" in refusal(out[3])
+    assert "read-ssh" in refusal(out[4])
+    assert out[5] == "latin.txt:1: caf\ufffd needle"
+    assert [o.removeprefix("Error: ") for o in out[6:8]] == [
+        "file not found: /escape.txt",
+        "file not found: /tmp/through.txt",
+    ]
+    assert out[8].splitlines()[0] == "id_rsa"  # no authorized_keys
+    assert out[9] == "Wrote 3 bytes (1 lines) to fine.txt."
+    assert [r.key for r in asked if r.tool != "terminal"] == [
+        "file:write-outside-workspace:/escape.txt",
+        "file:write-outside-workspace:/tmp/through.txt",
+        "file:write-outside-workspace+write-ssh:/root/.ssh/authorized_keys",
+        "file:read-credentials+read-ssh:/root/.ssh/id_rsa",
+    ]
+    assert all(SECRET not in o for o in out)
