@@ -4,12 +4,14 @@ Three steps run where the files are, each in a subshell so the session's working
 not move:
 
 1. list the files (git's list inside a work tree, else ``find`` without the skipped folders),
-   NUL-separated and sent back hex-encoded (``od``), so names that are not UTF-8 arrive intact;
+   NUL-separated, into a private temporary folder; the list is read back with
+   :meth:`Environment.read_file`, so names that are not UTF-8 arrive intact;
 2. the files to search (filtered here: globs, skipped folders, files that hold secrets) are
-   written to a temporary file with :meth:`Environment.write_file`, again as exact bytes;
+   written beside it with :meth:`Environment.write_file`, again as exact bytes;
 3. ``grep`` reads that list (symlinks are not followed, as ``grep -r`` does not follow them)
    with ``LC_ALL=C``, so a Latin-1 or otherwise non-UTF-8 file is searched like any other
-   instead of being taken for binary; its output comes back hex-encoded too.
+   instead of being taken for binary; its output comes back hex-encoded (``od``), and the
+   temporary folder is removed.
 
 What the model sees is valid text: contents are decoded as UTF-8 with replacement characters,
 names with ``\\xNN`` escapes for the bytes that are not UTF-8.
@@ -42,23 +44,19 @@ SKIPPED_DIRS = (
 )  # fmt: skip
 
 _LIST_SCRIPT = r"""(
-{temp}
+D=$(umask 077 && mktemp -d "${{TMPDIR:-/tmp}}/hermes-search.XXXXXX") || exit 0
+printf '__HERMES_TEMP__%s\n' "$D"
 if [ -f {path} ]; then echo "__HERMES_FILE__"; exit 0; fi
-cd -- {path} 2>/dev/null || {{ echo "__HERMES_NO_DIR__"; exit 0; }}
-echo "__HERMES_HEX__"
+cd -- {path} 2>/dev/null || {{ rm -rf -- "$D"; echo "__HERMES_NO_DIR__"; exit 0; }}
 if command -v git >/dev/null 2>&1 && git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   git ls-files -z --cached --others --exclude-standard 2>/dev/null
 else
   find . {prune} -o -type f -print0 2>/dev/null
-fi | head -c {max_bytes} | od -An -v -tx1
-echo "__HERMES_END__"
+fi | head -c {max_bytes} > "$D/list"
+echo "__HERMES_LISTED__"
 )"""
-_TEMP = (
-    'T=$(umask 077 && mktemp "${TMPDIR:-/tmp}/hermes-search.XXXXXX") && '
-    "printf '__HERMES_TEMP__%s\\n' \"$T\""
-)
 _GREP_SCRIPT = r"""(
-T={temp}
+D={temp}; T=$D/selected
 {cd}
 export LC_ALL=C
 F=-E; R={ere}; printf 'a\n' | grep -qP 'a' 2>/dev/null && F=-P R={pattern}
@@ -68,7 +66,7 @@ xargs -0 sh -c '[ $# -eq 0 ] || exec find "$@" -prune -type f -print0' sh < "$T"
   | xargs -0 grep -nHs $I $F {case} -e "$R" -- /dev/null 2>/dev/null \
   | head -n {limit} | cut -b 1-{width} | head -c {max_bytes} | od -An -v -tx1
 echo "__HERMES_END__"
-rm -f -- "$T"
+rm -rf -- "$D"
 )"""
 
 
@@ -148,7 +146,9 @@ def _join(root: str, name: str) -> str:
 
 
 class _Listing:
-    """The files under the search root: raw names, and whether the root is a single file."""
+    """The files under the search root (raw names), whether the root is a single file, and the
+    private temporary folder in the environment (removed by the grep script or :func:`_remove`).
+    """
 
     def __init__(self, names: list[bytes], single: bool, temp: str) -> None:
         self.names = names
@@ -156,26 +156,29 @@ class _Listing:
         self.temp = temp
 
 
-def _list(env: Any, real_root: str, given: str, *, want_temp: bool) -> _Listing:
+def _list(env: Any, real_root: str, given: str) -> _Listing:
     script = _LIST_SCRIPT.format(
-        temp=_TEMP if want_temp else "",
-        path=shlex.quote(real_root),
-        prune=_prune(),
-        max_bytes=MAX_LIST_BYTES,
+        path=shlex.quote(real_root), prune=_prune(), max_bytes=MAX_LIST_BYTES
     )
     output = env.run(script, timeout=60).output
     match = re.search(r"__HERMES_TEMP__(/[^\n]*)\n", output)
     temp = match.group(1) if match and "\ufffd" not in match.group(1) else ""
-    if want_temp and not temp:
-        raise ToolError("cannot make a temporary file in the environment (mktemp failed)")
     if "__HERMES_NO_DIR__" in output:
-        _remove(env, temp)
         raise ToolError(f"no such file or directory: {given}")
+    if not temp:
+        raise ToolError("cannot make a temporary folder in the environment (mktemp -d failed)")
     if "__HERMES_FILE__" in output:
         return _Listing([], True, temp)
+    try:
+        if "__HERMES_LISTED__" not in output:
+            raise ToolError("listing the files did not finish in the environment")
+        data = env.read_file(temp + "/list")
+    except (ToolError, OSError):
+        _remove(env, temp)
+        raise ToolError(f"cannot list the files under {given}") from None
     names = []
     skipped = set(SKIPPED_DIRS)
-    for raw in _hex_block(output).split(b"\0"):
+    for raw in data.split(b"\0"):
         name = raw[2:] if raw.startswith(b"./") else raw
         if not name:
             continue
@@ -195,8 +198,8 @@ def _environment(ctx: ToolContext) -> Any:
 def _remove(env: Any, temp: str) -> None:
     if temp:
         try:
-            env.run(f"rm -f -- {shlex.quote(temp)}", timeout=30)
-        except Exception:  # a leftover empty temporary file is harmless
+            env.run(f"rm -rf -- {shlex.quote(temp)}", timeout=30)
+        except Exception:  # a leftover private temporary folder is harmless
             pass
 
 
@@ -233,13 +236,15 @@ def search_files(args: dict[str, Any], ctx: ToolContext) -> str:
                 root,
             )
         )
-    listing = _list(env, place.real or place.target, root, want_temp=target == "content")
+    listing = _list(env, place.real or place.target, root)
     if target == "files":
+        _remove(env, listing.temp)
         return _names_result(listing, pattern, root, limit)
     try:
         return _content_result(env, listing, args, place.real or "", root, limit, resolution)
     finally:
-        _remove(env, listing.temp)
+        if listing.temp:
+            _remove(env, listing.temp)
 
 
 def _names_result(listing: _Listing, pattern: str, root: str, limit: int) -> str:
@@ -308,7 +313,7 @@ def _content_result(
     if not selected:
         where = f" matching {glob!r}" if glob else ""
         return f"No files to search under {root!r}{where}." + note
-    env.write_file(listing.temp, b"\0".join(selected) + b"\0")
+    env.write_file(listing.temp + "/selected", b"\0".join(selected) + b"\0")
     cap = limit * 20 + 1
     script = _GREP_SCRIPT.format(
         temp=shlex.quote(listing.temp),
@@ -321,6 +326,7 @@ def _content_result(
         max_bytes=MAX_OUTPUT_BYTES,
     )
     output = _hex_block(env.run(script, timeout=120).output)
+    listing.temp = ""  # the grep script removed it
     names = set(selected)
     hits = []
     hit_names: list[bytes] = []

@@ -82,6 +82,9 @@ READ_RULES: tuple[PathRule, ...] = (
 )
 
 
+_ANY_READ_RULE = re.compile("|".join(f"(?:{rule.pattern})" for rule in READ_RULES))
+
+
 def _spellings(paths: Iterable[str | None], home: str) -> list[str]:
     """Each absolute path, and the same path written from the home folder when it is inside."""
     out: list[str] = []
@@ -113,8 +116,10 @@ def read_concerns(
     """The rules reading a file at any of ``paths`` (its spellings) falls under, each once."""
     paths = [p for p in paths if p]
     spellings = _spellings(paths, home)
-    found = [r for r in READ_RULES if any(r.regex.search(s) for s in spellings)]
-    concerns = [Concern(r.id, r.description) for r in found]
+    concerns = []
+    if any(_ANY_READ_RULE.search(s) for s in spellings):  # one search for the usual no
+        found = [r for r in READ_RULES if any(r.regex.search(s) for s in spellings)]
+        concerns = [Concern(r.id, r.description) for r in found]
     if not any(c.rule == "read-hermes-secrets" for c in concerns) and any(
         _hermes_secret(p, h) for p in paths for h in hermes_homes
     ):

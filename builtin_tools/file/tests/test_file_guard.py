@@ -218,6 +218,7 @@ def test_reading_secret_files_needs_approval_also_through_symlinks_and_dotdot(bo
         ("read_file", {"path": "~/.aws/credentials"}),
         ("read_file", {"path": str(box["hermes_home"] / ".env")}),
         ("patch", {"path": "cfg/id_rsa", "old_string": "s3cr3t-canary", "new_string": "x"}),
+        ("read_file", {"path": "/proc/self/environ"}),
         approval_callback=approver,
     )
     for result in out:
@@ -231,6 +232,7 @@ def test_reading_secret_files_needs_approval_also_through_symlinks_and_dotdot(bo
     assert "(rule read-credentials+read-ssh)" in refusal(out[2])
     assert "(rule read-hermes-secrets)" in refusal(out[4])
     assert "read-ssh" in refusal(out[5]) and "write-ssh" in refusal(out[5])
+    assert "(rule read-process-environment)" in refusal(out[6])
     assert approver.keys[0] == f"file:read-credentials:{home / '.aws/credentials'}"
     assert "canary" in (home / ".ssh/id_rsa").read_text()  # the patch wrote nothing
 
