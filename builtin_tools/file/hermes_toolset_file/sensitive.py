@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 from hermes_toolset_terminal.danger import sensitive_path
 
@@ -127,6 +128,13 @@ def read_concerns(
     return concerns
 
 
+def _findings(result: Any) -> list[Any]:
+    """The terminal's answer as a list: it gives one finding or none (a list is accepted too)."""
+    if result is None:
+        return []
+    return list(result) if isinstance(result, list | tuple) else [result]
+
+
 def write_concerns(
     paths: Iterable[str | None], *, home: str = "", hermes_homes: Iterable[str] = ()
 ) -> list[Concern]:
@@ -135,9 +143,11 @@ def write_concerns(
     paths = [p for p in paths if p]
     concerns: list[Concern] = []
     for path in paths:
-        finding = sensitive_path(path, home=home or None)
-        if finding is not None and all(c.rule != finding.rule.id for c in concerns):
-            concerns.append(Concern(finding.rule.id, finding.description))
+        for finding in _findings(sensitive_path(path, home=home or None)):
+            rule = getattr(getattr(finding, "rule", None), "id", None) or "write-sensitive-path"
+            described = getattr(finding, "description", "") or "writes to a sensitive path"
+            if all(c.rule != rule for c in concerns):
+                concerns.append(Concern(str(rule), str(described)))
     if not any(c.rule == "write-hermes-config" for c in concerns) and any(
         _inside(p, h) for p in paths for h in hermes_homes if h.rstrip("/")
     ):

@@ -460,3 +460,56 @@ def test_in_a_docker_sandbox_paths_are_resolved_inside_the_container(box):
         "file:read-credentials+read-ssh:/root/.ssh/id_rsa",
     ]
     assert all(SECRET not in o for o in out)
+
+
+# --- the rules themselves ---------------------------------------------------------------------
+
+SECRET_FILES = [
+    ("/etc/shadow", "read-system-secrets"),
+    ("/etc/gshadow", "read-system-secrets"),
+    ("/etc/ssh/ssh_host_ed25519_key", "read-system-secrets"),
+    ("/home/u/.ssh/id_ed25519", "read-ssh"),
+    ("/home/u/.ssh/authorized_keys", "read-ssh"),
+    ("/root/.ssh/config", "read-ssh"),
+    ("/home/u/.aws/credentials", "read-credentials"),
+    ("/home/u/.config/gcloud/application_default_credentials.json", "read-credentials"),
+    ("/home/u/.azure/accessTokens.json", "read-credentials"),
+    ("/home/u/.kube/config", "read-credentials"),
+    ("/home/u/.docker/config.json", "read-credentials"),
+    ("/home/u/.netrc", "read-credentials"),
+    ("/home/u/.pgpass", "read-credentials"),
+    ("/home/u/.git-credentials", "read-credentials"),
+    ("/srv/backup/id_rsa", "read-credentials"),
+    ("/home/u/.hermes/.env", "read-hermes-secrets"),
+    ("/home/u/.hermes/profiles/work/.env", "read-hermes-secrets"),
+    ("/opt/hermes-home/.env", "read-hermes-secrets"),
+    ("/proc/1/environ", "read-process-environment"),
+]
+PLAIN_FILES = [
+    "/etc/hosts",
+    "/etc/passwd",
+    "/etc/ssh/ssh_host_ed25519_key.pub",
+    "/home/u/.bashrc",
+    "/home/u/project/README.md",
+    "/home/u/project/.env.example",
+    "/home/u/.dockerignore",
+    "/home/u/.docker/features.json",
+    "/home/u/.hermes/config.yaml",
+    "/home/u/notes/id_rsa.txt",
+    "/proc/1/status",
+]
+
+
+@pytest.mark.parametrize(("path", "rule"), SECRET_FILES)
+def test_secret_files_are_recognised(path, rule):
+    from hermes_toolset_file.sensitive import read_concerns
+
+    found = read_concerns([path], home="/home/u", hermes_homes=["/opt/hermes-home"])
+    assert rule in [c.rule for c in found]
+
+
+@pytest.mark.parametrize("path", PLAIN_FILES)
+def test_ordinary_files_are_not_secret(path):
+    from hermes_toolset_file.sensitive import read_concerns
+
+    assert read_concerns([path], home="/home/u", hermes_homes=["/opt/hermes-home"]) == []
