@@ -513,3 +513,70 @@ def test_ordinary_files_are_not_secret(path):
     from hermes_toolset_file.sensitive import read_concerns
 
     assert read_concerns([path], home="/home/u", hermes_homes=["/opt/hermes-home"]) == []
+
+
+def ssh_settings(scratch):
+    """``terminal`` settings of the test SSH server, starting in ``scratch``, or skip."""
+    import socket
+
+    values = dict(os.environ)
+    folder = os.environ.get("HERMES_SERVICES_DIR") or "/tmp/hermes-services"
+    for services in (os.path.join(folder, "env"), "/tmp/services.env"):
+        if os.path.isfile(services):
+            for line in open(services).read().splitlines():
+                key, _, value = line.removeprefix("export ").partition("=")
+                values.setdefault(key.strip(), value.strip().strip("'\""))
+    names = ("HOST", "PORT", "USER", "KEY", "KNOWN_HOSTS")
+    found = {n: values.get(f"HERMES_TEST_SSH_{n}") for n in names}
+    if not all(found.values()):
+        pytest.skip("no test SSH server (HERMES_TEST_SSH_* unset)")
+    try:
+        socket.create_connection((found["HOST"], int(found["PORT"])), timeout=3).close()
+    except OSError as exc:
+        pytest.skip(f"no SSH server at {found['HOST']}:{found['PORT']}: {exc}")
+    return {
+        "backend": "ssh",
+        "ssh_host": found["HOST"],
+        "ssh_port": int(found["PORT"]),
+        "ssh_user": found["USER"],
+        "ssh_key": found["KEY"],
+        "ssh_known_hosts": found["KNOWN_HOSTS"],
+        "ssh_cwd": scratch,
+    }
+
+
+def test_over_ssh_paths_are_resolved_on_the_remote_host(box):
+    scratch = f"/tmp/hermes-file-guard-{os.getpid()}-{id(box)}"
+    terminal = ssh_settings(scratch)
+    asked = []
+
+    def approve(request):
+        asked.append(request)
+        return "once" if request.tool == "terminal" else "deny"
+
+    out = run(
+        box,
+        ("terminal", {"command": "ln -s .. up && printf 'na\\357ve needle\\n' > latin.txt"}),
+        ("write_file", {"path": "../escape.txt", "content": "x"}),
+        ("write_file", {"path": "up/through.txt", "content": "x"}),
+        ("read_file", {"path": "~/.ssh/authorized_keys"}),
+        ("search_files", {"pattern": "needle"}),
+        ("terminal", {"command": "ls -A /tmp | grep -c -e '^escape.txt$' -e '^through.txt$'"}),
+        ("write_file", {"path": "fine.txt", "content": "ok\n"}),
+        ("terminal", {"command": f"cd / && rm -rf {scratch}"}),
+        plugins=("file", "terminal", "ssh"),
+        config={"terminal": terminal},
+        approval_callback=approve,
+    )
+    assert "[exit code: 0;" in out[0], out[0]
+    assert "Target: /tmp/escape.txt." in refusal(out[1])
+    assert "through a symlink" in refusal(out[2])
+    assert "read-ssh" in refusal(out[3])
+    assert out[4] == "latin.txt:1: na\ufffdve needle"
+    assert out[5].splitlines()[0] == "0"
+    assert out[6] == "Wrote 3 bytes (1 lines) to fine.txt."
+    assert [r.key.split(":")[1] for r in asked if r.tool != "terminal"] == [
+        "write-outside-workspace",
+        "write-outside-workspace",
+        "read-ssh",
+    ]
