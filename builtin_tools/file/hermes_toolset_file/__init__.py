@@ -2,25 +2,23 @@
 
 Every tool goes through ``ctx.environment`` (``read_file``, ``write_file`` and ``run``), so with
 the Docker or SSH backend the files are those inside the container or on the remote host.
-Writing to system configuration, ``~/.ssh``, shell start-up files, credential files, ``.env``
-files or hermes' own configuration needs approval, with the same rules as the terminal tool
-(:func:`hermes_toolset_terminal.danger.sensitive_path`).
+
+Before a file is touched its path is resolved where the files are (:mod:`.resolve`: ``~``,
+``..``, symlinks) and checked (:mod:`.guard`): writing outside the workspace (``file.workspace``,
+by default the working folder), through a symlink that leaves it, to a path that cannot be
+resolved, or to a sensitive path (the terminal's rules, :mod:`.sensitive`) needs approval, and so
+does reading a file that holds secrets. The tools then work on the resolved path they checked.
 """
 
 from __future__ import annotations
 
 import difflib
-import fnmatch
 import re
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_toolset_terminal.danger import sensitive_path
-
 from hermes_hookspecs import (
-    ApprovalRequest,
     EnvironmentUnavailable,
     Tool,
     ToolContext,
@@ -28,6 +26,9 @@ from hermes_hookspecs import (
     Toolset,
     hookimpl,
 )
+
+from . import guard
+from .search import DEFAULT_RESULTS, MAX_RESULTS, search_files, to_ere
 
 __all__ = [
     "apply_unified_diff",
@@ -45,13 +46,6 @@ MAX_LINES = 5000
 MAX_LINE_CHARS = 2000
 MAX_READ_CHARS = 100_000
 MAX_FILE_BYTES = 20 * 1024 * 1024
-DEFAULT_RESULTS = 50
-MAX_RESULTS = 500
-MATCH_LINE_CHARS = 300
-SKIPPED_DIRS = (
-    ".git", "node_modules", ".hg", ".svn", "__pycache__", ".venv", ".tox", ".mypy_cache",
-    ".pytest_cache", ".ruff_cache",
-)  # fmt: skip
 _SIGNATURES = (
     (b"\x89PNG", "a PNG image"),
     (b"\xff\xd8\xff", "a JPEG image"),
@@ -76,9 +70,10 @@ def _settings(ctx: ToolContext) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _read_bytes(env: Any, path: str) -> bytes:
+def _read_bytes(env: Any, where: str, path: str) -> bytes:
+    """The bytes of the file at ``where`` (resolved); messages name it ``path``."""
     try:
-        data = env.read_file(path)
+        data = env.read_file(where)
     except FileNotFoundError:
         raise ToolError(f"file not found: {path}") from None
     except IsADirectoryError:
@@ -124,7 +119,8 @@ def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
     offset = max(1, int(args.get("offset") or 1))
     limit = min(MAX_LINES, max(1, int(args.get("limit") or DEFAULT_LINES)))
     env = _environment(ctx)
-    data = _read_bytes(env, path)
+    [place] = guard.check(ctx, env, [path], write=False)
+    data = _read_bytes(env, place.real or path, path)
     max_bytes = int(_settings(ctx).get("max_read_bytes") or MAX_FILE_BYTES)
     if len(data) > max_bytes:
         raise ToolError(
@@ -167,40 +163,22 @@ def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
 # --- write_file -----------------------------------------------------------------------------
 
 
-def _approval(tool: str, paths: list[str]) -> ApprovalRequest | None:
-    findings = [(p, f) for p in paths if (f := sensitive_path(p)) is not None]
-    if not findings:
-        return None
-    ids = sorted({f.rule.id for _p, f in findings})
-    reason = "; ".join(f"{f.description} (rule {f.rule.id})" for _p, f in findings)
-    return ApprovalRequest(
-        action=f"{tool} {' '.join(p for p, _f in findings)}",
-        reason=reason,
-        key="file:" + "+".join(ids),
-        tool=tool,
-        details={"paths": [p for p, _f in findings], "rules": ids},
-    )
-
-
-def write_file_needs_approval(args: dict[str, Any]) -> ApprovalRequest | None:
-    """Writing a sensitive path needs approval."""
-    return _approval("write_file", [str(args.get("path") or "")])
-
-
 def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
     """Write ``content`` to ``path`` (atomically, creating parent folders)."""
     path = str(args["path"])
     content = str(args.get("content", ""))
     data = content.encode("utf-8")
     env = _environment(ctx)
-    _write(env, path, data)
+    [place] = guard.check(ctx, env, [path], write=True)
+    _write(env, place.real or path, data, path)
     lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
     return f"Wrote {len(data)} bytes ({lines} lines) to {path}."
 
 
-def _write(env: Any, path: str, data: bytes) -> None:
+def _write(env: Any, where: str, data: bytes, path: str) -> None:
+    """Write ``data`` to ``where`` (resolved); messages name it ``path``."""
     try:
-        env.write_file(path, data)
+        env.write_file(where, data)
     except IsADirectoryError:
         raise ToolError(f"{path} is a directory") from None
     except PermissionError:
@@ -396,19 +374,6 @@ def apply_unified_diff(text: str | None, patch: FilePatch, path: str) -> str:
     return result + "\n" if trailing and lines else result
 
 
-def patch_needs_approval(args: dict[str, Any]) -> ApprovalRequest | None:
-    """Patching a sensitive path needs approval (every file a diff touches is checked)."""
-    paths = [str(args["path"])] if args.get("path") else []
-    diff = args.get("diff")
-    if isinstance(diff, str):
-        for line in diff.splitlines():
-            if line.startswith(("+++ ", "--- ")):
-                name = _diff_path(line)
-                if name:
-                    paths.append(name)
-    return _approval("patch", paths)
-
-
 def patch(args: dict[str, Any], ctx: ToolContext) -> str:
     """Replace exact text in a file, or apply a unified diff."""
     mode = args.get("mode") or ("diff" if args.get("diff") else "replace")
@@ -417,15 +382,17 @@ def patch(args: dict[str, Any], ctx: ToolContext) -> str:
         path = args.get("path")
         if not path or "old_string" not in args or "new_string" not in args:
             raise ToolError("replace mode needs path, old_string and new_string")
-        text, _ = _text(_read_bytes(env, str(path)), str(path))
+        [place] = guard.check(ctx, env, [str(path)], write=True, read=True)
+        where = place.real or str(path)
+        text, _ = _text(_read_bytes(env, where, str(path)), str(path))
         new_text, count, first = _replace(
             text, str(args["old_string"]), str(args["new_string"]),
             bool(args.get("replace_all")), str(path),
         )  # fmt: skip
-        _write(env, str(path), new_text.encode("utf-8"))
+        _write(env, where, new_text.encode("utf-8"), str(path))
         changed = str(args["new_string"]).count("\n") + 1
-        where = f"line {first}" if count == 1 else f"{count} places, first at line {first}"
-        return f"Patched {path}: replaced {count} occurrence{'s' * (count > 1)} ({where}).\n" + (
+        spot = f"line {first}" if count == 1 else f"{count} places, first at line {first}"
+        return f"Patched {path}: replaced {count} occurrence{'s' * (count > 1)} ({spot}).\n" + (
             _snippet(new_text, first, changed)
         )
     if mode != "diff":
@@ -434,26 +401,30 @@ def patch(args: dict[str, Any], ctx: ToolContext) -> str:
     if not isinstance(diff, str) or not diff.strip():
         raise ToolError("diff mode needs a unified diff in `diff`")
     patches = parse_unified_diff(diff, args.get("path"))
-    results: list[tuple[str, str]] = []
+    targets: list[str] = []
     for file_patch in patches:
-        target = file_patch.new_path or file_patch.old_path
         if file_patch.new_path is None:
             raise ToolError(
                 f"the diff deletes {file_patch.old_path}; delete files with the terminal tool"
             )
-        assert target is not None
+        target = file_patch.new_path
         if args.get("path") and len(patches) == 1:
             target = str(args["path"])
+        targets.append(target)
+    places = guard.check(ctx, env, targets, write=True, read=True)  # before anything is read
+    results: list[tuple[str, str, str]] = []
+    for file_patch, target, place in zip(patches, targets, places, strict=True):
+        where = place.real or target
         if file_patch.old_path is None:
             original = None
         else:
-            original, _ = _text(_read_bytes(env, target), target)
-        results.append((target, apply_unified_diff(original, file_patch, target)))
-    for target, content in results:  # nothing is written unless every file applied
-        _write(env, target, content.encode("utf-8"))
+            original, _ = _text(_read_bytes(env, where, target), target)
+        results.append((target, where, apply_unified_diff(original, file_patch, target)))
+    for target, where, content in results:  # nothing is written unless every file applied
+        _write(env, where, content.encode("utf-8"), target)
     summary = ", ".join(
         f"{target} ({len(p.hunks)} hunk{'s' * (len(p.hunks) > 1)})"
-        for (target, _), p in zip(results, patches, strict=True)
+        for (target, _w, _c), p in zip(results, patches, strict=True)
     )
     return f"Applied the diff: {summary}."
 
@@ -463,156 +434,6 @@ def _snippet(text: str, first: int, count: int, context: int = 2) -> str:
     start = max(1, first - context)
     end = min(len(lines), first + count - 1 + context)
     return "\n".join(f"{n:>6}\t{lines[n - 1][:MAX_LINE_CHARS]}" for n in range(start, end + 1))
-
-
-# --- search_files ---------------------------------------------------------------------------
-
-# Both scripts run in a subshell: a `cd` in them must not move the shell's persistent directory.
-_LIST_SCRIPT = r"""(
-if [ -f {path} ]; then printf '__HERMES_FILE__\n%s\n' {path}; exit 0; fi
-cd -- {path} 2>/dev/null || {{ echo "__HERMES_NO_DIR__"; exit 0; }}
-if command -v git >/dev/null 2>&1 && git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-  git -c core.quotepath=off ls-files --cached --others --exclude-standard 2>/dev/null
-else
-  find . {prune} -o -type f -print 2>/dev/null | sed 's|^\./||'
-fi | head -n {max_files}
-)"""
-_GREP_SCRIPT = r"""(
-cd -- {path} 2>/dev/null || exit 0
-F=-E; R={ere}; printf 'a\n' | grep -qP 'a' 2>/dev/null && F=-P R={pattern}
-I=; grep -I -e x /dev/null 2>/dev/null; [ $? -le 1 ] && I=-I
-tr '\n' '\0' | xargs -0 grep -nHs $I $F {case} -e "$R" -- 2>/dev/null | head -n {limit}
-)"""
-
-
-_ERE_CLASSES = {
-    "d": ("[0-9]", "0-9"),
-    "D": ("[^0-9]", None),
-    "s": ("[[:space:]]", "[:space:]"),
-    "S": ("[^[:space:]]", None),
-    "w": ("[[:alnum:]_]", "[:alnum:]_"),
-    "W": ("[^[:alnum:]_]", None),
-}
-
-
-def to_ere(pattern: str) -> str:
-    """The Python/PCRE shorthand classes (``\\d``, ``\\s``, ``\\w`` and their negations)
-    written for a POSIX extended-regex grep without ``-P`` (such as busybox)."""
-    out, i, in_class = [], 0, False
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\" and i + 1 < len(pattern):
-            nxt = pattern[i + 1]
-            outside, inside = _ERE_CLASSES.get(nxt, (None, None))
-            replacement = inside if in_class else outside
-            out.append(replacement if replacement else pattern[i : i + 2])
-            i += 2
-            continue
-        if c == "[" and not in_class:
-            in_class = True
-        elif c == "]" and in_class and out and out[-1] not in ("[", "[^"):
-            in_class = False
-        out.append(c)
-        i += 1
-    return "".join(out)
-
-
-def _prune() -> str:
-    names = " -o ".join(f"-name {shlex.quote(n)}" for n in SKIPPED_DIRS)
-    return rf"\( {names} \) -prune"
-
-
-def _list_files(env: Any, path: str) -> tuple[list[str], bool]:
-    """Files under ``path`` that are not ignored (git's rules inside a repository) and not in
-    skipped folders; the flag says ``path`` is itself a file."""
-    script = _LIST_SCRIPT.format(path=shlex.quote(path), prune=_prune(), max_files=200_000)
-    result = env.run(script, timeout=60)
-    lines = [line for line in result.output.splitlines() if line]
-    if lines == ["__HERMES_NO_DIR__"]:
-        raise ToolError(f"no such file or directory: {path}")
-    if lines[:1] == ["__HERMES_FILE__"]:
-        return lines[1:], True
-    skipped = set(SKIPPED_DIRS)
-    files = sorted(f for f in lines if not skipped.intersection(f.split("/")[:-1]))
-    return files, False
-
-
-def _glob_match(name: str, pattern: str) -> bool:
-    if "/" in pattern:
-        return fnmatch.fnmatchcase(name, pattern) or fnmatch.fnmatchcase(name, "*/" + pattern)
-    return fnmatch.fnmatchcase(name.rsplit("/", 1)[-1], pattern)
-
-
-def _join(root: str, name: str) -> str:
-    if root in ("", "."):
-        return name
-    return root.rstrip("/") + "/" + name
-
-
-def search_files(args: dict[str, Any], ctx: ToolContext) -> str:
-    """Search file contents with a regex, or file names with a glob."""
-    pattern = str(args.get("pattern") or "")
-    if not pattern:
-        raise ToolError("pattern is empty")
-    target = args.get("target") or "content"
-    root = str(args.get("path") or ".")
-    limit = min(MAX_RESULTS, max(1, int(args.get("max_results") or DEFAULT_RESULTS)))
-    env = _environment(ctx)
-    files, single = _list_files(env, root)
-    if target == "files":
-        matches = sorted(f for f in files if _glob_match(f, pattern))
-        if not matches:
-            return f"No files matching {pattern!r} under {root!r}."
-        shown = [f if single else _join(root, f) for f in matches[:limit]]
-        more = (
-            f"\n[showing {limit} of {len(matches)} files; narrow the pattern or the path]"
-            if len(matches) > limit
-            else ""
-        )
-        return "\n".join(shown) + more
-    if target != "content":
-        raise ToolError(f"unknown target {target!r}; use 'content' or 'files'")
-    flags = re.IGNORECASE if args.get("ignore_case") else 0
-    try:
-        re.compile(pattern, flags)
-    except re.error as exc:
-        raise ToolError(f"invalid regular expression {pattern!r}: {exc}") from None
-    glob = args.get("file_glob")
-    if glob:
-        files = [f for f in files if _glob_match(f, str(glob))]
-    if not files:
-        return f"No files to search under {root!r}" + (f" matching {glob!r}." if glob else ".")
-    cap = limit * 20 + 1
-    script = _GREP_SCRIPT.format(
-        path=shlex.quote("." if single else root),
-        pattern=shlex.quote(pattern),
-        ere=shlex.quote(to_ere(pattern)),
-        case="-i" if flags else "",
-        limit=cap,
-    )
-    if single:
-        script = script.replace("cd -- . 2>/dev/null || exit 0\n", "")
-    result = env.run(script, stdin="\n".join(files) + "\n", timeout=120)
-    hits = []
-    for line in result.output.splitlines():
-        name, sep, rest = line.partition(":")
-        number, sep2, content = rest.partition(":")
-        if not (sep and sep2 and number.isdigit()) or "\0" in content:
-            continue
-        if len(content) > MATCH_LINE_CHARS:
-            content = content[:MATCH_LINE_CHARS] + "..."
-        shown = name if single else _join(root, name)
-        hits.append(f"{shown}:{number}: {content.strip()}")
-    if not hits:
-        where = f" in {glob!r} files" if glob else ""
-        return f"No matches for {pattern!r} under {root!r}{where}."
-    total = f"{len(hits)}+" if len(result.output.splitlines()) >= cap else str(len(hits))
-    more = (
-        f"\n[showing {limit} of {total} matching lines; narrow the pattern, path or file_glob]"
-        if len(hits) > limit
-        else ""
-    )
-    return "\n".join(hits[:limit]) + more
 
 
 # --- registration ---------------------------------------------------------------------------
@@ -641,7 +462,8 @@ WRITE_FILE_TOOL = Tool(
     name="write_file",
     description=(
         "Create or overwrite a file with `content` (the whole new content). Parent folders are "
-        "created; the file is replaced atomically. To change part of a file use patch."
+        "created; the file is replaced atomically. To change part of a file use patch. Writing "
+        "outside the working folder or to sensitive paths asks the user first."
     ),
     parameters={
         "type": "object",
@@ -652,7 +474,6 @@ WRITE_FILE_TOOL = Tool(
         "required": ["path", "content"],
     },
     handler=write_file,
-    needs_approval=write_file_needs_approval,
 )
 
 PATCH_TOOL = Tool(
@@ -676,7 +497,6 @@ PATCH_TOOL = Tool(
         },
     },
     handler=patch,
-    needs_approval=patch_needs_approval,
 )
 
 SEARCH_FILES_TOOL = Tool(
@@ -685,7 +505,8 @@ SEARCH_FILES_TOOL = Tool(
         "Search under `path` (default: the working directory). target 'content' (default): "
         "lines matching the regular expression `pattern` (as `path:line: text`), optionally only "
         "in files matching `file_glob`; target 'files': file names matching the glob `pattern` "
-        "(e.g. '*.py', 'src/**/test_*.py'). Skips .git, node_modules and files ignored by git. "
+        "(e.g. '*.py', 'src/**/test_*.py'). Skips .git, node_modules, files ignored by git, "
+        "symlinks and files that hold secrets. "
         f"At most `max_results` results (default {DEFAULT_RESULTS})."
     ),
     parameters={

@@ -10,7 +10,7 @@ from hermes_env_local import LocalEnvironment
 from hermes_toolset_file import apply_unified_diff, parse_unified_diff, search_files, to_ere
 
 from hermes_core.testing import load_plugin, make_agent, text, tool_call
-from hermes_hookspecs import ToolContext, ToolError
+from hermes_hookspecs import ToolContext, ToolError, blocked
 
 
 def run(tmp_path, *calls, **kwargs):
@@ -127,13 +127,13 @@ def test_write_to_sensitive_paths_needs_approval(tmp_path):
         ("write_file", {"path": ".env.example", "content": "KEY=\n"}),
         approval_callback=lambda r: asked.append(r) or "deny",
     )
-    assert out[0] == (
-        "Error: not approved (user): writes to a .env file (rule write-env-file): "
-        "write_file .env. Do not retry the same action; choose a safer one or ask the user."
+    target = str(tmp_path.resolve() / ".env")
+    assert out[0].removeprefix("Error: ") == blocked(
+        "write-env-file", "not approved: writes to a .env file", target
     )
     assert out[1].startswith("Wrote")
     assert not (tmp_path / ".env").exists()
-    assert [r.key for r in asked] == ["file:write-env-file"]
+    assert [r.key for r in asked] == [f"file:write-env-file:{target}"]
 
 
 # --- patch ----------------------------------------------------------------------------------
@@ -399,7 +399,8 @@ def test_to_ere():
 def test_search_with_busybox_tools_only(tree, tmp_path_factory):
     """What a minimal container offers: busybox find/grep/xargs (no git, no grep -P or -I)."""
     bin_dir = tmp_path_factory.mktemp("bb")
-    for applet in ("find", "grep", "xargs", "tr", "head", "sed", "cat", "printf"):
+    applets = "find grep xargs tr head sed cat printf od cut mktemp rm readlink sh pwd".split()
+    for applet in applets:
         (bin_dir / applet).symlink_to(shutil.which("busybox"))
     env = LocalEnvironment(str(tree), env={"PATH": str(bin_dir)})
     ctx = ToolContext(task_id="t", environment_factory=lambda: env)
