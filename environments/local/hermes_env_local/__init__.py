@@ -32,7 +32,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +43,7 @@ from hermes_hookspecs import (
     EnvironmentUnavailable,
     hookimpl,
 )
+from hermes_hookspecs.secrets import passthrough, secret_names
 
 __all__ = ["LocalEnvironment", "create", "hermes_register_environments"]
 
@@ -208,6 +209,9 @@ class LocalEnvironment(Environment):
     :param timeout: seconds a command may run when :meth:`run` gets no ``timeout``.
     :param env: the starting exported variables (default: this process's environment).
     :param shell: the bash executable.
+    :param env_passthrough: secret variables commands may see nevertheless; every other secret
+        (``hermes_hookspecs.secret_names``: provider keys, whatever ``.env`` set) is left out of
+        every command's environment.
     """
 
     name = "local"
@@ -219,6 +223,7 @@ class LocalEnvironment(Environment):
         timeout: float = DEFAULT_TIMEOUT,
         env: Mapping[str, str] | None = None,
         shell: str = "bash",
+        env_passthrough: Iterable[str] = (),
     ) -> None:
         start = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
         if not os.path.isdir(start):
@@ -234,7 +239,8 @@ class LocalEnvironment(Environment):
         self.shell = resolved_shell
         self.timeout = float(timeout)
         self._cwd = start
-        self._env: dict[str, str] = dict(os.environ if env is None else env)
+        self._passthrough = frozenset(env_passthrough)
+        self._env: dict[str, str] = self._without_secrets(os.environ if env is None else env)
         for key in SKIPPED_VARIABLES - {"_"}:
             self._env.pop(key, None)
         self._lock = threading.Lock()
@@ -257,6 +263,12 @@ class LocalEnvironment(Environment):
     def exported(self) -> dict[str, str]:
         """A copy of the persistent exported variables."""
         return dict(self._env)
+
+    def _without_secrets(self, env: Mapping[str, str]) -> dict[str, str]:
+        """``env`` without the secret variables that are not passed through (checked at every
+        command: a key marked after this environment was made stays out too)."""
+        hidden = secret_names() - self._passthrough
+        return {k: v for k, v in env.items() if k not in hidden}
 
     def _workdir(self) -> str:
         with self._lock:
@@ -330,6 +342,7 @@ class LocalEnvironment(Environment):
             child_env = dict(self._env)
         if env:
             child_env.update(env)
+        child_env = self._without_secrets(child_env)
         state_read, state_write = os.pipe()
         child_env["BASH_ENV"] = self._preamble_path
         child_env["__HERMES_STATE"] = str(state_write)
@@ -535,6 +548,7 @@ class LocalEnvironment(Environment):
             child_env = dict(self._env)
         if env:
             child_env.update(env)
+        child_env = self._without_secrets(child_env)
         log_path = os.path.join(folder, f"{process_id}.log")
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
@@ -655,11 +669,16 @@ class LocalEnvironment(Environment):
 
 
 def create(config: Mapping[str, Any], task_id: str) -> LocalEnvironment:
-    """The environment factory: reads ``terminal.cwd`` and ``terminal.timeout``."""
+    """The environment factory: reads ``terminal.cwd``, ``terminal.timeout`` and
+    ``terminal.env_passthrough``."""
     terminal = config.get("terminal") or {}
     cwd = terminal.get("cwd")
     timeout = terminal.get("timeout") or DEFAULT_TIMEOUT
-    return LocalEnvironment(None if cwd in (None, "", ".") else str(cwd), timeout=float(timeout))
+    return LocalEnvironment(
+        None if cwd in (None, "", ".") else str(cwd),
+        timeout=float(timeout),
+        env_passthrough=passthrough(config),
+    )
 
 
 @hookimpl
