@@ -82,6 +82,26 @@ def _cleanup_all() -> None:  # pragma: no cover - runs at interpreter exit
             pass
 
 
+_hidden = False
+
+
+def _hide_own_environment() -> None:
+    """Make this process's ``/proc`` entries unreadable to the commands it runs: they run as the
+    same user and could otherwise read every key hermes holds in ``/proc/$PPID/environ``.
+    ``PR_SET_DUMPABLE`` 0 (Linux) does it; a command gets its own entries back at ``exec``. Also
+    no core dumps and no debugger attaching without root, for this process only."""
+    global _hidden
+    if _hidden or not os.path.exists("/proc/self/environ"):
+        return
+    _hidden = True
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):
+        pass  # not Linux's libc: nothing to hide this way
+
+
 def _umask() -> int:
     try:
         with open("/proc/self/status") as status:
@@ -250,6 +270,7 @@ class LocalEnvironment(Environment):
         self._active: dict[int, subprocess.Popen[bytes]] = {}
         self._background: dict[str, _Background] = {}
         self._umask = _umask()
+        _hide_own_environment()
         _live.add(self)
 
     # --- state ----------------------------------------------------------------------------

@@ -95,3 +95,30 @@ def test_background_processes_get_no_secret(make, tmp_path):
     out, _ = env.read_output(process_id)
     assert "ACME_PLAIN=plain-value" in out
     assert SECRET not in out and "OPENAI_API_KEY" not in names(out)
+
+
+SCRIPT = """
+import sys
+from hermes_env_local import LocalEnvironment
+env = LocalEnvironment(sys.argv[1])
+print(env.run("tr '\\\\0' '\\\\n' < /proc/$PPID/environ; echo status=$?").output)
+env.cleanup()
+"""
+
+
+def test_a_command_cannot_read_the_parents_environment():
+    import shutil
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-c", SCRIPT, "/"]
+    if os.geteuid() == 0:  # root reads any process's /proc: run hermes as an ordinary user
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("running as root without setpriv to drop to an ordinary user")
+        argv = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
+    env = {**os.environ, "OPENAI_API_KEY": "sk-in-the-parent-only-1234"}
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    assert "status=" in done.stdout, done.stderr
+    assert "sk-in-the-parent-only-1234" not in done.stdout
+    assert "status=1" in done.stdout  # refused, not merely empty
