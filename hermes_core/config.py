@@ -195,7 +195,9 @@ def load_dotenv(path: Path, environ: MutableMapping[str, str] | None = None) -> 
     """Read ``KEY=VALUE`` lines from a .env file and return them.
 
     Each key is put into ``environ`` (default ``os.environ``) only when it is not already there,
-    so the real environment wins. A missing file gives ``{}``; a malformed line raises
+    so the real environment wins. Every key is marked as a secret variable and every value (but
+    those of the ``HERMES_*`` settings in :data:`ENV_VARS`) as a secret value
+    (``hermes_hookspecs.mark_secret``). A missing file gives ``{}``; a malformed line raises
     ConfigError naming the file and line (never the line's content, which may be a secret).
     """
     env = os.environ if environ is None else environ
@@ -215,11 +217,14 @@ def load_dotenv(path: Path, environ: MutableMapping[str, str] | None = None) -> 
         key, value = parsed
         values[key] = value
     for key, value in values.items():
-        # Every name and value from the file is a secret: kept out of commands, redacted.
-        mark_secret(key, value)
+        # Every variable of the file is kept out of commands; every value is redacted, except
+        # those of hermes' own settings (HERMES_MODEL=...), which are no secrets and would
+        # otherwise blank ordinary words out of tool results.
+        setting = key in ENV_VARS or key == "HERMES_HOME"
+        mark_secret(key, None if setting else value)
         if key not in env:
             env[key] = value
-        else:
+        elif not setting:
             mark_secret(value=env[key])
     return values
 
@@ -312,6 +317,8 @@ def ensure_home(home: Path) -> Path:
     existing folder keeps its mode (``hermes doctor`` reports a folder others can read)."""
     home = Path(home)
     if not home.is_dir():
+        if home.parent.name == "profiles":  # a profile: the main home is made private too
+            ensure_home(home.parent.parent)
         home.parent.mkdir(parents=True, exist_ok=True)
         try:
             home.mkdir(mode=0o700)

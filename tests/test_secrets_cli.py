@@ -152,6 +152,13 @@ def test_a_home_hermes_creates_is_private(hermes_cli, tmp_path):
         for name in ("state.db", "state.db-wal", "state.db-shm"):
             if (other / name).exists():
                 assert (other / name).stat().st_mode & 0o777 == 0o600, name
+        third = tmp_path / "fresh3"
+        hermes_cli(
+            "-p", "work", "config", "set", "agent.max_turns", "5", env={"HERMES_HOME": str(third)}
+        )
+        assert (third / "profiles" / "work" / "config.yaml").exists()
+        assert third.stat().st_mode & 0o777 == 0o700
+        assert (third / "profiles" / "work").stat().st_mode & 0o777 == 0o700
     finally:
         os.umask(old)
 
@@ -216,6 +223,8 @@ def test_sessions_export_redacts_known_secrets(hermes_cli, hermes_home, monkeypa
         ("sessions", "export", "s1", "--format", "md"),
         ("sessions", "show", "s1"),
         ("sessions", "show", "s1", "--json"),
+        ("sessions", "search", "key"),
+        ("sessions", "search", "token", "--json"),
     ):
         result = hermes_cli(*args)
         assert result.exit_code == 0, (args, result.stderr)

@@ -163,17 +163,22 @@ def _as_markdown(messages: list[dict[str, Any]], headings: bool = True) -> str:
 @click.option("-n", "--limit", default=20, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def sessions_search(query: str, limit: int, as_json: bool) -> None:
-    """Full-text search over every stored message and tool output."""
-    hits = open_store(_state()).search(query, limit=limit)
+    """Full-text search over every stored message and tool output (secrets redacted)."""
+    state = _state()
+    store = open_store(state)
+    _mark_known_secrets(state)
+    hits = [redacted(dict(h.__dict__)) for h in store.search(query, limit=limit)]
     if as_json:
-        _print_json([h.__dict__ for h in hits])
+        _print_json(hits)
         return
     if not hits:
         click.echo("no matches")
         return
     for hit in hits:
-        click.echo(f"{hit.session_id}  {_when(hit.started_at)}  {hit.title or '(untitled)'}")
-        click.echo(f"    {hit.role}: {hit.snippet}")
+        click.echo(
+            f"{hit['session_id']}  {_when(hit['started_at'])}  {hit['title'] or '(untitled)'}"
+        )
+        click.echo(f"    {hit['role']}: {hit['snippet']}")
 
 
 @sessions_group.command("export")
