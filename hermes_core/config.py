@@ -313,8 +313,8 @@ def _read_quoted(text: str, quote: str) -> tuple[str, int]:
 
 
 def ensure_home(home: Path) -> Path:
-    """Create the home folder readable by its owner only (mode 700) when it is missing; an
-    existing folder keeps its mode (``hermes doctor`` reports a folder others can read)."""
+    """Create the home folder readable by its owner only (mode 700) when it is missing (and,
+    for a profile, the main home too); an existing folder keeps its mode."""
     home = Path(home)
     if not home.is_dir():
         if home.parent.name == "profiles":  # a profile: the main home is made private too
@@ -355,12 +355,11 @@ def secret_reference(value: Any) -> str | None:
     return None
 
 
-def mark_config_secrets(data: Any, prefix: str = "") -> None:
+def mark_config_secrets(data: Any) -> None:
     """Mark as secrets (``hermes_hookspecs.mark_secret``) the values of every secret key in a
     configuration (at any depth, lists included) and the variables every ``key_env`` names."""
     if isinstance(data, Mapping):
         for key, value in data.items():
-            dotted = f"{prefix}{key}"
             if str(key) == "key_env" and isinstance(value, str) and value:
                 mark_secret(name=value)
             elif is_secret_key(str(key)) and isinstance(value, str):
@@ -370,10 +369,10 @@ def mark_config_secrets(data: Any, prefix: str = "") -> None:
                 else:
                     mark_secret(value=value)
             else:
-                mark_config_secrets(value, dotted + ".")
+                mark_config_secrets(value)
     elif isinstance(data, (list, tuple)):
         for item in data:
-            mark_config_secrets(item, prefix)
+            mark_config_secrets(item)
 
 
 def _resolve_secret_refs(data: dict[str, Any], env: Mapping[str, str]) -> None:
