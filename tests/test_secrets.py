@@ -72,14 +72,14 @@ def sha(value: str) -> str:
 
 
 def test_a_command_sees_neither_the_provider_key_nor_the_dotenv_variables(home: Path) -> None:
-    env, printed, background = tool_results(
+    env, printed, own = tool_results(
         home,
         "env",
         "printenv OPENAI_API_KEY; printenv ACME_SERVICE_TOKEN; echo status=$?",
         "cat /proc/self/environ | tr '\\0' '\\n' | cut -d= -f1",
     )
     assert "PATH=" in env and "[exit code: 0" in env  # the command ran, with an environment
-    for output in (env, printed, background):
+    for output in (env, printed, own):
         assert "OPENAI_API_KEY" not in output
         assert "ACME_SERVICE_TOKEN" not in output
         assert OPENAI_KEY not in output and DOTENV_TOKEN not in output
