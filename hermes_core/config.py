@@ -20,14 +20,18 @@ from pathlib import Path
 from typing import Any
 
 from hermes_hookspecs import API_MODES, HermesError
+from hermes_hookspecs.secrets import mark_secret
 
 __all__ = [
     "DEFAULTS",
     "ENV_VARS",
     "Config",
     "ConfigError",
+    "ensure_home",
+    "is_secret_key",
     "load_config",
     "load_dotenv",
+    "mark_config_secrets",
     "resolve_home",
     "save_config",
     "set_value",
@@ -139,6 +143,7 @@ _SCHEMA: dict[str, _Rule] = {
     "terminal.cwd": _Rule("str"),
     "terminal.timeout": _Rule("int", low=1),
     "terminal.lifetime_seconds": _Rule("int", low=0),
+    "terminal.env_passthrough": _Rule("strlist"),
     "plugins.disabled": _Rule("strlist"),
     "tools.max_result_chars": _Rule("int", low=100),
     "approvals.mode": _Rule("enum", choices=APPROVAL_MODES),
@@ -191,7 +196,9 @@ def load_dotenv(path: Path, environ: MutableMapping[str, str] | None = None) -> 
     """Read ``KEY=VALUE`` lines from a .env file and return them.
 
     Each key is put into ``environ`` (default ``os.environ``) only when it is not already there,
-    so the real environment wins. A missing file gives ``{}``; a malformed line raises
+    so the real environment wins. Every key is marked as a secret variable and every value (but
+    those of the ``HERMES_*`` settings in :data:`ENV_VARS`) as a secret value
+    (``hermes_hookspecs.mark_secret``). A missing file gives ``{}``; a malformed line raises
     ConfigError naming the file and line (never the line's content, which may be a secret).
     """
     env = os.environ if environ is None else environ
@@ -211,8 +218,15 @@ def load_dotenv(path: Path, environ: MutableMapping[str, str] | None = None) -> 
         key, value = parsed
         values[key] = value
     for key, value in values.items():
+        # Every variable of the file is kept out of commands; every value is redacted, except
+        # those of hermes' own settings (HERMES_MODEL=...), which are no secrets and would
+        # otherwise blank ordinary words out of tool results.
+        setting = key in ENV_VARS or key == "HERMES_HOME"
+        mark_secret(key, None if setting else value)
         if key not in env:
             env[key] = value
+        elif not setting:
+            mark_secret(value=env[key])
     return values
 
 
@@ -240,6 +254,8 @@ def write_dotenv(path: Path, updates: Mapping[str, str]) -> None:
         else:
             out.append(line)
     out.extend(f"{key}={_quote_dotenv(value)}" for key, value in pending.items())
+    for key, value in updates.items():
+        mark_secret(key, value)
     _atomic_write(path, "\n".join(out) + "\n", mode=0o600)
 
 
@@ -295,6 +311,90 @@ def _read_quoted(text: str, quote: str) -> tuple[str, int]:
         out.append(char)
         i += 1
     return "", -1
+
+
+def ensure_home(home: Path) -> Path:
+    """Create the home folder readable by its owner only (mode 700) when it is missing (and,
+    for a profile, the main home too); an existing folder keeps its mode."""
+    home = Path(home)
+    if not home.is_dir():
+        if home.parent.name == "profiles":  # a profile: the main home is made private too
+            ensure_home(home.parent.parent)
+        home.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            home.mkdir(mode=0o700)
+        except FileExistsError:
+            return home  # made by another process meanwhile; its mode is its own
+        os.chmod(home, 0o700)  # mkdir's mode is narrowed by the umask, never widened
+    return home
+
+
+# ---------------------------------------------------------------------------
+# Secrets in the configuration
+
+_SECRET_KEY = re.compile(
+    r"(?:^|_)(?:(?:api|secret|access|private)_?key|token|secret|password|passphrase)$",
+    re.IGNORECASE,
+)
+_SECRET_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def is_secret_key(dotted: str) -> bool:
+    """Whether a configuration key holds a secret by its name: its last part ends in ``api_key``,
+    ``secret_key``, ``access_key``, ``private_key``, ``token``, ``secret``, ``password`` or
+    ``passphrase`` (``model.api_key``, ``auth_token``, ``client_secret``; not ``max_tokens``,
+    ``ssh_key`` or ``key_env``)."""
+    return bool(_SECRET_KEY.search(str(dotted).rsplit(".", 1)[-1]))
+
+
+def secret_reference(value: Any) -> str | None:
+    """The variable a secret value refers to when it is written ``${NAME}``, else None."""
+    if isinstance(value, str):
+        match = _SECRET_REF.fullmatch(value.strip())
+        if match:
+            return match.group(1)
+    return None
+
+
+def mark_config_secrets(data: Any) -> None:
+    """Mark as secrets (``hermes_hookspecs.mark_secret``) the values of every secret key in a
+    configuration (at any depth, lists included) and the variables every ``key_env`` names."""
+    if isinstance(data, Mapping):
+        for key, value in data.items():
+            if str(key) == "key_env" and isinstance(value, str) and value:
+                mark_secret(name=value)
+            elif is_secret_key(str(key)) and isinstance(value, str):
+                ref = secret_reference(value)
+                if ref:
+                    mark_secret(name=ref)
+                else:
+                    mark_secret(value=value)
+            else:
+                mark_config_secrets(value)
+    elif isinstance(data, (list, tuple)):
+        for item in data:
+            mark_config_secrets(item)
+
+
+def _resolve_secret_refs(data: dict[str, Any], env: Mapping[str, str]) -> None:
+    """Replace each secret key written ``${NAME}`` by the value of variable NAME (from the
+    environment or ``.env``); the key is left out when NAME is not set."""
+    for key in list(data):
+        value = data[key]
+        if isinstance(value, dict):
+            _resolve_secret_refs(value, env)
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, dict):
+                    _resolve_secret_refs(item, env)
+        elif is_secret_key(str(key)):
+            ref = secret_reference(value)
+            if ref is None:
+                continue
+            if env.get(ref):
+                data[key] = env[ref]
+            else:
+                del data[key]
 
 
 # ---------------------------------------------------------------------------
@@ -370,6 +470,8 @@ def load_config(
     ``overrides`` maps dotted keys to values from command-line flags; None values are ignored.
     ``file_data``, when given, is used in place of reading config.yaml (for embedding, or to
     re-layer a Config already loaded). The .env file is not read here (call load_dotenv first).
+    A secret key (:func:`is_secret_key`) written ``${NAME}`` takes the value of variable NAME;
+    every secret value and every variable a ``key_env`` names is marked as a secret.
     Raises ConfigError for an invalid file, environment variable or override.
     """
     env = os.environ if environ is None else environ
@@ -413,6 +515,9 @@ def load_config(
         raise ConfigError(f"command line: {dotted}: {problem}")
     _merge(data, sources, (), nested, "cli")
 
+    mark_config_secrets(data)
+    _resolve_secret_refs(data, env)
+    mark_config_secrets(data)
     return Config(home=home, path=path, file_data=file_data, data=data, sources=sources)
 
 
@@ -781,7 +886,8 @@ def _atomic_write(target: Path, text: str, mode: int | None = None) -> None:
     and a new one is owner-only, since config files may hold keys."""
     import tempfile
 
-    target.parent.mkdir(parents=True, exist_ok=True)
+    if not target.parent.is_dir():
+        ensure_home(target.parent)  # a config folder is a hermes home (or a profile's)
     fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

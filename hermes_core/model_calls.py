@@ -19,6 +19,7 @@ from hermes_hookspecs import (
     ProviderError,
     ProviderSettings,
 )
+from hermes_hookspecs.secrets import mark_secret
 
 from .events import Events
 from .plugins import PluginManager
@@ -215,6 +216,7 @@ class ModelConnection:
         if answer is None or not answer[1]:
             return False
         active.settings.api_key = str(answer[1])
+        mark_secret(value=active.settings.api_key)
         active.client = active.create_client(active.settings)
         self.events.emit(
             "status", text=f"{active.provider}: credentials refreshed by plugin {answer[0].name}"

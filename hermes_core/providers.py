@@ -15,6 +15,7 @@ from hermes_hookspecs import (
     Provider,
     ProviderSettings,
 )
+from hermes_hookspecs.secrets import mark_secret
 
 from .registry import Registry
 
@@ -110,6 +111,7 @@ def resolve_provider(
             f"unknown api_mode {api_mode!r} (one of {', '.join(API_MODES)})"
         )
     key = model_config.get("api_key") or (env.get(provider.key_env) if provider.key_env else None)
+    mark_secret(provider.key_env, key)  # kept out of commands and redacted from tool results
     if provider.key_env and not key and not _is_loopback(url):
         raise AuthenticationError(
             f"no API key for provider {provider.name!r}: set {provider.key_env} in the environment"
@@ -187,5 +189,6 @@ def fallback_configs(config: Mapping[str, Any]) -> list[dict[str, Any]]:
         }
         if entry.get("key_env"):
             model_config["api_key"] = os.environ.get(str(entry["key_env"]))
+            mark_secret(str(entry["key_env"]), model_config["api_key"])
         result.append(model_config)
     return result

@@ -32,9 +32,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture
-def hermes_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An isolated, empty HERMES_HOME."""
+def hermes_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An isolated, empty HERMES_HOME, with no secret marked before or after the test (loading a
+    home's ``.env`` marks its variables process-wide)."""
     import os
+
+    from hermes_hookspecs.secrets import forget_secrets
 
     home = tmp_path / "hermes-home"
     home.mkdir()
@@ -42,7 +45,9 @@ def hermes_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         if key.startswith("HERMES_"):
             monkeypatch.delenv(key)
     monkeypatch.setenv("HERMES_HOME", str(home))
-    return home
+    forget_secrets()
+    yield home
+    forget_secrets()
 
 
 @pytest.fixture

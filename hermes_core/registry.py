@@ -16,6 +16,7 @@ from hermes_hookspecs import (
     Provider,
     Toolset,
 )
+from hermes_hookspecs.secrets import mark_secret
 
 from .plugins import PluginManager, PluginRecord
 
@@ -163,6 +164,8 @@ class Registry:
             )
         self._unique(self._providers, "provider", provider.name, record)
         self._providers[provider.name] = Registered(provider.name, provider, record.name)
+        if provider.key_env:  # a provider's key never reaches a command's environment
+            mark_secret(provider.key_env)
 
     # --- context engines -------------------------------------------------------------------
 

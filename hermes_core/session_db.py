@@ -642,9 +642,11 @@ class SQLiteSessionStore:
         self._pid = os.getpid()
         self._closed = False
         self._appended = 0  # appends since this store last indexed
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         _check_header(self.path)
+        make_private(self.path)
         self._run(self._open_schema, write=False, what="open")
+        make_private(self.path, sidecars_only=True)  # WAL mode made them just now
 
     # --- plumbing ---------------------------------------------------------------------------
 
@@ -1384,6 +1386,29 @@ def _mark_needles(content: str, calls: str, needles: list[str], chars: int) -> s
 
 
 # --- opening checks and repair --------------------------------------------------------------
+
+SIDECARS = ("-wal", "-shm", "-journal")
+"""The files SQLite keeps next to a database, which hold its recent writes."""
+
+
+def make_private(path: Path, *, sidecars_only: bool = False) -> None:
+    """Make the database ``path`` (created empty when missing) and the sidecar files next to it
+    readable by their owner only (mode 600): they hold every conversation and tool output."""
+    if not sidecars_only:
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            pass
+        except OSError:
+            return  # reported by the open that follows, with its own message
+    names = SIDECARS if sidecars_only else ("", *SIDECARS)
+    for suffix in names:
+        target = Path(f"{path}{suffix}")
+        try:
+            if target.stat().st_mode & 0o077:
+                os.chmod(target, 0o600)
+        except OSError:
+            pass  # absent, or not ours: `hermes doctor` reports a file others can read
 
 
 def _check_header(path: Path) -> None:

@@ -895,3 +895,41 @@ def test_the_state_file_path_may_be_a_string_and_parents_are_created(tmp_path):
     with SQLiteSessionStore(str(path)) as store:
         assert store.path == Path(path)
     assert path.exists()
+
+
+# --- file modes ---------------------------------------------------------------------------------
+
+
+def mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
+
+
+def test_the_database_and_its_wal_and_shm_are_owner_only(tmp_path):
+    old = os.umask(0o022)  # the usual umask would make them 644
+    try:
+        db = tmp_path / "new-home" / "state.db"
+        store = SQLiteSessionStore(db)
+        new_session(store)
+        store.append_message("s1", {"role": "user", "content": "hello"})
+        wal, shm = Path(f"{db}-wal"), Path(f"{db}-shm")
+        assert wal.exists() and shm.exists()  # WAL mode, the store still open
+        assert (mode(db), mode(wal), mode(shm)) == (0o600, 0o600, 0o600)
+        assert mode(db.parent) == 0o700  # a folder the store makes is private too
+        store.close()
+    finally:
+        os.umask(old)
+
+
+def test_an_existing_database_open_to_others_is_made_owner_only(tmp_path):
+    db = tmp_path / "state.db"
+    SQLiteSessionStore(db).close()
+    os.chmod(db, 0o644)
+    Path(f"{db}-wal").write_bytes(b"")
+    os.chmod(f"{db}-wal", 0o666)
+    store = SQLiteSessionStore(db)
+    try:
+        new_session(store)
+        assert mode(db) == 0o600
+        assert mode(Path(f"{db}-wal")) == 0o600
+    finally:
+        store.close()

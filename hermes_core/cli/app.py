@@ -145,15 +145,46 @@ def build_cli(
         Run without a command for an interactive chat; `hermes chat -q TEXT` answers once.
         """
         ctx.obj = state
-        if state.debug:
-            import logging
+        import logging
 
+        if state.debug:
             logging.basicConfig(level=logging.DEBUG, format="%(name)s: %(message)s")
+        redact_log_handlers(logging.getLogger().handlers)
+        if logging.lastResort is not None:  # prints warnings when logging is not configured
+            redact_log_handlers([logging.lastResort])
         if ctx.invoked_subcommand is None:
             ctx.invoke(cli.get_command(ctx, "chat"))  # type: ignore[arg-type]
 
     _add_plugin_commands(cli, state)
     return cli
+
+
+def redact_log_handlers(handlers: Sequence[Any]) -> None:
+    """Make ``handlers`` (logging handlers) replace every known secret value by ``[REDACTED]``
+    in the lines they write, tracebacks included."""
+    import logging
+
+    from hermes_hookspecs import redact
+
+    class RedactSecrets(logging.Filter):
+        """Rewrites a record whose message or traceback holds a known secret value."""
+
+        def filter(self, record: logging.LogRecord) -> bool:
+            message = record.getMessage()
+            cleaned = redact(message)
+            if cleaned != message:
+                record.msg, record.args = cleaned, None
+            if record.exc_info and not record.exc_text:
+                record.exc_text = logging.Formatter().formatException(record.exc_info)
+            if record.exc_text:
+                record.exc_text = redact(record.exc_text)
+            if record.stack_info:
+                record.stack_info = redact(record.stack_info)
+            return True
+
+    for handler in handlers:
+        if not any(type(f).__name__ == "RedactSecrets" for f in handler.filters):
+            handler.addFilter(RedactSecrets())
 
 
 def _add_plugin_commands(cli: click.Group, state: CliState) -> None:

@@ -525,10 +525,15 @@ def _setup_readline(home: Path) -> Path | None:
 
 
 def _save_history(path: Path) -> None:
+    import os
     import readline
 
+    from ..config import ensure_home
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        ensure_home(path.parent)
+        if not path.exists():  # what was typed may hold a key: owner only, as .env
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
         readline.write_history_file(path)
     except OSError:
         pass

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import platform
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 import click
@@ -234,47 +235,135 @@ def config_path() -> None:
     click.echo(str(_state().home / "config.yaml"))
 
 
+def _masked(value: Any, key: str = "") -> Any:
+    """``value`` (the value at dotted ``key``) with every secret in it masked: the values of
+    secret keys (``*api_key``, ``*token``, ``*secret``...) and any known secret value."""
+    from hermes_hookspecs import redact
+
+    from ..config import is_secret_key, secret_reference
+    from .setup import mask_secret
+
+    if isinstance(value, Mapping):
+        return {k: _masked(v, f"{key}.{k}" if key else str(k)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_masked(item, key) for item in value]
+    if isinstance(value, str):
+        if key and is_secret_key(key) and secret_reference(value) is None:
+            return mask_secret(value)
+        return redact(value)
+    return value
+
+
 @config_group.command("show")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--sources", is_flag=True, help="Show where each value comes from.")
 def config_show(as_json: bool, sources: bool) -> None:
-    """Print the effective configuration."""
+    """Print the effective configuration (secrets masked)."""
     config = _state().config
     if sources:
         if as_json:
             _print_json(config.sources)
         else:
             for key, source in sorted(config.sources.items()):
-                click.echo(f"{key} = {json.dumps(config.get(key), default=str)}  ({source})")
+                shown = _masked(config.get(key), key)
+                click.echo(f"{key} = {json.dumps(shown, default=str)}  ({source})")
         return
+    data = _masked(config.data)
     if as_json:
-        _print_json(config.data)
+        _print_json(data)
         return
     import yaml
 
-    click.echo(yaml.safe_dump(config.data, sort_keys=False, allow_unicode=True).rstrip())
+    click.echo(yaml.safe_dump(data, sort_keys=False, allow_unicode=True).rstrip())
 
 
 @config_group.command("get")
 @click.argument("key")
 def config_get(key: str) -> None:
-    """Print the effective value of KEY (dotted, e.g. agent.max_turns)."""
+    """Print the effective value of KEY (dotted, e.g. agent.max_turns; secrets masked)."""
     missing = object()
     value = _state().config.get(key, missing)
     if value is missing:
         raise HermesError(f"{key} is not set")
+    value = _masked(value, key)
     click.echo(value if isinstance(value, str) else json.dumps(value, default=str))
 
 
 @config_group.command("set")
 @click.argument("key")
-@click.argument("value")
-def config_set(key: str, value: str) -> None:
-    """Set KEY to VALUE in config.yaml (VALUE is read as YAML: 40, true, [a, b])."""
-    from ..config import set_value
+@click.argument("value", required=False)
+def config_set(key: str, value: str | None) -> None:
+    """Set KEY to VALUE in config.yaml (VALUE is read as YAML: 40, true, [a, b]).
 
+    A secret (model.api_key, any *api_key, *token, *secret, *password key) goes to
+    $HERMES_HOME/.env instead and is never printed; without VALUE it is asked for, hidden.
+    """
+    from ..config import is_secret_key, set_value
+
+    if is_secret_key(key):
+        _set_secret(_state(), key, value)
+        return
+    if value is None:
+        raise click.UsageError("Missing argument 'VALUE'.")
     parsed = set_value(_state().home / "config.yaml", key, value)
     click.echo(f"{key} = {json.dumps(parsed, default=str)}")
+
+
+def secret_variable(state: CliState, key: str) -> str:
+    """The ``.env`` variable that holds the secret at dotted ``key``: for ``model.api_key`` the
+    key variable of the configured provider (``OPENAI_API_KEY``, ``CUSTOM_API_KEY``...); for any
+    other key its name in capitals (``auxiliary.vision.api_key``: ``AUXILIARY_VISION_API_KEY``)."""
+    import re
+
+    if key != "model.api_key":
+        return re.sub(r"[^A-Za-z0-9]+", "_", key).strip("_").upper()
+    provider = state.config.get("model.provider")
+    if not provider:
+        raise HermesError(
+            "model.api_key: no provider is configured, so the variable for its key is unknown;"
+            " run `hermes setup --provider NAME --api-key KEY` or set model.provider first"
+        )
+    registered = state.registry.providers.get(str(provider))
+    if registered is None:
+        installed = ", ".join(sorted(state.registry.providers)) or "none"
+        raise HermesError(
+            f"model.api_key: provider {provider!r} is not installed (installed: {installed})"
+        )
+    if not registered.value.key_env:
+        raise HermesError(f"model.api_key: provider {provider!r} takes no API key")
+    return str(registered.value.key_env)
+
+
+def _set_secret(state: CliState, key: str, value: str | None) -> None:
+    """Store a secret in ``.env`` (never config.yaml, never echoed): see :func:`config_set`."""
+    import os
+
+    from ..config import ConfigError, load_dotenv, set_value, unset_value, write_dotenv
+
+    variable = secret_variable(state, key)
+    if value is None:
+        value = click.prompt(f"{key} ({variable})", hide_input=True, default="", show_default=False)
+    value = value.strip()
+    if not value:
+        raise HermesError(f"{key}: empty value; nothing saved")
+    path = state.home / ".env"
+    before = load_dotenv(path, environ={}).get(variable)
+    outside = os.environ.get(variable)
+    write_dotenv(path, {variable: value})
+    config_file = state.home / "config.yaml"
+    try:
+        if key == "model.api_key":  # the provider reads its variable; a key in the file would win
+            unset_value(config_file, key)
+        else:
+            set_value(config_file, key, f"'${{{variable}}}'")
+    except ConfigError as exc:
+        raise HermesError(f"saved {variable} in {path}, but {exc}") from None
+    where = f"saved {key} as {variable} in {path} (mode 600)"
+    if key != "model.api_key":
+        where += f"; config.yaml refers to it as ${{{variable}}}"
+    click.echo(where)
+    if outside and outside != before and outside != value:
+        click.echo(f"note: {variable} is also set in your environment, which wins over .env")
 
 
 @config_group.command("unset")
@@ -302,13 +391,14 @@ def config_unset(key: str) -> None:
 def doctor(network: bool = True) -> None:
     """Check config, plugins, tools, provider and execution backend.
 
-    The home folder must be writable, and the provider must answer a one-token request
-    (skipped with --no-network). Prints one line per check and exits 1 when any failed.
+    The home folder must be writable, .env and state.db readable by their owner only, and the
+    provider must answer a one-token request (skipped with --no-network). Prints one line per
+    check and exits 1 when any failed.
     """
     from ..environments import EnvironmentManager
     from ..providers import resolve_provider
     from ..toolsets import describe_tools, enabled_toolsets
-    from .doctor_checks import home_writable, probe_provider
+    from .doctor_checks import home_writable, private_files, probe_provider
 
     state = _state()
     problems = 0
@@ -320,6 +410,8 @@ def doctor(network: bool = True) -> None:
 
     click.echo(f"hermes {__version__}, Python {platform.python_version()}, home {state.home}")
     report(*home_writable(state.home))
+    for ok, line in private_files(state.home, state.home / "config.yaml"):
+        report(ok, line)
     try:
         config = state.config
         report(True, f"config {config.path}" + ("" if config.path.exists() else " (not created)"))

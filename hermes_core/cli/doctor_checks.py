@@ -1,5 +1,5 @@
 """The probes ``hermes doctor`` runs beyond reading the configuration: can the provider be
-reached, and can hermes write its home folder."""
+reached, can hermes write its home folder, and are its secrets readable by its owner only."""
 
 from __future__ import annotations
 
@@ -64,11 +64,61 @@ def probe_provider(
 
 def home_writable(home: Path) -> tuple[bool, str]:
     """Whether hermes can create files in ``home``; ``(ok, one line)``."""
+    from ..config import ensure_home
+
     try:
-        home.mkdir(parents=True, exist_ok=True)
+        ensure_home(home)
         fd, name = tempfile.mkstemp(prefix=".doctor-", dir=home)
         os.close(fd)
         os.unlink(name)
     except OSError as exc:
         return False, f"home {home} is not writable: {exc.strerror or exc}"
     return True, f"home {home} is writable"
+
+
+PRIVATE_FILES = (".env", "state.db", "state.db-wal", "state.db-shm", "state.db-journal")
+"""Files of the home that hold secrets or conversations: they must be mode 600."""
+
+
+def private_files(home: Path, config_path: Path | None = None) -> list[tuple[bool, str]]:
+    """One ``(False, line)`` per secret-holding file that its group or others can access
+    (``.env``, ``state.db`` and its sidecars, a config.yaml holding a key); ``[(True, line)]``
+    when there is none."""
+    candidates = [home / name for name in PRIVATE_FILES]
+    if config_path is not None and _holds_secret(config_path):
+        candidates.append(config_path)
+    problems = []
+    for path in candidates:
+        try:
+            mode = path.stat().st_mode & 0o777
+        except OSError:
+            continue
+        if mode & 0o077:
+            who = (
+                "its group and others"
+                if mode & 0o070 and mode & 0o007
+                else ("its group" if mode & 0o070 else "others")
+            )
+            problems.append(
+                (False, f"{path} is open to {who} (mode {mode:o}); run: chmod 600 {path}")
+            )
+    return problems or [(True, "secrets (.env, state.db) readable by their owner only")]
+
+
+def _holds_secret(path: Path) -> bool:
+    """Whether a config file stores a secret value in plain text (not a ``${NAME}`` reference)."""
+    from ..config import ConfigError, _read_file, is_secret_key, secret_reference
+
+    try:
+        data = _read_file(path)[0]
+    except ConfigError:
+        return False
+
+    def walk(node: Any, key: str) -> bool:
+        if isinstance(node, Mapping):
+            return any(walk(v, str(k)) for k, v in node.items())
+        if isinstance(node, list):
+            return any(walk(item, key) for item in node)
+        return isinstance(node, str) and is_secret_key(key) and secret_reference(node) is None
+
+    return walk(data, "")

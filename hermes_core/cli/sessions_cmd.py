@@ -20,10 +20,35 @@ def _state() -> CliState:
 
 def open_store(state: CliState) -> Any:
     """The session store of the active home (``$HERMES_HOME/state.db``)."""
+    from ..config import ensure_home
     from ..session_db import SQLiteSessionStore
 
-    state.home.mkdir(parents=True, exist_ok=True)
+    ensure_home(state.home)
     return SQLiteSessionStore(state.home / "state.db")
+
+
+def _mark_known_secrets(state: CliState) -> None:
+    """Make every secret hermes can know of redactable: ``.env`` (read with the home), keys in
+    the configuration and the providers' key variables (marked as they load)."""
+    try:
+        _ = state.config
+        _ = state.registry.providers
+    except HermesError:
+        pass  # a broken configuration still lets sessions be read; .env is marked anyway
+
+
+def redacted(value: Any) -> Any:
+    """``value`` (a message, a session record) with every known secret value replaced by
+    ``[REDACTED]``, in every string it holds."""
+    from hermes_hookspecs import redact
+
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: redacted(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redacted(item) for item in value]
+    return value
 
 
 def _when(timestamp: float | None) -> str:
@@ -88,14 +113,17 @@ def sessions_list(limit: int, as_json: bool) -> None:
 @click.argument("session_id")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def sessions_show(session_id: str, as_json: bool) -> None:
-    """Show one session and its messages."""
-    store = open_store(_state())
+    """Show one session and its messages (known secret values redacted)."""
+    state = _state()
+    store = open_store(state)
+    _mark_known_secrets(state)
     session = _session_or_fail(store, session_id)
-    messages = store.get_messages(session.id)
+    messages = redacted(store.get_messages(session.id))
     if as_json:
-        _print_json({"session": session.__dict__, "messages": messages})
+        record = redacted(json.loads(json.dumps(session.__dict__, default=str)))
+        _print_json({"session": record, "messages": messages})
         return
-    click.echo(f"session {session.id}: {session.title or '(untitled)'}")
+    click.echo(f"session {session.id}: {redacted(session.title or '(untitled)')}")
     click.echo(
         f"  {session.provider or '-'} / {session.model or '-'}, started "
         f"{_when(session.started_at)}, {len(messages)} messages"
@@ -135,17 +163,22 @@ def _as_markdown(messages: list[dict[str, Any]], headings: bool = True) -> str:
 @click.option("-n", "--limit", default=20, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def sessions_search(query: str, limit: int, as_json: bool) -> None:
-    """Full-text search over every stored message and tool output."""
-    hits = open_store(_state()).search(query, limit=limit)
+    """Full-text search over every stored message and tool output (secrets redacted)."""
+    state = _state()
+    store = open_store(state)
+    _mark_known_secrets(state)
+    hits = [redacted(dict(h.__dict__)) for h in store.search(query, limit=limit)]
     if as_json:
-        _print_json([h.__dict__ for h in hits])
+        _print_json(hits)
         return
     if not hits:
         click.echo("no matches")
         return
     for hit in hits:
-        click.echo(f"{hit.session_id}  {_when(hit.started_at)}  {hit.title or '(untitled)'}")
-        click.echo(f"    {hit.role}: {hit.snippet}")
+        click.echo(
+            f"{hit['session_id']}  {_when(hit['started_at'])}  {hit['title'] or '(untitled)'}"
+        )
+        click.echo(f"    {hit['role']}: {hit['snippet']}")
 
 
 @sessions_group.command("export")
@@ -154,14 +187,19 @@ def sessions_search(query: str, limit: int, as_json: bool) -> None:
     "--format", "fmt", type=click.Choice(["jsonl", "md"]), default="jsonl", show_default=True
 )
 def sessions_export(session_id: str, fmt: str) -> None:
-    """Print a session as JSON lines (session first, then messages) or markdown."""
-    store = open_store(_state())
+    """Print a session as JSON lines (session first, then messages) or markdown; every known
+    secret value (keys from .env and the configuration) is replaced by [REDACTED]."""
+    state = _state()
+    store = open_store(state)
+    _mark_known_secrets(state)
     session = _session_or_fail(store, session_id)
-    messages = store.get_messages(session.id)
+    messages = redacted(store.get_messages(session.id))
     if fmt == "md":
-        click.echo(f"# {session.title or session.id}\n\n{_as_markdown(messages)}")
+        title = redacted(session.title or session.id)
+        click.echo(f"# {title}\n\n{_as_markdown(messages)}")
         return
-    click.echo(json.dumps({"session": session.__dict__}, ensure_ascii=False, default=str))
+    record = redacted(json.loads(json.dumps({"session": session.__dict__}, default=str)))
+    click.echo(json.dumps(record, ensure_ascii=False))
     for message in messages:
         click.echo(json.dumps(message, ensure_ascii=False, default=str))
 

@@ -103,10 +103,11 @@ class CliState:
         """A runner for agent turns with this invocation's configuration, plugins and
         session store (``$HERMES_HOME/state.db``), for plugin commands (``CommandContext``)."""
         if self._runner is None:
+            from ..config import ensure_home
             from ..runner import HostRunner
             from ..session_db import SQLiteSessionStore
 
-            self.home.mkdir(parents=True, exist_ok=True)
+            ensure_home(self.home)
             self._runner = HostRunner(
                 config=self.config,
                 plugins=self.plugins,

@@ -33,6 +33,7 @@ from __future__ import annotations
 import abc
 import codecs
 import logging
+import os
 import posixpath
 import queue
 import re
@@ -45,11 +46,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_hookspecs import BackgroundProcess, CommandResult, Environment, EnvironmentUnavailable
+from hermes_hookspecs.secrets import passthrough, secret_names
 
 __all__ = [
     "Channel",
     "ExecOutcome",
     "ShellEnvironment",
+    "forwarded_environ",
     "parse_bool",
     "parse_memory_mb",
     "safe_name",
@@ -76,6 +79,20 @@ def terminal_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
     """The ``terminal`` section of the effective configuration (empty when missing)."""
     section = config.get("terminal") if isinstance(config, Mapping) else None
     return section if isinstance(section, Mapping) else {}
+
+
+def forwarded_environ(
+    config: Mapping[str, Any] | None, environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The variables of hermes' own environment a sandbox gets: only those
+    ``terminal.env_passthrough`` names (and that are set). Nothing else of this machine's
+    environment, and no secret, reaches a sandbox."""
+    source = os.environ if environ is None else environ
+    return {
+        name: source[name]
+        for name in sorted(passthrough(config))
+        if name in source and _ENV_KEY.match(name)
+    }
 
 
 def parse_bool(value: Any, default: bool = False) -> bool:
@@ -218,8 +235,12 @@ class ShellEnvironment(Environment):
         workdir: str | None = None,
         default_timeout: float | None = None,
         max_output_bytes: int = _DEFAULT_MAX_OUTPUT,
+        config: Mapping[str, Any] | None = None,
     ) -> None:
         self.task_id = task_id
+        # what terminal.env_passthrough lets into the sandbox; every other secret stays out
+        self._passthrough = passthrough(config)
+        self._forward = forwarded_environ(config)
         self.workdir = workdir
         self.default_timeout = float(default_timeout or _DEFAULT_TIMEOUT)
         self.max_output_bytes = max(1024, int(max_output_bytes))
@@ -280,6 +301,22 @@ class ShellEnvironment(Environment):
         self.state_dir = values["state"]
         self.home_cwd = values.get("cwd", "")
         self.shell = values.get("shell") or "/bin/sh"
+        if self._forward:
+            self._write_forwarded()
+
+    def _write_forwarded(self) -> None:
+        """Put the passed-through variables into the saved state every command restores; they
+        travel on the channel's input, never on a command line (which ``ps`` would show)."""
+        exports = "".join(f"export {k}={_q(v)}\n" for k, v in self._forward.items())
+        body = f"umask 077\ncat > {_q(self.state_dir + '/env')} || exit 1\n"
+        outcome = self._exec(
+            body, stdin=exports.encode("utf-8"), shell="/bin/sh", timeout=_INTERNAL_TIMEOUT
+        )
+        if outcome.exit_code != 0:
+            raise EnvironmentUnavailable(
+                f"{self.where}: could not pass terminal.env_passthrough variables (exit "
+                f"{outcome.exit_code})"
+            )
 
     # --- the one primitive: a script through a channel, with markers and a deadline -----------
 
@@ -473,9 +510,13 @@ class ShellEnvironment(Environment):
             " 2>/dev/null",
         ]
         restore_env: list[str] = []
+        hidden = secret_names() - self._passthrough
         for index, (key, value) in enumerate((env or {}).items()):
             if not _ENV_KEY.match(str(key)):
                 raise ValueError(f"not a valid variable name: {key!r}")
+            if key in hidden:
+                log.debug("%s: not passing secret variable %s", self.where, key)
+                continue
             value = str(value)
             lines.append(
                 f"__hermes_o{index}=${{{key}+x}}; __hermes_v{index}=${{{key}-}}; "

@@ -163,3 +163,12 @@ def test_one_channel_per_command(tmp_path):
         assert all(argv[1] == "-c" for argv in env.opened)
     finally:
         env.cleanup()
+
+
+def test_forwarded_environ_is_only_what_env_passthrough_names():
+    from hermes_env_common import forwarded_environ
+
+    environ = {"OPENAI_API_KEY": "k", "GITHUB_TOKEN": "t", "PATH": "/bin", "LANG": "C"}
+    assert forwarded_environ({}, environ) == {}
+    config = {"terminal": {"env_passthrough": ["GITHUB_TOKEN", "LANG", "UNSET", "bad name"]}}
+    assert forwarded_environ(config, environ) == {"GITHUB_TOKEN": "t", "LANG": "C"}

@@ -268,7 +268,10 @@ class DockerEnvironment(ShellEnvironment):
     def __init__(self, config: Mapping[str, Any], task_id: str) -> None:
         settings = DockerSettings.from_config(config)
         super().__init__(
-            task_id=task_id, workdir=settings.workdir, default_timeout=settings.timeout
+            task_id=task_id,
+            workdir=settings.workdir,
+            default_timeout=settings.timeout,
+            config=config,
         )
         self.settings = settings
         self.client, self.engine = _client(settings)

@@ -32,7 +32,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +43,7 @@ from hermes_hookspecs import (
     EnvironmentUnavailable,
     hookimpl,
 )
+from hermes_hookspecs.secrets import passthrough, secret_names
 
 __all__ = ["LocalEnvironment", "create", "hermes_register_environments"]
 
@@ -79,6 +80,26 @@ def _cleanup_all() -> None:  # pragma: no cover - runs at interpreter exit
             env.cleanup()
         except Exception:
             pass
+
+
+_hidden = False
+
+
+def _hide_own_environment() -> None:
+    """Make this process's ``/proc`` entries unreadable to the commands it runs: they run as the
+    same user and could otherwise read every key hermes holds in ``/proc/$PPID/environ``.
+    ``PR_SET_DUMPABLE`` 0 (Linux) does it; a command gets its own entries back at ``exec``. Also
+    no core dumps and no debugger attaching without root, for this process only."""
+    global _hidden
+    if _hidden or not os.path.exists("/proc/self/environ"):
+        return
+    _hidden = True
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):
+        pass  # not Linux's libc: nothing to hide this way
 
 
 def _umask() -> int:
@@ -208,6 +229,9 @@ class LocalEnvironment(Environment):
     :param timeout: seconds a command may run when :meth:`run` gets no ``timeout``.
     :param env: the starting exported variables (default: this process's environment).
     :param shell: the bash executable.
+    :param env_passthrough: secret variables commands may see nevertheless; every other secret
+        (``hermes_hookspecs.secret_names``: provider keys, whatever ``.env`` set) is left out of
+        every command's environment.
     """
 
     name = "local"
@@ -219,6 +243,7 @@ class LocalEnvironment(Environment):
         timeout: float = DEFAULT_TIMEOUT,
         env: Mapping[str, str] | None = None,
         shell: str = "bash",
+        env_passthrough: Iterable[str] = (),
     ) -> None:
         start = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
         if not os.path.isdir(start):
@@ -234,7 +259,8 @@ class LocalEnvironment(Environment):
         self.shell = resolved_shell
         self.timeout = float(timeout)
         self._cwd = start
-        self._env: dict[str, str] = dict(os.environ if env is None else env)
+        self._passthrough = frozenset(env_passthrough)
+        self._env: dict[str, str] = self._without_secrets(os.environ if env is None else env)
         for key in SKIPPED_VARIABLES - {"_"}:
             self._env.pop(key, None)
         self._lock = threading.Lock()
@@ -244,6 +270,7 @@ class LocalEnvironment(Environment):
         self._active: dict[int, subprocess.Popen[bytes]] = {}
         self._background: dict[str, _Background] = {}
         self._umask = _umask()
+        _hide_own_environment()
         _live.add(self)
 
     # --- state ----------------------------------------------------------------------------
@@ -257,6 +284,12 @@ class LocalEnvironment(Environment):
     def exported(self) -> dict[str, str]:
         """A copy of the persistent exported variables."""
         return dict(self._env)
+
+    def _without_secrets(self, env: Mapping[str, str]) -> dict[str, str]:
+        """``env`` without the secret variables that are not passed through (checked at every
+        command: a key marked after this environment was made stays out too)."""
+        hidden = secret_names() - self._passthrough
+        return {k: v for k, v in env.items() if k not in hidden}
 
     def _workdir(self) -> str:
         with self._lock:
@@ -330,6 +363,7 @@ class LocalEnvironment(Environment):
             child_env = dict(self._env)
         if env:
             child_env.update(env)
+        child_env = self._without_secrets(child_env)
         state_read, state_write = os.pipe()
         child_env["BASH_ENV"] = self._preamble_path
         child_env["__HERMES_STATE"] = str(state_write)
@@ -535,6 +569,7 @@ class LocalEnvironment(Environment):
             child_env = dict(self._env)
         if env:
             child_env.update(env)
+        child_env = self._without_secrets(child_env)
         log_path = os.path.join(folder, f"{process_id}.log")
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
@@ -655,11 +690,16 @@ class LocalEnvironment(Environment):
 
 
 def create(config: Mapping[str, Any], task_id: str) -> LocalEnvironment:
-    """The environment factory: reads ``terminal.cwd`` and ``terminal.timeout``."""
+    """The environment factory: reads ``terminal.cwd``, ``terminal.timeout`` and
+    ``terminal.env_passthrough``."""
     terminal = config.get("terminal") or {}
     cwd = terminal.get("cwd")
     timeout = terminal.get("timeout") or DEFAULT_TIMEOUT
-    return LocalEnvironment(None if cwd in (None, "", ".") else str(cwd), timeout=float(timeout))
+    return LocalEnvironment(
+        None if cwd in (None, "", ".") else str(cwd),
+        timeout=float(timeout),
+        env_passthrough=passthrough(config),
+    )
 
 
 @hookimpl

@@ -40,9 +40,11 @@ class FakeStdin:
     def __init__(self, pipe: Any) -> None:
         self._pipe = pipe
         self.eof = False
+        self.written = bytearray()  # what the environment sent, for the tests to inspect
 
     def write(self, data: bytes) -> None:
         assert isinstance(data, bytes | bytearray)
+        self.written += data
         self._pipe.write(data)
 
     def drain(self) -> None:

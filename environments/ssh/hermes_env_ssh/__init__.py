@@ -300,7 +300,10 @@ class SSHEnvironment(ShellEnvironment):
     def __init__(self, config: Mapping[str, Any], task_id: str) -> None:
         settings = SSHSettings.from_config(config)
         super().__init__(
-            task_id=task_id, workdir=settings.workdir, default_timeout=settings.timeout
+            task_id=task_id,
+            workdir=settings.workdir,
+            default_timeout=settings.timeout,
+            config=config,
         )
         self.settings = settings
         self.where = f"ssh {settings.target}"
