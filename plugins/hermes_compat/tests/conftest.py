@@ -7,7 +7,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-
 from hermes_compat_agent_plugins import plugin as bridge
 from hermes_compat_agent_plugins.host import HermesPluginHost, reset_hosts
 

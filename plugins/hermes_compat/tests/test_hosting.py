@@ -5,10 +5,13 @@ is reported by `hermes plugins list`."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
 from hermes_compat_agent_plugins.host import HermesPluginHost
+
 from hermes_core.testing import load_plugin, make_agent, text, tool_call
 
 COMPAT = "hermes-agent-compat"
@@ -124,7 +127,9 @@ def test_plugins_list_reports_what_each_plugin_provides_and_what_is_not_honoured
     write_demo(hermes_home)
     write_demo(hermes_home, "sleepy")
     write_plugin(hermes_home, "broken", "def register(ctx):\n    raise ValueError('no config')\n")
-    write_plugin(hermes_home, "mem", "def register(ctx):\n    pass\n", "name: mem\nkind: exclusive\n")
+    write_plugin(
+        hermes_home, "mem", "def register(ctx):\n    pass\n", "name: mem\nkind: exclusive\n"
+    )
     (hermes_home / "config.yaml").write_text(
         "plugins:\n  enabled: [demo, broken, mem]\n", encoding="utf-8"
     )
@@ -135,7 +140,9 @@ def test_plugins_list_reports_what_each_plugin_provides_and_what_is_not_honoured
     assert "hermes-agent-compat/demo: provides tool shout, tool async_echo" in out
     assert "hook on_stream_delta: not honoured (no hook here sees the response stream)" in out
     assert "register_platform: not honoured" in out
-    assert "hermes-agent-compat/sleepy: skipped: not enabled (add 'sleepy' to plugins.enabled" in out
+    assert (
+        "hermes-agent-compat/sleepy: skipped: not enabled (add 'sleepy' to plugins.enabled" in out
+    )
     assert "hermes-agent-compat/broken: error: ValueError: no config" in out
     assert "hermes-agent-compat/mem: skipped: a memory provider" in out
     listing = json.loads(hermes_cli("plugins", "list", "--json").output)
@@ -167,25 +174,36 @@ def test_a_broken_plugin_leaves_nothing_behind_and_the_others_load(
             raise RuntimeError("second step failed")
         """,
     )
-    host = HermesPluginHost(tmp_path, {"plugins": {"enabled": ["demo", "half"]}}, entry_points=False)
+    host = HermesPluginHost(
+        tmp_path, {"plugins": {"enabled": ["demo", "half"]}}, entry_points=False
+    )
     host.load()
     assert host.plugins["half"].status == "error"
     assert "half_tool" not in host.tools and "shout" in host.tools
 
 
-def test_cli_commands_run_their_argparse_set_up(
-    hermes_cli, hermes_home: Path, write_demo, capsys
-) -> None:
+def _console(home: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_")}
+    env["HERMES_HOME"] = str(home)
+    return subprocess.run(
+        [sys.executable, "-c", "import sys, hermes_core.cli as c; sys.exit(c.main())", *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_cli_commands_run_their_argparse_set_up(hermes_cli, hermes_home: Path, write_demo) -> None:
     write_demo(hermes_home)
     (hermes_home / "config.yaml").write_text("plugins:\n  enabled: [demo]\n", encoding="utf-8")
-    ok = hermes_cli("demo-cli", "--name", "Ada")
-    assert ok.exit_code == 0 and "hello Ada" in ok.output + capsys.readouterr().out
-    assert hermes_cli("demo-cli", "--name", "Ada", "--fail").exit_code == 3
-    usage = hermes_cli("demo-cli")
-    assert usage.exit_code == 2 and "--name" in usage.stderr + capsys.readouterr().err
-    shown = hermes_cli("demo-cli", "--help")
-    assert shown.exit_code == 0
-    assert "usage: hermes demo-cli" in shown.output + capsys.readouterr().out
+    ok = _console(hermes_home, "demo-cli", "--name", "Ada")
+    assert ok.returncode == 0 and ok.stdout == "hello Ada\n", ok.stderr
+    assert _console(hermes_home, "demo-cli", "--name", "Ada", "--fail").returncode == 3
+    usage = _console(hermes_home, "demo-cli")
+    assert usage.returncode == 2 and "the following arguments are required: --name" in usage.stderr
+    shown = _console(hermes_home, "demo-cli", "--help")
+    assert shown.returncode == 0 and shown.stdout.startswith("usage: hermes demo-cli")
     slash = hermes_cli("agent-plugins", "command", "demo", "loud", "words")
     assert slash.exit_code == 0 and "demo got 'loud words'" in slash.output
     unknown = hermes_cli("agent-plugins", "command", "nope")
