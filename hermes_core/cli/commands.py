@@ -373,6 +373,15 @@ def doctor(network: bool = True) -> None:
             report(True, f"plugin {record.name} {record.version or ''}".rstrip())
         else:
             click.echo(f"--   plugin {record.name} ({record.status})")
+    for host_name, reports in _hosted_reports(state).items():
+        for h in reports:
+            name = f"plugin {host_name}/{h.name}"
+            if h.status == "error":
+                report(False, f"{name}: {h.error}")
+            elif h.status == "loaded":
+                report(True, f"{name} {h.version}".rstrip())
+            else:
+                click.echo(f"--   {name} ({h.status}: {h.error})" if h.error else f"--   {name}")
     try:
         enabled = set(enabled_toolsets(registry, config.data))
         report(True, f"toolsets enabled: {', '.join(sorted(enabled)) or 'none'}")

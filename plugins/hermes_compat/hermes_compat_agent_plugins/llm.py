@@ -132,7 +132,7 @@ class PluginLlm:
             overrides["model.temperature"] = temperature
         task = AgentTask(
             prompt=prompt,
-            source="plugin",
+            source="plugin",  # plugin.PLUGIN_SOURCE: no turn hooks fire for it
             toolsets=[],
             model=chosen_model,
             provider=chosen_provider,

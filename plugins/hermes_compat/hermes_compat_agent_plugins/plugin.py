@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import threading
 import time
 import uuid
@@ -26,6 +27,8 @@ _turn_context: dict[tuple[str, int, int], str] = {}
 _turn_user: dict[str, Any] = {}
 _pending: deque[dict[str, Any]] = deque(maxlen=64)
 
+PLUGIN_SOURCE = "plugin"
+"""The session source of ``ctx.llm`` completions."""
 SKILL_TOOL = "hermes_plugin_skill"
 SKILL_TOOLSET = "hermes_plugin_skills"
 _EXIT_LINE = re.compile(r"^\[(?:exit code: (-?\d+)|timed out .*exit code: (-?\d+))")
@@ -64,6 +67,25 @@ def _env_home() -> Path:
     if explicit and explicit != os.devnull:
         return Path(explicit).expanduser()
     return Path.home() / ".hermes"
+
+
+def _argv_profile(argv: list[str]) -> str | None:
+    """The ``-p``/``--profile`` of the command line, read before click parses it (the commands of
+    Hermes agent plugins must be known before that)."""
+    skip = False
+    for i, arg in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        if arg in ("-p", "--profile") and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--profile="):
+            return arg.split("=", 1)[1]
+        if arg == "--plugins":
+            skip = True  # its value
+        elif not arg.startswith("-"):
+            return None  # the command name: options after it are the command's
+    return None
 
 
 def _where(context: Any = None) -> tuple[Path, Mapping[str, Any]]:
@@ -141,6 +163,9 @@ def hermes_register_commands(cli: Any) -> None:
 
     cli.add_command(agent_plugins_group(_host))
     home = _env_home()
+    profile = _argv_profile(sys.argv[1:])
+    if profile:
+        home = home / "profiles" / profile
     config = _read_config(home)
     enabled = (config.get("plugins") or {}).get("enabled") if isinstance(config, dict) else None
     if not enabled:
@@ -314,7 +339,7 @@ def hermes_session_start(session: Any) -> None:
     with _state_lock:
         _platforms[session.id] = session.source or "cli"
     host = _host()
-    if host.has_hook("on_session_start"):
+    if session.source != PLUGIN_SOURCE and host.has_hook("on_session_start"):
         host.invoke(
             "on_session_start",
             {"session_id": session.id, "model": session.model, "platform": session.source},
@@ -324,6 +349,10 @@ def hermes_session_start(session: Any) -> None:
 @hookimpl
 def hermes_session_end(session: Any) -> None:
     """``on_session_end`` and ``on_session_finalize``."""
+    if session.source == PLUGIN_SOURCE:
+        with _state_lock:
+            _platforms.pop(session.id, None)
+        return
     host = _host()
     reason = getattr(session, "end_reason", "") or ""
     payload = {
@@ -410,10 +439,20 @@ def _inject_turn_context(host: Any, request: Any) -> None:
         ]
 
 
+def _plugin_call(session_id: str) -> bool:
+    """Whether the session is a ``ctx.llm`` completion: like the Hermes agent's auxiliary calls,
+    those fire no turn or request hooks."""
+    return _platforms.get(session_id) == PLUGIN_SOURCE
+
+
 @hookimpl
 def hermes_before_request(request: Any) -> None:
     """``pre_llm_call`` (turn context) and ``pre_api_request`` (observer)."""
     host = _host()
+    if _plugin_call(request.session_id):
+        with _state_lock:
+            _pending.append({"session_id": request.session_id})
+        return
     last_user = next((m for m in reversed(request.messages) if m.get("role") == "user"), None)
     with _state_lock:
         _turn_user[request.session_id] = last_user.get("content") if last_user else ""
@@ -478,6 +517,8 @@ def hermes_after_response(response: Any) -> None:
     with _state_lock:
         pending = _pending.pop() if _pending else {}
     session_id = pending.get("session_id", "")
+    if _plugin_call(session_id):
+        return
     platform = _platforms.get(session_id, "cli")
     model = pending.get("model") or response.model
     message = response.message

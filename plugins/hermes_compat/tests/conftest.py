@@ -63,7 +63,34 @@ def observe(tool_name, result, duration_ms, status, **kwargs):
     EVENTS.append(("post_tool_call", tool_name, status))
 
 
+CTX = []
+
+
+def _ask_model(args, **kwargs):
+    answer = CTX[0].llm.complete(
+        [{"role": "system", "content": "Answer in one word."},
+         {"role": "user", "content": args["question"]}], purpose="demo")
+    return json.dumps({"answer": answer.text, "audit": answer.audit["plugin_id"]})
+
+
+def _relay(args, **kwargs):
+    inner = json.loads(CTX[0].dispatch_tool("shout", {"text": args["text"]}))
+    other = json.loads(CTX[0].dispatch_tool("terminal", {"command": "ls"}))
+    return json.dumps({"inner": inner["text"], "other_refused": "error" in other})
+
+
 def register(ctx):
+    CTX.append(ctx)
+    ctx.register_tool(name="ask_model", toolset="demo_llm", handler=_ask_model,
+                      schema={"name": "ask_model", "description": "Ask the model",
+                              "parameters": {"type": "object", "properties": {
+                                  "question": {"type": "string"}}, "required": ["question"]}})
+    ctx.register_tool(name="relay", toolset="demo_tools", handler=_relay,
+                      schema={"name": "relay", "description": "Shout through dispatch_tool",
+                              "parameters": {"type": "object", "properties": {
+                                  "text": {"type": "string"}}, "required": ["text"]}})
+    ctx.register_hook("pre_approval_request",
+                      lambda command, description, **kw: EVENTS.append(("approval", description)))
     ctx.register_tool(name="shout", toolset="demo_tools", schema=SCHEMA, handler=_shout)
     ctx.register_tool(name="async_echo", toolset="demo_tools", is_async=True, handler=_echo,
                       schema={"name": "async_echo", "description": "Echo",

@@ -87,6 +87,7 @@ def test_an_approve_directive_goes_to_the_approval_gate(demo_host) -> None:
     [result] = _tool_results(agent)
     assert "BLOCKED: not approved: shouting needs consent" in result
     assert asked[0].reason == "shouting needs consent" and asked[0].key == "shout"
+    assert ("approval", "shouting needs consent") in _demo().EVENTS  # pre_approval_request
     assert _demo().RAN == []
 
     agent = make_agent(
@@ -137,7 +138,7 @@ def test_plugins_list_reports_what_each_plugin_provides_and_what_is_not_honoured
     assert result.exit_code == 0, result.stderr
     out = result.output
     assert "  demo" in out and "via hermes-agent-compat" in out
-    assert "hermes-agent-compat/demo: provides tool shout, tool async_echo" in out
+    assert "hermes-agent-compat/demo: provides tool ask_model, tool relay, tool shout" in out
     assert "hook on_stream_delta: not honoured (no hook here sees the response stream)" in out
     assert "register_platform: not honoured" in out
     assert (
@@ -218,3 +219,52 @@ def test_no_plugin_is_imported_when_none_is_enabled(
     result = hermes_cli("--help")
     assert result.exit_code == 0 and "agent-plugins" in result.output
     assert "canary" in hermes_cli("plugins", "list").output  # listed, still not imported
+
+
+def test_ctx_llm_asks_the_users_model_without_turn_hooks(demo_host) -> None:
+    agent = make_agent(
+        tool_call("ask_model", {"question": "Capital of France?"}),
+        text("Paris"),  # the plugin's completion
+        text("It is Paris."),
+        plugins=[COMPAT],
+    )
+    assert agent.chat("ask") == "It is Paris. [demo]"
+    assert json.loads(_tool_results(agent)[0]) == {"answer": "Paris", "audit": "demo"}
+    child = agent.client.requests[1]
+    assert child.tools == []  # a completion, no tools
+    assert child.messages[-1] == {"role": "user", "content": "Capital of France?"}  # no context
+    assert "Answer in one word." in (child.system_prompt or "")
+
+
+def test_dispatch_tool_reaches_hermes_plugin_tools_only(demo_host) -> None:
+    agent = make_agent(tool_call("relay", {"text": "hey"}), text("ok"), plugins=[COMPAT])
+    agent.chat("relay")
+    assert json.loads(_tool_results(agent)[0]) == {"inner": "HEY", "other_refused": True}
+
+
+def test_doctor_reports_a_broken_hermes_plugin(
+    hermes_cli, hermes_home: Path, write_demo, write_plugin
+) -> None:
+    write_demo(hermes_home)
+    write_plugin(hermes_home, "broken", "import not_a_module_anywhere\n")
+    (hermes_home / "config.yaml").write_text(
+        "plugins:\n  enabled: [demo, broken]\n", encoding="utf-8"
+    )
+    result = hermes_cli("doctor", "--no-network")
+    assert "ok   plugin hermes-agent-compat/demo 1.2" in result.output
+    assert "ERR  plugin hermes-agent-compat/broken: ModuleNotFoundError" in result.output
+    assert result.exit_code == 1
+
+
+def test_profile_names_and_the_profile_option_are_read_as_the_hermes_agent_does(
+    tmp_path: Path,
+) -> None:
+    from hermes_compat_agent_plugins.manifest import profile_name
+    from hermes_compat_agent_plugins.plugin import _argv_profile
+
+    assert profile_name(Path.home() / ".hermes") == "default"
+    assert profile_name(tmp_path / "profiles" / "work") == "work"
+    assert profile_name(tmp_path) == "custom"
+    assert _argv_profile(["--plugins", "a,b", "-p", "work", "demo-cli"]) == "work"
+    assert _argv_profile(["--profile=home", "chat"]) == "home"
+    assert _argv_profile(["demo-cli", "-p", "x"]) is None  # the command's own option
