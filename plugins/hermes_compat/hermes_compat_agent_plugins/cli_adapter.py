@@ -5,6 +5,7 @@ as ``hermes agent-plugins command NAME [ARGS...]``."""
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +22,13 @@ def argparse_command(name: str, entry: dict[str, Any]) -> click.Command:
     summary = entry.get("help") or ""
 
     def run(args: tuple[str, ...]) -> None:
+        try:
+            _run(args)
+        finally:  # what the plugin printed must be out before hermes reports anything else
+            sys.stdout.flush()
+            sys.stderr.flush()
+
+    def _run(args: tuple[str, ...]) -> None:
         parser = argparse.ArgumentParser(
             prog=f"hermes {name}", description=entry.get("description") or summary or None
         )
