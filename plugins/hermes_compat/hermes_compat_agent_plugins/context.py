@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("hermes.compat")
 
 _SKILL_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+_SECTION_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,127}$")
+SECTION_MAX_CHARS = 4000
+"""Longest system prompt section of one plugin, as in the Hermes agent."""
 
 UNSUPPORTED_REGISTRATIONS: dict[str, str] = {
     "register_platform": "gateway platform adapters need a messaging gateway, which hermes lacks",
@@ -36,7 +39,6 @@ UNSUPPORTED_REGISTRATIONS: dict[str, str] = {
     "register_auxiliary_task": "auxiliary model tasks have no equivalent in hermes",
     "register_context_reference": "@-references have no equivalent in hermes",
     "register_redaction_patterns": "redaction patterns have no equivalent hook in hermes",
-    "register_system_prompt_section": "system prompt sections are not honoured",
 }
 """Registration methods of the Hermes agent that mean nothing here: calling one records a note
 (shown by ``hermes plugins list``) and does nothing else."""
@@ -254,6 +256,42 @@ class HermesPluginContext:
             "plugin": self.plugin_id,
         }
         self._plugin.skills.append(qualified)
+
+    # --- system prompt sections -------------------------------------------------------------
+
+    def register_system_prompt_section(
+        self,
+        id: str,
+        content: str | Callable[[Any], str],
+        *,
+        position: str = "after_memory",
+        max_chars: int = SECTION_MAX_CHARS,
+    ) -> None:
+        """Register a bounded section of the system prompt, built once per new session (a
+        callable gets a read-only mapping: ``session_id``, ``model``, ``provider``, ``platform``,
+        ``profile_name``, ``cwd``). Sections are sorted by id and placed after the memory
+        snapshot."""
+        if not isinstance(id, str) or not _SECTION_ID.match(id):
+            raise ValueError(
+                "system prompt section id must be 1-128 lowercase letters, digits, '.', '_', '-'"
+            )
+        if not isinstance(content, str) and not callable(content):
+            raise TypeError("system prompt section content must be a string or callable")
+        if position != "after_memory":
+            raise ValueError("system prompt section position must be after_memory")
+        if isinstance(max_chars, bool) or not isinstance(max_chars, int):
+            raise ValueError("system prompt section max_chars must be an integer")
+        if not 0 < max_chars <= SECTION_MAX_CHARS:
+            raise ValueError(f"system prompt section max_chars must be 1 to {SECTION_MAX_CHARS}")
+        if id in self._host.prompt_sections:
+            other = self._host.prompt_sections[id]["plugin"]
+            raise ValueError(f"system prompt section {id!r} is already registered by {other!r}")
+        self._host.prompt_sections[id] = {
+            "content": content,
+            "max_chars": max_chars,
+            "plugin": self.plugin_id,
+        }
+        self._plugin.prompt_sections.append(id)
 
     # --- everything else -------------------------------------------------------------------
 

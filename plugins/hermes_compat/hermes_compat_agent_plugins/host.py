@@ -14,6 +14,7 @@ import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from .callbacks import call
@@ -41,6 +42,7 @@ class HostedPlugin:
     commands: list[str] = field(default_factory=list)
     cli_commands: list[str] = field(default_factory=list)
     skills: list[str] = field(default_factory=list)
+    prompt_sections: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     hook_errors: list[str] = field(default_factory=list)
 
@@ -52,6 +54,7 @@ class HostedPlugin:
         items += [f"command {c}" for c in self.commands]
         items += [f"cli command hermes {c}" for c in self.cli_commands]
         items += [f"skill {s}" for s in self.skills]
+        items += [f"system prompt section {s}" for s in self.prompt_sections]
         return items
 
 
@@ -74,6 +77,7 @@ class HermesPluginHost:
         self.commands: dict[str, dict[str, Any]] = {}
         self.cli_commands: dict[str, dict[str, Any]] = {}
         self.skills: dict[str, dict[str, Any]] = {}
+        self.prompt_sections: dict[str, dict[str, Any]] = {}
         self._loaded = False
         self._lock = threading.RLock()
 
@@ -148,7 +152,7 @@ class HermesPluginHost:
         except Exception as exc:  # one broken plugin must not take the others down
             self._restore(before)
             plugin.tools, plugin.hooks, plugin.commands = [], [], []
-            plugin.cli_commands, plugin.skills = [], []
+            plugin.cli_commands, plugin.skills, plugin.prompt_sections = [], [], []
             plugin.status, plugin.error = "error", f"{type(exc).__name__}: {exc}"
             log.debug("Hermes agent plugin %s failed to load", key, exc_info=True)
             return
@@ -175,10 +179,18 @@ class HermesPluginHost:
             dict(self.commands),
             dict(self.cli_commands),
             dict(self.skills),
+            dict(self.prompt_sections),
         )
 
     def _restore(self, snapshot: tuple[Any, ...]) -> None:
-        self.tools, self.hooks, self.commands, self.cli_commands, self.skills = snapshot
+        (
+            self.tools,
+            self.hooks,
+            self.commands,
+            self.cli_commands,
+            self.skills,
+            self.prompt_sections,
+        ) = snapshot
 
     # --- hooks -----------------------------------------------------------------------------
 
@@ -206,6 +218,42 @@ class HermesPluginHost:
             if value is not None:
                 results.append((key, value))
         return results
+
+    def render_prompt_sections(self, info: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """``(id, text)`` of each system prompt section, sorted by id: a callable section gets
+        ``info``; an empty, raising, oversized or over-budget section is skipped and recorded."""
+        from .context import SECTION_MAX_CHARS
+
+        rendered: list[tuple[str, str]] = []
+        total = 0
+        for section_id, entry in sorted(self.prompt_sections.items()):
+            content = entry["content"]
+            try:
+                text = content(MappingProxyType(dict(info))) if callable(content) else content
+            except Exception as exc:
+                self._record_hook_error(
+                    entry["plugin"], f"system prompt section {section_id}: {exc}"
+                )
+                continue
+            if not isinstance(text, str) or not text.strip():
+                continue
+            text = text.strip()
+            if len(text) > entry["max_chars"]:
+                self._record_hook_error(
+                    entry["plugin"],
+                    f"system prompt section {section_id}: {len(text)} characters is over its "
+                    f"max_chars {entry['max_chars']}; left out",
+                )
+                continue
+            if len(rendered) >= 32 or total + len(text) > 2 * SECTION_MAX_CHARS:
+                self._record_hook_error(
+                    entry["plugin"],
+                    f"system prompt section {section_id}: over the total budget, left out",
+                )
+                continue
+            total += len(text)
+            rendered.append((section_id, text))
+        return rendered
 
     def _record_hook_error(self, key: str, message: str) -> None:
         log.warning("Hermes agent plugin %s: %s", key, message)

@@ -29,6 +29,9 @@ _pending: deque[dict[str, Any]] = deque(maxlen=64)
 
 PLUGIN_SOURCE = "plugin"
 """The session source of ``ctx.llm`` completions."""
+SECTION_ORDER = 500
+"""Where system prompt sections go in the volatile tier: after the memory snapshot (100), before
+the session facts (1000)."""
 SKILL_TOOL = "hermes_plugin_skill"
 SKILL_TOOLSET = "hermes_plugin_skills"
 _EXIT_LINE = re.compile(r"^\[(?:exit code: (-?\d+)|timed out .*exit code: (-?\d+))")
@@ -152,6 +155,43 @@ def _skills_toolset(host: Any) -> Any:
     return Toolset(
         name=SKILL_TOOLSET, description="Skills shipped by Hermes agent plugins", tools=[tool]
     )
+
+
+@hookimpl
+def hermes_prompt_layers(context: Any) -> list[Any] | None:
+    """The ``register_system_prompt_section`` sections, sorted by id, after the memory snapshot
+    (tier ``volatile``); built once per session like every layer."""
+    if _pinned is not None:
+        host = _pinned
+    elif current.command_context() is not None or not context.hermes_home:
+        host = _host()
+    else:
+        from .host import host_for
+
+        host = host_for(Path(context.hermes_home), context.config)
+    if not host.prompt_sections:
+        return None
+    from hermes_hookspecs import PromptLayer
+
+    from .manifest import profile_name
+
+    info = {
+        "session_id": context.session_id,
+        "model": context.model,
+        "provider": context.provider,
+        "platform": context.platform,
+        "profile_name": profile_name(host.home),
+        "cwd": context.cwd,
+    }
+    return [
+        PromptLayer(
+            name=f"hermes-plugin:{section_id}",
+            text=f"## Plugin context: {section_id}\n\n{text}",
+            tier="volatile",
+            order=SECTION_ORDER + index,
+        )
+        for index, (section_id, text) in enumerate(host.render_prompt_sections(info))
+    ]
 
 
 @hookimpl

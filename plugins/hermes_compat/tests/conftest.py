@@ -109,6 +109,9 @@ def register(ctx):
     ctx.register_cli_command("demo-cli", "Greet from the demo plugin", _setup, _run)
     ctx.register_skill("howto", Path(__file__).parent / "SKILL.md", "How to shout")
     ctx.register_platform("irc", "IRC", lambda cfg: None, lambda: True)
+    ctx.register_system_prompt_section("demo.rules", "Always shout politely.")
+    ctx.register_system_prompt_section(
+        "demo.where", lambda info: f"Profile {info['profile_name']} on {info['platform']}.")
     EVENTS.append(("registered", ctx.profile_name, ctx.manifest.version))
 
 

@@ -268,3 +268,12 @@ def test_profile_names_and_the_profile_option_are_read_as_the_hermes_agent_does(
     assert _argv_profile(["--plugins", "a,b", "-p", "work", "demo-cli"]) == "work"
     assert _argv_profile(["--profile=home", "chat"]) == "home"
     assert _argv_profile(["demo-cli", "-p", "x"]) is None  # the command's own option
+
+
+def test_system_prompt_sections_are_prompt_layers_after_the_memory_snapshot(demo_host) -> None:
+    agent = make_agent(text("hi"), plugins=[COMPAT])
+    agent.chat("hello")
+    prompt = agent.client.requests[0].system_prompt or ""
+    assert "## Plugin context: demo.rules\n\nAlways shout politely." in prompt
+    assert "## Plugin context: demo.where\n\nProfile custom on " in prompt
+    assert prompt.index("demo.rules") < prompt.index("demo.where")
