@@ -46,8 +46,14 @@ def plugins_list(as_json: bool) -> None:
     _ = state.registry.toolsets, state.registry.providers  # registration errors show up too
     _ = state.registry.environments, state.registry.engines
     records = state.plugins.list_records()
+    hosted = _hosted_reports(state)
     if as_json:
-        _print_json([r.as_dict() for r in records])
+        _print_json(
+            [
+                {**r.as_dict(), "hosted": [h.as_dict() for h in hosted.get(r.name, [])]}
+                for r in records
+            ]
+        )
         return
     rows = []
     for r in records:
@@ -61,12 +67,42 @@ def plugins_list(as_json: bool) -> None:
                 ", ".join(h.removeprefix("hermes_") for h in r.hooks) or "-",
             ]
         )
+        for h in hosted.get(r.name, []):
+            rows.append([f"  {h.name}", h.version or "-", f"via {r.name}", h.status, "-"])
     _table(rows, ["NAME", "VERSION", "DIST", "STATUS", "HOOKS"])
     for r in records:
         if r.error:
             click.echo(f"error: {r.name}: {r.error}")
         for message in r.hook_errors:
             click.echo(f"error: {r.name}: {message}")
+        for h in hosted.get(r.name, []):
+            if h.provides:
+                click.echo(f"{r.name}/{h.name}: provides {', '.join(h.provides)}")
+            if h.error:
+                click.echo(f"{r.name}/{h.name}: {h.status}: {h.error}")
+            for note in h.notes:
+                click.echo(f"{r.name}/{h.name}: note: {note}")
+
+
+def _hosted_reports(state: CliState) -> dict[str, list[Any]]:
+    """What each plugin reports through ``hermes_describe_plugins`` about plugins it hosts; a
+    report that is not a ``PluginReport`` is a hook error of the plugin."""
+    from hermes_hookspecs import PluginReport
+
+    plugins = state.plugins
+    hosted: dict[str, list[Any]] = {}
+    for record, hook in plugins.implementations("hermes_describe_plugins", load_order=True):
+
+        def report(item: Any, _name: str = record.name) -> None:
+            if not isinstance(item, PluginReport):
+                raise HermesError(f"expected a PluginReport, got {type(item).__name__}")
+            hosted.setdefault(_name, []).append(item)
+
+        try:
+            hook(report=report)
+        except Exception as exc:
+            plugins.record_error(record, "hermes_describe_plugins", exc)
+    return hosted
 
 
 # --- tools -------------------------------------------------------------------------------------
@@ -429,6 +465,15 @@ def doctor(network: bool = True) -> None:
             report(True, f"plugin {record.name} {record.version or ''}".rstrip())
         else:
             click.echo(f"--   plugin {record.name} ({record.status})")
+    for host_name, reports in _hosted_reports(state).items():
+        for h in reports:
+            name = f"plugin {host_name}/{h.name}"
+            if h.status == "error":
+                report(False, f"{name}: {h.error}")
+            elif h.status == "loaded":
+                report(True, f"{name} {h.version}".rstrip())
+            else:
+                click.echo(f"--   {name} ({h.status}: {h.error})" if h.error else f"--   {name}")
     try:
         enabled = set(enabled_toolsets(registry, config.data))
         report(True, f"toolsets enabled: {', '.join(sorted(enabled)) or 'none'}")

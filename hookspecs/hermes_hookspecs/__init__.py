@@ -31,6 +31,7 @@ _LAZY: dict[str, str] = {
     "AgentTask": "agents",
     "CommandContext": "agents",
     "OUTCOME_STATUSES": "agents",
+    "REPORT_STATUSES": "reports",
     "APPROVAL_DECISIONS": "approval",
     "ApprovalDecision": "approval",
     "ApprovalRequest": "approval",
@@ -45,6 +46,7 @@ _LAZY: dict[str, str] = {
     "ModelClient": "providers",
     "ModelRequest": "providers",
     "ModelResponse": "providers",
+    "PluginReport": "reports",
     "PromptContext": "prompt",
     "PromptLayer": "prompt",
     "Provider": "providers",
@@ -85,6 +87,7 @@ if TYPE_CHECKING:
         Usage,
     )
     from .refusals import BLOCKED_MARKER, blocked
+    from .reports import REPORT_STATUSES, PluginReport
     from .secrets import child_environ, mark_secret, redact
     from .sessions import SessionInfo, SessionStore
     from .tools import TOOL_NAME_RE, Tool, ToolHandler, Toolset
@@ -113,6 +116,7 @@ __all__ = [
     "BackgroundProcess",
     "ERROR_KINDS",
     "RETRYABLE_KINDS",
+    "REPORT_STATUSES",
     "API_MODES",
     "APPROVAL_DECISIONS",
     "FINISH_REASONS",
@@ -137,6 +141,7 @@ __all__ = [
     "PromptLayer",
     "Provider",
     "ProviderError",
+    "PluginReport",
     "ProviderSettings",
     "RateLimitError",
     "SessionInfo",

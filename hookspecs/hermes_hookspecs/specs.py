@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # annotations only: importing the spec module stays cheap at 
     from .environment import EnvironmentFactory
     from .prompt import PromptContext, PromptLayer
     from .providers import ModelRequest, ModelResponse, Provider, ProviderSettings
+    from .reports import PluginReport
     from .sessions import SessionInfo
     from .tools import Toolset
 
@@ -91,6 +92,19 @@ def hermes_register_commands(cli: Any) -> None:
 
     :param cli: the root ``click.Group``; use ``@cli.command()`` or ``cli.add_command(...)``.
         A command whose name is taken is rejected and reported against the plugin.
+    :return: nothing; return values are ignored.
+    """
+
+
+@hookspec
+def hermes_describe_plugins(report: Callable[[PluginReport], None]) -> None:
+    """Describe plugins this plugin loads on behalf of another plugin system.
+
+    Called when ``hermes plugins list`` (or ``--json``) is printed, after the registration hooks,
+    for a plugin that hosts other plugins, e.g. a loader of plugins written for another agent.
+
+    :param report: call ``report(PluginReport(...))`` once per hosted plugin, whether it loaded or
+        not; the host lists them under this plugin, with their notes (what does not work here).
     :return: nothing; return values are ignored.
     """
 
