@@ -168,9 +168,8 @@ def add(
     if timeout is not None:
         entry["timeout"] = timeout
     if include or exclude:
-        entry["tools"] = {
-            key: list(values) for key, values in (("include", include), ("exclude", exclude)) if values
-        }
+        filters = (("include", include), ("exclude", exclude))
+        entry["tools"] = {key: list(values) for key, values in filters if values}
     if require_approval:
         entry["require_approval"] = True
     if disabled:

@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from hermes_hookspecs import HermesError, Tool, ToolContext, Toolset
+from hermes_hookspecs import HermesError, Tool, ToolContext, ToolError, Toolset, redact
 
 from .names import tool_name, toolset_name
 from .settings import ServerConfig, ServerConfigError
@@ -66,7 +66,11 @@ def _tool(server: ServerConfig, listed: Any, config: Mapping[str, Any]) -> Tool:
         from .runtime import RUNTIME
 
         connection = RUNTIME.connection(server, config)
-        return result_text(connection.call(original, args, lambda: ctx.cancelled))
+        # No secret (a provider key, a value from ${VAR}, a header) goes back to the model.
+        try:
+            return redact(result_text(connection.call(original, args, lambda: ctx.cancelled)))
+        except ToolError as exc:
+            raise ToolError(redact(str(exc))) from None
 
     needs_approval = None
     if server.require_approval:
