@@ -75,6 +75,7 @@ class Connection:
         self._lock = threading.Lock()
         self._task: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
+        self._ready: asyncio.Future[list[Any]] | None = None
         self._client: Any = None
         self._stderr: Any = None
         self.tools: list[Any] = []
@@ -142,6 +143,8 @@ class Connection:
 
     async def _start(self) -> list[Any]:
         ready: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
+        ready.add_done_callback(_retrieve)  # a late failure after a timeout is not "lost"
+        self._ready = ready
         self._stop = asyncio.Event()
         self._task = asyncio.create_task(self._serve(ready, self._stop))
         try:
@@ -175,7 +178,10 @@ class Connection:
                 await stop.wait()
         except BaseException as exc:
             if not ready.done():
-                ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(str(exc)))
+                if isinstance(exc, Exception):
+                    ready.set_exception(exc)
+                else:
+                    ready.cancel()
             if isinstance(exc, asyncio.CancelledError):
                 raise
         finally:
@@ -219,17 +225,18 @@ class Connection:
         return await client.call_tool(tool, arguments, read_timeout_seconds=self.server.timeout)
 
     async def shutdown(self) -> None:
-        """Stop the serving task (on the loop); waits until the transport is closed."""
-        task, stop = self._task, self._stop
-        if stop is not None:
-            stop.set()
+        """Stop the serving task (on the loop); waits until the transport is closed.
+
+        A connected server is asked to stop (its transport closes in order); one still
+        starting has nothing to finish, so its task is cancelled at once."""
+        task, stop, ready = self._task, self._stop, self._ready
         if task is not None and not task.done():
-            try:
-                await asyncio.wait_for(asyncio.shield(task), STOP_TIMEOUT)
-            except BaseException:
+            if stop is not None and ready is not None and ready.done():
+                stop.set()
+                await asyncio.wait({task}, timeout=STOP_TIMEOUT)
+            if not task.done():
                 task.cancel()
-                with contextlib.suppress(BaseException):
-                    await asyncio.wait_for(task, 2.0)
+                await asyncio.wait({task}, timeout=STOP_TIMEOUT)
         self._task = None
         self._client = None
 
@@ -265,6 +272,11 @@ class Connection:
         except (OSError, ValueError):
             return ""
         return lines[-1][:300] if lines else ""
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 async def _list_tools(client: Any) -> list[Any]:

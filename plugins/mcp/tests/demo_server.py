@@ -59,6 +59,13 @@ def picture() -> Image:
 
 
 @server.tool()
+def crash() -> str:
+    """End the server process at once, without an answer."""
+    _record("crash")
+    os._exit(3)
+
+
+@server.tool()
 async def slow(seconds: float) -> str:
     """Answer after some seconds."""
     _record("slow")

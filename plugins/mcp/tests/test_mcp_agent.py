@@ -20,6 +20,7 @@ from hermes_hookspecs import TOOL_NAME_RE, Block, hookimpl
 SERVER = Path(__file__).resolve().parent / "demo_server.py"
 DEMO_TOOLS = [
     "mcp_demo_add",
+    "mcp_demo_crash",
     "mcp_demo_fail",
     "mcp_demo_picture",
     "mcp_demo_pid",
@@ -89,7 +90,7 @@ def test_include_and_exclude_choose_the_offered_tools(calls: Path) -> None:
     config = {
         "mcp_servers": {
             "demo": demo(tools={"include": ["add", "p*"]}),
-            "other": demo(tools={"exclude": ["slow", "fail", "read_env"]}),
+            "other": demo(tools={"exclude": ["slow", "fail", "read_env", "crash"]}),
         }
     }
     with make_agent("ok", plugins=["mcp"], config=config) as agent:
@@ -221,6 +222,45 @@ def test_a_call_longer_than_the_timeout_is_an_error_for_the_model(calls: Path) -
         assert result == (
             "Error: MCP server 'demo' did not answer 'slow' within 0.5s (mcp_servers.demo.timeout)"
         )
+
+
+def test_servers_that_die_or_hang_at_start_are_one_line_each(calls: Path) -> None:
+    dies = "import sys; print('bad config: no API_TOKEN', file=sys.stderr); sys.exit(3)"
+    config = {
+        "mcp_servers": {
+            "dies": {"command": sys.executable, "args": ["-c", dies]},
+            "mute": {
+                "command": sys.executable,
+                "args": ["-c", "import time; time.sleep(60)"],
+                "connect_timeout": 1,
+            },
+        }
+    }
+    started = time.monotonic()
+    with make_agent("ok", plugins=["mcp"], config=config) as agent:
+        assert time.monotonic() - started < 15  # a hung server is given up, not waited for
+        assert sorted(agent.tool_problems) == [
+            "toolset 'mcp-dies' unavailable: MCP server 'dies' could not start: "
+            "Connection closed (server said: bad config: no API_TOKEN)",
+            "toolset 'mcp-mute' unavailable: MCP server 'mute' did not start within 1s "
+            "(mcp_servers.mute.connect_timeout)",
+        ]
+
+
+def test_a_server_that_crashes_mid_session_starts_again_at_the_next_call(calls: Path) -> None:
+    with make_agent(
+        tool_call("mcp_demo_pid", {}),
+        tool_call("mcp_demo_crash", {}),
+        tool_call("mcp_demo_pid", {}),
+        "recovered",
+        plugins=["mcp"],
+        config={"mcp_servers": {"demo": demo()}},
+    ) as agent:
+        assert agent.chat("crash it") == "recovered"
+        before, crashed, after = tool_results(agent)
+        assert crashed.startswith("Error: MCP server 'demo': ")
+        assert before.isdigit() and after.isdigit() and before != after
+        assert calls.read_text().split() == ["pid", "crash", "pid"]
 
 
 def _alive(pid: int) -> bool:

@@ -82,7 +82,7 @@ def test_add_list_test_remove(hermes: Any, tmp_path: Path) -> None:
     assert tested.returncode == 0, tested.stderr
     lines = tested.stdout.splitlines()
     assert lines[0].startswith("connected to demo (stdio) in ")
-    assert lines[0].endswith("6 tools, 5 offered as toolset mcp-demo")
+    assert lines[0].endswith("7 tools, 6 offered as toolset mcp-demo")
     assert "  mcp_demo_add  Add two integers." in lines
     assert "  mcp_demo_slow  (excluded)  Answer after some seconds." in lines
 
