@@ -118,6 +118,10 @@ def _toolset_of_tool(state: CliState, name: str) -> str | None:
     for toolset, registered in state.registry.toolsets.items():
         if any(tool.name == name for tool in registered.value.tools):
             return toolset
+    # Not a static tool: perhaps one a toolset only knows at run time (an MCP server's).
+    for toolset, found in state.registry.discover(state.registry.toolsets).items():
+        if any(tool.name == name for tool in found.tools):
+            return toolset
     return None
 
 

@@ -137,3 +137,16 @@ def test_a_chat_names_a_broken_server_once_and_the_tools_list_shows_it(
     assert listed.returncode == 0, listed.stderr
     (row,) = [line for line in listed.stdout.splitlines() if line.startswith("mcp-gone")]
     assert "unavailable: toolset 'mcp-gone' unavailable: MCP server 'gone' could not start" in row
+
+
+def test_tools_disable_and_enable_take_an_mcp_tool(hermes: Any, tmp_path: Path) -> None:
+    hermes("mcp", "add", "demo", "--command", sys.executable, "--", str(SERVER))
+    off = hermes("tools", "disable", "mcp_demo_add")
+    assert off.returncode == 0, off.stderr
+    assert config(tmp_path)["disabled_tools"] == ["mcp_demo_add"]
+    listed = hermes("tools", "list")
+    (row,) = [line for line in listed.stdout.splitlines() if " mcp_demo_add " in line]
+    assert row.split()[:3] == ["mcp-demo", "mcp_demo_add", "disabled"]
+    on = hermes("tools", "enable", "mcp_demo_add")
+    assert on.returncode == 0 and "enabled tool mcp_demo_add (toolset mcp-demo)" in on.stdout
+    assert "disabled_tools" not in config(tmp_path)
