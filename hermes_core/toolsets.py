@@ -18,6 +18,8 @@ DEFAULT_BUNDLE = "default"
 ALL_BUNDLE = "all"
 """Every installed toolset."""
 RESERVED = frozenset({DEFAULT_BUNDLE, ALL_BUNDLE})
+UNLISTED = "-"
+"""The tool name :func:`describe_tools` shows for a toolset whose ``discover`` failed."""
 
 
 class ToolsetError(HermesError):
@@ -176,7 +178,7 @@ def describe_tools(
         discovery = found.get(name)
         if discovery is not None and discovery.failed:
             why = discovery.problems[0]
-            placeholder = Tool("-", why, {}, handler=_unavailable)
+            placeholder = Tool(UNLISTED, why, {}, handler=_unavailable)
             infos.append(ToolInfo(placeholder, name, registered.plugin, False, why, False))
         tools = [*registered.value.tools, *(discovery.tools if discovery else ())]
         for tool in sorted(tools, key=lambda t: t.name):
