@@ -32,6 +32,8 @@ SAFE_BASE = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_ALL
 
 CONNECTION_CLOSED = -32000
 """The SDK's error code for a connection that broke (``mcp_types.CONNECTION_CLOSED``)."""
+REQUEST_TIMEOUT = -32001
+"""The SDK's error code for a request not answered in time (``mcp_types.REQUEST_TIMEOUT``)."""
 
 
 class ServerUnavailable(Exception):
@@ -130,14 +132,15 @@ class Connection:
                 raise
             except Exception as exc:
                 code = getattr(exc, "code", None)
-                if code == -32001:  # REQUEST_TIMEOUT
+                if code == REQUEST_TIMEOUT:
                     raise ToolError(
                         f"MCP server {self.server.name!r} did not answer {tool!r} within "
                         f"{self.server.timeout:g}s (mcp_servers.{self.server.name}.timeout)"
                     ) from None
                 if not isinstance(code, int) or code == CONNECTION_CLOSED:
                     self.stop()  # the link broke: the next call starts the server again
-                raise ToolError(f"MCP server {self.server.name!r}: {self._describe(exc)}") from None
+                problem = self._describe(exc, stderr=False)  # its log says nothing of this call
+                raise ToolError(f"MCP server {self.server.name!r}: {problem}") from None
 
     # --- on the loop -------------------------------------------------------------------------
 
@@ -240,9 +243,9 @@ class Connection:
         self._task = None
         self._client = None
 
-    def _describe(self, exc: BaseException) -> str:
+    def _describe(self, exc: BaseException, stderr: bool = True) -> str:
         """One line for ``exc`` (the innermost of exception groups), with the last line the
-        server wrote to stderr when there is one."""
+        server wrote to stderr when there is one and ``stderr`` is true."""
         while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
             exc = exc.exceptions[0]
         message = getattr(exc, "message", None)
@@ -256,7 +259,7 @@ class Connection:
             text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             if type(exc).__module__.startswith(("httpx", "httpcore")):
                 text = f"cannot reach {self.server.url}: {text}"
-        tail = self._stderr_tail()
+        tail = self._stderr_tail() if stderr else ""
         return f"{text} (server said: {tail})" if tail else text
 
     def _stderr_tail(self) -> str:
