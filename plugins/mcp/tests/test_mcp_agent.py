@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -261,6 +262,22 @@ def test_a_server_that_crashes_mid_session_starts_again_at_the_next_call(calls: 
         assert crashed.startswith("Error: MCP server 'demo': ")
         assert before.isdigit() and after.isdigit() and before != after
         assert calls.read_text().split() == ["pid", "crash", "pid"]
+
+
+def test_an_interrupt_cuts_a_running_mcp_call_short(calls: Path) -> None:
+    with make_agent(
+        tool_call("mcp_demo_slow", {"seconds": 30}),
+        "never",
+        plugins=["mcp"],
+        config={"mcp_servers": {"demo": demo()}},
+    ) as agent:
+        timer = threading.Timer(1.0, agent.interrupt)
+        started = time.monotonic()
+        timer.start()
+        result = agent.run_conversation("wait")
+        assert result["interrupted"] and time.monotonic() - started < 10
+        (answer,) = tool_results(agent)
+        assert answer == "Error: interrupted by the user while this tool was running."
 
 
 def _alive(pid: int) -> bool:
