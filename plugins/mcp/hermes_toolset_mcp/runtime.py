@@ -212,13 +212,18 @@ class Connection:
                 self._stderr.close()
             self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
             return stdio_client(params, errlog=self._stderr)
+        import httpx2  # the SDK's HTTP client
         from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
 
         headers = {k: expand(v, secrets) for k, v in self.server.headers}
         for value in [*secrets, *headers.values()]:
             mark_secret(value=value)
-        http = await stack.enter_async_context(create_mcp_http_client(headers=headers or None))
+        # The SDK's timeouts (30 s to connect, 300 s to read a stream), with room for a call
+        # that may take longer than that.
+        timeout = httpx2.Timeout(30.0, read=max(300.0, self.server.timeout + 30.0))
+        http = await stack.enter_async_context(
+            httpx2.AsyncClient(headers=headers or None, timeout=timeout)
+        )
         return streamable_http_client(expand(self.server.url or ""), http_client=http)
 
     async def _call(self, tool: str, arguments: dict[str, Any]) -> Any:
