@@ -152,7 +152,7 @@ class Agent:
         self.plugins = plugins or PluginManager(
             disabled=cfg.get("plugins", {}).get("disabled") or ()
         )
-        self.registry = Registry.of(self.plugins)
+        self.registry = Registry.of(self.plugins, cfg)
         self.events = Events(
             event_sink,
             tool_progress=tool_progress_callback,
@@ -185,8 +185,14 @@ class Agent:
         if self.engine is not None:
             self.engine.summarize = self._summarize
             self.engine.notify = self._engine_status
+        self.tool_problems: list[str] = []
+        """Problems met while building the tool list (e.g. a server that did not start), one
+        line each; each is also emitted as a ``status`` event."""
         self.toolbox = build_toolbox(
-            self.registry, cfg, extra_tools=self.engine.tools() if self.engine else ()
+            self.registry,
+            cfg,
+            extra_tools=self.engine.tools() if self.engine else (),
+            report=self._tool_problem,
         )
         tools_cfg = cfg.get("tools") or {}
         self.dispatcher = Dispatcher(
@@ -234,6 +240,11 @@ class Agent:
         self._closed = False
 
     # --- set-up ----------------------------------------------------------------------------
+
+    def _tool_problem(self, line: str) -> None:
+        log.info("%s", line)
+        self.tool_problems.append(line)
+        self.events.emit("status", text=f"warning: {line}")
 
     @staticmethod
     def _load_config(

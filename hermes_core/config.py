@@ -35,6 +35,7 @@ __all__ = [
     "resolve_home",
     "save_config",
     "set_value",
+    "store_value",
     "unset_value",
     "validate",
     "write_dotenv",
@@ -823,19 +824,30 @@ def set_value(path: Path, dotted: str, raw: str) -> Any:
     import yaml
 
     path = Path(path)
-    parts = _split_key(dotted)
+    _split_key(dotted)  # a bad key fails before its value is parsed
     try:
         value = yaml.safe_load(raw)
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or exc
         raise ConfigError(f"{dotted}: cannot parse {raw!r} as YAML: {_one_line(problem)}") from exc
+    store_value(path, dotted, value)
+    return value
+
+
+def store_value(path: Path, dotted: str, value: Any) -> None:
+    """Set one dotted key in a config file to ``value`` (plain data: mappings, lists, scalars).
+
+    Missing mappings, folders and the file are created; key order is kept. Raises ConfigError
+    (leaving the file untouched) when the result would not be valid.
+    """
+    path = Path(path)
+    parts = _split_key(dotted)
     data = _read_file(path)[0]
     if parts[0] == "model" and len(parts) > 1:
         data = _normalize_model(data)
-    _set_path(data, parts, value, replace=False)
+    _set_path(data, parts, _plain(value), replace=False)
     validate(data, path)
     save_config(path, data)
-    return value
 
 
 def unset_value(path: Path, dotted: str) -> bool:

@@ -4,7 +4,8 @@ remembered with the plugin that registered it."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -14,6 +15,7 @@ from hermes_hookspecs import (
     ContextEngine,
     HermesError,
     Provider,
+    Tool,
     Toolset,
 )
 from hermes_hookspecs.secrets import mark_secret
@@ -36,6 +38,16 @@ class Registered(Generic[T]):
     plugin: str
 
 
+@dataclass(frozen=True)
+class Discovery:
+    """What a toolset's ``discover`` returned: the tools kept, and one line per problem met
+    (``failed`` when ``discover`` itself raised, so the toolset has none of its run-time tools)."""
+
+    tools: tuple[Tool, ...] = ()
+    problems: tuple[str, ...] = ()
+    failed: bool = False
+
+
 class Registry:
     """Everything plugins registered, collected lazily (each kind on first access), plugins
     asked in load order so that, on a name clash, the earlier-loaded plugin keeps the name.
@@ -45,24 +57,34 @@ class Registry:
     """
 
     @classmethod
-    def of(cls, plugins: PluginManager) -> Registry:
+    def of(cls, plugins: PluginManager, config: Mapping[str, Any] | None = None) -> Registry:
         """The registry of ``plugins``, shared by everyone using that plugin manager, so the
-        registration hooks run once per plugin manager (once per process in the CLI)."""
+        registration hooks run once per plugin manager (once per process in the CLI).
+
+        ``config`` is the configuration ``hermes_register_configured_toolsets`` registers
+        toolsets for; the first one given to a registry is kept."""
         registry = getattr(plugins, "_registry", None)
         if registry is None:
             registry = cls(plugins)
             plugins._registry = registry  # type: ignore[attr-defined]
+        if config is not None and registry.config is None:
+            registry.config = config
         return registry
 
-    def __init__(self, plugins: PluginManager) -> None:
+    def __init__(self, plugins: PluginManager, config: Mapping[str, Any] | None = None) -> None:
         self.plugins = plugins
+        self.config = config
+        """The configuration ``hermes_register_configured_toolsets`` registers toolsets for."""
+        self._configured = False
+        self._discovered: dict[str, Discovery] = {}
+        self._discover_lock = threading.Lock()
         self._toolsets: dict[str, Registered[Toolset]] | None = None
         self._tool_owner: dict[str, tuple[str, str]] = {}
         self._environments: dict[str, Registered[Callable[..., Any]]] | None = None
         self._providers: dict[str, Registered[Provider]] | None = None
         self._engines: dict[str, Registered[type[ContextEngine]]] | None = None
 
-    def _collect(self, hook: str, accept: Callable[..., None]) -> None:
+    def _collect(self, hook: str, accept: Callable[..., None], **arguments: Any) -> None:
         for record, function in self.plugins.implementations(hook, load_order=True):
 
             def register(*args: Any, _record: PluginRecord = record) -> None:
@@ -72,7 +94,7 @@ class Registry:
                     self.plugins.record_error(_record, hook, exc)
 
             try:
-                function(register=register)
+                function(register=register, **arguments)
             except Exception as exc:
                 self.plugins.record_error(record, hook, exc)
 
@@ -84,7 +106,71 @@ class Registry:
         if self._toolsets is None:
             self._toolsets = {}
             self._collect("hermes_register_toolsets", self._accept_toolset)
+        if self.config is not None and not self._configured:
+            self._configured = True
+            self._collect(
+                "hermes_register_configured_toolsets", self._accept_toolset, config=self.config
+            )
         return self._toolsets
+
+    def discover(
+        self, names: Iterable[str], report: Callable[[str], None] | None = None
+    ) -> dict[str, Discovery]:
+        """The run-time tools of those toolsets in ``names`` that have ``discover``.
+
+        Each toolset's ``discover`` runs once per registry, the first time it is asked for
+        (toolsets asked together run at the same time, one thread each); later calls get the
+        same answer. ``report`` receives each problem line when it is first found: a
+        ``discover`` that raised, a tool with an invalid name, schema or handler, a name that
+        is already taken. Those tools are left out; the others are kept.
+        """
+        toolsets = self.toolsets
+        wanted = [n for n in dict.fromkeys(names) if n in toolsets and toolsets[n].value.discover]
+        with self._discover_lock:
+            fresh = [n for n in wanted if n not in self._discovered]
+            if fresh:
+                self._discover_now(fresh, report)
+            return {n: self._discovered[n] for n in wanted}
+
+    def _discover_now(self, names: list[str], report: Callable[[str], None] | None) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        toolsets = self.toolsets
+        with ThreadPoolExecutor(max_workers=min(8, len(names))) as pool:
+            futures = {n: pool.submit(toolsets[n].value.discover) for n in names}  # type: ignore[arg-type]
+        for name, future in futures.items():
+            try:
+                found = list(future.result())
+            except Exception as exc:
+                text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                line = f"toolset {name!r} unavailable: {text}"
+                discovery = Discovery(problems=(line,), failed=True)
+            else:
+                discovery = self._accept_discovered(name, found)
+            self._discovered[name] = discovery
+            for line in discovery.problems:
+                if report is not None:
+                    report(line)
+
+    def _accept_discovered(self, toolset: str, found: list[Any]) -> Discovery:
+        plugin = self.toolsets[toolset].plugin
+        kept: list[Tool] = []
+        problems: list[str] = []
+        for tool in found:
+            name = getattr(tool, "name", None)
+            if not isinstance(tool, Tool) or not TOOL_NAME_RE.match(name or ""):
+                problems.append(f"toolset {toolset!r}: left out the invalid tool name {name!r}")
+            elif not callable(tool.handler) or not isinstance(tool.parameters, dict):
+                problems.append(f"toolset {toolset!r}: left out tool {name!r} (no handler/schema)")
+            elif tool.name in self._tool_owner:
+                other = self._tool_owner[tool.name][0]
+                problems.append(
+                    f"toolset {toolset!r}: left out tool {name!r}, toolset {other!r} has that name"
+                )
+            else:
+                self._tool_owner[tool.name] = (toolset, plugin)
+                kept.append(tool)
+        return Discovery(tuple(kept), tuple(problems))
 
     def _accept_toolset(self, record: PluginRecord, toolset: Toolset) -> None:
         assert self._toolsets is not None
@@ -92,6 +178,8 @@ class Registry:
             raise RegistrationError(f"expected a Toolset, got {type(toolset).__name__}")
         if not toolset.name:
             raise RegistrationError("a toolset needs a name")
+        if toolset.discover is not None and not callable(toolset.discover):
+            raise RegistrationError(f"toolset {toolset.name!r}: discover is not callable")
         other = self._toolsets.get(toolset.name)
         if other is not None:
             raise RegistrationError(

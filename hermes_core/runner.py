@@ -173,7 +173,7 @@ class HostRunner:
 
     def _excluding(self, config: Config, names: Sequence[str]) -> Config:
         """``config`` with the installed toolsets among ``names`` added to ``disabled_toolsets``."""
-        installed = Registry.of(self.plugins).toolsets
+        installed = Registry.of(self.plugins, self.config.data).toolsets
         disabled = list(config.data.get("disabled_toolsets") or [])
         disabled += [n for n in names if n in installed and n not in disabled]
         return config.with_overrides({"disabled_toolsets": disabled})
@@ -247,7 +247,7 @@ class ChildRunner(HostRunner):
         data = config.data
         if task.toolsets is not None:
             data = {**data, "toolsets": list(task.toolsets)}
-        wanted = enabled_toolsets(Registry.of(self.plugins), data)
+        wanted = enabled_toolsets(Registry.of(self.plugins, self.config.data), data)
         extra = sorted(set(wanted) - self._parent_toolsets)
         if extra:
             offered = ", ".join(sorted(self._parent_toolsets)) or "none"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,8 @@ DEFAULT_BUNDLE = "default"
 ALL_BUNDLE = "all"
 """Every installed toolset."""
 RESERVED = frozenset({DEFAULT_BUNDLE, ALL_BUNDLE})
+UNLISTED = "-"
+"""The tool name :func:`describe_tools` shows for a toolset whose ``discover`` failed."""
 
 
 class ToolsetError(HermesError):
@@ -138,13 +140,19 @@ def build_toolbox(
     *,
     environ: Mapping[str, str] | None = None,
     extra_tools: Sequence[Tool] = (),
+    report: Callable[[str], None] | None = None,
 ) -> ToolBox:
-    """The available tools of the enabled toolsets, plus ``extra_tools`` (e.g. an engine's)."""
+    """The available tools of the enabled toolsets, plus ``extra_tools`` (e.g. an engine's).
+
+    Toolsets with ``discover`` add their run-time tools (see :meth:`Registry.discover`);
+    ``report`` receives each problem line met the first time they are asked."""
     names = enabled_toolsets(registry, config)
+    found = registry.discover(names, report)
     off = set(config.get("disabled_tools") or ())
     tools: list[Tool] = []
     for name in names:
-        for tool in registry.toolsets[name].value.tools:
+        discovered = found[name].tools if name in found else ()
+        for tool in [*registry.toolsets[name].value.tools, *discovered]:
             if tool.name not in off and availability(tool, environ)[0]:
                 tools.append(tool)
     taken = {t.name for t in tools}
@@ -164,10 +172,21 @@ def describe_tools(
     except ToolsetError:
         enabled = set()
     off = set(config.get("disabled_tools") or ())
+    found = registry.discover(registry.toolsets)
     infos = []
     for name, registered in sorted(registry.toolsets.items()):
-        for tool in sorted(registered.value.tools, key=lambda t: t.name):
+        discovery = found.get(name)
+        if discovery is not None and discovery.failed:
+            why = discovery.problems[0]
+            placeholder = Tool(UNLISTED, why, {}, handler=_unavailable)
+            infos.append(ToolInfo(placeholder, name, registered.plugin, False, why, False))
+        tools = [*registered.value.tools, *(discovery.tools if discovery else ())]
+        for tool in sorted(tools, key=lambda t: t.name):
             ok, reason = availability(tool, environ)
             on = name in enabled and tool.name not in off
             infos.append(ToolInfo(tool, name, registered.plugin, ok, reason, on))
     return infos
+
+
+def _unavailable(args: dict[str, Any], ctx: Any) -> Any:
+    raise HermesError("this toolset could not list its tools")

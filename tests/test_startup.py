@@ -29,6 +29,8 @@ HEAVY = (
     "http.server",
     "requests",
     "jsonschema",
+    "mcp",
+    "mcp_types",
     "yaml",
 )
 

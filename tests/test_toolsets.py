@@ -231,3 +231,80 @@ def test_an_empty_toolsets_list_enables_nothing():
     registry = registry_with(Toolset("a", tools=[tool("a1")]))
     assert enabled_toolsets(registry, {"toolsets": []}) == []
     assert enabled_toolsets(registry, {}) == ["a"]
+
+
+# --- toolsets that follow the configuration, tools known at run time ----------------------
+
+
+class ConfiguredStations:
+    """One toolset per ``stations`` entry; each lists its tools when first asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    @hookimpl
+    def hermes_register_configured_toolsets(self, config, register):
+        for name, kind in (config.get("stations") or {}).items():
+            register(Toolset(f"station-{name}", discover=self._discover(name, kind)))
+
+    def _discover(self, name, kind):
+        def discover():
+            self.asked.append(name)
+            if kind == "down":
+                raise RuntimeError(f"station {name} does not answer\nsecond line")
+            if kind == "bad":
+                return [tool(f"{name}_ok"), tool("bad name!"), tool("a1")]
+            return [tool(f"{name}_read")]
+
+        return discover
+
+
+def test_configured_toolsets_discover_once_and_report_each_problem_once():
+    stations = ConfiguredStations()
+    plugins = plugin_manager([stations, plugin_for(tool("a1"))])
+    config = {"stations": {"north": "up", "south": "down", "east": "bad", "west": "up"}}
+    registry = Registry.of(plugins, config)
+    assert Registry.of(plugins, {"stations": {}}).config is config  # the first one is kept
+    reported: list[str] = []
+    wanted = ["shell", "station-north", "station-south", "station-east"]
+    box = build_toolbox(registry, {"toolsets": wanted}, report=reported.append)
+    assert box.names == ("a1", "east_ok", "north_read")
+    assert sorted(reported) == [
+        "toolset 'station-east': left out the invalid tool name 'bad name!'",
+        "toolset 'station-east': left out tool 'a1', toolset 'shell' has that name",
+        "toolset 'station-south' unavailable: station south does not answer",
+    ]
+    again: list[str] = []
+    assert build_toolbox(registry, {"toolsets": ["all"]}, report=again.append).names == (
+        "a1",
+        "east_ok",
+        "north_read",
+        "west_read",
+    )
+    assert again == [] and sorted(stations.asked) == ["east", "north", "south", "west"]
+    infos = {(i.toolset, i.tool.name): i for i in describe_tools(registry, {})}
+    down = infos[("station-south", "-")]
+    assert not down.available and "does not answer" in (down.reason or "")
+    assert infos[("station-west", "west_read")].available
+
+
+def test_without_a_configuration_the_configured_hook_is_not_called():
+    stations = ConfiguredStations()
+    registry = Registry(plugin_manager([stations]))
+    assert registry.toolsets == {}
+
+
+def test_an_agent_offers_discovered_tools_and_names_problems():
+    stations = ConfiguredStations()
+    with make_agent(
+        tool_call("north_read"),
+        text("ok"),
+        plugins=[stations],
+        config={"stations": {"north": "up", "south": "down"}},
+    ) as agent:
+        assert agent.chat("read") == "ok"
+        assert agent.client.requests[0].tool_names == ["north_read"]
+        assert agent.messages[2]["content"] == "north_read"
+        assert agent.tool_problems == [
+            "toolset 'station-south' unavailable: station south does not answer"
+        ]

@@ -270,6 +270,8 @@ def _one_shot(
         session_id=session_id,
         store=store,
     )
+    for line in agent.tool_problems:
+        click.echo(f"hermes: warning: {line}", err=True)
     try:
         result = agent.run_conversation(query)
     except KeyboardInterrupt:

@@ -155,6 +155,10 @@ def _toolset_of_tool(state: CliState, name: str) -> str | None:
     for toolset, registered in state.registry.toolsets.items():
         if any(tool.name == name for tool in registered.value.tools):
             return toolset
+    # Not a static tool: perhaps one a toolset only knows at run time (an MCP server's).
+    for toolset, found in state.registry.discover(state.registry.toolsets).items():
+        if any(tool.name == name for tool in found.tools):
+            return toolset
     return None
 
 
@@ -433,7 +437,7 @@ def doctor(network: bool = True) -> None:
     """
     from ..environments import EnvironmentManager
     from ..providers import resolve_provider
-    from ..toolsets import describe_tools, enabled_toolsets
+    from ..toolsets import UNLISTED, describe_tools, enabled_toolsets
     from .doctor_checks import home_writable, private_files, probe_provider
 
     state = _state()
@@ -482,7 +486,10 @@ def doctor(network: bool = True) -> None:
         enabled = set()
     for info in describe_tools(registry, config.data):
         if info.toolset in enabled and not info.available:
-            click.echo(f"--   tool {info.tool.name} unavailable: {info.reason}")
+            if info.tool.name == UNLISTED:  # a toolset that could not list its run-time tools
+                click.echo(f"--   {info.reason}")
+            else:
+                click.echo(f"--   tool {info.tool.name} unavailable: {info.reason}")
     try:
         provider, settings = resolve_provider(registry, config.get("model") or {})
         report(True, f"provider {provider.name}, model {settings.model}, api {settings.api_mode}")

@@ -57,6 +57,22 @@ class CliState:
             self._config = load_config(self.home, overrides=self.overrides)
         return self._config
 
+    def set_config(self, key: str, value: Any) -> None:
+        """Write ``value`` at the dotted ``key`` of the home's config.yaml (validated, atomic)
+        and read the configuration again."""
+        from ..config import store_value
+
+        store_value(self.config.path, key, value)
+        self.reload_config()
+
+    def unset_config(self, key: str) -> bool:
+        """Remove the dotted ``key`` from the home's config.yaml; False when it was not there."""
+        from ..config import unset_value
+
+        removed = unset_value(self.config.path, key)
+        self.reload_config()
+        return removed
+
     def reload_config(self) -> Config:
         """Read the configuration again (after a command changed the file)."""
         self._config = None
@@ -89,7 +105,7 @@ class CliState:
         from ..registry import Registry
 
         assert self._plugins is not None
-        registry = Registry.of(self._plugins)
+        registry = Registry.of(self._plugins, self.config.data)
         _ = registry.toolsets, registry.providers, registry.environments, registry.engines
         failed = self._plugins.failures()
         if failed:
@@ -121,5 +137,5 @@ class CliState:
         if self._registry is None:
             from ..registry import Registry
 
-            self._registry = Registry.of(self.plugins)
+            self._registry = Registry.of(self.plugins, self.config.data)
         return self._registry

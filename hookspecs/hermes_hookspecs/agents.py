@@ -128,3 +128,15 @@ class CommandContext(Protocol):
     def agent_runner(self) -> AgentRunner:
         """A runner for this invocation's configuration, plugins and session store."""
         ...
+
+    def set_config(self, key: str, value: Any) -> None:
+        """Write ``value`` (plain data) at the dotted ``key`` of the home's ``config.yaml``:
+        validated first, written atomically, the other keys kept in their order; ``config``
+        shows the change afterwards. Raises :class:`~hermes_hookspecs.HermesError` (file
+        untouched) when the result would be invalid."""
+        ...
+
+    def unset_config(self, key: str) -> bool:
+        """Remove the dotted ``key`` from the home's ``config.yaml`` (mappings it leaves empty
+        too); ``False`` when it was not there."""
+        ...

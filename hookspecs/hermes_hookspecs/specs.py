@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .markers import hookspec
 
 if TYPE_CHECKING:  # annotations only: importing the spec module stays cheap at start-up
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from .agents import AgentOutcome
     from .approval import ApprovalDecision, ApprovalRequest
@@ -41,6 +41,24 @@ def hermes_register_toolsets(register: Callable[[Toolset], None]) -> None:
     :param register: call ``register(Toolset(...))`` once per toolset. The host validates the
         toolset, rejects a tool or toolset name another plugin already registered (naming both
         plugins) and remembers which plugin registered it.
+    :return: nothing; return values are ignored.
+    """
+
+
+@hookspec
+def hermes_register_configured_toolsets(
+    config: Mapping[str, Any], register: Callable[[Toolset], None]
+) -> None:
+    """Register toolsets that depend on the configuration (e.g. one per configured server).
+
+    Called once per process, right after ``hermes_register_toolsets``, when the host has a
+    configuration (an agent or a CLI command that reads one); with the configuration the
+    registry was first given. Must not start anything slow: tools that are only known once a
+    server runs go in ``Toolset.discover``.
+
+    :param config: the effective configuration (read-only mapping of nested dicts).
+    :param register: as for ``hermes_register_toolsets``: ``register(Toolset(...))``, with the
+        same validation, duplicate detection and attribution.
     :return: nothing; return values are ignored.
     """
 

@@ -72,6 +72,12 @@ class Toolset:
     :param includes: names of other toolsets this one contains, expanded recursively.
     :param enabled_by_default: part of the ``default`` bundle the model sees when ``toolsets``
         is not configured.
+    :param discover: for tools only known at run time (e.g. those of an MCP server):
+        ``discover()`` returns them and they join ``tools``. The host calls it once per process,
+        the first time it builds a tool list that includes this toolset (several such toolsets
+        at the same time, one thread each). An exception leaves the toolset without those tools
+        and is reported to the user once, in one line (``toolset 'NAME' unavailable: <message>``);
+        a returned tool whose name is invalid or taken is left out and reported the same way.
     """
 
     name: str
@@ -79,3 +85,4 @@ class Toolset:
     tools: list[Tool] = field(default_factory=list)
     includes: list[str] = field(default_factory=list)
     enabled_by_default: bool = True
+    discover: Callable[[], Sequence[Tool]] | None = None
