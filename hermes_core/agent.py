@@ -256,8 +256,13 @@ class Agent:
         if isinstance(config, Config):
             return config.with_overrides({k: v for k, v in overrides.items() if v is not None})
         if config is not None:  # a plain mapping: exactly this configuration, nothing from disk
+            # ``${NAME}`` in a secret key still means the process's variable NAME
             return load_config(
-                Path(home or os.devnull), environ={}, overrides=overrides, file_data=dict(config)
+                Path(home or os.devnull),
+                environ={},
+                overrides=overrides,
+                file_data=dict(config),
+                references=os.environ,
             )
         root = Path(home) if home is not None else resolve_home(profile)
         load_dotenv(root / ".env")

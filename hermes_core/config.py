@@ -465,14 +465,15 @@ def load_config(
     overrides: Mapping[str, Any] | None = None,
     *,
     file_data: Mapping[str, Any] | None = None,
+    references: Mapping[str, str] | None = None,
 ) -> Config:
     """Build the effective configuration of ``home``: defaults < config.yaml < env vars < overrides.
 
     ``overrides`` maps dotted keys to values from command-line flags; None values are ignored.
     ``file_data``, when given, is used in place of reading config.yaml (for embedding, or to
     re-layer a Config already loaded). The .env file is not read here (call load_dotenv first).
-    A secret key (:func:`is_secret_key`) written ``${NAME}`` takes the value of variable NAME;
-    every secret value and every variable a ``key_env`` names is marked as a secret.
+    A secret key (:func:`is_secret_key`) written ``${NAME}`` takes the value of variable NAME
+    from ``references`` (default: ``environ``); every secret value and every variable a ``key_env`` names is marked as a secret.
     Raises ConfigError for an invalid file, environment variable or override.
     """
     env = os.environ if environ is None else environ
@@ -517,7 +518,7 @@ def load_config(
     _merge(data, sources, (), nested, "cli")
 
     mark_config_secrets(data)
-    _resolve_secret_refs(data, env)
+    _resolve_secret_refs(data, env if references is None else references)
     mark_config_secrets(data)
     return Config(home=home, path=path, file_data=file_data, data=data, sources=sources)
 
