@@ -32,6 +32,11 @@ _LAZY: dict[str, str] = {
     "CommandContext": "agents",
     "OUTCOME_STATUSES": "agents",
     "APPROVAL_DECISIONS": "approval",
+    "Attachment": "platforms",
+    "Gateway": "platforms",
+    "InboundMessage": "platforms",
+    "PlatformAdapter": "platforms",
+    "PlatformAdapterFactory": "platforms",
     "ApprovalDecision": "approval",
     "ApprovalRequest": "approval",
     "BLOCKED_MARKER": "refusals",
@@ -74,6 +79,13 @@ if TYPE_CHECKING:
     from .constants import API_MODES, FINISH_REASONS
     from .context_engine import ContextEngine
     from .environment import BackgroundProcess, CommandResult, Environment, EnvironmentFactory
+    from .platforms import (
+        Attachment,
+        Gateway,
+        InboundMessage,
+        PlatformAdapter,
+        PlatformAdapterFactory,
+    )
     from .prompt import TIERS, PromptContext, PromptLayer
     from .providers import (
         ModelClient,
@@ -121,6 +133,7 @@ __all__ = [
     "TOOL_NAME_RE",
     "ApprovalDecision",
     "ApprovalRequest",
+    "Attachment",
     "AuthenticationError",
     "Block",
     "CommandResult",
@@ -129,10 +142,14 @@ __all__ = [
     "Environment",
     "EnvironmentFactory",
     "EnvironmentUnavailable",
+    "Gateway",
     "HermesError",
+    "InboundMessage",
     "ModelClient",
     "ModelRequest",
     "ModelResponse",
+    "PlatformAdapter",
+    "PlatformAdapterFactory",
     "PromptContext",
     "PromptLayer",
     "Provider",

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from .approval import ApprovalRequest
+from .platforms import PlatformAdapterFactory
 from .providers import Usage
 
 OUTCOME_STATUSES: tuple[str, ...] = ("completed", "interrupted", "max_iterations", "error")
@@ -127,4 +128,9 @@ class CommandContext(Protocol):
 
     def agent_runner(self) -> AgentRunner:
         """A runner for this invocation's configuration, plugins and session store."""
+        ...
+
+    def platform_adapters(self) -> Mapping[str, PlatformAdapterFactory]:
+        """The messaging platform adapter factories plugins registered
+        (``hermes_register_platform_adapters``), by adapter name."""
         ...
