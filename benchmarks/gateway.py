@@ -13,8 +13,13 @@ must be the echo of its own request's message, in its own session: a lost or cro
 fails the run. Prints the median over ``--runs`` runs of the throughput and the p50/p95
 overhead, and the gateway process's peak RSS.
 
+With ``--spread 0`` (the default) every conversation sends its first message at the same
+moment, so the gateway's CPU work for 50 requests queues behind one interpreter: the overhead
+then measures that queue. ``--spread S`` starts them at random moments within ``S`` seconds,
+as users do.
+
 Usage: python benchmarks/gateway.py [--conversations 50] [--turns 4] [--runs 3]
-                                    [--model-delay 0.2] [--stream]
+                                    [--model-delay 0.2] [--spread 0] [--stream]
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import resource
 import statistics
 import subprocess
@@ -60,8 +66,9 @@ def model_server(delay: float) -> None:
 
 
 async def _conversation(
-    session: Any, url: str, number: int, turns: int, stream: bool
+    session: Any, url: str, number: int, turns: int, stream: bool, start: float
 ) -> list[dict[str, Any]]:
+    await asyncio.sleep(start)
     results = []
     session_id = None
     for turn in range(turns):
@@ -103,24 +110,32 @@ def _answer_text(raw: bytes, stream: bool) -> str:
     return text
 
 
-async def _load(url: str, conversations: int, turns: int, stream: bool) -> dict[str, Any]:
+async def _load(
+    url: str, conversations: int, turns: int, stream: bool, spread: float
+) -> dict[str, Any]:
     import aiohttp
+
+    starts = [random.uniform(0, spread) for _ in range(conversations)]
 
     connector = aiohttp.TCPConnector(limit=0)
     timeout = aiohttp.ClientTimeout(total=300)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
         started = time.perf_counter()
         every = await asyncio.gather(
-            *(_conversation(session, url, n, turns, stream) for n in range(conversations))
+            *(
+                _conversation(session, url, n, turns, stream, starts[n])
+                for n in range(conversations)
+            )
         )
         elapsed = time.perf_counter() - started
     results = [r for conversation in every for r in conversation]
     return {"elapsed": elapsed, "results": results}
 
 
-def load_client(url: str, conversations: int, turns: int, stream: bool) -> None:
+def load_client(url: str, conversations: int, turns: int, stream: bool, spread: float) -> None:
     """Run the load and print its measurements as JSON."""
-    print(json.dumps(asyncio.run(_load(url, conversations, turns, stream))), flush=True)
+    measured = asyncio.run(_load(url, conversations, turns, stream, spread))
+    print(json.dumps(measured), flush=True)
 
 
 # --- the gateway (this process) -------------------------------------------------------------
@@ -171,6 +186,7 @@ def one_run(args: argparse.Namespace, model_url: str) -> dict[str, float]:
         cpu_before = _cpu_seconds()
         command = [sys.executable, __file__, "--client", url]
         command += ["--conversations", str(args.conversations), "--turns", str(args.turns)]
+        command += ["--spread", str(args.spread)]
         if args.stream:
             command.append("--stream")
         done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=True)
@@ -222,6 +238,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--model-delay", type=float, default=0.2)
     parser.add_argument("--stream", action="store_true")
+    parser.add_argument(
+        "--spread",
+        type=float,
+        default=0.0,
+        help="seconds over which the conversations start (0: all at the same moment)",
+    )
     parser.add_argument("--client", metavar="URL", help=argparse.SUPPRESS)
     parser.add_argument("--model-server", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -229,7 +251,7 @@ def main() -> None:
         model_server(args.model_delay)
         return
     if args.client:
-        load_client(args.client, args.conversations, args.turns, args.stream)
+        load_client(args.client, args.conversations, args.turns, args.stream, args.spread)
         return
 
     server = subprocess.Popen(
@@ -250,7 +272,8 @@ def main() -> None:
     mode = "streamed" if args.stream else "whole"
     print(
         f"gateway API server, {args.conversations} concurrent conversations x {args.turns} "
-        f"turns ({runs[0]['requests']} requests/run, {mode} answers), fake model "
+        f"turns ({runs[0]['requests']} requests/run, {mode} answers, started within "
+        f"{args.spread:g} s), fake model "
         f"{args.model_delay * 1000:.0f} ms/answer, median of {args.runs} runs (cpus: "
         f"{os.cpu_count()}):"
     )
