@@ -230,8 +230,12 @@ class ApiServerAdapter(PlatformAdapter):
         turn, queue = await self._run(message, session_id, context, stream)
         headers = {SESSION_HEADER: session_id}
         first = await queue.get()
-        if first is None and turn.exception() is not None:
-            return self._refusal(turn.exception())  # type: ignore[arg-type]
+        if first is None:  # over before any text streamed: a plain HTTP answer still fits
+            if turn.exception() is not None:
+                return self._refusal(turn.exception())  # type: ignore[arg-type]
+            failed = self._failure(turn.result(), headers)
+            if failed is not None:
+                return failed
         cid, created = fmt.completion_id(), int(time.time())
         if not stream:
             outcome = turn.result()
@@ -327,8 +331,12 @@ class ApiServerAdapter(PlatformAdapter):
         turn, queue = await self._run(message, session_id, context, stream)
         headers = {SESSION_HEADER: session_id}
         first = await queue.get()
-        if first is None and turn.exception() is not None:
-            return self._refusal(turn.exception())  # type: ignore[arg-type]
+        if first is None:  # over before any text streamed: a plain HTTP answer still fits
+            if turn.exception() is not None:
+                return self._refusal(turn.exception())  # type: ignore[arg-type]
+            failed = self._failure(turn.result(), headers)
+            if failed is not None:
+                return failed
         rid, item_id, created = fmt.response_id(), f"msg_{fmt.response_id()[5:]}", time.time()
         keep = body.get("store") is not False
 

@@ -186,7 +186,7 @@ class GatewayCore:
             await lane.lock.acquire()
         finally:
             lane.waiting -= 1
-        if generation != lane.generation or self.closing:
+        if generation != lane.generation:
             self._release(session_id, lane)
             return AgentOutcome(
                 session_id=session_id,

@@ -367,6 +367,70 @@ def test_the_allow_list_fails_closed(tmp_path):
     assert any("allows nobody" in line for line in served.log)
 
 
+@pytest.mark.parametrize("busy", ["queue", "interrupt"])
+def test_two_requests_in_one_session_queue_or_interrupt(tmp_path, busy):
+    import openai
+
+    model = ScriptedModel(fn=_slow(1.5))
+    runner = make_runner(tmp_path, model)
+    served = serve_gateway(tmp_path, runner, {"busy": busy, "platforms": _api()})
+    results: dict[str, Any] = {}
+    session = {"X-Hermes-Session-Id": "session_shared01"}
+
+    def ask(name: str) -> None:
+        try:
+            answer = _client(served).chat.completions.create(
+                model="m", messages=[{"role": "user", "content": name}], extra_headers=session
+            )
+            results[name] = answer.choices[0].message.content
+        except openai.APIStatusError as exc:
+            results[name] = exc.status_code
+
+    try:
+        first = threading.Thread(target=ask, args=("first",))
+        first.start()
+        assert wait_until(lambda: len(model.requests) == 1)
+        second = threading.Thread(target=ask, args=("second",))
+        second.start()
+        first.join(30)
+        second.join(30)
+    finally:
+        served.stop()
+    if busy == "queue":
+        assert results == {"first": "answer to first", "second": "answer to second"}
+        assert [m["role"] for m in model.last_request.messages[-3:]] == [
+            "user",
+            "assistant",
+            "user",
+        ]
+    else:
+        assert results == {"first": 409, "second": "answer to second"}
+
+
+def test_a_failed_turn_is_an_error_the_sdk_does_not_retry(tmp_path):
+    import openai
+
+    error = {"error": {"status": 400, "message": "bad model input"}}
+    with FakeLLM(error, error, "unused") as server:
+        runner = make_runner(tmp_path, config=_fake_llm_config(server))
+        served = serve_gateway(tmp_path, runner, {"platforms": _api()})
+        try:
+            client = openai.OpenAI(
+                base_url=served.gateway.adapters["api"].url, api_key=KEY, max_retries=2
+            )
+            with pytest.raises(openai.InternalServerError, match="bad model input"):
+                client.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": "hi"}]
+                )
+            with pytest.raises(openai.InternalServerError):
+                client.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": "hi"}], stream=True
+                )
+        finally:
+            served.stop()
+    assert len(server.model_requests) == 2  # one per request: the SDK did not run it again
+
+
 # --- the webhook ------------------------------------------------------------------------------
 
 
