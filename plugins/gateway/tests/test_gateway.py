@@ -639,6 +639,25 @@ def test_streaming_edits_the_answer_as_it_grows(tmp_path, receiver):
         assert edit["message_id"] == first["message_id"]
 
 
+def test_one_gateway_serves_the_api_and_the_webhook_at_once(tmp_path, receiver):
+    model = ScriptedModel(fn=_slow(0.5))
+    runner = make_runner(tmp_path, model)
+    platforms = {**_api(), **_hook(receiver)}
+    served = serve_gateway(tmp_path, runner, {"platforms": platforms})
+    try:
+        assert _post(served, {"chat_id": "c", "user_id": "alice", "text": "via hook"}) == 202
+        answer = _client(served).chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "via api"}]
+        )
+        [hooked] = receiver.wait_for(1)
+    finally:
+        served.stop()
+    assert answer.choices[0].message.content == "answer to via api"
+    assert hooked["text"] == "answer to via hook"
+    sources = {s.source for s in SQLiteSessionStore(tmp_path / "state.db").list_sessions()}
+    assert sources == {"api", "hooks"}
+
+
 # --- shutdown and the outbox -------------------------------------------------------------------
 
 
