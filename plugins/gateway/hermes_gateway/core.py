@@ -184,8 +184,12 @@ class GatewayCore:
         lane.waiting += 1
         try:
             await lane.lock.acquire()
-        finally:
+        except BaseException:  # the caller gave up while waiting
             lane.waiting -= 1
+            if lane.waiting == 0 and not lane.lock.locked():
+                self._lanes.pop(session_id, None)
+            raise
+        lane.waiting -= 1
         if generation != lane.generation:
             self._release(session_id, lane)
             return AgentOutcome(
