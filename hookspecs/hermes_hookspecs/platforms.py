@@ -71,7 +71,11 @@ class Gateway(Protocol):
     async def dispatch(self, message: InboundMessage) -> None:
         """Handle a chat message: a ``/command`` or a turn of the agent in the conversation's
         session. Answers go back through the adapter's :meth:`~PlatformAdapter.send`. Returns
-        once the message is accepted (queued or running), not when the answer is sent."""
+        once the message is accepted (queued or running), not when the answer is sent.
+
+        :raises PermissionError: the user is not allowed on this platform (one readable line);
+            nothing runs.
+        """
         ...
 
     async def converse(
