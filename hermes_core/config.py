@@ -473,7 +473,8 @@ def load_config(
     ``file_data``, when given, is used in place of reading config.yaml (for embedding, or to
     re-layer a Config already loaded). The .env file is not read here (call load_dotenv first).
     A secret key (:func:`is_secret_key`) written ``${NAME}`` takes the value of variable NAME
-    from ``references`` (default: ``environ``); every secret value and every variable a ``key_env`` names is marked as a secret.
+    from ``references`` (default: ``environ``); every secret value and every variable a
+    ``key_env`` names is marked as a secret.
     Raises ConfigError for an invalid file, environment variable or override.
     """
     env = os.environ if environ is None else environ

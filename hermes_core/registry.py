@@ -1,5 +1,5 @@
-"""What plugins registered: toolsets, environments, providers and context engines, each
-remembered with the plugin that registered it."""
+"""What plugins registered: toolsets, environments, providers, context engines and platform
+adapters, each remembered with the plugin that registered it."""
 
 from __future__ import annotations
 
@@ -83,6 +83,7 @@ class Registry:
         self._environments: dict[str, Registered[Callable[..., Any]]] | None = None
         self._providers: dict[str, Registered[Provider]] | None = None
         self._engines: dict[str, Registered[type[ContextEngine]]] | None = None
+        self._platform_adapters: dict[str, Registered[Callable[..., Any]]] | None = None
 
     def _collect(self, hook: str, accept: Callable[..., None], **arguments: Any) -> None:
         for record, function in self.plugins.implementations(hook, load_order=True):
@@ -273,6 +274,27 @@ class Registry:
             raise RegistrationError(f"context engine {engine.__name__} has no name")
         self._unique(self._engines, "context engine", engine.name, record)
         self._engines[engine.name] = Registered(engine.name, engine, record.name)
+
+    # --- platform adapters -----------------------------------------------------------------
+
+    @property
+    def platform_adapters(self) -> dict[str, Registered[Callable[..., Any]]]:
+        """Registered messaging platform adapter factories by adapter name."""
+        if self._platform_adapters is None:
+            self._platform_adapters = {}
+            self._collect("hermes_register_platform_adapters", self._accept_platform_adapter)
+        return self._platform_adapters
+
+    def _accept_platform_adapter(
+        self, record: PluginRecord, name: str, factory: Callable[..., Any]
+    ) -> None:
+        assert self._platform_adapters is not None
+        if not isinstance(name, str) or not name:
+            raise RegistrationError("a platform adapter needs a name")
+        if not callable(factory):
+            raise RegistrationError(f"platform adapter {name!r}: factory is not callable")
+        self._unique(self._platform_adapters, "platform adapter", name, record)
+        self._platform_adapters[name] = Registered(name, factory, record.name)
 
     @staticmethod
     def _unique(

@@ -259,11 +259,11 @@ class ChildRunner(HostRunner):
 
 def _forward_cancel(cancel: threading.Event, done: threading.Event, agent: Agent) -> None:
     """Interrupt ``agent`` once ``cancel`` is set, until the run is over (an interrupt that
-    lands between two turns' set-up is repeated, so it is never lost)."""
-    while not done.is_set():
-        if cancel.wait(_CANCEL_POLL):
+    lands between two turns' set-up is repeated, so it is never lost). Waits on ``done``, so the
+    run's end is never held up by the watcher."""
+    while not done.wait(_CANCEL_POLL):
+        if cancel.is_set():
             agent.interrupt()
-            done.wait(_CANCEL_POLL)
 
 
 def new_session_id() -> str:

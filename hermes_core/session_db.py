@@ -637,6 +637,9 @@ class SQLiteSessionStore:
         self.synchronous = synchronous.upper()
         self._local = threading.local()
         self._lock = threading.Lock()
+        # Writers of this process queue here rather than in SQLite's busy handler, which sleeps
+        # in growing steps: under many threads that sleep, not the write, was the latency.
+        self._write_lock = threading.Lock()
         self._handles: weakref.WeakSet[_Handle] = weakref.WeakSet()
         self._inherited: list[_Handle] = []  # connections of the parent after fork: never used
         self._pid = os.getpid()
@@ -700,17 +703,18 @@ class SQLiteSessionStore:
                 conn = self._conn()
                 if not write:
                     return fn(conn)
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    result = fn(conn)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    if conn.in_transaction:
-                        try:
-                            conn.execute("ROLLBACK")
-                        except sqlite3.Error:
-                            pass
-                    raise
+                with self._write_lock:
+                    conn.execute("BEGIN IMMEDIATE")
+                    try:
+                        result = fn(conn)
+                        conn.execute("COMMIT")
+                    except BaseException:
+                        if conn.in_transaction:
+                            try:
+                                conn.execute("ROLLBACK")
+                            except sqlite3.Error:
+                                pass
+                        raise
                 return result
             except sqlite3.Error as exc:
                 kind = _error_kind(exc)

@@ -44,7 +44,7 @@ def plugins_list(as_json: bool) -> None:
     """List plugins: name, version, dist, hooks, status or error."""
     state = _state()
     _ = state.registry.toolsets, state.registry.providers  # registration errors show up too
-    _ = state.registry.environments, state.registry.engines
+    _ = state.registry.environments, state.registry.engines, state.registry.platform_adapters
     records = state.plugins.list_records()
     hosted = _hosted_reports(state)
     if as_json:
@@ -460,6 +460,7 @@ def doctor(network: bool = True) -> None:
         raise click.exceptions.Exit(1) from None
     registry = state.registry
     _ = registry.toolsets, registry.providers, registry.environments, registry.engines
+    _ = registry.platform_adapters
     for record in state.plugins.list_records():
         if record.status == "error":
             report(False, f"plugin {record.name}: {record.error}")

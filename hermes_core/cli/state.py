@@ -107,6 +107,7 @@ class CliState:
         assert self._plugins is not None
         registry = Registry.of(self._plugins, self.config.data)
         _ = registry.toolsets, registry.providers, registry.environments, registry.engines
+        _ = registry.platform_adapters
         failed = self._plugins.failures()
         if failed:
             raise PluginLoadError(
@@ -130,6 +131,11 @@ class CliState:
                 session_store=SQLiteSessionStore(self.home / "state.db"),
             )
         return self._runner
+
+    def platform_adapters(self) -> dict[str, Any]:
+        """The messaging platform adapter factories plugins registered, by adapter name
+        (``CommandContext``)."""
+        return {name: entry.value for name, entry in self.registry.platform_adapters.items()}
 
     @property
     def registry(self) -> Registry:

@@ -33,6 +33,11 @@ _LAZY: dict[str, str] = {
     "OUTCOME_STATUSES": "agents",
     "REPORT_STATUSES": "reports",
     "APPROVAL_DECISIONS": "approval",
+    "Attachment": "platforms",
+    "Gateway": "platforms",
+    "InboundMessage": "platforms",
+    "PlatformAdapter": "platforms",
+    "PlatformAdapterFactory": "platforms",
     "ApprovalDecision": "approval",
     "ApprovalRequest": "approval",
     "BLOCKED_MARKER": "refusals",
@@ -76,6 +81,13 @@ if TYPE_CHECKING:
     from .constants import API_MODES, FINISH_REASONS
     from .context_engine import ContextEngine
     from .environment import BackgroundProcess, CommandResult, Environment, EnvironmentFactory
+    from .platforms import (
+        Attachment,
+        Gateway,
+        InboundMessage,
+        PlatformAdapter,
+        PlatformAdapterFactory,
+    )
     from .prompt import TIERS, PromptContext, PromptLayer
     from .providers import (
         ModelClient,
@@ -125,6 +137,7 @@ __all__ = [
     "TOOL_NAME_RE",
     "ApprovalDecision",
     "ApprovalRequest",
+    "Attachment",
     "AuthenticationError",
     "Block",
     "CommandResult",
@@ -133,10 +146,14 @@ __all__ = [
     "Environment",
     "EnvironmentFactory",
     "EnvironmentUnavailable",
+    "Gateway",
     "HermesError",
+    "InboundMessage",
     "ModelClient",
     "ModelRequest",
     "ModelResponse",
+    "PlatformAdapter",
+    "PlatformAdapterFactory",
     "PromptContext",
     "PromptLayer",
     "Provider",

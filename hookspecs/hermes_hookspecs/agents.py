@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from .approval import ApprovalRequest
+from .platforms import PlatformAdapterFactory
 from .providers import Usage
 
 OUTCOME_STATUSES: tuple[str, ...] = ("completed", "interrupted", "max_iterations", "error")
@@ -139,4 +140,9 @@ class CommandContext(Protocol):
     def unset_config(self, key: str) -> bool:
         """Remove the dotted ``key`` from the home's ``config.yaml`` (mappings it leaves empty
         too); ``False`` when it was not there."""
+        ...
+
+    def platform_adapters(self) -> Mapping[str, PlatformAdapterFactory]:
+        """The messaging platform adapter factories plugins registered
+        (``hermes_register_platform_adapters``), by adapter name."""
         ...

@@ -679,6 +679,7 @@ def _describe(step: Normalized) -> str:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128  # the default 5 drops connections under load (a 1 s SYN retry)
 
     def __init__(self, address: tuple[str, int], owner: FakeLLM, family: int) -> None:
         self.address_family = family

@@ -26,6 +26,32 @@ POLL_SECONDS = 0.05
 
 _ITEM, _RESULT, _END, _ERROR = range(4)
 
+MAX_SHARED_SDKS = 16
+_SHARED_SDKS: dict[tuple[str, str, float | None], Any] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_sdk(base_url: str, api_key: str, timeout: float | None) -> Any:
+    """The process's ``openai.OpenAI`` client for an endpoint, key and timeout.
+
+    Building one costs tens of milliseconds (its TLS set-up) and each keeps its own connection
+    pool, while agents built for a single turn (the gateway's, scheduled jobs, subagents) each
+    make a model client: sharing the SDK client makes their first request as cheap as a later
+    one. The SDK client is thread-safe. Past ``MAX_SHARED_SDKS`` endpoints the oldest is dropped
+    (not closed: clients still using it keep it alive).
+    """
+    key = (base_url, api_key, timeout)
+    with _SHARED_LOCK:
+        sdk = _SHARED_SDKS.get(key)
+        if sdk is None:
+            import openai
+
+            sdk = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
+            if len(_SHARED_SDKS) >= MAX_SHARED_SDKS:
+                _SHARED_SDKS.pop(next(iter(_SHARED_SDKS)))
+            _SHARED_SDKS[key] = sdk
+        return sdk
+
 
 class Cancelled(ProviderError):
     """The call was interrupted (``request.cancel`` was set); nothing of it is kept."""
@@ -121,17 +147,15 @@ class OpenAIClient:
 
     @property
     def sdk(self) -> Any:
-        """The ``openai.OpenAI`` client, imported and built on first use (thread-safe)."""
+        """The ``openai.OpenAI`` client, imported and built on first use (thread-safe), shared
+        with every other client of this process for the same endpoint, key and timeout."""
         if self._sdk is None:
             with self._lock:
                 if self._sdk is None:
-                    import openai
-
-                    self._sdk = openai.OpenAI(
-                        base_url=self.settings.base_url,
-                        api_key=self.settings.api_key or "not-needed",
-                        timeout=self.settings.timeout,
-                        max_retries=0,
+                    self._sdk = shared_sdk(
+                        str(self.settings.base_url),
+                        self.settings.api_key or "not-needed",
+                        self.settings.timeout,
                     )
         return self._sdk
 
@@ -141,10 +165,9 @@ class OpenAIClient:
         _ = self.sdk
 
     def close(self) -> None:
-        """Release the SDK's connection pool."""
-        sdk, self._sdk = self._sdk, None
-        if sdk is not None:
-            sdk.close()
+        """Let go of the SDK client (its connection pool stays with the process, for the next
+        client of the same endpoint)."""
+        self._sdk = None
 
     # --- requests ---------------------------------------------------------------------------
 

@@ -121,6 +121,17 @@ def test_the_sdk_client_is_reused(fake):
     assert client.sdk is sdk
 
 
+def test_clients_of_one_endpoint_share_the_sdk_client_and_its_pool(fake):
+    fake.add("one", "two")
+    first, second = client_for(fake), client_for(fake)
+    ask(first)
+    sdk = first.sdk
+    first.close()  # an agent built for one turn closes its client: the pool stays
+    ask(second)
+    assert second.sdk is sdk
+    assert client_for(fake, timeout=5.0).sdk is not sdk  # other settings, another client
+
+
 # --- tool calls --------------------------------------------------------------------------------
 
 

@@ -1,0 +1,298 @@
+"""Load on the gateway's API server: concurrent conversations, overhead per request, memory.
+
+Three processes, as in production: the test kit's fake model server (answers every request
+with ``echo: <the user's message>`` after ``--model-delay`` seconds), the gateway serving the
+OpenAI-compatible API against it (this process), and a load client that runs ``--conversations``
+conversations at once, each ``--turns`` requests long, continuing its session with the
+``X-Hermes-Session-Id`` header.
+
+Per request, the gateway's overhead is its latency as the client measured it minus the model
+server's time (the scripted delay); everything hermes does is in it: HTTP in and out, routing,
+building the turn's agent, the provider's client, the session store, the answer. Every answer
+must be the echo of its own request's message, in its own session: a lost or crossed message
+fails the run. Prints the median over ``--runs`` runs of the throughput and the p50/p95
+overhead, and the gateway process's peak RSS.
+
+With ``--spread 0`` (the default) every conversation sends its first message at the same
+moment, so the gateway's CPU work for 50 requests queues behind one interpreter: the overhead
+then measures that queue. ``--spread S`` starts them at random moments within ``S`` seconds,
+as users do.
+
+Usage: python benchmarks/gateway.py [--conversations 50] [--turns 4] [--runs 3]
+                                    [--model-delay 0.2] [--spread 0] [--stream]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+KEY = "bench-key"
+GOAL_P95_MS = 20.0
+
+
+# --- the fake model server (a child process) ---------------------------------------------
+
+
+def model_server(delay: float) -> None:
+    """Serve echo answers until stdin closes; print the base URL first."""
+    from hermes_core.testing import FakeLLM
+
+    def echo(request: Any) -> dict[str, Any]:
+        messages = request.json["messages"]
+        last = messages[-1]["content"]
+        text = last if isinstance(last, str) else " ".join(p.get("text", "") for p in last)
+        return {"text": f"echo: {text.splitlines()[0]}", "delay": delay}
+
+    with FakeLLM() as server:
+        server.add(*([echo] * 1_000_000))
+        print(server.openai_base_url, flush=True)
+        sys.stdin.read()
+
+
+# --- the load client (a child process) ---------------------------------------------------
+
+
+async def _conversation(
+    session: Any, url: str, number: int, turns: int, stream: bool, start: float
+) -> list[dict[str, Any]]:
+    await asyncio.sleep(start)
+    results = []
+    session_id = None
+    for turn in range(turns):
+        prompt = f"conversation {number} turn {turn} {uuid.uuid4().hex[:8]}"
+        headers = {"Authorization": f"Bearer {KEY}"}
+        if session_id:
+            headers["X-Hermes-Session-Id"] = session_id
+        body = {"model": "hermes-agent", "messages": [{"role": "user", "content": prompt}]}
+        if stream:
+            body["stream"] = True
+        started = time.perf_counter()
+        async with session.post(f"{url}/chat/completions", json=body, headers=headers) as answer:
+            raw = await answer.read()
+            status = answer.status
+            got_session = answer.headers.get("X-Hermes-Session-Id")
+        latency = time.perf_counter() - started
+        text = _answer_text(raw, stream) if status == 200 else f"HTTP {status}: {raw[:200]!r}"
+        results.append(
+            {
+                "latency": latency,
+                "ok": text == f"echo: {prompt}" and (session_id in (None, got_session)),
+                "text": text,
+                "expected": f"echo: {prompt}",
+            }
+        )
+        session_id = session_id or got_session
+    return results
+
+
+def _answer_text(raw: bytes, stream: bool) -> str:
+    if not stream:
+        return json.loads(raw)["choices"][0]["message"]["content"]
+    text = ""
+    for line in raw.decode().splitlines():
+        if line.startswith("data: ") and line != "data: [DONE]":
+            chunk = json.loads(line[6:])
+            for choice in chunk.get("choices") or []:
+                text += choice["delta"].get("content") or ""
+    return text
+
+
+async def _load(
+    url: str, conversations: int, turns: int, stream: bool, spread: float
+) -> dict[str, Any]:
+    import aiohttp
+
+    starts = [random.uniform(0, spread) for _ in range(conversations)]
+
+    connector = aiohttp.TCPConnector(limit=0)
+    timeout = aiohttp.ClientTimeout(total=300)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+        started = time.perf_counter()
+        every = await asyncio.gather(
+            *(
+                _conversation(session, url, n, turns, stream, starts[n])
+                for n in range(conversations)
+            )
+        )
+        elapsed = time.perf_counter() - started
+    results = [r for conversation in every for r in conversation]
+    return {"elapsed": elapsed, "results": results}
+
+
+def load_client(url: str, conversations: int, turns: int, stream: bool, spread: float) -> None:
+    """Run the load and print its measurements as JSON."""
+    measured = asyncio.run(_load(url, conversations, turns, stream, spread))
+    print(json.dumps(measured), flush=True)
+
+
+# --- the gateway (this process) -------------------------------------------------------------
+
+
+def _percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(share * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def one_run(args: argparse.Namespace, model_url: str) -> dict[str, float]:
+    """Serve the API in a fresh home, drive it with the load client, return the figures."""
+    from hermes_gateway.serve import GatewayThread, build
+
+    from hermes_core.plugins import PluginManager
+    from hermes_core.registry import Registry
+    from hermes_core.runner import HostRunner
+    from hermes_core.session_db import SQLiteSessionStore
+    from hermes_core.testing import make_agent
+
+    home = Path(tempfile.mkdtemp(prefix="hermes-gateway-bench-"))
+    manager = PluginManager(only=["gateway", "openai"], environ={})
+    config = {
+        "model": {"provider": "custom", "base_url": model_url, "default": "m", "api_key": "x"},
+        "toolsets": [],
+        "agent": {"api_max_retries": 0},
+    }
+    agent = make_agent(plugin_manager=manager, config=config)
+    runner = HostRunner(
+        config=agent.config, plugins=manager, session_store=SQLiteSessionStore(home / "state.db")
+    )
+    factories = {n: e.value for n, e in Registry.of(manager).platform_adapters.items()}
+    gateway_config = {
+        "gateway": {
+            "max_concurrent_turns": args.conversations,
+            "outbox_interval": 0,
+            "platforms": {
+                "api": {"adapter": "api_server", "port": 0, "key": KEY, "allow_all": True}
+            },
+        }
+    }
+    gateway = build(home, gateway_config, runner, factories, lambda line: None)
+    served = GatewayThread(gateway, home).start()
+    try:
+        url = gateway.adapters["api"].url  # type: ignore[attr-defined]
+        _warm_up(url)
+        cpu_before = _cpu_seconds()
+        command = [sys.executable, __file__, "--client", url]
+        command += ["--conversations", str(args.conversations), "--turns", str(args.turns)]
+        command += ["--spread", str(args.spread)]
+        if args.stream:
+            command.append("--stream")
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=True)
+        cpu = _cpu_seconds() - cpu_before
+    finally:
+        served.stop()
+    measured = json.loads(done.stdout)
+    results = measured["results"]
+    bad = [r for r in results if not r["ok"]]
+    if bad:
+        raise SystemExit(
+            f"{len(bad)} of {len(results)} answers were lost or crossed, e.g. got "
+            f"{bad[0]['text']!r} for {bad[0]['expected']!r}"
+        )
+    overhead = [(r["latency"] - args.model_delay) * 1000 for r in results]
+    return {
+        "requests": len(results),
+        "throughput": len(results) / measured["elapsed"],
+        "p50": _percentile(overhead, 0.50),
+        "p95": _percentile(overhead, 0.95),
+        "cpu_ms": cpu * 1000 / len(results),
+    }
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _warm_up(url: str) -> None:
+    """One request first, so that imports done on first use (the provider's SDK) are not
+    counted as the first conversation's overhead."""
+    import urllib.request
+
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "warm up"}]})
+    request = urllib.request.Request(
+        f"{url}/chat/completions",
+        data=body.encode(),
+        headers={"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        answer.read()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--conversations", type=int, default=50)
+    parser.add_argument("--turns", type=int, default=4)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--model-delay", type=float, default=0.2)
+    parser.add_argument("--stream", action="store_true")
+    parser.add_argument(
+        "--spread",
+        type=float,
+        default=0.0,
+        help="seconds over which the conversations start (0: all at the same moment)",
+    )
+    parser.add_argument("--client", metavar="URL", help=argparse.SUPPRESS)
+    parser.add_argument("--model-server", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.model_server:
+        model_server(args.model_delay)
+        return
+    if args.client:
+        load_client(args.client, args.conversations, args.turns, args.stream, args.spread)
+        return
+
+    server = subprocess.Popen(
+        [sys.executable, __file__, "--model-server", "--model-delay", str(args.model_delay)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        model_url = server.stdout.readline().strip()
+        runs = [one_run(args, model_url) for _ in range(args.runs)]
+    finally:
+        if server.stdin is not None:
+            server.stdin.close()
+        server.wait(timeout=30)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    mode = "streamed" if args.stream else "whole"
+    print(
+        f"gateway API server, {args.conversations} concurrent conversations x {args.turns} "
+        f"turns ({runs[0]['requests']} requests/run, {mode} answers, started within "
+        f"{args.spread:g} s), fake model "
+        f"{args.model_delay * 1000:.0f} ms/answer, median of {args.runs} runs (cpus: "
+        f"{os.cpu_count()}):"
+    )
+    for run in runs:
+        print(
+            f"  run: {run['throughput']:7.1f} req/s  overhead p50 {run['p50']:6.1f} ms  "
+            f"p95 {run['p95']:6.1f} ms  gateway CPU {run['cpu_ms']:5.1f} ms/request"
+        )
+    p95 = statistics.median(r["p95"] for r in runs)
+    print(f"  throughput      {statistics.median(r['throughput'] for r in runs):8.1f} req/s")
+    print(f"  overhead p50    {statistics.median(r['p50'] for r in runs):8.1f} ms")
+    print(f"  gateway CPU     {statistics.median(r['cpu_ms'] for r in runs):8.1f} ms/request")
+    print(
+        f"  overhead p95    {p95:8.1f} ms  (goal <= {GOAL_P95_MS:.0f} ms: "
+        f"{'met' if p95 <= GOAL_P95_MS else 'NOT met'})"
+    )
+    print(f"  peak RSS        {peak_mb:8.1f} MB (the gateway process)")
+    print("  lost or crossed messages: 0")
+
+
+if __name__ == "__main__":
+    main()

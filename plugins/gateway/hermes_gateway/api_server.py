@@ -1,0 +1,453 @@
+"""An OpenAI-compatible HTTP API in front of the agent: ``/v1/chat/completions``,
+``/v1/responses`` and ``/v1/models``, whole or streamed (SSE), behind a bearer key.
+
+The agent's tools run here, in the gateway; the client sees the answer. A conversation continues
+in the session named by the ``X-Hermes-Session-Id`` header (every answer carries it), or, on the
+Responses API, the one that produced ``previous_response_id``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import os
+import re
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from hermes_hookspecs import AgentOutcome, Gateway, HermesError, InboundMessage, PlatformAdapter
+
+from . import openai_format as fmt
+from .core import GatewayClosed, new_session_id
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+KEY_ENV = "HERMES_API_SERVER_KEY"
+SESSION_HEADER = "X-Hermes-Session-Id"
+SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+DEFAULT_PORT = 8642
+DEFAULT_MODEL = "hermes-agent"
+NO_RETRY = {"x-should-retry": "false"}
+"""Sent with failed turns: the SDKs retry 5xx answers, and a retry would run the turn again."""
+
+
+class ApiServerAdapter(PlatformAdapter):
+    """The ``api_server`` adapter. Settings: ``host`` (127.0.0.1), ``port`` (8642; 0 picks a
+    free one), ``key`` or the variable named by ``key_env`` (``HERMES_API_SERVER_KEY``),
+    ``model_name`` (what ``/v1/models`` lists, ``hermes-agent``)."""
+
+    def __init__(self, platform: str, settings: Mapping[str, Any]) -> None:
+        self.platform = platform
+        self.host = str(settings.get("host", "127.0.0.1"))
+        self.port = int(settings.get("port", DEFAULT_PORT))
+        self.key_env = str(settings.get("key_env") or KEY_ENV)
+        self._key = str(settings.get("key") or os.environ.get(self.key_env) or "")
+        self.model = str(settings.get("model_name") or DEFAULT_MODEL)
+        self._runner: web.AppRunner | None = None
+        self._gateway: Gateway | None = None
+        self._routes: Any = None
+        self._created = int(time.time())
+
+    @property
+    def url(self) -> str:
+        """Where the API is served (``http://HOST:PORT/v1``)."""
+        return f"http://{self.host}:{self.port}/v1"
+
+    # --- life cycle ---------------------------------------------------------------------------
+
+    async def connect(self, gateway: Gateway) -> None:
+        """Listen on ``host:port``; refuse to start without a key."""
+        if not self._key:
+            raise HermesError(
+                f"the API server ({self.platform}) needs a key: set {self.key_env} or "
+                f"gateway.platforms.{self.platform}.key"
+            )
+        from aiohttp import web
+
+        self._gateway = gateway
+        self._routes = getattr(gateway, "routes", None)
+
+        @web.middleware
+        async def auth(request: web.Request, handler: Any) -> Any:
+            return await self._auth(request, handler)
+
+        app = web.Application(middlewares=[auth], client_max_size=16 * 1024 * 1024)
+        app.router.add_get("/health", self._health)
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/v1/chat/completions", self._chat_completions)
+        app.router.add_post("/v1/responses", self._responses)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
+        try:
+            await site.start()
+        except OSError as exc:
+            await self._runner.cleanup()
+            raise HermesError(
+                f"the API server cannot listen on {self.host}:{self.port}: {exc.strerror or exc}"
+            ) from None
+        server = site._server  # the bound port, when 0 asked for a free one
+        if server is not None and getattr(server, "sockets", None):
+            self.port = int(server.sockets[0].getsockname()[1])
+
+    async def disconnect(self) -> None:
+        """Stop listening; requests under way are finished first."""
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def send(self, chat_id: str, text: str, *, reply_to: str | None = None) -> str:
+        """The API cannot push: its clients ask and read the answer."""
+        raise HermesError(
+            f"the API server ({self.platform}) cannot send to a chat: its clients ask and "
+            "read the answer"
+        )
+
+    # --- requests --------------------------------------------------------------------------
+
+    def _error(
+        self,
+        status: int,
+        message: str,
+        kind: str,
+        code: str | None = None,
+        param: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> web.Response:
+        from aiohttp import web
+
+        return web.json_response(
+            fmt.error_body(message, kind, code, param), status=status, headers=headers
+        )
+
+    async def _auth(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[Any]]
+    ) -> Any:
+        if request.path.startswith("/v1/"):
+            header = request.headers.get("Authorization", "")
+            scheme, _, given = header.partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(
+                given.strip().encode(), self._key.encode()
+            ):
+                return self._error(
+                    401,
+                    "missing or wrong API key (send Authorization: Bearer KEY)",
+                    "invalid_request_error",
+                    "invalid_api_key",
+                )
+        return await handler(request)
+
+    async def _health(self, request: web.Request) -> web.Response:
+        from aiohttp import web
+
+        return web.json_response({"status": "ok", "platform": self.platform})
+
+    async def _models(self, request: web.Request) -> web.Response:
+        from aiohttp import web
+
+        return web.json_response(fmt.models_body(self.model, self._created))
+
+    async def _body(self, request: web.Request) -> dict[str, Any]:
+        try:
+            body = await request.json()
+        except (ValueError, UnicodeDecodeError):
+            raise fmt.BadRequest("the body is not valid JSON") from None
+        if not isinstance(body, dict):
+            raise fmt.BadRequest("the body must be a JSON object")
+        return body
+
+    def _message(
+        self, request: web.Request, body: Mapping[str, Any], prompt: str
+    ) -> InboundMessage:
+        user = body.get("user") or body.get("safety_identifier") or "api"
+        return InboundMessage(
+            platform=self.platform,
+            chat_id="api",
+            user_id=str(user),
+            text=prompt,
+            message_id=request.headers.get("X-Request-Id", ""),
+        )
+
+    def _session_header(self, request: web.Request) -> str | None:
+        value = request.headers.get(SESSION_HEADER)
+        if value is None:
+            return None
+        if not SESSION_ID_RE.match(value):
+            raise fmt.BadRequest(
+                f"{SESSION_HEADER} must be 1-128 letters, digits, '_', '.', ':' or '-'"
+            )
+        return value
+
+    def _refusal(self, exc: Exception) -> web.Response:
+        if isinstance(exc, GatewayClosed):
+            return self._error(503, str(exc), "server_error", "shutting_down")
+        if isinstance(exc, PermissionError):
+            return self._error(403, str(exc), "permission_error", "user_not_allowed")
+        if isinstance(exc, fmt.BadRequest):
+            return self._error(400, str(exc), "invalid_request_error", None, exc.param)
+        raise exc
+
+    async def _run(
+        self,
+        message: InboundMessage,
+        session_id: str,
+        instructions: str | None,
+        stream: bool,
+    ) -> tuple[asyncio.Future[AgentOutcome], asyncio.Queue[str | None]]:
+        """Start the turn; its text deltas (when streaming) and then ``None`` arrive in the
+        queue."""
+        assert self._gateway is not None
+        queue: asyncio.Queue[str | None] = asyncio.Queue()
+        turn = asyncio.ensure_future(
+            self._gateway.converse(
+                message,
+                session_id=session_id,
+                instructions=instructions,
+                on_delta=queue.put_nowait if stream else None,
+            )
+        )
+        turn.add_done_callback(lambda _: queue.put_nowait(None))
+        return turn, queue
+
+    # --- /v1/chat/completions --------------------------------------------------------------------
+
+    async def _chat_completions(self, request: web.Request) -> web.StreamResponse:
+        try:
+            body = await self._body(request)
+            prompt, context = fmt.split_chat_messages(body.get("messages"))
+            session_id = self._session_header(request) or new_session_id()
+        except fmt.BadRequest as exc:
+            return self._refusal(exc)
+        stream = body.get("stream") is True
+        options = body.get("stream_options")
+        include_usage = (
+            stream and isinstance(options, dict) and options.get("include_usage") is True
+        )
+        model = str(body.get("model") or self.model)
+        message = self._message(request, body, prompt)
+        turn, queue = await self._run(message, session_id, context, stream)
+        headers = {SESSION_HEADER: session_id}
+        first = await queue.get()
+        if first is None:  # over before any text streamed: a plain HTTP answer still fits
+            if turn.exception() is not None:
+                return self._refusal(turn.exception())  # type: ignore[arg-type]
+            failed = self._failure(turn.result(), headers)
+            if failed is not None:
+                return failed
+        cid, created = fmt.completion_id(), int(time.time())
+        if not stream:
+            outcome = turn.result()
+            failed = self._failure(outcome, headers)
+            if failed is not None:
+                return failed
+            from aiohttp import web
+
+            return web.json_response(
+                fmt.chat_completion(
+                    cid, model, created, outcome.text, _finish(outcome), outcome.usage
+                ),
+                headers=headers,
+            )
+        response = await self._sse_start(request, headers)
+        try:
+            await response.write(
+                fmt.sse(fmt.chat_chunk(cid, model, created, {"role": "assistant", "content": ""}))
+            )
+            piece = first
+            while piece is not None:
+                await response.write(
+                    fmt.sse(fmt.chat_chunk(cid, model, created, {"content": piece}))
+                )
+                piece = await queue.get()
+            outcome = turn.result()
+            if outcome.status in ("error", "interrupted"):
+                status, kind, text = _failure_text(outcome)
+                await response.write(fmt.sse(fmt.error_body(text, kind, status)))
+            else:
+                await response.write(
+                    fmt.sse(fmt.chat_chunk(cid, model, created, {}, _finish(outcome)))
+                )
+                if include_usage:
+                    await response.write(
+                        fmt.sse(fmt.chat_usage_chunk(cid, model, created, outcome.usage))
+                    )
+            await response.write(fmt.sse("[DONE]"))
+        except (ConnectionResetError, asyncio.CancelledError):
+            turn.cancel()  # the client went away: the turn is interrupted
+            raise
+        return response
+
+    async def _sse_start(self, request: web.Request, headers: dict[str, str]) -> web.StreamResponse:
+        from aiohttp import web
+
+        response = web.StreamResponse(
+            headers={
+                "Content-Type": "text/event-stream; charset=utf-8",
+                "Cache-Control": "no-cache",
+                **headers,
+            }
+        )
+        await response.prepare(request)
+        return response
+
+    def _failure(self, outcome: AgentOutcome, headers: dict[str, str]) -> web.Response | None:
+        if outcome.status not in ("error", "interrupted"):
+            return None
+        code, kind, text = _failure_text(outcome)
+        status = 409 if outcome.status == "interrupted" else 500
+        return self._error(status, text, kind, code, headers={**headers, **NO_RETRY})
+
+    # --- /v1/responses -----------------------------------------------------------------------
+
+    async def _responses(self, request: web.Request) -> web.StreamResponse:
+        try:
+            body = await self._body(request)
+            instructions = body.get("instructions")
+            prompt, context = fmt.split_responses_input(body.get("input"), instructions)
+            previous = body.get("previous_response_id")
+            session_id = self._session_header(request)
+            if previous is not None:
+                if not isinstance(previous, str):
+                    raise fmt.BadRequest(
+                        "previous_response_id must be a string", "previous_response_id"
+                    )
+                session_id = self._routes.session_of_response(previous) if self._routes else None
+                if session_id is None:
+                    return self._error(
+                        404,
+                        f"previous response {previous!r} not found",
+                        "invalid_request_error",
+                        "previous_response_not_found",
+                        "previous_response_id",
+                    )
+            session_id = session_id or new_session_id()
+        except fmt.BadRequest as exc:
+            return self._refusal(exc)
+        stream = body.get("stream") is True
+        model = str(body.get("model") or self.model)
+        message = self._message(request, body, prompt)
+        turn, queue = await self._run(message, session_id, context, stream)
+        headers = {SESSION_HEADER: session_id}
+        first = await queue.get()
+        if first is None:  # over before any text streamed: a plain HTTP answer still fits
+            if turn.exception() is not None:
+                return self._refusal(turn.exception())  # type: ignore[arg-type]
+            failed = self._failure(turn.result(), headers)
+            if failed is not None:
+                return failed
+        rid, item_id, created = fmt.response_id(), f"msg_{fmt.response_id()[5:]}", time.time()
+        keep = body.get("store") is not False
+
+        def whole(outcome: AgentOutcome) -> dict[str, Any]:
+            return fmt.response_object(
+                rid,
+                model,
+                created,
+                status="completed" if outcome.status == "completed" else "incomplete",
+                output=[fmt.output_message(item_id, outcome.text)],
+                previous=previous,
+                instructions=instructions,
+                usage=outcome.usage,
+            )
+
+        if not stream:
+            outcome = turn.result()
+            failed = self._failure(outcome, headers)
+            if failed is not None:
+                return failed
+            if keep and self._routes is not None:
+                self._routes.remember_response(rid, outcome.session_id or session_id)
+            from aiohttp import web
+
+            return web.json_response(whole(outcome), headers=headers)
+        response = await self._sse_start(request, headers)
+        events = _Events(response)
+        start = fmt.response_object(
+            rid,
+            model,
+            created,
+            status="in_progress",
+            output=[],
+            previous=previous,
+            instructions=instructions,
+        )
+        try:
+            await events.send("response.created", response=start)
+            await events.send("response.in_progress", response=start)
+            await events.send(
+                "response.output_item.added",
+                output_index=0,
+                item=fmt.output_message(item_id, "", "in_progress"),
+            )
+            part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+            where = {"item_id": item_id, "output_index": 0, "content_index": 0}
+            await events.send("response.content_part.added", **where, part=part)
+            text = ""
+            piece = first
+            while piece is not None:
+                text += piece
+                await events.send("response.output_text.delta", **where, delta=piece, logprobs=[])
+                piece = await queue.get()
+            outcome = turn.result()
+            if outcome.status in ("error", "interrupted"):
+                code, _, message_text = _failure_text(outcome)
+                failed = fmt.response_object(
+                    rid,
+                    model,
+                    created,
+                    status="failed",
+                    output=[],
+                    previous=previous,
+                    instructions=instructions,
+                    usage=outcome.usage,
+                    error={"code": code, "message": message_text},
+                )
+                await events.send("response.failed", response=failed)
+                return response
+            final = outcome.text or text
+            await events.send("response.output_text.done", **where, text=final, logprobs=[])
+            await events.send("response.content_part.done", **where, part={**part, "text": final})
+            done = whole(outcome)
+            await events.send("response.output_item.done", output_index=0, item=done["output"][0])
+            if keep and self._routes is not None:
+                self._routes.remember_response(rid, outcome.session_id or session_id)
+            await events.send("response.completed", response=done)
+        except (ConnectionResetError, asyncio.CancelledError):
+            turn.cancel()
+            raise
+        return response
+
+
+class _Events:
+    """Responses stream events, numbered in order."""
+
+    def __init__(self, response: web.StreamResponse) -> None:
+        self.response = response
+        self.number = 0
+
+    async def send(self, kind: str, **data: Any) -> None:
+        payload = {"type": kind, "sequence_number": self.number, **data}
+        self.number += 1
+        await self.response.write(fmt.sse(payload, kind))
+
+
+def _finish(outcome: AgentOutcome) -> str:
+    return "length" if outcome.status == "max_iterations" else "stop"
+
+
+def _failure_text(outcome: AgentOutcome) -> tuple[str, str, str]:
+    """(code, type, message) for a turn that did not answer."""
+    if outcome.status == "interrupted":
+        return (
+            "interrupted",
+            "server_error",
+            "the turn was interrupted (a newer message in this session, /stop, or shutdown)",
+        )
+    return "agent_error", "server_error", outcome.error or "the agent failed"
+
+
+def create(platform: str, settings: Mapping[str, Any]) -> ApiServerAdapter:
+    """The registered factory of the ``api_server`` adapter."""
+    return ApiServerAdapter(platform, settings)

@@ -1,0 +1,386 @@
+"""The gateway: routes messages from every platform to agent sessions, one turn at a time per
+session, and sends the answers back (implements ``hermes_hookspecs.Gateway``)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+import uuid
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from hermes_hookspecs import AgentOutcome, AgentRunner, AgentTask, InboundMessage, PlatformAdapter
+
+from .routes import RouteStore, route_key
+from .settings import GatewaySettings, PlatformSettings
+
+NOT_FOR_GATEWAY = ("clarify",)
+"""Toolsets a gateway session never gets: the model cannot stop to ask the user a question."""
+COMMANDS = ("new", "reset", "stop", "status")
+"""The ``/commands`` a chat message may be; any other text goes to the agent."""
+
+
+class GatewayClosed(RuntimeError):
+    """The gateway is shutting down and takes no new message."""
+
+
+def new_session_id() -> str:
+    """A fresh session id in the host's format."""
+    return f"session_{uuid.uuid4().hex[:16]}"
+
+
+def command_of(text: str) -> str | None:
+    """The gateway command ``text`` is (``/new``, ``/stop@botname`` ...), or ``None``."""
+    word = text.strip().split(maxsplit=1)[0] if text.strip() else ""
+    if not word.startswith("/"):
+        return None
+    name = word[1:].split("@", 1)[0].lower()
+    return name if name in COMMANDS else None
+
+
+def prompt_of(message: InboundMessage) -> str:
+    """The turn's prompt: the message text, then one line per attachment."""
+    lines = [message.text] if message.text else []
+    for item in message.attachments:
+        where = item.path or item.url or "not downloaded"
+        details = ", ".join(x for x in (item.name, item.mime_type) if x)
+        lines.append(f"[attachment: {item.kind}{f' ({details})' if details else ''}: {where}]")
+    return "\n".join(lines)
+
+
+@dataclass
+class _Lane:
+    """The turns of one session: one runs at a time, the others wait in order."""
+
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    cancel: threading.Event | None = None
+    generation: int = 0
+    waiting: int = 0
+    started: float | None = None
+
+
+class GatewayCore:
+    """Runs the conversations of every connected adapter.
+
+    :param runner: runs each turn (``CommandContext.agent_runner()``).
+    :param routes: which session each conversation is in.
+    :param settings: the ``gateway`` configuration.
+    :param log: receives one line per notable event.
+    """
+
+    def __init__(
+        self,
+        runner: AgentRunner,
+        routes: RouteStore,
+        settings: GatewaySettings,
+        *,
+        log: Callable[[str], None] = print,
+    ) -> None:
+        self.runner = runner
+        self.routes = routes
+        self.settings = settings
+        self.log = log
+        self.adapters: dict[str, PlatformAdapter] = {}
+        self.closing = False
+        self._lanes: dict[str, _Lane] = {}
+        self._pool = ThreadPoolExecutor(
+            settings.max_concurrent_turns, thread_name_prefix="hermes-gateway"
+        )
+        self._turns: set[asyncio.Future[AgentOutcome]] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # --- what adapters call (hermes_hookspecs.Gateway) ----------------------------------------
+
+    async def dispatch(self, message: InboundMessage) -> None:
+        """Handle a chat message: a command, or a turn whose answer goes back through the
+        platform's adapter. Returns once the message is accepted."""
+        self._check(message)
+        key = route_key(message.platform, message.chat_id, message.user_id)
+        command = command_of(message.text)
+        if command is not None:
+            await self._command(command, message, key)
+            return
+        self._spawn(self._chat_turn(message, key))
+
+    async def converse(
+        self,
+        message: InboundMessage,
+        *,
+        session_id: str | None = None,
+        instructions: str | None = None,
+        on_delta: Callable[[str], None] | None = None,
+    ) -> AgentOutcome:
+        """Run one turn and return its outcome (for request/response adapters)."""
+        self._check(message)
+        if session_id is None:
+            session_id = self._routed_session(
+                route_key(message.platform, message.chat_id, message.user_id)
+            )
+        return await self._turn(session_id, message, instructions, on_delta)
+
+    # --- checks and routing --------------------------------------------------------------------
+
+    def _check(self, message: InboundMessage) -> PlatformSettings:
+        if self.closing:
+            raise GatewayClosed("the gateway is shutting down; try again in a moment")
+        platform = self.settings.platforms.get(message.platform)
+        if platform is None:
+            raise PermissionError(f"platform {message.platform!r} is not configured")
+        if not platform.allows(message.user_id):
+            self.log(
+                f"gateway: refused user {message.user_id!r} on {message.platform} "
+                f"(not in gateway.platforms.{message.platform}.allowed_users)"
+            )
+            raise PermissionError(f"user {message.user_id!r} is not allowed on {message.platform}")
+        return platform
+
+    def _routed_session(self, key: str) -> str:
+        session_id = self.routes.session_of(key)
+        if session_id is None:
+            session_id = new_session_id()
+            self.routes.assign(key, session_id)
+        return session_id
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            exc = task.exception()
+            self.log(f"gateway: error while answering: {type(exc).__name__}: {exc}")
+
+    # --- turns -----------------------------------------------------------------------------------
+
+    def _lane(self, session_id: str) -> _Lane:
+        return self._lanes.setdefault(session_id, _Lane())
+
+    def _release(self, session_id: str, lane: _Lane) -> None:
+        lane.cancel = None
+        lane.started = None
+        lane.lock.release()
+        if lane.waiting == 0 and not lane.lock.locked():
+            self._lanes.pop(session_id, None)
+
+    async def _turn(
+        self,
+        session_id: str,
+        message: InboundMessage,
+        instructions: str | None,
+        on_delta: Callable[[str], None] | None,
+    ) -> AgentOutcome:
+        lane = self._lane(session_id)
+        if lane.lock.locked() and self.settings.busy == "interrupt":
+            lane.generation += 1
+            if lane.cancel is not None:
+                lane.cancel.set()
+        generation = lane.generation
+        lane.waiting += 1
+        try:
+            await lane.lock.acquire()
+        except BaseException:  # the caller gave up while waiting
+            lane.waiting -= 1
+            if lane.waiting == 0 and not lane.lock.locked():
+                self._lanes.pop(session_id, None)
+            raise
+        lane.waiting -= 1
+        if generation != lane.generation:
+            self._release(session_id, lane)
+            return AgentOutcome(
+                session_id=session_id,
+                text="",
+                status="interrupted",
+                error="stopped before it started",
+            )
+        loop = asyncio.get_running_loop()
+        cancel = threading.Event()
+        lane.cancel, lane.started = cancel, time.monotonic()
+        deltas = None
+        if on_delta is not None:
+
+            def deltas(piece: str) -> None:
+                loop.call_soon_threadsafe(on_delta, piece)
+
+        task = AgentTask(
+            prompt=prompt_of(message),
+            session_id=session_id,
+            source=message.platform,
+            system_context=instructions,
+            cancel_event=cancel,
+            on_text_delta=deltas,
+            exclude_toolsets=NOT_FOR_GATEWAY,
+        )
+        try:
+            future = loop.run_in_executor(self._pool, self.runner.run, task)
+        except BaseException:
+            self._release(session_id, lane)
+            raise
+        self._turns.add(future)
+        # The session stays locked until the thread is done, even when the caller gives up.
+        future.add_done_callback(
+            lambda f: (self._turns.discard(f), self._release(session_id, lane))
+        )
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            cancel.set()  # the caller went away (a client disconnected): stop the turn
+            raise
+        except Exception as exc:  # a runner must not raise; if one does, it is the outcome
+            return AgentOutcome(session_id=session_id, text="", status="error", error=str(exc))
+
+    def _stop(self, session_id: str | None) -> bool:
+        """Interrupt the session's running turn and drop the ones waiting; whether one ran."""
+        lane = self._lanes.get(session_id) if session_id else None
+        if lane is None:
+            return False
+        lane.generation += 1
+        if lane.cancel is not None:
+            lane.cancel.set()
+            return True
+        return False
+
+    async def _chat_turn(self, message: InboundMessage, key: str) -> None:
+        adapter = self.adapters[message.platform]
+        platform = self.settings.platforms[message.platform]
+        session_id = self._routed_session(key)
+        streamed = _StreamedReply(adapter, message, self.settings.edit_interval, self.log)
+        stream = platform.stream and adapter.can_edit
+        typing = asyncio.ensure_future(self._keep_typing(adapter, message.chat_id))
+        try:
+            outcome = await self._turn(session_id, message, None, streamed.add if stream else None)
+        finally:
+            typing.cancel()
+            await streamed.stop()
+        if outcome.status == "interrupted":
+            return
+        if outcome.status == "error":
+            reply = f"Sorry, that failed: {outcome.error or 'unknown error'}"
+        else:
+            reply = outcome.text or "(no answer)"
+        await streamed.finish(reply)
+
+    async def _keep_typing(self, adapter: PlatformAdapter, chat_id: str) -> None:
+        while True:
+            with contextlib.suppress(Exception):
+                await adapter.typing(chat_id)
+            await asyncio.sleep(self.settings.typing_interval)
+
+    # --- commands -------------------------------------------------------------------------------
+
+    async def _command(self, name: str, message: InboundMessage, key: str) -> None:
+        adapter = self.adapters[message.platform]
+        session_id = self.routes.session_of(key)
+        if name in ("new", "reset"):
+            stopped = self._stop(session_id)
+            self.routes.forget(key)
+            reply = "Started a new conversation." + (
+                " The running turn was stopped." if stopped else ""
+            )
+        elif name == "stop":
+            reply = "Stopped." if self._stop(session_id) else "Nothing is running."
+        else:
+            lane = self._lanes.get(session_id) if session_id else None
+            if lane is not None and lane.started is not None:
+                state = f"a turn is running ({time.monotonic() - lane.started:.0f}s)"
+                if lane.waiting:
+                    state += f", {lane.waiting} waiting"
+            else:
+                state = "idle"
+            reply = (
+                f"Session: {session_id or 'none yet (the next message starts one)'}\n"
+                f"State: {state}\nWhen busy: {self.settings.busy}"
+            )
+        await adapter.send(message.chat_id, reply, reply_to=message.message_id or None)
+
+    # --- shutdown --------------------------------------------------------------------------------
+
+    @property
+    def running_turns(self) -> int:
+        """Turns whose thread is still running."""
+        return len(self._turns)
+
+    async def close(self, timeout: float) -> int:
+        """Take no new message, wait up to ``timeout`` seconds for the turns under way (and the
+        answers being sent), then interrupt what is left. Returns how many were interrupted."""
+        self.closing = True
+        pending = set(self._tasks) | set(self._turns)
+        if pending:
+            await asyncio.wait(pending, timeout=timeout)
+        left = len(self._turns)
+        if left:
+            self.log(f"gateway: interrupting {left} turn(s) still running after {timeout:g}s")
+            for session_id in list(self._lanes):
+                self._stop(session_id)
+            await asyncio.wait(set(self._turns) | set(self._tasks), timeout=30)
+        self._pool.shutdown(wait=False)
+        return left
+
+
+class _StreamedReply:
+    """An answer sent early and edited as it grows (when streaming), else sent once."""
+
+    def __init__(
+        self,
+        adapter: PlatformAdapter,
+        message: InboundMessage,
+        interval: float,
+        log: Callable[[str], None],
+    ) -> None:
+        self.adapter = adapter
+        self.message = message
+        self.interval = interval
+        self.log = log
+        self.text = ""
+        self.shown = ""
+        self.message_id: str | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def add(self, piece: str) -> None:
+        """Append streamed text (called on the event loop)."""
+        self.text += piece
+        if self._task is None:
+            self._task = asyncio.ensure_future(self._flush_every())
+
+    async def _flush_every(self) -> None:
+        while True:
+            await self._show(self.text)
+            await asyncio.sleep(self.interval)
+
+    async def _show(self, text: str) -> None:
+        if not text or text == self.shown:
+            return
+        if self.message_id is None:
+            self.message_id = await self.adapter.send(
+                self.message.chat_id, text, reply_to=self.message.message_id or None
+            )
+        else:
+            await self.adapter.edit(self.message.chat_id, self.message_id, text)
+        self.shown = text
+
+    async def stop(self) -> None:
+        """Stop editing as the text grows."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+
+    async def finish(self, reply: str) -> None:
+        """Show the whole answer: edit the streamed message, or send it."""
+        try:
+            if self.message_id is None:
+                await self.adapter.send(
+                    self.message.chat_id, reply, reply_to=self.message.message_id or None
+                )
+            elif reply != self.shown:
+                await self.adapter.edit(self.message.chat_id, self.message_id, reply)
+        except Exception as exc:
+            self.log(
+                f"gateway: could not deliver the answer to {self.message.platform}:"
+                f"{self.message.chat_id}: {exc}"
+            )

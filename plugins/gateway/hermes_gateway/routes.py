@@ -1,0 +1,84 @@
+"""Which session each conversation is in, kept in ``$HERMES_HOME/gateway/sessions.json`` so that
+a restarted gateway continues every conversation where it was."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+MAX_RESPONSE_IDS = 10_000
+"""Responses API ids remembered (for ``previous_response_id``); the oldest are forgotten first."""
+
+
+def route_key(platform: str, chat_id: str, user_id: str) -> str:
+    """The key of one conversation: a user in a chat on a platform."""
+    return json.dumps([platform, chat_id, user_id], ensure_ascii=False)
+
+
+class RouteStore:
+    """Conversation -> session id, and Responses API response id -> session id, saved on every
+    change (replaced atomically, so a killed gateway leaves the previous or the new file)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._routes: dict[str, dict[str, Any]] = {}
+        self._responses: dict[str, str] = {}
+        self._load()
+
+    def _load(self) -> None:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{self.path} is not a readable sessions file: {exc}") from None
+        self._routes = dict(data.get("routes") or {})
+        self._responses = dict(data.get("responses") or {})
+
+    def _save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        data = {"version": 1, "routes": self._routes, "responses": self._responses}
+        fd, tmp = tempfile.mkstemp(prefix=".sessions-", dir=self.path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, ensure_ascii=False)
+        os.replace(tmp, self.path)
+
+    def session_of(self, key: str) -> str | None:
+        """The session the conversation ``key`` is in, if any."""
+        with self._lock:
+            entry = self._routes.get(key)
+            return entry["session_id"] if entry else None
+
+    def assign(self, key: str, session_id: str) -> None:
+        """Put the conversation ``key`` in ``session_id``."""
+        with self._lock:
+            self._routes[key] = {"session_id": session_id, "updated_at": time.time()}
+            self._save()
+
+    def forget(self, key: str) -> str | None:
+        """Take the conversation out of its session (the next message starts a new one);
+        return the session it was in."""
+        with self._lock:
+            entry = self._routes.pop(key, None)
+            if entry is not None:
+                self._save()
+            return entry["session_id"] if entry else None
+
+    def session_of_response(self, response_id: str) -> str | None:
+        """The session that produced a Responses API ``response_id``."""
+        with self._lock:
+            return self._responses.get(response_id)
+
+    def remember_response(self, response_id: str, session_id: str) -> None:
+        """Record that ``response_id`` was an answer in ``session_id``."""
+        with self._lock:
+            self._responses[response_id] = session_id
+            while len(self._responses) > MAX_RESPONSE_IDS:
+                self._responses.pop(next(iter(self._responses)))
+            self._save()

@@ -1,0 +1,164 @@
+"""``hermes gateway run``: build and connect every configured adapter, serve them in one event
+loop, and shut down gracefully on SIGTERM or SIGINT."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from hermes_hookspecs import AgentRunner, HermesError, PlatformAdapter, PlatformAdapterFactory
+
+from .core import GatewayCore
+from .outbox import keep_delivering
+from .routes import RouteStore
+from .settings import GatewaySettingsError, load_settings
+
+
+def build(
+    home: Path,
+    config: Mapping[str, Any],
+    runner: AgentRunner,
+    factories: Mapping[str, PlatformAdapterFactory],
+    log: Callable[[str], None],
+) -> GatewayCore:
+    """The gateway of ``config`` with one (unconnected) adapter per configured platform;
+    :class:`HermesError` for a configuration that cannot be served."""
+    try:
+        settings = load_settings(config)
+    except GatewaySettingsError as exc:
+        raise HermesError(str(exc)) from None
+    if not settings.platforms:
+        raise HermesError(
+            "no platform is configured: add one under gateway.platforms (see docs/gateway.md)"
+        )
+    try:
+        routes = RouteStore(home / "gateway" / "sessions.json")
+    except ValueError as exc:
+        raise HermesError(str(exc)) from None
+    gateway = GatewayCore(runner, routes, settings, log=log)
+    for name, platform in settings.platforms.items():
+        factory = factories.get(platform.adapter)
+        if factory is None:
+            installed = ", ".join(sorted(factories)) or "none"
+            raise HermesError(
+                f"gateway.platforms.{name}: no platform adapter {platform.adapter!r} is "
+                f"installed (installed: {installed})"
+            )
+        gateway.adapters[name] = factory(name, platform.options)
+        if not platform.allow_all and not platform.allowed_users:
+            log(
+                f"gateway: {name} allows nobody (set gateway.platforms.{name}.allowed_users "
+                "or allow_all: true)"
+            )
+    return gateway
+
+
+async def serve(
+    gateway: GatewayCore,
+    *,
+    home: Path,
+    stop: asyncio.Event,
+    ready: Callable[[GatewayCore], None] | None = None,
+    handle_signals: bool = True,
+) -> int:
+    """Connect every adapter, serve until ``stop`` is set (or SIGTERM/SIGINT), then take no
+    new message, wait up to ``gateway.drain_timeout`` for the turns under way and disconnect.
+    Returns how many turns had to be interrupted."""
+    loop = asyncio.get_running_loop()
+    log = gateway.log
+    connected: list[PlatformAdapter] = []
+    signals: list[int] = []
+    outbox: asyncio.Task[None] | None = None
+    try:
+        for name, adapter in gateway.adapters.items():
+            await adapter.connect(gateway)
+            connected.append(adapter)
+            where = getattr(adapter, "url", "")
+            log(f"gateway: {name} ready" + (f" at {where}" if where else ""))
+        if handle_signals and threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, stop.set)
+                signals.append(sig)
+        if gateway.settings.outbox_interval > 0:
+            outbox = asyncio.ensure_future(
+                keep_delivering(
+                    home / "cron" / "outbox",
+                    gateway.adapters,
+                    gateway.settings.outbox_interval,
+                    log,
+                )
+            )
+        if ready is not None:
+            ready(gateway)
+        await stop.wait()
+        log(f"gateway: stopping; waiting for {gateway.running_turns} running turn(s)")
+        return await gateway.close(gateway.settings.drain_timeout)
+    finally:
+        if outbox is not None:
+            outbox.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await outbox
+        for sig in signals:
+            loop.remove_signal_handler(sig)
+        if not gateway.closing:
+            await gateway.close(0)
+        for adapter in reversed(connected):
+            try:
+                await adapter.disconnect()
+            except Exception as exc:
+                log(f"gateway: error while disconnecting: {exc}")
+        log("gateway: stopped")
+
+
+class GatewayThread:
+    """A gateway served in a background thread (for embedding, tests and benchmarks):
+    ``start()`` returns once every adapter is connected; ``stop()`` shuts it down gracefully."""
+
+    def __init__(self, gateway: GatewayCore, home: Path) -> None:
+        self.gateway = gateway
+        self.home = home
+        self.interrupted: int | None = None
+        self.error: BaseException | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._main, name="hermes-gateway", daemon=True)
+
+    def _main(self) -> None:
+        async def main() -> None:
+            self._loop = asyncio.get_running_loop()
+            self._stop = asyncio.Event()
+            self.interrupted = await serve(
+                self.gateway,
+                home=self.home,
+                stop=self._stop,
+                ready=lambda _: self._ready.set(),
+                handle_signals=False,
+            )
+
+        try:
+            asyncio.run(main())
+        except BaseException as exc:
+            self.error = exc
+        finally:
+            self._ready.set()
+
+    def start(self, timeout: float = 30) -> GatewayThread:
+        """Start serving; raise what stopped a failed start."""
+        self._thread.start()
+        self._ready.wait(timeout)
+        if self.error is not None:
+            raise self.error
+        return self
+
+    def stop(self, timeout: float = 120) -> None:
+        """Shut down as SIGTERM does and wait for it."""
+        if self._loop is not None and self._stop is not None and not self._loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(timeout)
