@@ -2,11 +2,13 @@
 ``docker exec``.
 
 The container is created on first use of a task from ``terminal.docker_image`` with the network
-``none``, all capabilities dropped but a few a package manager needs, ``no-new-privileges``, an
-init process, and memory / CPU / pids limits; it is removed at clean-up unless
-``terminal.container_persistent`` is true, in which case it is stopped and found again by name for
-the next task with the same id. The engine is the one ``DOCKER_HOST`` (or
-``terminal.docker_host``) points at, local or remote.
+``none``, a read-only root file system (``/tmp`` and the working folder stay writable), all
+capabilities dropped but a few, ``no-new-privileges``, an init process, and memory / CPU / pids
+limits. Settings that would let it reach the host are refused unless
+``terminal.docker_allow_unsafe`` is true (:mod:`hermes_env_docker.safety`). The container is
+removed at clean-up unless ``terminal.container_persistent`` is true, in which case it is stopped
+and found again by name for the next task with the same id. The engine is the one
+``DOCKER_HOST`` (or ``terminal.docker_host``) points at, local or remote.
 
 Commands, files and background processes go through exec (see :mod:`hermes_env_common`); the
 ``docker`` SDK is imported only when an environment is created.
@@ -14,7 +16,9 @@ Commands, files and background processes go through exec (see :mod:`hermes_env_c
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import secrets
 import socket
 import threading
@@ -34,7 +38,20 @@ from hermes_env_common import (
 
 from hermes_hookspecs import EnvironmentUnavailable, hookimpl
 
+from .safety import (
+    ALLOW_KEY,
+    capability,
+    check_run_options,
+    engine_sockets,
+    unsafe_capabilities,
+    unsafe_mount,
+    unsafe_network,
+    unsafe_run_options,
+)
+
 __all__ = ["DEFAULT_IMAGE", "DockerEnvironment", "DockerSettings", "hermes_register_environments"]
+
+log = logging.getLogger("hermes.environments")
 
 DEFAULT_IMAGE = "python:3.11-slim"
 """The image used when ``terminal.docker_image`` is not set: Debian with Python 3.11, bash and
@@ -54,7 +71,11 @@ _KEEPALIVE = ["-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; d
 
 @dataclass
 class DockerSettings:
-    """The ``terminal`` keys the docker backend reads (Hermes' names where Hermes has one)."""
+    """The ``terminal`` keys the docker backend reads (Hermes' names where Hermes has one).
+
+    ``unsafe`` lists why the settings would let the container reach the host (see
+    :mod:`hermes_env_docker.safety`); :meth:`from_config` refuses them unless
+    ``allow_unsafe``."""
 
     image: str = DEFAULT_IMAGE
     workdir: str = DEFAULT_WORKDIR
@@ -65,17 +86,24 @@ class DockerSettings:
     memory_mb: int | None = DEFAULT_MEMORY_MB
     pids: int | None = DEFAULT_PIDS
     user: str | None = None
-    read_only: bool = False
+    read_only: bool = True
     persistent: bool = False
     pull: str = "missing"
     host: str | None = None
     timeout: float | None = None
+    privileged: bool = False
+    cap_add: list[str] = field(default_factory=list)
+    run_options: dict[str, Any] = field(default_factory=dict)
+    allow_unsafe: bool = False
+    unsafe: list[str] = field(default_factory=list)
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> DockerSettings:
-        """Read and check the settings; a bad value is an :class:`EnvironmentUnavailable` that
-        names the key."""
+        """Read and check the settings; a bad value, or an unsafe one without
+        ``terminal.docker_allow_unsafe``, is an :class:`EnvironmentUnavailable` (one line that
+        names the key)."""
         term = terminal_config(config)
+        unsafe: list[str] = []
         try:
             volumes = term.get("docker_volumes") or []
             if isinstance(volumes, str):
@@ -83,31 +111,101 @@ class DockerSettings:
             env = term.get("docker_env") or {}
             if not isinstance(env, Mapping):
                 raise ValueError("terminal.docker_env must be a mapping of NAME: value")
-            cpu = term.get("container_cpu", DEFAULT_CPU)
-            pids = term.get("container_pids", DEFAULT_PIDS)
             pull = str(term.get("docker_pull") or "missing")
             if pull not in {"missing", "always", "never"}:
                 raise ValueError("terminal.docker_pull must be missing, always or never")
-            memory = term.get("container_memory", DEFAULT_MEMORY_MB)
             timeout = term.get("timeout")
-            return cls(
+            cap_add = term.get("docker_cap_add") or []
+            if isinstance(cap_add, str):
+                cap_add = [cap_add]
+            settings = cls(
                 image=str(term.get("docker_image") or DEFAULT_IMAGE),
                 workdir=str(term.get("docker_workdir") or DEFAULT_WORKDIR),
                 volumes=[_volume(v) for v in volumes],
                 env={str(k): str(v) for k, v in env.items()},
                 network=str(term.get("docker_network") or "none"),
-                cpu=float(cpu) if cpu not in (None, "", 0) else None,
-                memory_mb=parse_memory_mb(memory),
-                pids=int(pids) if pids not in (None, "", 0) else None,
+                cpu=_limit(term, "container_cpu", DEFAULT_CPU, float, unsafe),
+                memory_mb=_limit(term, "container_memory", DEFAULT_MEMORY_MB, _memory, unsafe),
+                pids=_limit(term, "container_pids", DEFAULT_PIDS, _count, unsafe),
                 user=str(term["docker_user"]) if term.get("docker_user") else None,
-                read_only=parse_bool(term.get("docker_read_only"), False),
+                read_only=parse_bool(term.get("docker_read_only"), True),
                 persistent=parse_bool(term.get("container_persistent"), False),
                 pull=pull,
                 host=str(term["docker_host"]) if term.get("docker_host") else None,
                 timeout=float(timeout) if timeout else None,
+                privileged=parse_bool(term.get("docker_privileged"), False),
+                cap_add=[capability(c) for c in cap_add],
+                run_options=check_run_options(term.get("docker_run_options")),
+                allow_unsafe=parse_bool(term.get("docker_allow_unsafe"), False),
             )
         except (TypeError, ValueError) as exc:
             raise EnvironmentUnavailable(f"docker backend: bad setting: {exc}") from None
+        settings.unsafe = settings._unsafe_reasons() + unsafe
+        if settings.unsafe and not settings.allow_unsafe:
+            raise EnvironmentUnavailable(
+                "docker backend: refusing unsafe settings: "
+                + "; ".join(settings.unsafe)
+                + f"; set {ALLOW_KEY}: true to allow them"
+            )
+        return settings
+
+    def _unsafe_reasons(self) -> list[str]:
+        """Why these settings would let the container reach the host (empty: they would not)."""
+        reasons = []
+        if self.privileged:
+            reasons.append("terminal.docker_privileged is true (full access to the host)")
+        network = unsafe_network(self.network)
+        if network:
+            reasons.append(network)
+        added = unsafe_capabilities(self.cap_add)
+        if added:
+            reasons.append(f"terminal.docker_cap_add adds {', '.join(added)}")
+        sockets = engine_sockets(self.host, os.environ.get("DOCKER_HOST"))
+        for volume in self.volumes:
+            why = unsafe_mount(volume.split(":")[0], sockets)
+            if why:
+                reasons.append(f"terminal.docker_volumes mounts {why}")
+        reasons += unsafe_run_options(self.run_options)
+        return reasons
+
+
+def _limit(term: Mapping[str, Any], key: str, default: Any, parse: Any, unsafe: list[str]) -> Any:
+    """A resource limit: the default when the key is absent; ``None`` (no limit, noted in
+    ``unsafe``) when it is configured empty, zero or negative."""
+    if key not in term:
+        return default
+    raw = term[key]
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        unsafe.append(f"terminal.{key} is empty (no limit)")
+        return None
+    if isinstance(raw, bool):
+        raise ValueError(f"terminal.{key} must be a number, not {raw!r}")
+    try:
+        value = parse(raw)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"terminal.{key}: {exc}") from None
+    if value <= 0:
+        unsafe.append(f"terminal.{key} is {raw!r} (no limit)")
+        return None
+    return value
+
+
+def _memory(raw: Any) -> float:
+    """MiB of a ``container_memory`` value (``0`` and negative values stay as they are)."""
+    match = re.match(r"\s*(-?\d+(?:\.\d+)?)", str(raw))
+    if match and float(match.group(1)) <= 0:
+        return float(match.group(1))
+    value = parse_memory_mb(raw)
+    if value is None:
+        raise ValueError(f"not a memory size: {raw!r}")
+    return value
+
+
+def _count(raw: Any) -> int:
+    value = float(raw)
+    if value != int(value):
+        raise ValueError(f"not a whole number: {raw!r}")
+    return int(value)
 
 
 def _volume(spec: Any) -> str:
@@ -267,6 +365,11 @@ class DockerEnvironment(ShellEnvironment):
 
     def __init__(self, config: Mapping[str, Any], task_id: str) -> None:
         settings = DockerSettings.from_config(config)
+        if settings.unsafe:
+            log.warning(
+                "docker backend: unsafe settings allowed by terminal.docker_allow_unsafe: %s",
+                "; ".join(settings.unsafe),
+            )
         super().__init__(
             task_id=task_id, workdir=settings.workdir, default_timeout=settings.timeout
         )
@@ -323,10 +426,12 @@ class DockerEnvironment(ShellEnvironment):
             "environment": dict(s.env),
             "init": True,
             "cap_drop": ["ALL"],
-            "cap_add": list(CAPABILITIES),
+            "cap_add": sorted(set(CAPABILITIES) | set(s.cap_add)),
             "security_opt": ["no-new-privileges"],
             "read_only": s.read_only,
         }
+        if s.privileged:
+            kwargs["privileged"] = True
         if s.volumes:
             kwargs["volumes"] = list(s.volumes)
         if s.memory_mb:
@@ -337,11 +442,18 @@ class DockerEnvironment(ShellEnvironment):
         if s.pids:
             kwargs["pids_limit"] = s.pids
         if s.read_only:
+            # writable: /tmp (memory, emptied at restart) and the working folder (a volume of
+            # the container, so a persistent container keeps its files; removed with it)
+            kwargs["tmpfs"] = {"/tmp": "rw,exec,nosuid,nodev,size=512m"}
             mounted = {v.split(":")[1].rstrip("/") for v in s.volumes}
-            tmpfs = {"/tmp": "rw,exec,nosuid,nodev,size=512m"}
-            if s.workdir.rstrip("/") not in mounted and s.workdir not in tmpfs:
-                tmpfs[s.workdir] = "rw,exec,nosuid,nodev,size=1g"
-            kwargs["tmpfs"] = tmpfs
+            workdir = s.workdir.rstrip("/") or "/"
+            if workdir not in mounted and workdir not in ("/", "/tmp"):
+                docker = _import_docker()
+                kwargs["mounts"] = [docker.types.Mount(target=workdir, source=None, type="volume")]
+        extra = dict(s.run_options)
+        security = extra.pop("security_opt", None) or []
+        kwargs["security_opt"] += [security] if isinstance(security, str) else list(security)
+        kwargs.update(extra)
         return kwargs
 
     def _find_or_create(self) -> Any:

@@ -41,7 +41,7 @@ GATE_VARIABLE = "__HERMES_GATE"
 """The variable that names the gate's file descriptor in the shell; the preamble unsets it."""
 
 GATE_PREAMBLE = r"""builtin read -r -u "$__HERMES_GATE" __hermes_go || builtin exit 125
-[ "$__hermes_go" = go ] || builtin exit 125
+builtin test "$__hermes_go" = go || builtin exit 125
 builtin exec {__HERMES_GATE}<&-
 builtin unset __HERMES_GATE __hermes_go
 """
