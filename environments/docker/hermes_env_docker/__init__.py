@@ -67,6 +67,10 @@ inside the container; no raw sockets, no mounts, no ptrace."""
 
 # PID 1 (under docker's init) only waits; TERM (docker stop) ends it at once.
 _KEEPALIVE = ["-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"]
+# PID 1 of a container that must not outlive hermes: it waits for end of file on its standard
+# input, which hermes holds through an attach connection (StdinOnce: the input closes when that
+# connection does, also when hermes is killed); then the container stops and removes itself.
+_LIFELINE = ["-c", "trap 'exit 0' TERM INT; while read -r _; do :; done; exit 0"]
 
 
 @dataclass
@@ -377,6 +381,7 @@ class DockerEnvironment(ShellEnvironment):
         self.client, self.engine = _client(settings)
         self.api = self.client.api
         self.container: Any = None
+        self._lifeline: Any = None  # the attach connection a non-persistent container lives on
         self.where = f"docker ({self.engine})"
         _ensure_image(self.client, settings)
         self.container = self._find_or_create()
@@ -395,6 +400,7 @@ class DockerEnvironment(ShellEnvironment):
                 try:
                     self._died_at_start(container)  # raises, with the container's last words
                 finally:
+                    self._close_lifeline()
                     self.client.close()
             self._teardown()
             raise
@@ -484,7 +490,11 @@ class DockerEnvironment(ShellEnvironment):
                         ) from None
                 return container
         try:
-            container = self.client.containers.run(**self._create_kwargs(name))
+            kwargs = self._create_kwargs(name)
+            if self.settings.persistent:
+                container = self.client.containers.run(**kwargs)
+            else:
+                container = self._create_tied_to_hermes(kwargs)
             container.reload()
             if container.status != "running":
                 self._died_at_start(container)
@@ -492,6 +502,7 @@ class DockerEnvironment(ShellEnvironment):
             return container
         except docker.errors.APIError as exc:
             explanation = getattr(exc, "explanation", None) or str(exc)
+            self._close_lifeline()
             try:  # a container that was created but could not start
                 self.client.containers.get(name).remove(force=True)
             except Exception:
@@ -500,6 +511,38 @@ class DockerEnvironment(ShellEnvironment):
                 f"docker backend: cannot start a container from {self.settings.image}:"
                 f" {explanation}"
             ) from None
+
+    def _create_tied_to_hermes(self, kwargs: dict[str, Any]) -> Any:
+        """Create the container with :data:`_LIFELINE` as its program, attach to its input,
+        then start it: when the attach connection closes (clean-up, or hermes dies in any way)
+        the container stops and the engine removes it with its volumes."""
+        kwargs = dict(kwargs)
+        kwargs.pop("detach", None)  # create() without detach sets StdinOnce with stdin_open
+        kwargs.update(command=list(_LIFELINE), stdin_open=True, auto_remove=True)
+        container = self.client.containers.create(**kwargs)
+        try:
+            self._lifeline = self.api.attach_socket(container.id, params={"stdin": 1, "stream": 1})
+            container.start()
+        except BaseException:
+            self._close_lifeline()
+            try:
+                container.remove(force=True, v=True)
+            except Exception:
+                pass
+            raise
+        return container
+
+    def _close_lifeline(self) -> None:
+        lifeline, self._lifeline = self._lifeline, None
+        if lifeline is None:
+            return
+        for target in (getattr(lifeline, "_sock", None), lifeline):
+            if target is None:
+                continue
+            try:
+                target.close()
+            except (OSError, AttributeError):
+                pass
 
     def _died_at_start(self, container: Any) -> None:
         try:
@@ -597,6 +640,7 @@ class DockerEnvironment(ShellEnvironment):
         except Exception:  # already gone, or the engine went away
             pass
         finally:
+            self._close_lifeline()
             try:
                 self.client.close()
             except Exception:

@@ -355,3 +355,58 @@ def test_the_model_sees_the_refusal_and_nothing_runs(docker_service, docker_clie
     assert "root folder" in result
     assert not canary.exists()
     assert [c for c in docker_client.containers.list(all=True) if "/:/rootfs" in str(c.attrs)] == []
+
+
+# --- lifetime ------------------------------------------------------------------------------
+
+TIED_PROGRAM = """
+import json, sys, time
+from hermes_env_docker import DockerEnvironment
+config = {"terminal": {"docker_host": sys.argv[1], "docker_image": sys.argv[2]}}
+env = DockerEnvironment(config, "tied-to-hermes")
+env.start_background("sleep 300")
+print(json.dumps({"id": env.container.id}), flush=True)
+time.sleep(600)
+"""
+
+
+def test_container_goes_when_hermes_is_killed(docker_service, docker_client, tmp_path):
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import docker
+
+    script = tmp_path / "hermes_like.py"
+    script.write_text(TIED_PROGRAM)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), docker_service["host"], docker_service["image"]],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line, f"the program ended early (exit {proc.wait()})"
+    container_id = json.loads(line)["id"]
+    try:
+        time.sleep(1)
+        assert docker_client.containers.get(container_id).status == "running"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            try:
+                docker_client.containers.get(container_id)
+            except docker.errors.NotFound:
+                break
+            time.sleep(0.1)
+        with pytest.raises(docker.errors.NotFound):
+            docker_client.containers.get(container_id)
+    finally:
+        proc.kill()
+        try:
+            docker_client.containers.get(container_id).remove(force=True)
+        except docker.errors.NotFound:
+            pass
