@@ -3,7 +3,8 @@
 A setting is **unsafe** when it gives the container a way out of its sandbox or takes a limit
 away: privileged mode, the host's network, process, IPC, UTS, user or cgroup namespace, devices,
 capabilities beyond docker's own default set, a bind mount of the host's root, of ``/proc``,
-``/sys`` or ``/dev``, or of a container engine's socket (or a folder above one), security options
+``/sys`` or ``/dev``, of a container engine's socket (or a folder above one) or of any unix
+socket, security options
 that turn confinement off, and a memory, CPU or pids limit that is zero, negative or configured
 empty. Extra ``docker run`` options are checked against a list of options known to be harmless;
 anything else counts as unsafe (fail closed). Unsafe settings are refused unless
@@ -17,6 +18,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+import stat
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlparse
@@ -204,6 +206,11 @@ def unsafe_mount(host_path: str, sockets: Iterable[str]) -> str | None:
                 return f"the container engine socket {socket} ({host_path})"
     if any(posixpath.basename(m) == "docker.sock" for m in mounted):
         return f"a Docker socket ({host_path})"
+    try:
+        if stat.S_ISSOCK(os.stat(host_path).st_mode):
+            return f"a unix socket of the host ({host_path})"
+    except OSError:
+        pass
     return None
 
 

@@ -325,6 +325,18 @@ def test_mount_check_follows_symbolic_links(tmp_path):
     assert unsafe_mount(str(tmp_path / "elsewhere"), [str(sock_dir / "docker.sock")]) is None
 
 
+def test_any_unix_socket_is_refused(tmp_path):
+    import socket
+
+    path = tmp_path / "service.socket"
+    server = socket.socket(socket.AF_UNIX)
+    try:
+        server.bind(str(path))
+        assert "unix socket" in unsafe_mount(str(path), [])
+    finally:
+        server.close()
+
+
 def test_doctor_check_refuses_too():
     with pytest.raises(EnvironmentUnavailable, match="docker_privileged"):
         DockerEnvironment.check({"terminal": {"docker_privileged": True}})

@@ -98,7 +98,22 @@ def test_commands_die_when_hermes_is_terminated(tmp_path):
 
 
 @needs_proc
-def test_guard_leaves_when_hermes_is_gone_and_is_not_in_its_group(tmp_path):
+def test_guard_runs_in_a_session_of_its_own(tmp_path):
+    env = LocalEnvironment(str(tmp_path))
+    try:
+        env.run("true")
+        pid = guard.pid
+        assert pid is not None and alive(pid)
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        assert int(fields[2]) == pid and int(fields[3]) == pid  # its own group and session
+        assert os.getsid(0) != pid
+    finally:
+        env.cleanup()
+
+
+@needs_proc
+def test_guard_exits_when_hermes_exits(tmp_path):
     code = textwrap.dedent(
         """
         from hermes_env_local import LocalEnvironment
