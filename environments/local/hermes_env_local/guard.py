@@ -42,10 +42,12 @@ GATE_VARIABLE = "__HERMES_GATE"
 
 GATE_PREAMBLE = r"""builtin read -r -u "$__HERMES_GATE" __hermes_go || builtin exit 125
 builtin test "$__hermes_go" = go || builtin exit 125
-builtin exec {__HERMES_GATE}<&-
+builtin unset -f exec
+exec {__HERMES_GATE}<&-
 builtin unset __HERMES_GATE __hermes_go
 """
-"""``BASH_ENV`` text that waits at the gate, closes it, and removes its traces."""
+"""``BASH_ENV`` text that waits at the gate, closes it, and removes its traces. (``exec`` cannot
+go through ``builtin``: the redirections of any other command are undone when it returns.)"""
 
 _PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "guard_process.py")
 

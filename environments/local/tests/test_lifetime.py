@@ -204,10 +204,29 @@ def test_a_gate_that_never_opens_runs_nothing(tmp_path):
     assert not canary.exists()
 
 
+def open_fds(listing: str) -> dict[int, str]:
+    """``ls -l /proc/PID/fd`` as {fd: target}."""
+    fds = {}
+    for line in listing.splitlines():
+        if " -> " in line:
+            left, target = line.split(" -> ", 1)
+            fds[int(left.split()[-1])] = target
+    return fds
+
+
 def test_the_gate_is_invisible_to_the_command(tmp_path):
     env = LocalEnvironment(str(tmp_path))
     try:
         assert env.run('echo "[${__HERMES_GATE-}]"').output == "[]\n"
+        env.run("ls -l /proc/$$/fd > fg-fds")
+        fds = open_fds((tmp_path / "fg-fds").read_text())
+        # stdin, the output pipe, and the write end of the state pipe; the gate is closed
+        assert sorted(fds) == [0, 1, 2, max(fds)] and len(fds) == 4
+        env.start_background("ls -l /proc/$$/fd > bg-fds; true")
+        wait_for(
+            lambda: (tmp_path / "bg-fds").exists() and env.list_background()[-1].running is False, 5
+        )
+        assert sorted(open_fds((tmp_path / "bg-fds").read_text())) == [0, 1, 2]
         process_id = env.start_background('echo "[${__HERMES_GATE-}][${BASH_ENV-}]"')
         wait_for(lambda: not env.poll(process_id).running, timeout=5)
         assert env.read_output(process_id)[0] == "[][]\n"
