@@ -16,6 +16,8 @@ Commands, files and background processes go through exec (see :mod:`hermes_env_c
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 import re
@@ -226,6 +228,17 @@ def _volume(spec: Any) -> str:
     if host.startswith(("~", ".", "/")):
         host = os.path.abspath(os.path.expanduser(host))
     return ":".join([host, *parts[1:]])
+
+
+def _fingerprint(kwargs: Mapping[str, Any]) -> str:
+    """A digest of the container options (all but the name and this label), so that a
+    persistent container made with other settings is not reused as if it had the current ones."""
+    relevant = {k: v for k, v in kwargs.items() if k != "name"}
+    labels = dict(relevant.get("labels") or {})
+    labels.pop("hermes.settings", None)
+    relevant["labels"] = labels
+    text = json.dumps(relevant, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
 def _import_docker() -> Any:
@@ -460,6 +473,7 @@ class DockerEnvironment(ShellEnvironment):
         security = extra.pop("security_opt", None) or []
         kwargs["security_opt"] += [security] if isinstance(security, str) else list(security)
         kwargs.update(extra)
+        kwargs["labels"]["hermes.settings"] = _fingerprint(kwargs)
         return kwargs
 
     def _find_or_create(self) -> Any:
@@ -479,6 +493,14 @@ class DockerEnvironment(ShellEnvironment):
                     raise EnvironmentUnavailable(
                         f"docker backend: a container named {name} exists but hermes did not"
                         " create it; remove or rename it"
+                    )
+                wanted = _fingerprint(self._create_kwargs(name))
+                if container.labels.get("hermes.settings") != wanted:
+                    # it keeps the options it was made with: privileged, mounts, limits...
+                    raise EnvironmentUnavailable(
+                        f"docker backend: the persistent container {name} was created with other"
+                        f" settings than the current terminal settings; remove it (docker rm -f"
+                        f" {name}, its files go with it) to apply them, or restore the settings"
                     )
                 if container.status != "running":
                     try:

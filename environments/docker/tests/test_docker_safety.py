@@ -422,3 +422,34 @@ def test_container_goes_when_hermes_is_killed(docker_service, docker_client, tmp
             docker_client.containers.get(container_id).remove(force=True)
         except docker.errors.NotFound:
             pass
+
+
+def test_persistent_container_made_with_unsafe_settings_is_not_reused_without_them(
+    docker_service, docker_client
+):
+    unsafe = config(
+        docker_service,
+        container_persistent=True,
+        docker_cap_add=["SYS_PTRACE"],
+        docker_allow_unsafe=True,
+    )
+    first = DockerEnvironment(unsafe, "persistent-settings")
+    container_id = first.container.id
+    try:
+        first.write_file("kept.txt", b"kept")
+        first.cleanup()
+        plain = config(docker_service, container_persistent=True)
+        with pytest.raises(EnvironmentUnavailable) as caught:
+            DockerEnvironment(plain, "persistent-settings")
+        message = str(caught.value)
+        assert "created with other settings" in message and "docker rm -f" in message
+        assert "\n" not in message
+        assert docker_client.containers.get(container_id).status != "running"
+        again = DockerEnvironment(unsafe, "persistent-settings")
+        try:
+            assert again.container.id == container_id
+            assert again.read_file("/workspace/kept.txt") == b"kept"
+        finally:
+            again.cleanup()
+    finally:
+        docker_client.containers.get(container_id).remove(force=True, v=True)
