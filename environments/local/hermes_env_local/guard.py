@@ -26,6 +26,7 @@ by any group-based clean-up; the same is true of the leftover-process rule of th
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -48,6 +49,9 @@ builtin unset __HERMES_GATE __hermes_go
 """
 """``BASH_ENV`` text that waits at the gate, closes it, and removes its traces. (``exec`` cannot
 go through ``builtin``: the redirections of any other command are undone when it returns.)"""
+
+READY_TIMEOUT = 10.0
+"""Seconds the guard process may take to start (it is a Python without ``site``)."""
 
 _PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "guard_process.py")
 
@@ -115,10 +119,10 @@ class Guard:
         python = sys.executable or shutil.which("python3") or "python3"
         read_end, write_end = os.pipe()
         try:
-            self._proc = subprocess.Popen(
+            proc = subprocess.Popen(
                 [python, "-I", "-S", _PROGRAM],
                 stdin=read_end,
-                stdout=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
                 cwd="/",
                 env=_guard_environment(),
@@ -132,6 +136,15 @@ class Guard:
             ) from None
         finally:
             os.close(read_end)
+        if not _ready(proc):
+            os.close(write_end)
+            proc.kill()
+            proc.wait()
+            raise EnvironmentUnavailable(
+                f"the local environment's guard process ({python} {_PROGRAM}) did not start;"
+                " refusing to start commands that could outlive hermes"
+            )
+        self._proc = proc
         self._fd = write_end
 
     def _drop(self) -> None:
@@ -157,6 +170,16 @@ class Guard:
         self._fd = None
         self._proc = None
         self._groups = set()
+
+
+def _ready(proc: subprocess.Popen[bytes]) -> bool:
+    """Whether the guard says ``ready`` within :data:`READY_TIMEOUT` seconds."""
+    assert proc.stdout is not None
+    try:
+        ready, _, _ = select.select([proc.stdout], [], [], READY_TIMEOUT)
+        return bool(ready) and proc.stdout.readline() == b"ready\n"
+    finally:
+        proc.stdout.close()
 
 
 def _guard_environment() -> dict[str, str]:

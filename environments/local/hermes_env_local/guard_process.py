@@ -1,7 +1,8 @@
 """The guard process: kills what the local environment started once hermes is gone.
 
 hermes starts this program once (``python -I -S guard_process.py``) with the read end of a pipe
-as its standard input, in a session of its own, and writes one line per change:
+as its standard input, in a session of its own, waits for its ``ready`` line on standard output,
+and then writes one line per change:
 ``+<id>`` when it started a command (a process group and session whose id is the shell's pid),
 ``-<id>`` when that group is finished and must no longer be touched.
 
@@ -74,6 +75,11 @@ def main() -> None:
     """Follow the registrations on standard input; kill what is left at end of file."""
     for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(sig, signal.SIG_IGN)
+    try:  # hermes waits for this before it starts a command
+        os.write(1, b"ready\n")
+        os.close(1)
+    except OSError:
+        pass
     ids: set[int] = set()
     pending = b""
     while True:

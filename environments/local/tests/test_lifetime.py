@@ -258,3 +258,25 @@ def test_a_guard_that_died_is_replaced_and_told_every_live_group(tmp_path):
             sleeper.wait()
     finally:
         own._drop()
+
+
+def test_no_guard_no_command(tmp_path, monkeypatch):
+    """Fail closed: when the guard cannot start, the command is refused and never runs."""
+    import hermes_env_local.guard as guard_module
+
+    from hermes_hookspecs import EnvironmentUnavailable
+
+    monkeypatch.setattr(guard_module, "_PROGRAM", str(tmp_path / "missing_guard.py"))
+    own = Guard()
+    preamble = tmp_path / "gate.sh"
+    preamble.write_text(GATE_PREAMBLE)
+    canary = tmp_path / "canary"
+    with pytest.raises(EnvironmentUnavailable, match="guard process .* did not start"):
+        spawn_gated(
+            ["bash", "--noprofile", "--norc", "-c", f"touch {canary}"],
+            env={"PATH": os.environ["PATH"], "BASH_ENV": str(preamble)},
+            register=own.watch,
+        )
+    time.sleep(0.2)
+    assert not canary.exists()
+    assert own.pid is None
