@@ -46,7 +46,7 @@ from hermes_hookspecs import (
     hookimpl,
 )
 
-from .guard import GATE_PREAMBLE, guard, spawn_gated
+from .guard import GATE_PREAMBLE, process_guard, spawn_gated
 
 __all__ = ["LocalEnvironment", "create", "hermes_register_environments"]
 
@@ -380,7 +380,7 @@ class LocalEnvironment(Environment):
             with self._lock:
                 self._active.pop(proc.pid, None)
             # after _collect stopped what was left of the group: its id may now be reused
-            guard.release(proc.pid)
+            process_guard.release(proc.pid)
         text = note + _decode(output)
         if leftover:
             text += (
@@ -405,7 +405,7 @@ class LocalEnvironment(Environment):
         return spawn_gated(
             [self.shell, "--noprofile", "--norc", "-c", command],
             env=child_env,
-            register=guard.watch,
+            register=process_guard.watch,
             **popen,
         )
 
@@ -655,7 +655,7 @@ class LocalEnvironment(Environment):
         while time.monotonic() < end and not _leader_exited(pid):
             time.sleep(0.01)
         _signal_group(pid, signal.SIGKILL)  # the unreaped leader keeps the group id ours
-        guard.release(pid)
+        process_guard.release(pid)
         bg.proc.wait()
         bg.reaped = True
         if bg.exit_code is None:

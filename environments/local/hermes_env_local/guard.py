@@ -36,7 +36,7 @@ from typing import Any
 
 from hermes_hookspecs import EnvironmentUnavailable
 
-__all__ = ["GATE_PREAMBLE", "GATE_VARIABLE", "Guard", "guard", "spawn_gated"]
+__all__ = ["GATE_PREAMBLE", "GATE_VARIABLE", "Guard", "process_guard", "spawn_gated"]
 
 GATE_VARIABLE = "__HERMES_GATE"
 """The variable that names the gate's file descriptor in the shell; the preamble unsets it."""
@@ -188,10 +188,10 @@ def _guard_environment() -> dict[str, str]:
     return {key: os.environ[key] for key in keep if key in os.environ}
 
 
-guard = Guard()
+process_guard = Guard()
 """The guard of this process, shared by every local environment."""
 
-os.register_at_fork(after_in_child=guard._forget_after_fork)
+os.register_at_fork(after_in_child=process_guard._forget_after_fork)
 
 
 def spawn_gated(

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from hermes_env_local import LocalEnvironment
-from hermes_env_local.guard import GATE_PREAMBLE, Guard, guard, spawn_gated
+from hermes_env_local.guard import GATE_PREAMBLE, Guard, process_guard, spawn_gated
 
 from hermes_core.testing.environment_suite import wait_for
 
@@ -102,7 +102,7 @@ def test_guard_runs_in_a_session_of_its_own(tmp_path):
     env = LocalEnvironment(str(tmp_path))
     try:
         env.run("true")
-        pid = guard.pid
+        pid = process_guard.pid
         assert pid is not None and alive(pid)
         with open(f"/proc/{pid}/stat") as handle:
             fields = handle.read().rsplit(")", 1)[1].split()
@@ -117,10 +117,10 @@ def test_guard_exits_when_hermes_exits(tmp_path):
     code = textwrap.dedent(
         """
         from hermes_env_local import LocalEnvironment
-        from hermes_env_local.guard import guard
+        from hermes_env_local.guard import process_guard
         env = LocalEnvironment(".")
         env.run("true")
-        print(guard.pid, flush=True)
+        print(process_guard.pid, flush=True)
         """
     )
     out = subprocess.run(
@@ -176,11 +176,11 @@ def test_groups_are_registered_while_they_run_and_released_after(tmp_path):
         process_id = env.start_background("echo $$ > pid; sleep 30")
         wait_for(lambda: (tmp_path / "pid").exists() and (tmp_path / "pid").read_text(), 5)
         leader = int((tmp_path / "pid").read_text())
-        assert leader in guard.groups
+        assert leader in process_guard.groups
         env.run("echo $$ > fg")
-        assert int((tmp_path / "fg").read_text()) not in guard.groups
+        assert int((tmp_path / "fg").read_text()) not in process_guard.groups
         env.kill(process_id)
-        assert leader not in guard.groups
+        assert leader not in process_guard.groups
     finally:
         env.cleanup()
 
