@@ -701,7 +701,12 @@ class DockerEnvironment(ShellEnvironment):
                 image = f"image {settings.image} not present yet (pulled on first use)"
         finally:
             client.close()
-        return f"Docker {version} at {where}, {image}, network {settings.network}"
+        root = "read-only root" if settings.read_only else "writable root"
+        report = f"Docker {version} at {where}, {image}, network {settings.network}, {root}"
+        if settings.unsafe:
+            report += f"; UNSAFE (allowed by terminal.docker_allow_unsafe): {len(settings.unsafe)}"
+            report += " setting(s): " + "; ".join(settings.unsafe)
+        return report
 
 
 @hookimpl

@@ -337,6 +337,15 @@ def test_any_unix_socket_is_refused(tmp_path):
         server.close()
 
 
+def test_doctor_reports_isolation_and_allowed_unsafe_settings(docker_service):
+    plain = DockerEnvironment.check(config(docker_service))
+    assert "network none, read-only root" in plain and "UNSAFE" not in plain
+    allowed = DockerEnvironment.check(
+        config(docker_service, docker_privileged=True, docker_allow_unsafe=True)
+    )
+    assert "UNSAFE" in allowed and "terminal.docker_privileged" in allowed
+
+
 def test_doctor_check_refuses_too():
     with pytest.raises(EnvironmentUnavailable, match="docker_privileged"):
         DockerEnvironment.check({"terminal": {"docker_privileged": True}})
