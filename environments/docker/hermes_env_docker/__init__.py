@@ -309,6 +309,19 @@ def _ensure_image(client: Any, settings: DockerSettings) -> None:
         ) from None
 
 
+def _keep_alive(connection: Any) -> None:
+    """TCP keep-alive on an idle connection to a remote engine, so that no firewall or NAT
+    forgets it (which would end a container that lives on it)."""
+    raw = getattr(connection, "_sock", connection)
+    try:
+        if raw.family in (socket.AF_INET, socket.AF_INET6):
+            raw.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            if hasattr(socket, "TCP_KEEPIDLE"):
+                raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 60)
+    except (OSError, AttributeError):
+        pass
+
+
 def _feed(write: Any, close_write: Any, data: bytes | None) -> None:
     """Write ``data`` (then end-of-file) from a thread, so a command that writes output before it
     reads all its input cannot dead-lock with us."""
@@ -544,6 +557,7 @@ class DockerEnvironment(ShellEnvironment):
         container = self.client.containers.create(**kwargs)
         try:
             self._lifeline = self.api.attach_socket(container.id, params={"stdin": 1, "stream": 1})
+            _keep_alive(self._lifeline)
             container.start()
         except BaseException:
             self._close_lifeline()

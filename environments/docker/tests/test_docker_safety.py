@@ -462,3 +462,22 @@ def test_persistent_container_made_with_unsafe_settings_is_not_reused_without_th
             again.cleanup()
     finally:
         docker_client.containers.get(container_id).remove(force=True, v=True)
+
+
+def test_the_lifeline_to_a_remote_engine_is_kept_alive():
+    import socket
+
+    from hermes_env_docker import _keep_alive
+
+    server = socket.create_server(("127.0.0.1", 0))
+    client = socket.create_connection(server.getsockname())
+    try:
+        assert client.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 0
+        _keep_alive(client)
+        assert client.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
+        unix = socket.socket(socket.AF_UNIX)
+        _keep_alive(unix)  # nothing to do on a unix socket, and no error
+        unix.close()
+    finally:
+        client.close()
+        server.close()

@@ -191,7 +191,8 @@ def _guard_environment() -> dict[str, str]:
 process_guard = Guard()
 """The guard of this process, shared by every local environment."""
 
-os.register_at_fork(after_in_child=process_guard._forget_after_fork)
+if hasattr(os, "register_at_fork"):  # POSIX; elsewhere the local environment cannot run anyway
+    os.register_at_fork(after_in_child=process_guard._forget_after_fork)
 
 
 def spawn_gated(
