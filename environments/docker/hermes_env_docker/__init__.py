@@ -346,6 +346,23 @@ def _feed(write: Any, close_write: Any, data: bytes | None) -> None:
         run()
 
 
+class _Held:
+    """An attach connection kept open; closing it ends the input of what it is attached to."""
+
+    def __init__(self, sock: Any) -> None:
+        self._sock = sock
+
+    def close(self) -> None:
+        """Close the connection (both the socket wrapper and the raw socket)."""
+        for target in (getattr(self._sock, "_sock", None), self._sock):
+            if target is None:
+                continue
+            try:
+                target.close()
+            except (OSError, AttributeError):
+                pass
+
+
 class _DockerChannel(Channel):
     def __init__(self, api: Any, exec_id: str, sock: Any) -> None:
         self._api = api
@@ -414,6 +431,9 @@ class DockerEnvironment(ShellEnvironment):
         self.where = f"docker container {self.container.name}"
         try:
             self._start()
+            if settings.persistent:
+                # the container stays; what the task started in it goes when hermes does
+                self._hold_lifeline()
         except EnvironmentUnavailable:
             container = self.container
             try:
@@ -570,15 +590,8 @@ class DockerEnvironment(ShellEnvironment):
 
     def _close_lifeline(self) -> None:
         lifeline, self._lifeline = self._lifeline, None
-        if lifeline is None:
-            return
-        for target in (getattr(lifeline, "_sock", None), lifeline):
-            if target is None:
-                continue
-            try:
-                target.close()
-            except (OSError, AttributeError):
-                pass
+        if lifeline is not None:
+            _Held(lifeline).close()
 
     def _died_at_start(self, container: Any) -> None:
         try:
@@ -663,6 +676,27 @@ class DockerEnvironment(ShellEnvironment):
             _feed(raw.sendall, close_write, stdin)
         return _DockerChannel(self.api, created["Id"], sock)
 
+    def _open_held(self, argv: list[str]) -> Any:
+        """An exec whose input this process holds open: the engine closes it when the attach
+        connection closes (clean-up, or hermes dies)."""
+        docker = _import_docker()
+        try:
+            created = self.api.exec_create(
+                self.container.id,
+                argv,
+                stdin=True,
+                stdout=False,
+                stderr=False,
+                user=self.settings.user or "",
+            )
+            sock = self.api.exec_start(created["Id"], socket=True)
+        except docker.errors.APIError as exc:
+            raise EnvironmentUnavailable(
+                f"{self.where}: cannot start the process lifeline: {exc}"
+            ) from None
+        _keep_alive(sock)
+        return _Held(sock)
+
     # --- clean-up -----------------------------------------------------------------------------
 
     def _teardown(self) -> None:
@@ -676,6 +710,7 @@ class DockerEnvironment(ShellEnvironment):
         except Exception:  # already gone, or the engine went away
             pass
         finally:
+            self._release_lifeline()
             self._close_lifeline()
             try:
                 self.client.close()

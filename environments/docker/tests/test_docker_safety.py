@@ -481,3 +481,58 @@ def test_the_lifeline_to_a_remote_engine_is_kept_alive():
     finally:
         client.close()
         server.close()
+
+
+PERSISTENT_PROGRAM = """
+import json, sys, threading, time
+from hermes_env_docker import DockerEnvironment
+config = {"terminal": {"docker_host": sys.argv[1], "docker_image": sys.argv[2],
+                       "container_persistent": True}}
+env = DockerEnvironment(config, "persistent-tied")
+env.start_background("exec sleep 301")
+threading.Thread(target=env.run, args=("sleep 302",), daemon=True).start()
+while "sleep 302" not in env.run("ps -o args 2>/dev/null || ps").output:
+    time.sleep(0.1)
+print(json.dumps({"id": env.container.id}), flush=True)
+time.sleep(600)
+"""
+
+
+def test_persistent_container_stays_but_its_processes_go_when_hermes_is_killed(
+    docker_service, docker_client, tmp_path
+):
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "hermes_like.py"
+    script.write_text(PERSISTENT_PROGRAM)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), docker_service["host"], docker_service["image"]],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line, f"the program ended early (exit {proc.wait()})"
+    container = docker_client.containers.get(json.loads(line)["id"])
+
+    def sleeps() -> list[str]:
+        out = container.exec_run(["ps", "-o", "args"]).output.decode()
+        return [row for row in out.splitlines() if row.startswith("sleep 30")]
+
+    try:
+        assert sorted(sleeps()) == ["sleep 301", "sleep 302"]
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 10
+        while sleeps() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert sleeps() == []
+        container.reload()
+        assert container.status == "running"  # persistent: the container itself is kept
+    finally:
+        proc.kill()
+        container.remove(force=True, v=True)
