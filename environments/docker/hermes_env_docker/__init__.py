@@ -134,15 +134,15 @@ class DockerSettings:
                 memory_mb=_limit(term, "container_memory", DEFAULT_MEMORY_MB, _memory, unsafe),
                 pids=_limit(term, "container_pids", DEFAULT_PIDS, _count, unsafe),
                 user=str(term["docker_user"]) if term.get("docker_user") else None,
-                read_only=parse_bool(term.get("docker_read_only"), True),
-                persistent=parse_bool(term.get("container_persistent"), False),
+                read_only=_flag(term, "docker_read_only", True),
+                persistent=_flag(term, "container_persistent", False),
                 pull=pull,
                 host=str(term["docker_host"]) if term.get("docker_host") else None,
                 timeout=float(timeout) if timeout else None,
-                privileged=parse_bool(term.get("docker_privileged"), False),
+                privileged=_flag(term, "docker_privileged", False),
                 cap_add=[capability(c) for c in cap_add],
                 run_options=check_run_options(term.get("docker_run_options")),
-                allow_unsafe=parse_bool(term.get("docker_allow_unsafe"), False),
+                allow_unsafe=_flag(term, "docker_allow_unsafe", False),
             )
         except (TypeError, ValueError) as exc:
             raise EnvironmentUnavailable(f"docker backend: bad setting: {exc}") from None
@@ -173,6 +173,14 @@ class DockerSettings:
                 reasons.append(f"terminal.docker_volumes mounts {why}")
         reasons += unsafe_run_options(self.run_options)
         return reasons
+
+
+def _flag(term: Mapping[str, Any], key: str, default: bool) -> bool:
+    """A yes/no setting; ``ValueError`` naming the key for anything else."""
+    try:
+        return parse_bool(term.get(key), default)
+    except ValueError as exc:
+        raise ValueError(f"terminal.{key}: {exc}") from None
 
 
 def _limit(term: Mapping[str, Any], key: str, default: Any, parse: Any, unsafe: list[str]) -> Any:

@@ -271,6 +271,12 @@ def test_limits_off_when_allowed(make_env, docker_client):
     assert host["PidsLimit"] in (None, 0, -1)
 
 
+@pytest.mark.parametrize("key", ["docker_allow_unsafe", "docker_privileged", "docker_read_only"])
+def test_a_flag_that_is_not_yes_or_no_names_its_key(key):
+    with pytest.raises(EnvironmentUnavailable, match=f"bad setting: terminal.{key}: not a yes/no"):
+        DockerSettings.from_config({"terminal": {key: "maybe"}})
+
+
 def test_every_unsafe_setting_is_named_at_once():
     with pytest.raises(EnvironmentUnavailable) as caught:
         DockerSettings.from_config(
