@@ -82,7 +82,11 @@ class Guard:
         Raises :class:`EnvironmentUnavailable` when no guard process can be started."""
         with self._lock:
             self._groups.add(pgid)
-            self._send(f"+{pgid}\n".encode())
+            try:
+                self._send(f"+{pgid}\n".encode())
+            except BaseException:
+                self._groups.discard(pgid)  # the command will not run; never kill this id later
+                raise
 
     def release(self, pgid: int) -> None:
         """Forget group ``pgid``; call it before the group id may be reused (before its leader

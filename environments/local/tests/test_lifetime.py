@@ -280,3 +280,4 @@ def test_no_guard_no_command(tmp_path, monkeypatch):
     time.sleep(0.2)
     assert not canary.exists()
     assert own.pid is None
+    assert own.groups == frozenset()  # the refused shell's id is not killed later
