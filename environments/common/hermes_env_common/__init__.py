@@ -252,6 +252,7 @@ class ShellEnvironment(Environment):
         self._bg_lock = threading.Lock()
         self._bg_counter = 0
         self._closed = False
+        self._held: Any = None  # the lifeline of _hold_lifeline, when the backend holds one
 
     # --- what a backend implements ------------------------------------------------------------
 
@@ -762,6 +763,19 @@ class ShellEnvironment(Environment):
 
     # --- clean-up ------------------------------------------------------------------------------
 
+    def _kill_tagged(self) -> str:
+        """Shell text that kills every process carrying this environment's id (twice, for ones
+        forked meanwhile) and removes the state folder."""
+        return (
+            "for n in 1 2; do\n"
+            + "  for d in /proc/[0-9]*; do\n"
+            + '    p=${d#/proc/}; [ "$p" = "$$" ] && continue\n'
+            + f'    grep -q "HERMES_ENV_ID={self._token}" "$d/environ" 2>/dev/null'
+            + ' && kill -9 "$p" 2>/dev/null\n'
+            + "  done\ndone\n"
+            + f"rm -rf -- {_q(self.state_dir)}\n"
+        )
+
     def _kill_everything(self) -> None:
         """Kill the background groups and every process carrying this environment's id, and
         remove the state folder."""
@@ -773,15 +787,38 @@ class ShellEnvironment(Environment):
         body = (
             _KILL_FUNCS
             + f'for p in {groups}; do [ -n "$p" ] && __hermes_kill 9 "$p"; done\n'
-            + "for n in 1 2; do\n"
-            + "  for d in /proc/[0-9]*; do\n"
-            + '    p=${d#/proc/}; [ "$p" = "$$" ] && continue\n'
-            + f'    grep -q "HERMES_ENV_ID={self._token}" "$d/environ" 2>/dev/null'
-            + ' && kill -9 "$p" 2>/dev/null\n'
-            + "  done\ndone\n"
-            + f"rm -rf -- {_q(self.state_dir)}\nexit 0\n"
+            + self._kill_tagged()
+            + "exit 0\n"
         )
         self._exec(body, shell="/bin/sh", timeout=30)
+
+    # --- tied to this process ------------------------------------------------------------------
+
+    def _open_held(self, argv: list[str]) -> Any:
+        """Optional: start ``argv`` in the sandbox with its standard input held open by this
+        process, and return a handle with ``close()``. When the handle is closed, or this process
+        dies in any way (its connection closes with it), the program reads end of file.
+        ``None`` when the backend cannot."""
+        return None
+
+    def _hold_lifeline(self) -> None:
+        """Tie this environment's processes to this process: a program in the sandbox waits for
+        end of file on an input this process holds, then kills every process carrying the
+        environment's id and removes the state folder. For backends whose sandbox outlives
+        hermes (a persistent container, a remote host); call it after :meth:`_start`."""
+        script = (
+            "trap '' HUP INT\n"
+            "while read -r __hermes_line; do :; done\n" + self._kill_tagged() + "exit 0\n"
+        )
+        self._held = self._open_held(["/bin/sh", "-c", script])
+
+    def _release_lifeline(self) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            try:
+                held.close()
+            except Exception:  # noqa: BLE001 - the connection may be gone already
+                pass
 
     def cleanup(self) -> None:
         """Stop every process the environment started, remove its state, release the backend.
@@ -800,4 +837,5 @@ class ShellEnvironment(Environment):
                         proc.running = False
                         if proc.exit_code is None:
                             proc.exit_code = -1
+            self._release_lifeline()
             self._teardown()

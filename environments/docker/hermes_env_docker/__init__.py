@@ -2,11 +2,13 @@
 ``docker exec``.
 
 The container is created on first use of a task from ``terminal.docker_image`` with the network
-``none``, all capabilities dropped but a few a package manager needs, ``no-new-privileges``, an
-init process, and memory / CPU / pids limits; it is removed at clean-up unless
-``terminal.container_persistent`` is true, in which case it is stopped and found again by name for
-the next task with the same id. The engine is the one ``DOCKER_HOST`` (or
-``terminal.docker_host``) points at, local or remote.
+``none``, a read-only root file system (``/tmp`` and the working folder stay writable), all
+capabilities dropped but a few, ``no-new-privileges``, an init process, and memory / CPU / pids
+limits. Settings that would let it reach the host are refused unless
+``terminal.docker_allow_unsafe`` is true (:mod:`hermes_env_docker.safety`). The container is
+removed at clean-up unless ``terminal.container_persistent`` is true, in which case it is stopped
+and found again by name for the next task with the same id. The engine is the one
+``DOCKER_HOST`` (or ``terminal.docker_host``) points at, local or remote.
 
 Commands, files and background processes go through exec (see :mod:`hermes_env_common`); the
 ``docker`` SDK is imported only when an environment is created.
@@ -14,7 +16,11 @@ Commands, files and background processes go through exec (see :mod:`hermes_env_c
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
 import os
+import re
 import secrets
 import socket
 import threading
@@ -34,7 +40,20 @@ from hermes_env_common import (
 
 from hermes_hookspecs import EnvironmentUnavailable, hookimpl
 
+from .safety import (
+    ALLOW_KEY,
+    capability,
+    check_run_options,
+    engine_sockets,
+    unsafe_capabilities,
+    unsafe_mount,
+    unsafe_network,
+    unsafe_run_options,
+)
+
 __all__ = ["DEFAULT_IMAGE", "DockerEnvironment", "DockerSettings", "hermes_register_environments"]
+
+log = logging.getLogger("hermes.environments")
 
 DEFAULT_IMAGE = "python:3.11-slim"
 """The image used when ``terminal.docker_image`` is not set: Debian with Python 3.11, bash and
@@ -50,11 +69,19 @@ inside the container; no raw sockets, no mounts, no ptrace."""
 
 # PID 1 (under docker's init) only waits; TERM (docker stop) ends it at once.
 _KEEPALIVE = ["-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"]
+# PID 1 of a container that must not outlive hermes: it waits for end of file on its standard
+# input, which hermes holds through an attach connection (StdinOnce: the input closes when that
+# connection does, also when hermes is killed); then the container stops and removes itself.
+_LIFELINE = ["-c", "trap 'exit 0' TERM INT; while read -r _; do :; done; exit 0"]
 
 
 @dataclass
 class DockerSettings:
-    """The ``terminal`` keys the docker backend reads (Hermes' names where Hermes has one)."""
+    """The ``terminal`` keys the docker backend reads (Hermes' names where Hermes has one).
+
+    ``unsafe`` lists why the settings would let the container reach the host (see
+    :mod:`hermes_env_docker.safety`); :meth:`from_config` refuses them unless
+    ``allow_unsafe``."""
 
     image: str = DEFAULT_IMAGE
     workdir: str = DEFAULT_WORKDIR
@@ -65,17 +92,24 @@ class DockerSettings:
     memory_mb: int | None = DEFAULT_MEMORY_MB
     pids: int | None = DEFAULT_PIDS
     user: str | None = None
-    read_only: bool = False
+    read_only: bool = True
     persistent: bool = False
     pull: str = "missing"
     host: str | None = None
     timeout: float | None = None
+    privileged: bool = False
+    cap_add: list[str] = field(default_factory=list)
+    run_options: dict[str, Any] = field(default_factory=dict)
+    allow_unsafe: bool = False
+    unsafe: list[str] = field(default_factory=list)
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> DockerSettings:
-        """Read and check the settings; a bad value is an :class:`EnvironmentUnavailable` that
-        names the key."""
+        """Read and check the settings; a bad value, or an unsafe one without
+        ``terminal.docker_allow_unsafe``, is an :class:`EnvironmentUnavailable` (one line that
+        names the key)."""
         term = terminal_config(config)
+        unsafe: list[str] = []
         try:
             volumes = term.get("docker_volumes") or []
             if isinstance(volumes, str):
@@ -83,31 +117,109 @@ class DockerSettings:
             env = term.get("docker_env") or {}
             if not isinstance(env, Mapping):
                 raise ValueError("terminal.docker_env must be a mapping of NAME: value")
-            cpu = term.get("container_cpu", DEFAULT_CPU)
-            pids = term.get("container_pids", DEFAULT_PIDS)
             pull = str(term.get("docker_pull") or "missing")
             if pull not in {"missing", "always", "never"}:
                 raise ValueError("terminal.docker_pull must be missing, always or never")
-            memory = term.get("container_memory", DEFAULT_MEMORY_MB)
             timeout = term.get("timeout")
-            return cls(
+            cap_add = term.get("docker_cap_add") or []
+            if isinstance(cap_add, str):
+                cap_add = [cap_add]
+            settings = cls(
                 image=str(term.get("docker_image") or DEFAULT_IMAGE),
                 workdir=str(term.get("docker_workdir") or DEFAULT_WORKDIR),
                 volumes=[_volume(v) for v in volumes],
                 env={str(k): str(v) for k, v in env.items()},
                 network=str(term.get("docker_network") or "none"),
-                cpu=float(cpu) if cpu not in (None, "", 0) else None,
-                memory_mb=parse_memory_mb(memory),
-                pids=int(pids) if pids not in (None, "", 0) else None,
+                cpu=_limit(term, "container_cpu", DEFAULT_CPU, float, unsafe),
+                memory_mb=_limit(term, "container_memory", DEFAULT_MEMORY_MB, _memory, unsafe),
+                pids=_limit(term, "container_pids", DEFAULT_PIDS, _count, unsafe),
                 user=str(term["docker_user"]) if term.get("docker_user") else None,
-                read_only=parse_bool(term.get("docker_read_only"), False),
-                persistent=parse_bool(term.get("container_persistent"), False),
+                read_only=_flag(term, "docker_read_only", True),
+                persistent=_flag(term, "container_persistent", False),
                 pull=pull,
                 host=str(term["docker_host"]) if term.get("docker_host") else None,
                 timeout=float(timeout) if timeout else None,
+                privileged=_flag(term, "docker_privileged", False),
+                cap_add=[capability(c) for c in cap_add],
+                run_options=check_run_options(term.get("docker_run_options")),
+                allow_unsafe=_flag(term, "docker_allow_unsafe", False),
             )
         except (TypeError, ValueError) as exc:
             raise EnvironmentUnavailable(f"docker backend: bad setting: {exc}") from None
+        settings.unsafe = settings._unsafe_reasons() + unsafe
+        if settings.unsafe and not settings.allow_unsafe:
+            raise EnvironmentUnavailable(
+                "docker backend: refusing unsafe settings: "
+                + "; ".join(settings.unsafe)
+                + f"; set {ALLOW_KEY}: true to allow them"
+            )
+        return settings
+
+    def _unsafe_reasons(self) -> list[str]:
+        """Why these settings would let the container reach the host (empty: they would not)."""
+        reasons = []
+        if self.privileged:
+            reasons.append("terminal.docker_privileged is true (full access to the host)")
+        network = unsafe_network(self.network)
+        if network:
+            reasons.append(network)
+        added = unsafe_capabilities(self.cap_add)
+        if added:
+            reasons.append(f"terminal.docker_cap_add adds {', '.join(added)}")
+        sockets = engine_sockets(self.host, os.environ.get("DOCKER_HOST"))
+        for volume in self.volumes:
+            why = unsafe_mount(volume.split(":")[0], sockets)
+            if why:
+                reasons.append(f"terminal.docker_volumes mounts {why}")
+        reasons += unsafe_run_options(self.run_options)
+        return reasons
+
+
+def _flag(term: Mapping[str, Any], key: str, default: bool) -> bool:
+    """A yes/no setting; ``ValueError`` naming the key for anything else."""
+    try:
+        return parse_bool(term.get(key), default)
+    except ValueError as exc:
+        raise ValueError(f"terminal.{key}: {exc}") from None
+
+
+def _limit(term: Mapping[str, Any], key: str, default: Any, parse: Any, unsafe: list[str]) -> Any:
+    """A resource limit: the default when the key is absent; ``None`` (no limit, noted in
+    ``unsafe``) when it is configured empty, zero or negative."""
+    if key not in term:
+        return default
+    raw = term[key]
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        unsafe.append(f"terminal.{key} is empty (no limit)")
+        return None
+    if isinstance(raw, bool):
+        raise ValueError(f"terminal.{key} must be a number, not {raw!r}")
+    try:
+        value = parse(raw)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"terminal.{key}: {exc}") from None
+    if value <= 0:
+        unsafe.append(f"terminal.{key} is {raw!r} (no limit)")
+        return None
+    return value
+
+
+def _memory(raw: Any) -> float:
+    """MiB of a ``container_memory`` value (``0`` and negative values stay as they are)."""
+    match = re.match(r"\s*(-?\d+(?:\.\d+)?)", str(raw))
+    if match and float(match.group(1)) <= 0:
+        return float(match.group(1))
+    value = parse_memory_mb(raw)
+    if value is None:
+        raise ValueError(f"not a memory size: {raw!r}")
+    return value
+
+
+def _count(raw: Any) -> int:
+    value = float(raw)
+    if value != int(value):
+        raise ValueError(f"not a whole number: {raw!r}")
+    return int(value)
 
 
 def _volume(spec: Any) -> str:
@@ -124,6 +236,17 @@ def _volume(spec: Any) -> str:
     if host.startswith(("~", ".", "/")):
         host = os.path.abspath(os.path.expanduser(host))
     return ":".join([host, *parts[1:]])
+
+
+def _fingerprint(kwargs: Mapping[str, Any]) -> str:
+    """A digest of the container options (all but the name and this label), so that a
+    persistent container made with other settings is not reused as if it had the current ones."""
+    relevant = {k: v for k, v in kwargs.items() if k != "name"}
+    labels = dict(relevant.get("labels") or {})
+    labels.pop("hermes.settings", None)
+    relevant["labels"] = labels
+    text = json.dumps(relevant, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
 def _import_docker() -> Any:
@@ -194,6 +317,19 @@ def _ensure_image(client: Any, settings: DockerSettings) -> None:
         ) from None
 
 
+def _keep_alive(connection: Any) -> None:
+    """TCP keep-alive on an idle connection to a remote engine, so that no firewall or NAT
+    forgets it (which would end a container that lives on it)."""
+    raw = getattr(connection, "_sock", connection)
+    try:
+        if raw.family in (socket.AF_INET, socket.AF_INET6):
+            raw.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            if hasattr(socket, "TCP_KEEPIDLE"):
+                raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 60)
+    except (OSError, AttributeError):
+        pass
+
+
 def _feed(write: Any, close_write: Any, data: bytes | None) -> None:
     """Write ``data`` (then end-of-file) from a thread, so a command that writes output before it
     reads all its input cannot dead-lock with us."""
@@ -216,6 +352,23 @@ def _feed(write: Any, close_write: Any, data: bytes | None) -> None:
         threading.Thread(target=run, name="hermes-docker-stdin", daemon=True).start()
     else:
         run()
+
+
+class _Held:
+    """An attach connection kept open; closing it ends the input of what it is attached to."""
+
+    def __init__(self, sock: Any) -> None:
+        self._sock = sock
+
+    def close(self) -> None:
+        """Close the connection (both the socket wrapper and the raw socket)."""
+        for target in (getattr(self._sock, "_sock", None), self._sock):
+            if target is None:
+                continue
+            try:
+                target.close()
+            except (OSError, AttributeError):
+                pass
 
 
 class _DockerChannel(Channel):
@@ -267,6 +420,11 @@ class DockerEnvironment(ShellEnvironment):
 
     def __init__(self, config: Mapping[str, Any], task_id: str) -> None:
         settings = DockerSettings.from_config(config)
+        if settings.unsafe:
+            log.warning(
+                "docker backend: unsafe settings allowed by terminal.docker_allow_unsafe: %s",
+                "; ".join(settings.unsafe),
+            )
         super().__init__(
             task_id=task_id,
             workdir=settings.workdir,
@@ -277,12 +435,16 @@ class DockerEnvironment(ShellEnvironment):
         self.client, self.engine = _client(settings)
         self.api = self.client.api
         self.container: Any = None
+        self._lifeline: Any = None  # the attach connection a non-persistent container lives on
         self.where = f"docker ({self.engine})"
         _ensure_image(self.client, settings)
         self.container = self._find_or_create()
         self.where = f"docker container {self.container.name}"
         try:
             self._start()
+            if settings.persistent:
+                # the container stays; what the task started in it goes when hermes does
+                self._hold_lifeline()
         except EnvironmentUnavailable:
             container = self.container
             try:
@@ -295,6 +457,7 @@ class DockerEnvironment(ShellEnvironment):
                 try:
                     self._died_at_start(container)  # raises, with the container's last words
                 finally:
+                    self._close_lifeline()
                     self.client.close()
             self._teardown()
             raise
@@ -326,10 +489,12 @@ class DockerEnvironment(ShellEnvironment):
             "environment": dict(s.env),
             "init": True,
             "cap_drop": ["ALL"],
-            "cap_add": list(CAPABILITIES),
+            "cap_add": sorted(set(CAPABILITIES) | set(s.cap_add)),
             "security_opt": ["no-new-privileges"],
             "read_only": s.read_only,
         }
+        if s.privileged:
+            kwargs["privileged"] = True
         if s.volumes:
             kwargs["volumes"] = list(s.volumes)
         if s.memory_mb:
@@ -340,11 +505,19 @@ class DockerEnvironment(ShellEnvironment):
         if s.pids:
             kwargs["pids_limit"] = s.pids
         if s.read_only:
+            # writable: /tmp (memory, emptied at restart) and the working folder (a volume of
+            # the container, so a persistent container keeps its files; removed with it)
+            kwargs["tmpfs"] = {"/tmp": "rw,exec,nosuid,nodev,size=512m"}
             mounted = {v.split(":")[1].rstrip("/") for v in s.volumes}
-            tmpfs = {"/tmp": "rw,exec,nosuid,nodev,size=512m"}
-            if s.workdir.rstrip("/") not in mounted and s.workdir not in tmpfs:
-                tmpfs[s.workdir] = "rw,exec,nosuid,nodev,size=1g"
-            kwargs["tmpfs"] = tmpfs
+            workdir = s.workdir.rstrip("/") or "/"
+            if workdir not in mounted and workdir not in ("/", "/tmp"):
+                docker = _import_docker()
+                kwargs["mounts"] = [docker.types.Mount(target=workdir, source=None, type="volume")]
+        extra = dict(s.run_options)
+        security = extra.pop("security_opt", None) or []
+        kwargs["security_opt"] += [security] if isinstance(security, str) else list(security)
+        kwargs.update(extra)
+        kwargs["labels"]["hermes.settings"] = _fingerprint(kwargs)
         return kwargs
 
     def _find_or_create(self) -> Any:
@@ -365,6 +538,14 @@ class DockerEnvironment(ShellEnvironment):
                         f"docker backend: a container named {name} exists but hermes did not"
                         " create it; remove or rename it"
                     )
+                wanted = _fingerprint(self._create_kwargs(name))
+                if container.labels.get("hermes.settings") != wanted:
+                    # it keeps the options it was made with: privileged, mounts, limits...
+                    raise EnvironmentUnavailable(
+                        f"docker backend: the persistent container {name} was created with other"
+                        f" settings than the current terminal settings; remove it (docker rm -f"
+                        f" {name}, its files go with it) to apply them, or restore the settings"
+                    )
                 if container.status != "running":
                     try:
                         container.start()
@@ -375,7 +556,11 @@ class DockerEnvironment(ShellEnvironment):
                         ) from None
                 return container
         try:
-            container = self.client.containers.run(**self._create_kwargs(name))
+            kwargs = self._create_kwargs(name)
+            if self.settings.persistent:
+                container = self.client.containers.run(**kwargs)
+            else:
+                container = self._create_tied_to_hermes(kwargs)
             container.reload()
             if container.status != "running":
                 self._died_at_start(container)
@@ -383,6 +568,7 @@ class DockerEnvironment(ShellEnvironment):
             return container
         except docker.errors.APIError as exc:
             explanation = getattr(exc, "explanation", None) or str(exc)
+            self._close_lifeline()
             try:  # a container that was created but could not start
                 self.client.containers.get(name).remove(force=True)
             except Exception:
@@ -391,6 +577,32 @@ class DockerEnvironment(ShellEnvironment):
                 f"docker backend: cannot start a container from {self.settings.image}:"
                 f" {explanation}"
             ) from None
+
+    def _create_tied_to_hermes(self, kwargs: dict[str, Any]) -> Any:
+        """Create the container with :data:`_LIFELINE` as its program, attach to its input,
+        then start it: when the attach connection closes (clean-up, or hermes dies in any way)
+        the container stops and the engine removes it with its volumes."""
+        kwargs = dict(kwargs)
+        kwargs.pop("detach", None)  # create() without detach sets StdinOnce with stdin_open
+        kwargs.update(command=list(_LIFELINE), stdin_open=True, auto_remove=True)
+        container = self.client.containers.create(**kwargs)
+        try:
+            self._lifeline = self.api.attach_socket(container.id, params={"stdin": 1, "stream": 1})
+            _keep_alive(self._lifeline)
+            container.start()
+        except BaseException:
+            self._close_lifeline()
+            try:
+                container.remove(force=True, v=True)
+            except Exception:
+                pass
+            raise
+        return container
+
+    def _close_lifeline(self) -> None:
+        lifeline, self._lifeline = self._lifeline, None
+        if lifeline is not None:
+            _Held(lifeline).close()
 
     def _died_at_start(self, container: Any) -> None:
         try:
@@ -475,6 +687,27 @@ class DockerEnvironment(ShellEnvironment):
             _feed(raw.sendall, close_write, stdin)
         return _DockerChannel(self.api, created["Id"], sock)
 
+    def _open_held(self, argv: list[str]) -> Any:
+        """An exec whose input this process holds open: the engine closes it when the attach
+        connection closes (clean-up, or hermes dies)."""
+        docker = _import_docker()
+        try:
+            created = self.api.exec_create(
+                self.container.id,
+                argv,
+                stdin=True,
+                stdout=False,
+                stderr=False,
+                user=self.settings.user or "",
+            )
+            sock = self.api.exec_start(created["Id"], socket=True)
+        except docker.errors.APIError as exc:
+            raise EnvironmentUnavailable(
+                f"{self.where}: cannot start the process lifeline: {exc}"
+            ) from None
+        _keep_alive(sock)
+        return _Held(sock)
+
     # --- clean-up -----------------------------------------------------------------------------
 
     def _teardown(self) -> None:
@@ -488,6 +721,8 @@ class DockerEnvironment(ShellEnvironment):
         except Exception:  # already gone, or the engine went away
             pass
         finally:
+            self._release_lifeline()
+            self._close_lifeline()
             try:
                 self.client.close()
             except Exception:
@@ -526,7 +761,12 @@ class DockerEnvironment(ShellEnvironment):
                 image = f"image {settings.image} not present yet (pulled on first use)"
         finally:
             client.close()
-        return f"Docker {version} at {where}, {image}, network {settings.network}"
+        root = "read-only root" if settings.read_only else "writable root"
+        report = f"Docker {version} at {where}, {image}, network {settings.network}, {root}"
+        if settings.unsafe:
+            report += f"; UNSAFE (allowed by terminal.docker_allow_unsafe): {len(settings.unsafe)}"
+            report += " setting(s): " + "; ".join(settings.unsafe)
+        return report
 
 
 @hookimpl

@@ -265,7 +265,7 @@ def test_settings_defaults():
     assert settings.network == "none"
     assert settings.workdir == "/workspace"
     assert (settings.cpu, settings.memory_mb, settings.pids) == (1.0, 4096, 512)
-    assert settings.persistent is False and settings.read_only is False
+    assert settings.persistent is False and settings.read_only is True
 
 
 def test_docker_host_from_the_environment(docker_service, monkeypatch):

@@ -14,6 +14,8 @@ How a command runs (see README.md for the reasoning):
 - Background processes are process groups of their own writing to a log file; the group leader is
   not reaped until it is killed or the environment is cleaned up, so its group id can never be
   reused by an unrelated process while we might signal it.
+- Nothing outlives hermes: every group is registered with a guard process that kills the groups
+  still registered when hermes dies, ``SIGKILL`` included (:mod:`hermes_env_local.guard`).
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ from hermes_hookspecs import (
 )
 from hermes_hookspecs.secrets import passthrough, secret_names
 
+from .guard import GATE_PREAMBLE, process_guard, spawn_gated
+
 __all__ = ["LocalEnvironment", "create", "hermes_register_environments"]
 
 DEFAULT_TIMEOUT = 180.0
@@ -55,12 +59,16 @@ TERM_GRACE = 0.5
 END_MARK = b"\0__HERMES_END__\0"
 SKIPPED_VARIABLES = frozenset({"SHLVL", "_", "PWD", "BASH_ENV", "__HERMES_STATE"})
 
-PREAMBLE = r"""__hermes_fd=$__HERMES_STATE; unset BASH_ENV __HERMES_STATE
+PREAMBLE = (
+    GATE_PREAMBLE
+    + r"""__hermes_fd=$__HERMES_STATE; unset BASH_ENV __HERMES_STATE
 __hermes_save() {
   builtin printf '%s\0' "$PWD"; builtin export -p; builtin printf '\0__HERMES_END__\0'
 } >&"$__hermes_fd"
 trap __hermes_save EXIT
 """
+)
+BACKGROUND_PREAMBLE = GATE_PREAMBLE + "builtin unset BASH_ENV\n"
 _DECLARE = re.compile(rb"(?:declare -[A-Za-z]*x[A-Za-z]*|export) ([A-Za-z_][A-Za-z0-9_]*)")
 _ANSI_C = re.compile(
     rb"\\(x[0-9a-fA-F]{1,2}|u[0-9a-fA-F]{1,4}|U[0-9a-fA-F]{1,8}|[0-7]{1,3}|c.|.)", re.S
@@ -267,6 +275,7 @@ class LocalEnvironment(Environment):
         self._process_ids = itertools.count(1)
         self._dir: str | None = None
         self._preamble_path = ""
+        self._background_preamble_path = ""
         self._active: dict[int, subprocess.Popen[bytes]] = {}
         self._background: dict[str, _Background] = {}
         self._umask = _umask()
@@ -298,6 +307,9 @@ class LocalEnvironment(Environment):
                 self._preamble_path = os.path.join(self._dir, "preamble.sh")
                 with open(self._preamble_path, "w") as handle:
                     handle.write(PREAMBLE)
+                self._background_preamble_path = os.path.join(self._dir, "background.sh")
+                with open(self._background_preamble_path, "w") as handle:
+                    handle.write(BACKGROUND_PREAMBLE)
             return self._dir
 
     def _resolve(self, path: str, base: str | None = None) -> str:
@@ -365,7 +377,6 @@ class LocalEnvironment(Environment):
             child_env.update(env)
         child_env = self._without_secrets(child_env)
         state_read, state_write = os.pipe()
-        child_env["BASH_ENV"] = self._preamble_path
         child_env["__HERMES_STATE"] = str(state_write)
         stdin_file: Any = subprocess.DEVNULL
         if stdin is not None:
@@ -373,19 +384,22 @@ class LocalEnvironment(Environment):
             stdin_file.write(stdin.encode("utf-8", errors="surrogateescape"))
             stdin_file.seek(0)
         try:
-            proc = subprocess.Popen(
-                [self.shell, "--noprofile", "--norc", "-c", command],
+            proc = self._spawn(
+                command,
+                preamble=self._preamble_path,
+                env=child_env,
                 stdin=stdin_file,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 cwd=workdir,
-                env=child_env,
-                start_new_session=True,
                 pass_fds=(state_write,),
             )
         except OSError as exc:
             os.close(state_read)
             return CommandResult(output=f"hermes: could not start bash: {exc}\n", exit_code=-1)
+        except BaseException:
+            os.close(state_read)
+            raise
         finally:
             os.close(state_write)
             if stdin is not None:
@@ -399,6 +413,8 @@ class LocalEnvironment(Environment):
             os.close(state_read)
             with self._lock:
                 self._active.pop(proc.pid, None)
+            # after _collect stopped what was left of the group: its id may now be reused
+            process_guard.release(proc.pid)
         text = note + _decode(output)
         if leftover:
             text += (
@@ -411,6 +427,21 @@ class LocalEnvironment(Environment):
             exit_code = _exit_status(proc.returncode)
             self._load_state(state, keep_cwd=cwd is not None, passed=env or {})
         return CommandResult(output=text, exit_code=exit_code, timed_out=timed_out)
+
+    def _spawn(
+        self, command: str, *, preamble: str, env: dict[str, str], **popen: Any
+    ) -> subprocess.Popen[bytes]:
+        """Start ``command`` in bash, in a session of its own that the guard process kills if
+        hermes dies (see :mod:`hermes_env_local.guard`); ``preamble`` is the ``BASH_ENV`` file,
+        which starts with the gate."""
+        child_env = dict(env)
+        child_env["BASH_ENV"] = preamble
+        return spawn_gated(
+            [self.shell, "--noprofile", "--norc", "-c", command],
+            env=child_env,
+            register=process_guard.watch,
+            **popen,
+        )
 
     def _collect(
         self, proc: subprocess.Popen[bytes], limit: float, state_fd: int
@@ -572,14 +603,14 @@ class LocalEnvironment(Environment):
         child_env = self._without_secrets(child_env)
         log_path = os.path.join(folder, f"{process_id}.log")
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen(
-                [self.shell, "--noprofile", "--norc", "-c", command],
+            proc = self._spawn(
+                command,
+                preamble=self._background_preamble_path,
+                env=child_env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 cwd=workdir,
-                env=child_env,
-                start_new_session=True,
             )
         with self._lock:
             self._background[process_id] = _Background(
@@ -659,6 +690,7 @@ class LocalEnvironment(Environment):
         while time.monotonic() < end and not _leader_exited(pid):
             time.sleep(0.01)
         _signal_group(pid, signal.SIGKILL)  # the unreaped leader keeps the group id ours
+        process_guard.release(pid)
         bg.proc.wait()
         bg.reaped = True
         if bg.exit_code is None:
