@@ -414,7 +414,8 @@ def docker_settings():
 
 
 def test_in_a_docker_sandbox_paths_are_resolved_inside_the_container(box):
-    terminal = docker_settings()
+    # the set-up writes the container user's ~/.ssh, outside the writable workdir and /tmp
+    terminal = {**docker_settings(), "docker_read_only": False}
     setup = (
         "mkdir -p /root/.ssh && echo s3cr3t-canary-value > /root/.ssh/id_rsa && "
         "ln -s /tmp up && ln -s /root/.ssh keys && printf 'caf\\351 needle\\n' > latin.txt"

@@ -120,22 +120,13 @@ class Guard:
                     ) from None
 
     def _start(self) -> None:
-        python = sys.executable or shutil.which("python3") or "python3"
         read_end, write_end = os.pipe()
         try:
-            proc = subprocess.Popen(
-                [python, "-I", "-S", _PROGRAM],
-                stdin=read_end,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                cwd="/",
-                env=_guard_environment(),
-                start_new_session=True,  # no terminal signals, not in hermes' process group
-            )
+            proc, python = _spawn_guard(read_end)
         except OSError as exc:
             os.close(write_end)
             raise EnvironmentUnavailable(
-                f"the local environment cannot start its guard process ({python}: {exc});"
+                f"the local environment cannot start its guard process ({exc});"
                 " refusing to start commands that could outlive hermes"
             ) from None
         finally:
@@ -238,3 +229,32 @@ def spawn_gated(
         raise
     os.close(gate_write)
     return proc
+
+
+def _interpreters() -> list[str]:
+    """Pythons that can run the guard program (it needs only the standard library): this
+    process's own first, then ``python3`` on ``PATH`` (this process's may be unreachable, e.g.
+    inside a folder its user may not enter after dropping privileges)."""
+    found = [sys.executable, shutil.which("python3"), "/usr/bin/python3"]
+    return [p for p in dict.fromkeys(found) if p]
+
+
+def _spawn_guard(stdin: int) -> tuple[subprocess.Popen[bytes], str]:
+    """Start the guard program with ``stdin`` as its input; the process and its interpreter."""
+    error: OSError | None = None
+    for python in _interpreters():
+        try:
+            proc = subprocess.Popen(
+                [python, "-I", "-S", _PROGRAM],
+                stdin=stdin,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                cwd="/",
+                env=_guard_environment(),
+                start_new_session=True,  # no terminal signals, not in hermes' process group
+            )
+        except OSError as exc:
+            error = OSError(f"{python}: {exc}")
+            continue
+        return proc, python
+    raise error or OSError("no Python interpreter found")
