@@ -128,8 +128,9 @@ def test_write_to_sensitive_paths_needs_approval(tmp_path):
         approval_callback=lambda r: asked.append(r) or "deny",
     )
     assert out[0] == (
-        "Error: not approved (user): writes to a .env file (rule write-env-file): "
-        "write_file .env. Do not retry the same action; choose a safer one or ask the user."
+        "BLOCKED: not approved by the user: writes to a .env file (rule write-env-file) "
+        "(rule user-denied). Target: write_file .env. Do not retry this call or a variant of "
+        "it; ask the user, or do something else."
     )
     assert out[1].startswith("Wrote")
     assert not (tmp_path / ".env").exists()
