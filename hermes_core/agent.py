@@ -361,7 +361,11 @@ class Agent:
         try:
             self._start_session()
             if conversation_history is not None:
-                self.messages = [dict(m) for m in conversation_history if m.get("role") != "system"]
+                self.messages = [
+                    transcript.clean_value(dict(m))
+                    for m in conversation_history
+                    if m.get("role") != "system"
+                ]
             if self.system_prompt is None:
                 self._build_system_prompt(system_message)
             user_message = transcript.clean_value(user_message)
@@ -832,7 +836,9 @@ class Agent:
         if existing is not None:  # resuming: replay the stored prompt and messages
             self.session = existing
             self.system_prompt = existing.system_prompt
-            self.messages = self.session_store.get_messages(self.session_id)
+            # A session saved before text was cleaned at the boundary may hold lone surrogates.
+            stored = self.session_store.get_messages(self.session_id)
+            self.messages = [transcript.clean_value(m) for m in stored]
             self._answer_dangling_calls()
         else:
             self.session = SessionInfo(

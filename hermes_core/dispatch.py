@@ -150,7 +150,7 @@ def parse_call(raw: dict[str, Any], index: int) -> tuple[ToolCall, str | None]:
         index=index,
     )
     if isinstance(arguments, dict):
-        call.arguments = arguments
+        call.arguments = clean_value(arguments)
         call.raw_arguments = json.dumps(arguments)
         return call, None
     if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
@@ -167,7 +167,7 @@ def parse_call(raw: dict[str, Any], index: int) -> tuple[ToolCall, str | None]:
             f"Error: the arguments of tool '{name}' must be a JSON object, "
             f"got {type(parsed).__name__}."
         )
-    call.arguments = parsed
+    call.arguments = clean_value(parsed)  # a JSON escape can spell a lone surrogate
     return call, None
 
 
@@ -538,14 +538,17 @@ class Dispatcher:
         pending = set(futures)
         while pending and not cancel.is_set():
             _done, pending = cf.wait(pending, timeout=POLL_SECONDS)
+        if pending:  # interrupted: calls not started never start, running ones get a grace
+            running = {future for future in pending if not future.cancel()}
+            cf.wait(running, timeout=STOP_GRACE_SECONDS + POLL_SECONDS)
         outcomes = []
         for index, (raw, future) in enumerate(zip(raw_calls, futures, strict=True)):
-            if future.done() and not future.cancelled():
+            if future.cancelled():
+                outcomes.append(self._interrupted(raw, index, "before this tool ran"))
+            elif future.done():
                 outcomes.append(future.result())
             else:
-                started = not future.cancel()
-                when = "while this tool was running" if started else "before this tool ran"
-                outcomes.append(self._interrupted(raw, index, when))
+                outcomes.append(self._interrupted(raw, index, "while this tool was running"))
         return outcomes
 
     @staticmethod

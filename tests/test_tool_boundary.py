@@ -203,7 +203,8 @@ class Broken:
                 description="bad text",
                 tools=[
                     tool("bytes", lambda a, c: "name=caf\udce9 half=\ud800 pair=\ud83d\ude00"),
-                    tool("echo", lambda a, c: f"got {a.get('q')}", STR_ARG),
+                    # encoding fails on a lone surrogate: the handler gets clean arguments
+                    tool("echo", lambda a, c: f"got {a.get('q', '').encode().decode()}", STR_ARG),
                 ],
             )
         )
@@ -501,3 +502,63 @@ def test_resume_answers_calls_a_crash_left_open_once_in_the_store(tmp_path: Path
         synthetic = [m for m in tool_results if m["content"] == INTERRUPTED_RESULT]
         assert len(synthetic) == 2 - answered
         assert [m["role"] for m in stored[:3]] == ["user", "assistant", "tool"]
+
+
+def test_an_interrupt_during_a_parallel_batch_answers_every_call_and_signals_handlers():
+    signalled: list[str] = []
+    both_started = threading.Barrier(3)
+
+    def cooperative(args: dict[str, Any], ctx: Any) -> str:
+        both_started.wait(5)
+        if ctx.cancel_event.wait(30):
+            signalled.append("cooperative")
+        return "stopped early"
+
+    def stubborn(args: dict[str, Any], ctx: Any) -> str:
+        both_started.wait(5)
+        time.sleep(30)
+        return "never seen"
+
+    agent = make_agent(
+        tool_calls(("cooperative", {}), ("stubborn", {})),
+        text("unused"),
+        plugins=[Tools(tool("cooperative", cooperative), tool("stubborn", stubborn))],
+    )
+    threading.Thread(target=lambda: (both_started.wait(5), agent.interrupt())).start()
+    started = time.monotonic()
+    result = agent.run_conversation("go")
+    elapsed = time.monotonic() - started
+    assert result["interrupted"] and elapsed < 1.0, elapsed
+    assert (
+        results(agent.messages)
+        == ["Error: interrupted by the user while this tool was running."] * 2
+    )
+    assert signalled == ["cooperative"]
+    assert_valid_transcript(agent.messages)
+
+
+def test_a_session_stored_with_unencodable_text_resumes_with_the_openai_sdk(tmp_path: Path):
+    db = tmp_path / "state.db"
+    store = SQLiteSessionStore(db)
+    session_id = crashed_session(store, answered=0)
+    store.append_message(
+        session_id, {"role": "tool", "tool_call_id": "c1", "content": "old \udcff text"}
+    )
+    store.append_message(session_id, {"role": "tool", "tool_call_id": "c2", "content": "fine"})
+    store.append_message(session_id, {"role": "assistant", "content": "done \ud800"})
+    with FakeLLM("resumed") as fake:
+        agent = Agent(
+            provider="custom",
+            base_url=fake.openai_base_url,
+            model="m",
+            plugins=plugin_manager(["openai", Broken()]),
+            toolsets=["broken"],
+            config={},
+            session_store=SQLiteSessionStore(db),
+            session_id=session_id,
+        )
+        with agent:
+            assert agent.chat("still there?") == "resumed"
+        (request,) = fake.model_requests
+    sent = json.loads(request.body)["messages"]
+    assert [m.get("content") for m in sent if m["role"] == "tool"] == ["old \ufffd text", "fine"]
