@@ -429,9 +429,11 @@ class Dispatcher:
                 "Error: interrupted by the user while this tool was running.", is_error=True
             )
         except ToolTimeout:
+            own = call.name in self.timeouts
+            setting = f"tools.timeouts.{call.name}" if own else "tools.timeout"
             return ToolResult(
                 f"Error: tool '{call.name}' did not finish within {timeout:g} seconds "
-                "(tools.timeout), so it was abandoned; its work may be incomplete. Try a "
+                f"({setting}), so it was abandoned; its work may be incomplete. Try a "
                 "smaller step, or another way.",
                 is_error=True,
             )

@@ -427,6 +427,18 @@ def test_time_spent_waiting_for_approval_does_not_count_and_timeouts_can_be_set_
     agent.chat("go")
     assert results(agent.messages) == ["approved", "slept"]
 
+    agent = make_agent(
+        tool_call("slow"),
+        text("ok"),
+        plugins=plugins,
+        config={"tools": {"timeout": 0, "timeouts": {"slow": 0.1}}},
+    )
+    agent.chat("go")
+    (timed_out,) = results(agent.messages)
+    assert timed_out.startswith(
+        "Error: tool 'slow' did not finish within 0.1 seconds (tools.timeouts.slow)"
+    )
+
 
 def test_invalid_timeout_settings_are_configuration_errors():
     with pytest.raises(ConfigError, match="tools.timeout: expected a number of seconds"):
