@@ -28,6 +28,7 @@ from hermes_core.testing import (
     text,
     tool_call,
     tool_calls,
+    wait_until,
 )
 from hermes_core.transcript import INTERRUPTED_RESULT
 from hermes_hookspecs import (
@@ -380,7 +381,7 @@ def test_a_handler_that_runs_too_long_is_answered_with_a_timeout_and_the_loop_go
 
     plugins = [
         Tools(
-            tool("slow", sleeper(2.0, finished)),
+            tool("slow", sleeper(5.0, finished)),
             tool("aslow", async_sleeper),
             tool("quick", lambda a, c: "q"),
         )
@@ -401,8 +402,9 @@ def test_a_handler_that_runs_too_long_is_answered_with_a_timeout_and_the_loop_go
     assert slow.startswith("Error: tool 'slow' did not finish within 0.2 seconds (tools.timeout)")
     assert aslow.startswith("Error: tool 'aslow' did not finish within 0.2 seconds")
     assert quick == "q"
-    assert elapsed < 1.5, elapsed
-    assert cancelled == [True] and finished == []
+    assert elapsed < 3.0, elapsed  # the 5 s handler was not waited for
+    assert wait_until(lambda: cancelled == [True])  # cancelled on the event loop, soon after
+    assert finished == []
     assert_valid_transcript(agent.messages)
 
 
@@ -447,6 +449,19 @@ def test_invalid_timeout_settings_are_configuration_errors():
         make_agent(config={"tools": {"timeouts": {"slow": -1}}})
 
 
+def interrupt_when(ready: Any, agent: Agent) -> list[float]:
+    """Interrupt ``agent`` once ``ready()`` returns; the list receives the time it did."""
+    when: list[float] = []
+
+    def go() -> None:
+        ready()
+        when.append(time.monotonic())
+        agent.interrupt()
+
+    threading.Thread(target=go, daemon=True).start()
+    return when
+
+
 def test_an_interrupt_during_a_long_handler_ends_the_turn_at_once(tmp_path: Path):
     finished: list[str] = []
     started_handler = threading.Event()
@@ -461,11 +476,10 @@ def test_an_interrupt_during_a_long_handler_ends_the_turn_at_once(tmp_path: Path
     agent = make_agent(
         tool_call("long"), text("unused"), plugins=[Tools(tool("long", long))], session_store=store
     )
-    threading.Thread(target=lambda: started_handler.wait(5) and agent.interrupt()).start()
-    started = time.monotonic()
+    interrupted_at = interrupt_when(lambda: started_handler.wait(5), agent)
     result = agent.run_conversation("go")
-    elapsed = time.monotonic() - started
-    assert result["interrupted"] and elapsed < 1.0, elapsed
+    elapsed = time.monotonic() - interrupted_at[0]
+    assert result["interrupted"] and elapsed < 0.8, elapsed
     assert results(agent.messages) == [
         "Error: interrupted by the user while this tool was running."
     ]
@@ -536,11 +550,10 @@ def test_an_interrupt_during_a_parallel_batch_answers_every_call_and_signals_han
         text("unused"),
         plugins=[Tools(tool("cooperative", cooperative), tool("stubborn", stubborn))],
     )
-    threading.Thread(target=lambda: (both_started.wait(5), agent.interrupt())).start()
-    started = time.monotonic()
+    interrupted_at = interrupt_when(lambda: both_started.wait(5), agent)
     result = agent.run_conversation("go")
-    elapsed = time.monotonic() - started
-    assert result["interrupted"] and elapsed < 1.0, elapsed
+    elapsed = time.monotonic() - interrupted_at[0]
+    assert result["interrupted"] and elapsed < 0.8, elapsed
     assert (
         results(agent.messages)
         == ["Error: interrupted by the user while this tool was running."] * 2
