@@ -33,9 +33,9 @@ from hermes_hookspecs import (
 
 from . import transcript
 from .approvals import ApprovalCallback, ApprovalGate
-from .config import Config, load_config, load_dotenv, resolve_home
+from .config import Config, ConfigError, load_config, load_dotenv, resolve_home
 from .context_windows import context_window, stated_window
-from .dispatch import Dispatcher
+from .dispatch import DEFAULT_TOOL_TIMEOUT, REQUESTED_NAME, Dispatcher, normalize_calls
 from .engines import make_engine
 from .environments import EnvironmentManager
 from .events import Events, EventSink
@@ -202,6 +202,8 @@ class Agent:
             self.events,
             concurrency=int(agent_cfg.get("tool_concurrency") or 8),
             max_result_chars=int(tools_cfg.get("max_result_chars") or 100_000),
+            timeout=_seconds(tools_cfg.get("timeout", DEFAULT_TOOL_TIMEOUT), "tools.timeout"),
+            timeouts=_tool_timeouts(tools_cfg.get("timeouts")),
         )
         self.environments = EnvironmentManager(self.registry, cfg)
         home = str(self.config.home)
@@ -362,9 +364,14 @@ class Agent:
         try:
             self._start_session()
             if conversation_history is not None:
-                self.messages = [dict(m) for m in conversation_history if m.get("role") != "system"]
+                self.messages = [
+                    transcript.clean_value(dict(m))
+                    for m in conversation_history
+                    if m.get("role") != "system"
+                ]
             if self.system_prompt is None:
                 self._build_system_prompt(system_message)
+            user_message = transcript.clean_value(user_message)
             self._append({"role": "user", "content": user_message})
             self._request_content = user_message
             if transcript.validate(self.messages):  # e.g. a failed turn left two user messages
@@ -396,7 +403,7 @@ class Agent:
     # --- the loop --------------------------------------------------------------------------
 
     def _loop(self, turn: _Turn) -> None:
-        invalid_streak = 0
+        invalid_steps = 0  # steps in a row whose every tool call was invalid
         while True:
             if self._cancel.is_set():
                 raise _Interrupted
@@ -417,14 +424,15 @@ class Agent:
             )
             for outcome in outcomes:
                 self._append(outcome.message())
-                invalid_streak = invalid_streak + 1 if outcome.invalid else 0
+            invalid_steps = invalid_steps + 1 if all(o.invalid for o in outcomes) else 0
             self._step(turn, response, len(calls))
             if self._cancel.is_set():
                 raise _Interrupted
-            if invalid_streak >= self.max_invalid:
+            if invalid_steps >= self.max_invalid:
                 turn.finish(
                     "invalid_tool_calls",
-                    f"the model made {invalid_streak} invalid tool calls in a row; stopped",
+                    f"every tool call of the model was invalid, {invalid_steps} steps in a row; "
+                    "stopped",
                 )
                 return
 
@@ -448,9 +456,13 @@ class Agent:
         )
 
     def _assistant_message(self, response: ModelResponse) -> dict[str, Any]:
-        message = dict(response.message)
+        """The model's message as it enters the transcript: encodable text, and tool calls
+        that can be stored, answered and sent back (see :func:`normalize_calls`)."""
+        message = dict(transcript.clean_value(response.message))
         message["role"] = "assistant"
         message.setdefault("content", None)
+        if message.get("tool_calls"):
+            message["tool_calls"] = normalize_calls(message["tool_calls"])
         if not message.get("tool_calls"):
             message.pop("tool_calls", None)
         message["finish_reason"] = response.finish_reason
@@ -827,7 +839,10 @@ class Agent:
         if existing is not None:  # resuming: replay the stored prompt and messages
             self.session = existing
             self.system_prompt = existing.system_prompt
-            self.messages = self.session_store.get_messages(self.session_id)
+            # A session saved before text was cleaned at the boundary may hold lone surrogates.
+            stored = self.session_store.get_messages(self.session_id)
+            self.messages = [transcript.clean_value(m) for m in stored]
+            self._answer_dangling_calls()
         else:
             self.session = SessionInfo(
                 id=self.session_id,
@@ -841,6 +856,20 @@ class Agent:
         self.plugins.call_each("hermes_session_start", session=self.session)
         if self.engine is not None:
             self.engine.on_session_start(self.session_id)
+
+    def _answer_dangling_calls(self) -> None:
+        """On resume: a process killed during a tool batch left calls without a result.
+        Answer each once, in the store too, so the stored session is valid again."""
+        for call in transcript.dangling_calls(self.messages):
+            function = call.get("function") or {}
+            self._append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call["id"],
+                    "content": transcript.INTERRUPTED_RESULT,
+                    "tool_name": call.get(REQUESTED_NAME, function.get("name")),
+                }
+            )
 
     def _build_system_prompt(self, system_message: str | None) -> None:
         context = PromptContext(
@@ -922,6 +951,26 @@ _SESSION_COUNTERS = (
     "estimated_cost_usd",
 )
 """Metadata a store keeps per session (see ``SQLiteSessionStore``): never copied to a child."""
+
+
+def _seconds(value: Any, key: str) -> float | None:
+    """A timeout setting: seconds > 0, or ``None`` for no limit (``0`` or ``null``)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ConfigError(f"{key}: expected a number of seconds >= 0 (0: no limit), got {value!r}")
+    return float(value) or None
+
+
+def _tool_timeouts(value: Any) -> dict[str, float | None]:
+    """``tools.timeouts``: a timeout per tool name, replacing ``tools.timeout`` for that tool."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(
+            f"tools.timeouts: expected a mapping of tool name to seconds, got {value!r}"
+        )
+    return {str(name): _seconds(v, f"tools.timeouts.{name}") for name, v in value.items()}
 
 
 def _estimate_tokens(messages: list[dict[str, Any]]) -> int:

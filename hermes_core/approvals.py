@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from hermes_hookspecs import APPROVAL_DECISIONS, ApprovalRequest, ToolContext
+from hermes_hookspecs import APPROVAL_DECISIONS, ApprovalRequest, ToolContext, blocked
 
 from .plugins import PluginManager
 
@@ -14,6 +14,30 @@ ApprovalCallback = Callable[[ApprovalRequest], str | None]
 
 NO_APPROVER = "no one was available to approve it"
 """Who refused a request that nobody answered (security fails closed)."""
+
+_FAILED = " failed ("
+
+
+def refusal(request: ApprovalRequest, who: str) -> str:
+    """The tool result for ``request`` when :meth:`ApprovalGate.decide` refused it; ``who`` is
+    the decider it named. Made by :func:`hermes_hookspecs.blocked`, so it starts with
+    ``BLOCKED:`` and names the rule: ``user-denied``, ``no-approver`` or ``plugin:NAME``."""
+    need = request.reason.strip().rstrip(".") or "a dangerous action"
+    if who == "user":
+        rule, reason = "user-denied", f"not approved by the user: {need}"
+    elif who.startswith("plugin ") and _FAILED in who:
+        name, _, detail = who[len("plugin ") :].partition(_FAILED)
+        rule = f"plugin:{name}"
+        reason = (
+            f"the approval plugin {name} failed ({detail.removesuffix(')')}), "
+            f"so this is not approved: {need}"
+        )
+    elif who.startswith("plugin "):
+        name = who[len("plugin ") :]
+        rule, reason = f"plugin:{name}", f"not approved by the approval plugin {name}: {need}"
+    else:
+        rule, reason = "no-approver", f"not approved, as {NO_APPROVER}: {need}"
+    return blocked(rule, reason, request.action)
 
 
 class ApprovalGate:

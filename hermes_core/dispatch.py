@@ -1,28 +1,63 @@
 """Running the tool calls of one model response: validation, hooks, approval, execution
-(inline, in parallel, or one by one), result capping, and answers for every call."""
+(in parallel or one by one, each with a timeout), and answers for every call.
+
+Every answer passes the tool boundary once (:meth:`Dispatcher.seal`): its text is made
+encodable (:func:`~hermes_core.transcript.clean_text`), secrets are redacted
+(:func:`hermes_hookspecs.redact`) and it is capped, before ``hermes_post_tool_call`` hooks,
+events, the transcript, the session store and the model see it.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures as cf
+import contextvars
 import inspect
 import json
 import threading
 import time
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_hookspecs import Block, ToolCall, ToolCancelled, ToolContext, ToolError, ToolResult
+from hermes_hookspecs import (
+    TOOL_NAME_RE,
+    AgentRunner,
+    AgentTask,
+    Block,
+    Tool,
+    ToolCall,
+    ToolCancelled,
+    ToolContext,
+    ToolError,
+    ToolResult,
+    blocked,
+    redact,
+)
+from hermes_hookspecs.refusals import is_blocked
 
-from .approvals import ApprovalGate
+from .approvals import ApprovalGate, refusal
 from .events import Events
 from .plugins import PluginManager
 from .schema_check import check as check_schema
 from .toolsets import ToolBox
+from .transcript import clean_text, clean_value
 
 DEFAULT_MAX_RESULT_CHARS = 100_000
+DEFAULT_TOOL_TIMEOUT = 300.0
+"""Seconds a handler may run (``tools.timeout``) before its call is answered with an error."""
 POLL_SECONDS = 0.05
+STOP_GRACE_SECONDS = 0.25
+"""After an interrupt or a timeout, how long a handler gets to notice its cancel event and end
+(a subagent stopping, a command being killed) before its call is answered anyway."""
+
+PLACEHOLDER_NAME = "invalid_tool_name"
+"""The name stored and echoed to the model for a call whose tool name was empty or malformed
+(providers refuse such names in the history); the call is answered with an explanation."""
+REQUESTED_NAME = "_requested_name"
+"""Internal field of a stored tool call: the unusable name the model sent."""
 
 
 class AsyncBridge:
@@ -104,7 +139,8 @@ def cap(text: str, limit: int) -> tuple[str, bool]:
 def parse_call(raw: dict[str, Any], index: int) -> tuple[ToolCall, str | None]:
     """Parse one OpenAI-format tool call; the second item explains malformed arguments."""
     function = raw.get("function") or {}
-    name = str(function.get("name") or "")
+    requested = raw.get(REQUESTED_NAME)
+    name = str(requested if requested is not None else function.get("name") or "")
     arguments = function.get("arguments")
     call = ToolCall(
         id=str(raw.get("id") or f"call_{index}"),
@@ -114,7 +150,7 @@ def parse_call(raw: dict[str, Any], index: int) -> tuple[ToolCall, str | None]:
         index=index,
     )
     if isinstance(arguments, dict):
-        call.arguments = arguments
+        call.arguments = clean_value(arguments)
         call.raw_arguments = json.dumps(arguments)
         return call, None
     if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
@@ -131,8 +167,103 @@ def parse_call(raw: dict[str, Any], index: int) -> tuple[ToolCall, str | None]:
             f"Error: the arguments of tool '{name}' must be a JSON object, "
             f"got {type(parsed).__name__}."
         )
-    call.arguments = parsed
+    call.arguments = clean_value(parsed)  # a JSON escape can spell a lone surrogate
     return call, None
+
+
+def normalize_calls(raw_calls: Any) -> list[dict[str, Any]]:
+    """The tool calls of a model response made safe to store and send back: each a dict with
+    a unique ``id``, ``type`` ``function``, a valid name (an empty or malformed one is replaced
+    by :data:`PLACEHOLDER_NAME` and kept in :data:`REQUESTED_NAME`), arguments as a string,
+    and encodable text. Every call is kept, so each is answered and the model learns why."""
+    if not isinstance(raw_calls, list):
+        return []
+    seen: set[str] = set()
+    out: list[dict[str, Any]] = []
+    for raw in raw_calls:
+        call = clean_value(raw) if isinstance(raw, dict) else {}
+        function = call.get("function")
+        function = dict(function) if isinstance(function, dict) else {}
+        arguments = function.get("arguments")
+        if arguments is None:
+            function["arguments"] = "{}"
+        elif not isinstance(arguments, str):
+            function["arguments"] = json.dumps(arguments, ensure_ascii=False, default=str)
+        call_id = call.get("id")
+        if not isinstance(call_id, str) or not call_id or call_id in seen:
+            call_id = f"call_{uuid.uuid4().hex[:24]}"
+        seen.add(call_id)
+        fixed = {**call, "id": call_id, "type": "function", "function": function}
+        name = function.get("name")
+        if not isinstance(name, str) or not TOOL_NAME_RE.match(name):
+            fixed[REQUESTED_NAME] = name if isinstance(name, str) else ""
+            function["name"] = PLACEHOLDER_NAME
+        out.append(fixed)
+    return out
+
+
+class ToolTimeout(Exception):
+    """A handler ran longer than its timeout; the host stopped waiting for it."""
+
+
+class _ToolClock:
+    """Time a handler has spent on its own: time it waits for a person (approval, a clarifying
+    question) or for subagents, which bound their own steps, does not count."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._started = time.monotonic()
+        self._paused_total = 0.0
+        self._pauses = 0
+        self._pause_started = 0.0
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Stop the clock while the block runs."""
+        with self._lock:
+            if self._pauses == 0:
+                self._pause_started = time.monotonic()
+            self._pauses += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._pauses -= 1
+                if self._pauses == 0:
+                    self._paused_total += time.monotonic() - self._pause_started
+
+    def elapsed(self) -> float:
+        """Seconds the handler has run, pauses left out."""
+        with self._lock:
+            now = time.monotonic()
+            paused = self._paused_total + (now - self._pause_started if self._pauses else 0.0)
+            return now - self._started - paused
+
+    def wrap(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        """``function``, with the clock stopped while it runs."""
+
+        def paused_call(*args: Any, **kwargs: Any) -> Any:
+            with self.paused():
+                return function(*args, **kwargs)
+
+        return paused_call
+
+
+class _PausedRunner:
+    """A tool's :class:`~hermes_hookspecs.AgentRunner`, with the tool's clock stopped while a
+    subagent runs."""
+
+    def __init__(self, runner: AgentRunner, clock: _ToolClock) -> None:
+        self._runner = runner
+        self._clock = clock
+
+    def run(self, task: AgentTask) -> Any:
+        """Run ``task`` with the runner of the host."""
+        with self._clock.paused():
+            return self._runner.run(task)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._runner, name)
 
 
 class Dispatcher:
@@ -144,6 +275,8 @@ class Dispatcher:
     :param events: receives ``tool_start``/``tool_end``.
     :param concurrency: most calls of one batch running at once.
     :param max_result_chars: default cap for tools that set none.
+    :param timeout: seconds a handler may run (``tools.timeout``); ``None`` for no limit.
+    :param timeouts: per tool name, a timeout that replaces ``timeout`` (``tools.timeouts``).
     """
 
     def __init__(
@@ -155,6 +288,8 @@ class Dispatcher:
         *,
         concurrency: int = 8,
         max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+        timeout: float | None = DEFAULT_TOOL_TIMEOUT,
+        timeouts: Mapping[str, float | None] | None = None,
     ) -> None:
         self.toolbox = toolbox
         self.plugins = plugins
@@ -162,6 +297,8 @@ class Dispatcher:
         self.events = events
         self.concurrency = max(1, concurrency)
         self.max_result_chars = max_result_chars
+        self.timeout = timeout
+        self.timeouts = dict(timeouts or {})
         self._pool: cf.ThreadPoolExecutor | None = None
         self._has_pre = plugins.has_implementations("hermes_pre_tool_call")
         self._has_post = plugins.has_implementations("hermes_post_tool_call")
@@ -174,14 +311,29 @@ class Dispatcher:
 
     # --- one call --------------------------------------------------------------------------
 
+    def seal(self, text: str, limit: int | None = None) -> tuple[str, bool]:
+        """``text`` as it crosses the tool boundary: encodable, secrets redacted, capped to
+        ``limit`` (default: the dispatcher's). Returns the text and whether it was cut."""
+        return cap(redact(clean_text(text)), limit or self.max_result_chars)
+
     def _invalid(self, call: ToolCall, text: str) -> CallOutcome:
-        return CallOutcome(call, ToolResult(text, is_error=True), invalid=True)
+        content, truncated = self.seal(text)
+        return CallOutcome(call, ToolResult(content, is_error=True, truncated=truncated), True)
+
+    def timeout_for(self, name: str) -> float | None:
+        """The timeout of tool ``name``: its entry in ``timeouts``, else ``timeout``."""
+        return self.timeouts[name] if name in self.timeouts else self.timeout
 
     def validate(self, call: ToolCall) -> str | None:
         """Why ``call`` cannot run as the model sent it (unknown tool, schema), else ``None``."""
-        tool = self.toolbox.get(call.name)
+        tool = self.toolbox.get(call.name) if TOOL_NAME_RE.match(call.name) else None
         if tool is None:
             available = ", ".join(self.toolbox.names) or "none"
+            if not call.name.strip():
+                return (
+                    "Error: this tool call has no tool name. Call a tool by its exact name. "
+                    f"Available tools: {available}."
+                )
             return f"Error: unknown tool '{call.name}'. Available tools: {available}."
         problems = check_schema(call.arguments, tool.parameters)
         if problems:
@@ -209,10 +361,10 @@ class Dispatcher:
         ctx = context(call)
         started = time.perf_counter()
         self.events.emit("tool_start", call_id=call.id, name=call.name, arguments=call.arguments)
-        result = self._run_checked(call, ctx, cancel)
+        result = self._run_checked(call, tool, ctx, cancel)
         result.duration = time.perf_counter() - started
         limit = tool.max_result_chars or self.max_result_chars
-        result.content, result.truncated = cap(result.content, limit)
+        result.content, result.truncated = self.seal(result.content, limit)
         if self._has_post:
             for _record, hook in self.plugins.implementations("hermes_post_tool_call"):
                 try:
@@ -221,7 +373,8 @@ class Dispatcher:
                     self.plugins.record_error(_record, "hermes_post_tool_call", exc)
                     continue
                 if isinstance(replaced, str):
-                    result.content = replaced
+                    # A replacement crosses the boundary too; it is not cut (the hook chose it).
+                    result.content = redact(clean_text(replaced))
         self.events.emit(
             "tool_end",
             call_id=call.id,
@@ -232,7 +385,9 @@ class Dispatcher:
         )
         return CallOutcome(call, result)
 
-    def _run_checked(self, call: ToolCall, ctx: ToolContext, cancel: threading.Event) -> ToolResult:
+    def _run_checked(
+        self, call: ToolCall, tool: Tool, ctx: ToolContext, cancel: threading.Event
+    ) -> ToolResult:
         if self._has_pre:
             for record, hook in self.plugins.implementations("hermes_pre_tool_call"):
                 try:
@@ -240,51 +395,113 @@ class Dispatcher:
                 except Exception as exc:  # a guard that crashes must not let the call through
                     self.plugins.record_error(record, "hermes_pre_tool_call", exc)
                     verdict = Block(
-                        f"the plugin failed while checking this call ({type(exc).__name__}: {exc})"
+                        f"the plugin failed while checking this call ({type(exc).__name__}: "
+                        f"{exc}), so the call is refused"
                     )
                 if isinstance(verdict, Block):
-                    return ToolResult(
-                        f"Error: blocked by plugin '{record.name}': {verdict.reason}", is_error=True
-                    )
+                    reason = blocked(f"plugin:{record.name}", verdict.reason)
+                    return ToolResult(reason, is_error=True)
                 if isinstance(verdict, dict):
                     call.arguments = verdict
             problem = self.validate(call)
             if problem:
                 return ToolResult(problem + " (arguments rewritten by a plugin)", is_error=True)
-        tool = self.toolbox.tools[call.name]
         if tool.needs_approval is not None:
             try:
                 request = tool.needs_approval(call.arguments)
-            except Exception as exc:
-                return ToolResult(
-                    f"Error: approval check of '{call.name}' failed: {type(exc).__name__}: {exc}",
-                    is_error=True,
+            except Exception as exc:  # a check that cannot decide refuses: fail closed
+                reason = (
+                    f"the approval check of '{call.name}' failed ({type(exc).__name__}: {exc}), "
+                    "so the call is refused"
                 )
+                return ToolResult(blocked("approval-check-failed", reason), is_error=True)
             if request is not None:
                 approved, who = self.approvals.decide(request, ctx)
                 if not approved:
-                    return ToolResult(
-                        f"Error: not approved ({who}): {request.reason}: {request.action}. "
-                        "Do not retry the same action; choose a safer one or ask the user.",
-                        is_error=True,
-                    )
+                    return ToolResult(refusal(request, who), is_error=True)
         if cancel.is_set():
             return ToolResult("Error: interrupted by the user before this tool ran.", is_error=True)
+        timeout = self.timeout_for(call.name)
         try:
-            value = tool.handler(call.arguments, ctx)
-            if inspect.isawaitable(value):
-                value = AsyncBridge.shared().run(value, cancel)
+            value = self._invoke(tool, call, ctx, cancel, timeout)
         except ToolCancelled:
             return ToolResult(
                 "Error: interrupted by the user while this tool was running.", is_error=True
             )
+        except ToolTimeout:
+            own = call.name in self.timeouts
+            setting = f"tools.timeouts.{call.name}" if own else "tools.timeout"
+            return ToolResult(
+                f"Error: tool '{call.name}' did not finish within {timeout:g} seconds "
+                f"({setting}), so it was abandoned; its work may be incomplete. Try a "
+                "smaller step, or another way.",
+                is_error=True,
+            )
         except ToolError as exc:
-            return ToolResult(f"Error: {exc}", is_error=True)
+            text = str(exc)
+            return ToolResult(text if is_blocked(text) else f"Error: {text}", is_error=True)
         except Exception as exc:
             return ToolResult(
                 f"Error: tool '{call.name}' raised {type(exc).__name__}: {exc}", is_error=True
             )
         return ToolResult(result_text(value))
+
+    def _invoke(
+        self,
+        tool: Tool,
+        call: ToolCall,
+        ctx: ToolContext,
+        cancel: threading.Event,
+        timeout: float | None,
+    ) -> Any:
+        """Run the handler in a thread of its own and wait for its value.
+
+        A thread cannot be killed, so on interrupt (:class:`ToolCancelled`) or timeout
+        (:class:`ToolTimeout`) the handler's cancel event is set (a coroutine is cancelled, a
+        handler that checks the event stops) and the host waits at most
+        :data:`STOP_GRACE_SECONDS` more before it answers the call.
+        """
+        stop = threading.Event()  # this call's cancel event: interrupt or timeout
+        clock = _ToolClock()
+        ctx.cancel_event = stop
+        ctx.approver = clock.wrap(ctx.approver)
+        ctx.clarifier = clock.wrap(ctx.clarifier)
+        if ctx.agents is not None:
+            ctx.agents = _PausedRunner(ctx.agents, clock)
+        done = threading.Event()
+        outcome: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                value = tool.handler(call.arguments, ctx)
+                if inspect.isawaitable(value):
+                    value = AsyncBridge.shared().run(value, stop)
+                outcome["value"] = value
+            except BaseException as exc:  # handed to the waiting thread
+                outcome["error"] = exc
+            finally:
+                done.set()
+
+        context = contextvars.copy_context()
+        worker = threading.Thread(
+            target=context.run, args=(work,), name=f"hermes-tool-{call.name}", daemon=True
+        )
+        worker.start()
+        while not done.wait(POLL_SECONDS):
+            if cancel.is_set():
+                stop.set()
+                done.wait(STOP_GRACE_SECONDS)
+                raise ToolCancelled("interrupted by the user")
+            if timeout and clock.elapsed() >= timeout:
+                stop.set()
+                done.wait(STOP_GRACE_SECONDS)
+                raise ToolTimeout(call.name)
+        error = outcome.get("error")
+        if isinstance(error, Exception):
+            raise error
+        if error is not None:  # SystemExit and the like end the call, not the agent
+            raise RuntimeError(f"{type(error).__name__}: {error}")
+        return outcome.get("value")
 
     # --- a batch ---------------------------------------------------------------------------
 
@@ -323,19 +540,22 @@ class Dispatcher:
         pending = set(futures)
         while pending and not cancel.is_set():
             _done, pending = cf.wait(pending, timeout=POLL_SECONDS)
+        if pending:  # interrupted: calls not started never start, running ones get a grace
+            running = {future for future in pending if not future.cancel()}
+            cf.wait(running, timeout=STOP_GRACE_SECONDS + POLL_SECONDS)
         outcomes = []
         for index, (raw, future) in enumerate(zip(raw_calls, futures, strict=True)):
-            if future.done() and not future.cancelled():
+            if future.cancelled():
+                outcomes.append(self._interrupted(raw, index, "before this tool ran"))
+            elif future.done():
                 outcomes.append(future.result())
             else:
-                started = not future.cancel()
-                when = "while this tool was running" if started else "before this tool ran"
-                outcomes.append(self._interrupted(raw, index, when))
+                outcomes.append(self._interrupted(raw, index, "while this tool was running"))
         return outcomes
 
     @staticmethod
     def _interrupted(raw: dict[str, Any], index: int, when: str) -> CallOutcome:
-        call, _ = parse_call(raw, index)
+        call, _ = parse_call(raw, index)  # the text is the host's own: nothing to seal
         return CallOutcome(
             call, ToolResult(f"Error: interrupted by the user {when}.", is_error=True)
         )

@@ -23,6 +23,9 @@ __all__ = [
     "INTERRUPTED_RESULT",
     "WIRE_FIELDS",
     "TranscriptError",
+    "clean_text",
+    "clean_value",
+    "dangling_calls",
     "ensure_valid",
     "repair",
     "strip_internal",
@@ -46,6 +49,67 @@ _FUNCTION_FIELDS = ("name", "arguments")
 
 class TranscriptError(HermesError):
     """A transcript breaks an invariant; the message names the first problem in one line."""
+
+
+def clean_text(text: str) -> str:
+    """``text`` as UTF-8 can carry it: surrogate pairs joined into their character, lone
+    surrogates (``"\\udcff"`` from undecodable bytes, ``"\\ud800"``) replaced by U+FFFD.
+
+    One such character in a message would make every later request and every save of the
+    session fail, so text from outside (tool results, model output, user input) goes through
+    this once before it enters a transcript.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def clean_value(value: Any) -> Any:
+    """``value`` with :func:`clean_text` applied to every string in it (dict keys and values,
+    list items); the same object when nothing needed cleaning."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        cleaned = {clean_value(k): clean_value(v) for k, v in value.items()}
+        same = all(
+            a is b and c is d for (a, c), (b, d) in zip(value.items(), cleaned.items(), strict=True)
+        )
+        return value if same and len(cleaned) == len(value) else cleaned
+    if isinstance(value, list):
+        items = [clean_value(item) for item in value]
+        return value if all(a is b for a, b in zip(value, items, strict=True)) else items
+    return value
+
+
+def dangling_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tool calls of the last assistant message that have no result after it, in call
+    order, when the transcript ends with that message and some of its results (what a process
+    killed during a tool batch leaves in the store); ``[]`` otherwise.
+
+    Calls are returned only when appending their results in this order gives a valid ending:
+    the results present must answer a prefix of the calls, in order.
+    """
+    end = len(messages)
+    start = end
+    while start > 0 and isinstance(messages[start - 1], dict):
+        if messages[start - 1].get("role") != "tool":
+            break
+        start -= 1
+    if start == 0:
+        return []
+    opener = messages[start - 1]
+    if not isinstance(opener, dict) or opener.get("role") != "assistant":
+        return []
+    calls = opener.get("tool_calls")
+    ids, defect = _inspect_calls(calls, None)
+    if defect is not None or not ids:
+        return []
+    answered = [m.get("tool_call_id") for m in messages[start:end]]
+    if answered != ids[: len(answered)]:
+        return []
+    return [call for call in calls if call["id"] in ids[len(answered) :]]
 
 
 def strip_internal(message: dict[str, Any]) -> dict[str, Any]:

@@ -188,13 +188,13 @@ def test_handler_exceptions_are_reported_with_type_and_message():
     ]
 
 
-def test_three_invalid_calls_in_a_row_end_the_turn():
+def test_three_invalid_steps_in_a_row_end_the_turn():
     agent = make_agent(
         *[tool_call("nope") for _ in range(5)], plugins=[toolset_plugin(echo_tool())]
     )
     result = agent.run_conversation("go")
     assert result["exit_reason"] == "invalid_tool_calls"
-    assert "3 invalid tool calls in a row" in result["error"]
+    assert "every tool call of the model was invalid, 3 steps in a row" in result["error"]
     assert result["api_calls"] == 3 and not result["completed"]
     assert_valid_transcript(agent.messages)
 

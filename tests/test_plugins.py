@@ -17,6 +17,7 @@ from hermes_hookspecs import (
     Provider,
     Tool,
     Toolset,
+    blocked,
     hookimpl,
 )
 
@@ -230,7 +231,7 @@ def test_pre_tool_call_can_block_rewrite_and_observe():
     )
     agent.chat("go")
     results = [m["content"] for m in agent.messages if m["role"] == "tool"]
-    assert results == ["Error: blocked by plugin 'guard': not allowed here", "echo:rewritten"]
+    assert results == [blocked("plugin:guard", "not allowed here"), "echo:rewritten"]
     assert seen[0] == ("echo", {"x": "forbidden"})
 
 
@@ -251,7 +252,9 @@ def test_a_crashing_guard_blocks_the_call():
     agent = make_agent(tool_call("t"), text("ok"), plugins=plugins)
     agent.chat("go")
     assert ran == []
-    assert "blocked by plugin 'guard'" in agent.messages[2]["content"]
+    refusal = agent.messages[2]["content"]
+    assert refusal.startswith("BLOCKED: the plugin failed while checking this call (RuntimeError")
+    assert "(rule plugin:guard)" in refusal and "Do not retry" in refusal
 
 
 def test_post_tool_call_replaces_results_in_chain():

@@ -9,7 +9,7 @@ import pytest
 from hermes_core.registry import Registry
 from hermes_core.testing import make_agent, plugin_manager, text, tool_call, tool_calls
 from hermes_core.toolsets import ToolsetError, build_toolbox, describe_tools, enabled_toolsets
-from hermes_hookspecs import ApprovalRequest, Tool, Toolset, hookimpl
+from hermes_hookspecs import ApprovalRequest, Tool, Toolset, blocked, hookimpl
 
 OBJ = {"type": "object", "properties": {}}
 
@@ -125,9 +125,10 @@ def test_dangerous_call_is_denied_with_no_one_to_approve():
     )
     agent.chat("go")
     assert ran == ["ls"]
-    assert (
-        "not approved (no one was available to approve it): recursive delete: rm -rf /tmp/x"
-        in agent.messages[2]["content"]
+    assert agent.messages[2]["content"] == blocked(
+        "no-approver",
+        "not approved, as no one was available to approve it: recursive delete",
+        "rm -rf /tmp/x",
     )
 
 
@@ -176,7 +177,9 @@ def test_approve_hook_decides_before_the_user_and_a_crash_denies():
     )
     agent.chat("go")
     assert ran == ["rm x"] and asked == ["rm x"]
-    assert "not approved (plugin policy)" in agent.messages[2]["content"]
+    assert agent.messages[2]["content"] == blocked(
+        "plugin:policy", "not approved by the approval plugin policy: recursive delete", "rm /etc"
+    )
 
     crash = types.ModuleType("crash")
     crash.hermes_approve = hookimpl(lambda request: 1 / 0)
@@ -188,7 +191,9 @@ def test_approve_hook_decides_before_the_user_and_a_crash_denies():
         approval_callback=lambda r: "once",
     )
     agent.chat("go")
-    assert ran == [] and "plugin crash failed" in agent.messages[2]["content"]
+    refusal = agent.messages[2]["content"]
+    assert ran == [] and refusal.startswith("BLOCKED: the approval plugin crash failed (")
+    assert "ZeroDivisionError" in refusal and "(rule plugin:crash)" in refusal
 
 
 def test_yolo_approves_and_deny_mode_ignores_the_user():

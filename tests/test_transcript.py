@@ -13,6 +13,9 @@ from hermes_core.transcript import (
     INTERRUPTED_RESULT,
     WIRE_FIELDS,
     TranscriptError,
+    clean_text,
+    clean_value,
+    dangling_calls,
     ensure_valid,
     repair,
     strip_internal,
@@ -722,3 +725,38 @@ def test_wire_cache_falls_back_when_the_list_is_replaced_or_an_append_is_invalid
     assert wire == wire_and_source(history, None)[0]
     replaced = [{"role": "user", "content": "fresh"}]
     assert cache.build(replaced, "S") == wire_and_source(replaced, "S")
+
+
+# --- cleaning and dangling calls ----------------------------------------------------------
+
+
+def test_clean_text_joins_pairs_and_replaces_lone_surrogates():
+    assert clean_text("caf\udce9 \ud83d\ude00 \ud800") == "caf\ufffd \U0001f600 \ufffd"
+    plain = "plain é 😀"
+    assert clean_text(plain) is plain
+
+
+def test_clean_value_copies_only_what_needed_cleaning():
+    clean = {"role": "user", "content": [{"type": "text", "text": "ok"}]}
+    assert clean_value(clean) is clean
+    dirty = {"role": "tool", "content": "x\udcff", "nested": [{"a": "\ud800"}], "n": 1}
+    cleaned = clean_value(dirty)
+    assert cleaned == {"role": "tool", "content": "x\ufffd", "nested": [{"a": "\ufffd"}], "n": 1}
+    assert dirty["content"] == "x\udcff"  # the input is not modified
+    json.dumps(cleaned, ensure_ascii=False).encode("utf-8")
+
+
+@pytest.mark.parametrize(
+    "messages, expected",
+    [
+        ([user(), calling("a", "b")], ["a", "b"]),
+        ([user(), calling("a", "b"), result("a")], ["b"]),
+        ([user(), calling("a", "b"), result("a"), result("b")], []),
+        ([user(), calling("a", "b"), result("b")], []),  # out of order: repair's job, not ours
+        ([user(), calling("a"), user("again")], []),  # not at the end
+        ([user(), assistant()], []),
+        ([], []),
+    ],
+)
+def test_dangling_calls_are_the_unanswered_calls_at_the_end(messages, expected):
+    assert [c["id"] for c in dangling_calls(messages)] == expected
