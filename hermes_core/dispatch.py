@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes_hookspecs import (
+    BLOCKED_MARKER,
     TOOL_NAME_RE,
     AgentRunner,
     AgentTask,
@@ -399,7 +400,9 @@ class Dispatcher:
                         f"{exc}), so the call is refused"
                     )
                 if isinstance(verdict, Block):
-                    reason = blocked(f"plugin:{record.name}", verdict.reason)
+                    reason = verdict.reason
+                    if not reason.startswith(BLOCKED_MARKER):  # already blocked() text: as is
+                        reason = blocked(f"plugin:{record.name}", reason)
                     return ToolResult(reason, is_error=True)
                 if isinstance(verdict, dict):
                     call.arguments = verdict

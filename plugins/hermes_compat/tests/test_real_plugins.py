@@ -139,7 +139,7 @@ def test_a_chat_calls_their_tools_and_their_guard_and_hooks_act(site: Path, home
     blocked, status, build, review = results
 
     # hermes-sfw: its pre_tool_call guard refused the raw pip install; its tool answered
-    assert blocked.startswith("Error: blocked by plugin 'hermes-agent-compat': BLOCKED:")
+    assert blocked.startswith("BLOCKED:") and "(rule hermes-plugin:" in blocked
     assert "direct package-manager operation blocked by hermes-sfw" in blocked
     assert "(rule hermes-plugin:hermes-sfw)" in blocked
     assert not (home / "workdir" / "requests").exists()

@@ -174,7 +174,7 @@ def test_require_approval_asks_and_a_denial_never_reaches_the_server(calls: Path
     ) as agent:
         agent.chat("add")
         (result,) = tool_results(agent)
-        assert result.startswith("Error: not approved")
+        assert result.startswith("BLOCKED: not approved") and "(rule user-denied)" in result
         assert calls.read_text() == ""
         (request,) = asked
         assert request.action == 'demo.add {"a": 1, "b": 2}'
