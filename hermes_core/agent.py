@@ -276,10 +276,10 @@ class Agent:
         home = Path(self.config.home)
         if str(home) == os.devnull:
             return MemorySessionStore()
+        from .config import ensure_home
         from .session_db import SQLiteSessionStore
 
-        home.mkdir(parents=True, exist_ok=True)
-        return SQLiteSessionStore(home / "state.db")
+        return SQLiteSessionStore(ensure_home(home) / "state.db")
 
     # --- public API ------------------------------------------------------------------------
 

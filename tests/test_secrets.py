@@ -204,3 +204,11 @@ def test_the_provider_key_and_every_provider_key_variable_are_secrets(
     fallback_configs({"fallback_providers": [{"provider": "acme", "key_env": "FALLBACK_VAR"}]})
     assert "FALLBACK_VAR" in secrets.secret_names()
     assert "fallback-key-9999" in secrets.secret_values()
+
+
+def test_an_embedded_agent_makes_its_new_home_private(tmp_path: Path) -> None:
+    home = tmp_path / "fresh-home"
+    with make_agent(text("hi"), home=home) as agent:
+        assert agent.chat("hello") == "hi"
+    assert oct(home.stat().st_mode & 0o777) == "0o700"
+    assert oct((home / "state.db").stat().st_mode & 0o777) == "0o600"
