@@ -30,7 +30,7 @@ import binascii
 import os
 import posixpath
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -40,6 +40,8 @@ __all__ = [
     "Finding",
     "Normalised",
     "Rule",
+    "ScriptReader",
+    "UNCHECKABLE",
     "check",
     "compile_allow",
     "normalise",
@@ -114,13 +116,19 @@ _PROTECTED = (
     rf"|/(?:{_SYSTEM_DIRS})(?:/\*)?|/[^/\s]*[*?\[][^/\s]*)"
 )
 _RECURSIVE = r"(?=(?:\S+\s+)*?(?:-[a-zA-Z]*[rR][a-zA-Z]*|--recursive)(?:\s|$))"
+# An operand of ``rm -r`` that reaches outside the working folder: absolute, home, unresolved
+# (``$X``), the folder itself (``.``, ``*``, ``./*``, ``.*``) or a ``..`` step.
+_NOT_LOCAL = (
+    r"(?:[/~$`]\S*|(?:\./)?\.{0,2}/?\*?|(?:\./)?\.\*|\.\./?|(?:\S*/)?\.\.(?:/\S*)?)(?=\s|$)"
+)
+_RAW_DEVICE = rf"(?:{_DISK}|/proc/sysrq-trigger)"
 _END = r"(?=\s|$)"
-_GITOPTS = r"(?:(?:-C|-c|--git-dir|--work-tree|--namespace)\s+\S+\s+|--?[\w-]+(?:=\S+)?\s+)*"
+_GITOPTS = r"(?:(?:-C|-c|--git-dir|--work-tree|--namespace)\s+\S+\s+|--?[\w-]+(?:=\S+)?\s+)*+"
 SYSTEM_CONFIG_PATHS = (
-    r"/etc(?:/\S*)?|/boot(?:/\S*)?|/private/etc(?:/\S*)?|/var/spool/cron(?:/\S*)?"
+    r"/etc(?:/\S*)?|/boot(?:/\S*)?|/usr(?:/\S*)?|/s?bin(?:/\S*)?|/lib(?:32|64|x32)?(?:/\S*)?|/private/etc(?:/\S*)?|/var/spool/cron(?:/\S*)?"
     r"|/usr/lib/systemd/\S*|/lib/systemd/\S*|/Library/Launch(?:Agents|Daemons)(?:/\S*)?"
 )
-SSH_PATHS = r"(?:\S*/)?\.ssh(?:/\S*)?"
+SSH_PATHS = r"(?:\S*/)?\.ssh(?:/\S*)?|(?:\S*/)?authorized_keys2?"
 STARTUP_PATHS = (
     r"(?:\S*/)?\.(?:bashrc|bash_profile|bash_login|bash_logout|profile|zshrc|zshenv|zprofile"
     r"|zlogin|zlogout|kshrc|cshrc|tcshrc|login|inputrc|xprofile|xinitrc)"
@@ -140,6 +148,10 @@ ENV_FILE_PATHS = (
     r"|(?:\S*/)?\.envrc"
 )
 HERMES_PATHS = r"(?:\S*/)?\.hermes(?:/\S*)?"
+HISTORY_PATHS = (
+    r"(?:\S*/)?\.(?:bash|zsh|sh|ksh|python|mysql|psql|sqlite|node_repl|lesshst|irb|rediscli)_?history"
+    r"|(?:\S*/)?\.local/share/fish/fish_history|(?:\S*/)?\.histfile"
+)
 
 _DB_CLIENTS = (
     r"(?=.*\b(?:psql|pg_\w+|mysql|mariadb|sqlite3?|sqlcmd|duckdb|clickhouse(?:-client)?|cockroach"
@@ -200,14 +212,14 @@ HARD_RULES: tuple[Rule, ...] = (
     Rule(
         "dd-disk",
         "dd writing to a raw disk",
-        rf"^dd\s(?:\S+\s+)*?of={_DISK}{_END}",
+        rf"^dd\s(?:\S+\s+)*?of={_RAW_DEVICE}{_END}",
         hard=True,
     ),
     Rule(
         "write-disk",
         "writing to a raw disk",
-        rf"(?:^|\s)>>?\s*{_DISK}{_END}|^tee\s(?:\S+\s+)*?{_DISK}{_END}"
-        rf"|^(?:cp|mv|install)\s(?:\S+\s+)+{_DISK}(?:\s+[<>].*)?$",
+        rf"(?:^|\s)>>?\s*{_RAW_DEVICE}{_END}|^tee\s(?:\S+\s+)*?{_RAW_DEVICE}{_END}"
+        rf"|^(?:cp|mv|install)\s(?:\S+\s+)+{_RAW_DEVICE}(?:\s+[<>].*)?$",
         hard=True,
     ),
     Rule(
@@ -233,7 +245,11 @@ HARD_RULES: tuple[Rule, ...] = (
 )
 
 APPROVAL_RULES: tuple[Rule, ...] = (
-    Rule("recursive-delete", "recursive delete", rf"^rm\s{_RECURSIVE}"),
+    Rule(
+        "recursive-delete",
+        "recursive delete outside the working folder",
+        rf"^rm\s{_RECURSIVE}(?:\S+\s+)*?{_NOT_LOCAL}",
+    ),
     Rule(
         "find-delete",
         "find deleting files",
@@ -268,50 +284,35 @@ APPROVAL_RULES: tuple[Rule, ...] = (
     Rule(
         "download-to-shell",
         "downloaded content run by a shell or interpreter",
-        rf"\b(?:curl|wget|fetch|aria2c|http|https|xh|lynx\s+-source)\b[^|]*(?:\|[^|]*)*?"
-        rf"\|\s*(?:{_SHELLS}|{_INTERPRETERS})(?:\s|$)"
+        r"^download-to-shell$|^download-then-run$"
         rf"|^(?:{_SHELLS}|source|\.)\s(?:.*\s)?<\(\s*(?:curl|wget)\b"
         rf"|^(?:{_SHELLS}|{_INTERPRETERS})\s(?:.*\s)?-\w*[ce]\s+(?:.*)?\$\(\s*(?:curl|wget)\b",
     ),
     Rule(
         "decode-to-shell",
         "decoded (base64/hex) data run by a shell",
-        rf"\b(?:base64|base32|basenc|openssl\s+(?:enc\s+)?-?base64)\s(?:[^|]*\s)?"
-        rf"(?:-d|--decode|-D)\b[^|]*(?:\|[^|]*)*?\|\s*(?:{_SHELLS}|{_INTERPRETERS})(?:\s|$)"
-        rf"|\bxxd\s(?:[^|]*\s)?-r\b[^|]*(?:\|[^|]*)*?\|\s*(?:{_SHELLS}|{_INTERPRETERS})(?:\s|$)",
+        r"^decode-to-shell$",
     ),
+    Rule("pipe-to-shell", "text of unknown content piped into a shell", r"^pipe-to-shell$"),
     Rule(
-        "pipe-to-shell",
-        "text piped into a shell",
-        rf"\|\s*(?:{_SHELLS})(?:\s+-[a-zA-Z]*s?[a-zA-Z]*)*(?:\s+-)?(?:\s+--(?:\s.*)?)?\s*$"
-        rf"|\|\s*(?:{_INTERPRETERS})(?:\s+-)?\s*$",
+        "uncheckable",
+        "a command the checker cannot read completely (too deeply nested, unterminated quoting,"
+        " or a script file that cannot be read)",
+        r"^uncheckable$",
     ),
+    Rule("root-shell", "starting a root shell", r"^root-shell$"),
     Rule(
-        "shell-inline-script",
-        "shell running an inline script (-c)",
-        rf"^(?:{_SHELLS})\s+(?:(?:-[a-zA-Z]+|--[\w-]+|[-+]O\s+\S+|[-+]o\s+\S+)\s+)*"
-        rf"-[a-zA-Z]*c[a-zA-Z]*(?:\s|$)"
-        r"|^(?:su|runuser|sg)\s(?:.*\s)?(?:-c|--command)(?:\s|=|$)",
-    ),
-    Rule(
-        "interpreter-inline-script",
-        "interpreter running an inline script (-c/-e)",
-        r"^(?:python[\d.]*|pypy[\d.]*)\s+(?:(?:-[WX]\s*\S+|-[a-zA-Z]+)\s+)*?-[a-zA-Z]*c(?:\s|$)"
-        r"|^(?:perl|ruby)\s+(?:-\S+\s+)*?-[a-zA-Z]*[eE](?:\s|$)"
-        r"|^(?:node|nodejs|bun)\s(?:.*\s)?(?:-e|--eval|-p|--print)(?:\s|=|$)"
-        r"|^deno\s+eval\b|^php\s(?:.*\s)?-r(?:\s|$)|^(?:lua|luajit)\s(?:.*\s)?-e(?:\s|$)"
-        r"|^(?:osascript|Rscript)\s(?:.*\s)?-e(?:\s|$)|^(?:pwsh|powershell)\s(?:.*\s)?-c",
-    ),
-    Rule(
-        "heredoc-script",
-        "heredoc or here-string fed to a shell or interpreter",
-        rf"^(?:{_SHELLS}|{_INTERPRETERS})(?:\s+\S+)*?\s+<<",
+        "interpreter-delete-tree",
+        "an interpreter deleting a folder tree",
+        rf"^(?:{_INTERPRETERS})\s.*(?:\brmtree\b|\brm_rf?\b|FileUtils\.(?:rm|remove)"
+        r"|\brm(?:dir)?Sync\b|\bfs\.(?:promises\.)?rm(?:dir)?\b|remove_dir_all|RemoveAll"
+        r"|File::Path|\bremove_tree\b|\brimraf\b|Remove-Item|\bdelete_tree\b)",
     ),
     Rule("eval-output", "eval of command output", r"^eval\s(?:.*)(?:\$\(|`)"),
     Rule(
         "dynamic-command",
         "program name computed at run time or hidden by wildcards",
-        r"^(?:\$\(|`)|^(?!\[)\S*[*?]\S*(?:\s|$)",
+        r"^(?:\$\(|`|\$\{?[A-Za-z_])|^(?!\[)\S*[*?]\S*(?:\s|$)",
     ),
     _write_rule("write-system-config", "system configuration", SYSTEM_CONFIG_PATHS),
     _write_rule("write-ssh", "~/.ssh (keys and SSH configuration)", SSH_PATHS),
@@ -319,6 +320,25 @@ APPROVAL_RULES: tuple[Rule, ...] = (
     _write_rule("write-credentials", "credential files", CREDENTIAL_PATHS),
     _write_rule("write-env-file", "a .env file", ENV_FILE_PATHS),
     _write_rule("write-hermes-config", "hermes' own configuration", HERMES_PATHS),
+    _write_rule("history-wipe", "the shell history", HISTORY_PATHS),
+    Rule(
+        "history-wipe-command",
+        "wiping or switching off the shell history",
+        r"^(?:history\s+(?:\S+\s+)*?-[a-zA-Z]*[cd]|unset\s(?:.*\s)?(?:-v\s+)?HISTFILE\b"
+        r"|(?:export\s+|declare\s+-x\s+|typeset\s+-x\s+)?(?:HISTFILE=(?:/dev/null)?"
+        r"|HIST(?:FILE)?SIZE=0|SAVEHIST=0)(?:\s|$)|set\s+\+o\s+history\b|shopt\s+-u\s+histappend)",
+    ),
+    Rule(
+        "firewall",
+        "flushing or disabling the firewall",
+        r"^(?:ip6?tables(?:-legacy|-nft)?|ebtables|arptables)\s(?:\S+\s+)*?"
+        r"(?:-[a-zA-Z]*F[a-zA-Z]*|--flush|-X|--delete-chain|(?:-P|--policy)\s+\S+\s+ACCEPT)"
+        r"(?:\s|$)"
+        r"|^nft\s(?:\S+\s+)*?(?:flush|delete)\s+(?:ruleset|table|chain)\b"
+        r"|^ufw\s(?:\S+\s+)*?(?:disable|reset)\b"
+        r"|^(?:firewall-cmd\s(?:.*\s)?--(?:panic-off|set-default-zone=trusted)"
+        r"|ip6?tables-restore\s(?:.*\s)?<\s*/dev/null|pfctl\s(?:.*\s)?-[a-zA-Z]*[dF])\b",
+    ),
     Rule(
         "sql-drop",
         "SQL DROP (or a database flush)",
@@ -334,6 +354,11 @@ APPROVAL_RULES: tuple[Rule, ...] = (
         "sql-delete-all",
         "SQL DELETE without WHERE",
         rf"(?i)^{_DB_CLIENTS}.*\bdelete\s+from\s+[\w.\"`\[\]]++(?!\s+(?:as\s+)?\w*\s*(?:where|using)\b)",
+    ),
+    Rule(
+        "sql-update-all",
+        "SQL UPDATE without WHERE",
+        rf"(?i)^{_DB_CLIENTS}.*\bupdate\s+[\w.\"`\[\]]++\s+set\b(?![^;]*?\bwhere\b)",
     ),
     Rule("git-reset-hard", "git reset --hard", rf"^git\s+{_GITOPTS}reset\s(?:.*\s)?--hard\b"),
     Rule(
@@ -352,6 +377,12 @@ APPROVAL_RULES: tuple[Rule, ...] = (
         "git branch -D (force-deletes a branch)",
         rf"^git\s+{_GITOPTS}branch\s(?:.*\s)?(?:-[a-zA-Z]*D|--delete\s+--force|--force\s+--delete"
         r"|-d\s+-f|-f\s+-d)(?:\s|$)",
+    ),
+    Rule(
+        "git-push-delete",
+        "git push deleting remote branches or tags",
+        rf"^git\s+{_GITOPTS}push\s(?:.*\s)?(?:--delete|--prune|-[a-zA-Z]*d[a-zA-Z]*|\+?:\S*)"
+        r"(?:\s|$)",
     ),
     Rule(
         "git-discard",
@@ -380,7 +411,7 @@ APPROVAL_RULES: tuple[Rule, ...] = (
     Rule(
         "crontab",
         "changing scheduled jobs (crontab)",
-        r"^crontab\s+(?:(?:-u\s+\S+\s+)?-[er]|[^-\s])",
+        r"^crontab\s+(?:(?:-u\s+\S+\s+)?-[er]|-(?:\s|$)|[^-\s])",
     ),
     Rule(
         "user-accounts",
@@ -397,6 +428,9 @@ APPROVAL_RULES: tuple[Rule, ...] = (
 
 RULES: tuple[Rule, ...] = HARD_RULES + APPROVAL_RULES
 """Every builtin rule, hard blocks first."""
+
+UNCHECKABLE: Rule = next(rule for rule in APPROVAL_RULES if rule.id == "uncheckable")
+"""The rule of a command the checker could not read completely (it needs approval)."""
 
 
 def rules_from_config(entries: Iterable[Any] | None) -> list[Rule]:
@@ -450,18 +484,38 @@ def compile_allow(patterns: Iterable[Any] | None) -> list[re.Pattern[str]]:
 
 # --- the normaliser -------------------------------------------------------------------------
 
+ScriptReader = Callable[[str], "str | None"]
+"""Reads a script file a command runs (``bash x.sh``, ``./x.sh``, ``source x``): its text, or
+``None`` when it cannot be read (which makes the command need approval)."""
+
 
 @dataclass
 class Normalised:
-    """The views of a command the rules are matched against."""
+    """The views of a command the rules are matched against.
+
+    ``views`` are normalised simple commands and pipelines; ``skeletons`` the scripts with
+    quoted text blanked out; ``notes`` facts the analyser established that no single view
+    shows (``download-to-shell``, ``root-shell``, ``uncheckable``...), searched by the
+    command rules too.
+    """
 
     views: list[str] = field(default_factory=list)
     skeletons: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    budget: int = 0
+    reader: ScriptReader | None = None
+    downloaded: set[str] = field(default_factory=set)
+    _seen: set[str] = field(default_factory=set)
 
     def add(self, text: str) -> None:
         text = text.strip()
-        if text and text not in self.views:
+        if text and text not in self._seen:
+            self._seen.add(text)
             self.views.append(text)
+
+    def note(self, fact: str) -> None:
+        if fact not in self.notes:
+            self.notes.append(fact)
 
 
 @dataclass
@@ -480,7 +534,8 @@ _KEYWORDS = frozenset(
      "esac", "coproc", "[[", "]]"}
 )  # fmt: skip
 _SHELL_NAMES = re.compile(rf"^(?:{_SHELLS})$")
-_MAX_DEPTH = 6
+_MAX_DEPTH = 24
+_MAX_SCRIPT = 256_000
 _ANSI_ESCAPES = {
     "n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v", "e": "\x1b",
     "E": "\x1b", "\\": "\\", "'": "'", '"': '"', "?": "?",
@@ -537,47 +592,82 @@ def _skeleton(text: str) -> str:
     return "".join(out)
 
 
+_BRACE = re.compile(r"\{([^{}\s]*,[^{}\s]*)\}")
+
+
 def _expand_braces(word: str, limit: int = 64) -> list[str]:
-    """Expand the first unquoted ``{a,b}`` list of a word (recursively, a bounded number)."""
-    match = re.search(r"\{([^{}\s]*,[^{}\s]*)\}", word)
-    if not match:
+    """Expand the unquoted ``{a,b}`` lists of a word, at most ``limit`` results (the rest of a
+    longer expansion is kept unexpanded, which the rules still see)."""
+    if "{" not in word:
         return [word]
-    out: list[str] = []
-    for part in match.group(1).split(","):
-        for expanded in _expand_braces(word[: match.start()] + part + word[match.end() :], limit):
-            out.append(expanded)
-            if len(out) >= limit:
-                return out
-    return out
+    pending, out = [word], []
+    while pending and len(out) + len(pending) < limit:
+        current = pending.pop(0)
+        match = _BRACE.search(current)
+        if not match:
+            out.append(current)
+            continue
+        head, tail = current[: match.start()], current[match.end() :]
+        pending.extend(head + part + tail for part in match.group(1).split(","))
+    return out + pending[: max(1, limit - len(out))]
 
 
 class _Analyser:
     """Reads one command string (a script) and adds its views to ``result``."""
 
-    def __init__(self, result: Normalised, home: str | None, depth: int) -> None:
+    def __init__(
+        self, result: Normalised, home: str | None, depth: int, cwd: str | None = None
+    ) -> None:
         self.result = result
         self.home = home.rstrip("/") if home and home != "/" else None
         self.depth = depth
         self.vars: dict[str, str] = {}
-        self.cwd: str | None = None
+        self.cwd: str | None = cwd
 
     # -- entry point ----------------------------------------------------------------------
 
     def analyse(self, text: str) -> list[list[_Command]]:
+        self.result.budget -= len(text)
+        if self.result.budget < 0:
+            self.give_up(text)
+            return []
         self.result.skeletons.append(_skeleton(text))
         pipelines = _Parser(text, self).parse()
         for pipeline in pipelines:
-            finals = [self.command_views(command) for command in pipeline]
+            finals = []
+            for index, command in enumerate(pipeline):
+                finals.append(self.command_views(command))
+                if index:
+                    self.xargs_views(pipeline, index)
             if len(pipeline) > 1:
                 self.result.add(" | ".join(final for final in finals if final))
                 self.fold_pipeline(pipeline)
         return pipelines
 
-    def nested(self, script: str) -> None:
+    def nested(self, script: str, cwd: str | None = None) -> None:
         """Analyse a script hidden inside a command (``bash -c``, heredoc, …)."""
-        if self.depth >= _MAX_DEPTH or not script.strip():
+        if not script.strip():
             return
-        _Analyser(self.result, self.home, self.depth + 1).analyse(script)
+        if self.depth >= _MAX_DEPTH:
+            self.give_up(script)
+            return
+        _Analyser(self.result, self.home, self.depth + 1, cwd or self.cwd).analyse(script)
+
+    def give_up(self, text: str) -> None:
+        """Too deep or too big to read properly: the command needs approval, and a crude
+        reading (quotes removed, split at every operator) still finds hard blocks."""
+        self.result.note("uncheckable")
+        crude = re.sub(r"\$\{?IFS\}?", " ", text[:200_000])
+        crude = re.sub(r"\\.|['\"\\]", lambda m: m.group()[1:] if len(m.group()) > 1 else "", crude)
+        for piece in re.split(r"[;&|()\n`{}]|\$\(|<<<?|\s-c\s", crude):
+            words = piece.split()
+            while words and (
+                words[0] in _CRUDE_PREFIXES or words[0].startswith("-") or _ASSIGN.match(words[0])
+            ):
+                words = words[1:]
+            if words:
+                words[0] = words[0].rsplit("/", 1)[-1] or words[0]
+                self.result.add(" ".join(self.normalise_path(w) for w in words))
 
     # -- words --------------------------------------------------------------------------------
 
@@ -596,8 +686,9 @@ class _Analyser:
         """Analyse ``$( inner )`` and return its output when it can be known (echo/printf,
         optionally decoded with base64 or xxd), else ``None``."""
         if self.depth >= _MAX_DEPTH:
+            self.give_up(inner)
             return None
-        sub = _Analyser(self.result, self.home, self.depth + 1)
+        sub = _Analyser(self.result, self.home, self.depth + 1, self.cwd)
         sub.vars = dict(self.vars)
         pipelines = sub.analyse(inner)
         if len(pipelines) != 1:
@@ -605,6 +696,10 @@ class _Analyser:
         return _fold(pipelines[0])
 
     def normalise_path(self, word: str) -> str:
+        if word.startswith("~") and not word.startswith(("~/", "~+", "~-")) and word != "~":
+            user, _, rest = word[1:].partition("/")
+            if re.fullmatch(r"[a-z_][\w-]*", user):
+                word = ("/root" if user == "root" else f"/home/{user}") + ("/" + rest if rest else "")
         if self.home and (word == self.home or word.startswith(self.home + "/")):
             word = "~" + word[len(self.home) :]
         if word.startswith("/") or word == "~" or word.startswith("~/"):
@@ -634,14 +729,26 @@ class _Analyser:
             self._assign(assignments)
         elif words[index] in ("export", "declare", "typeset", "local", "readonly"):
             self._assign(w for w in words[index + 1 :] if not w.startswith("-"))
-        elif words[index] in ("cd", "pushd") and len(words) > index + 1:
-            target = words[index + 1] if words[index + 1] != "--" else words[-1]
-            target = self.normalise_path(target)
-            if target.startswith(("/", "~")):
-                self.cwd = target
-            elif self.cwd:
-                self.cwd = self.normalise_path(posixpath.join(self.cwd, target))
+        elif words[index] in ("cd", "pushd", "popd", "chdir"):
+            self._cd(words[index], words[index + 1 :])
         command.cwd = self.cwd
+
+    def _cd(self, name: str, args: list[str]) -> None:
+        args = [a for a in args if a not in ("-L", "-P", "-e", "-@", "--")]
+        if name == "popd" or (args and args[0] in ("-", "+1", "-1")):
+            self.cwd = "$OLDPWD"
+            return
+        if not args:
+            self.cwd = "~"
+            return
+        target = self.normalise_path(args[0])
+        if target.startswith(("/", "~", "$", "`")):
+            self.cwd = target
+            return
+        joined = posixpath.normpath(posixpath.join(self.cwd or ".", target))
+        if joined == ".." or joined.startswith("../"):
+            joined = "$PWD/" + joined
+        self.cwd = None if joined == "." else self.normalise_path(joined)
 
     def _assign(self, words: Iterable[str]) -> None:
         for word in words:
@@ -653,35 +760,53 @@ class _Analyser:
     def command_views(self, command: _Command) -> str:
         """Add the views of one simple command; return its most unwrapped form."""
         words = [self.normalise_path(w) for w in command.words]
-        while words and (words[0] in _KEYWORDS or _ASSIGN.match(words[0])):
+        while words and words[0] in _KEYWORDS:
             words = words[1:]
+        assignments = []
+        while words and _ASSIGN.match(words[0]):
+            assignments.append(words[0])
+            words = words[1:]
+        if assignments and not words:
+            self.result.add(" ".join(assignments))
         redirects = []
         for op, target in command.redirects:
             if op.endswith("&") or (op in (">&", "<&") and target.isdigit()):
                 continue
             symbol = ">>" if ">>" in op else ">" if ">" in op else "<" if "<" in op else op
-            redirects.append(f"{symbol} {self.normalise_path(target)}")
+            redirects.append((symbol, self.normalise_path(target)))
+        tail = [f"{symbol} {target}" for symbol, target in redirects]
         if command.stdin_text is not None:
-            redirects.append("<<")
-        final = ""
-        seen = 0
-        while words and seen < 12:
-            seen += 1
-            if "/" in words[0] and not words[0].startswith(("$(", "`")):
-                words = [words[0].rsplit("/", 1)[-1] or words[0]] + words[1:]
-            final = " ".join(words + redirects)
+            tail.append("<<")
+        if not words:
+            final = " ".join(tail)
             self.result.add(final)
-            if command.cwd:
-                resolved = [words[0]] + [self._resolve(w, command.cwd) for w in words[1:]]
-                self.result.add(" ".join(resolved + redirects))
-            self.hidden_scripts(words, command)
+            return final
+        # peel wrappers; each wrapper is seen with its options and the program it runs
+        while True:
+            program = words[0]
+            if "/" in program and not program.startswith(("$(", "`")):
+                words = [program.rsplit("/", 1)[-1] or program] + words[1:]
             unwrapped = _unwrap(words)
             if unwrapped is None:
                 break
+            shown = words[: len(words) - len(unwrapped) + 1]
+            self.result.add(" ".join(shown))
+            if _root_shell(words):
+                self.result.note("root-shell")
             words = unwrapped
-        if not words and redirects:
-            final = " ".join(redirects)
-            self.result.add(final)
+        words = _expand_long_options(words)
+        if _root_shell(words):
+            self.result.note("root-shell")
+        final = " ".join(words + tail)
+        self.result.add(final)
+        if command.cwd:
+            resolved = [words[0]] + [self._resolve(w, command.cwd) for w in words[1:]]
+            resolved += [f"{symbol} {self._resolve(t, command.cwd)}" for symbol, t in redirects]
+            self.result.add(" ".join(resolved))
+        if command.stdin_text is not None and _STDIN_READERS.match(words[0]):
+            self.result.add(" ".join(words) + " <<< " + " ".join(command.stdin_text.split()))
+        self.hidden_scripts(words, command, program)
+        self.downloads(words, redirects, program)
         return final
 
     def _resolve(self, word: str, cwd: str) -> str:
@@ -689,23 +814,28 @@ class _Analyser:
             return word
         return self.normalise_path(posixpath.join(cwd, word))
 
-    def hidden_scripts(self, words: list[str], command: _Command) -> None:
+    def hidden_scripts(self, words: list[str], command: _Command, program: str) -> None:
         name = words[0]
         args = words[1:]
         if _SHELL_NAMES.match(name):
             script = _option_argument(args, "c")
             if script is not None:
-                self.nested(script)
-            elif command.stdin_text is not None and not _has_operand(args):
-                self.nested(command.stdin_text)
+                self.nested(script, command.cwd)
+            elif _has_operand(args):
+                self.script_file(_first_operand(args), command.cwd)
+            elif command.stdin_text is not None:
+                self.nested(command.stdin_text, command.cwd)
+        elif name in ("source", "."):
+            if args:
+                self.script_file(args[0], command.cwd)
         elif name == "eval":
-            self.nested(" ".join(args))
+            self.nested(" ".join(args), command.cwd)
         elif name in ("su", "runuser", "sg"):
             for i, arg in enumerate(args):
                 if arg in ("-c", "--command") and i + 1 < len(args):
-                    self.nested(args[i + 1])
+                    self.nested(args[i + 1], command.cwd)
                 elif arg.startswith("--command="):
-                    self.nested(arg.split("=", 1)[1])
+                    self.nested(arg.split("=", 1)[1], command.cwd)
         elif name == "ssh":
             remote = _ssh_remote_command(args)
             if remote:
@@ -719,27 +849,179 @@ class _Analyser:
                             break
                         rest.append(word)
                     if rest:
-                        self.result.add(" ".join(rest))
-                        self.hidden_scripts(rest, _Command(words=rest))
+                        self.command_views(_Command(words=rest, cwd=command.cwd))
         elif name == "watch":
             i = 0
             while i < len(args) and args[i].startswith("-"):
                 i += 2 if args[i] in ("-n", "--interval", "-q", "--equexit") else 1
             if args[i:]:
                 self.nested(" ".join(args[i:]))
+        elif _INTERPRETER_NAMES.match(name):
+            self.interpreter_code(words, command)
+        elif "/" in program and (
+            not program.startswith(("$(", "`", "/")) or program.endswith((".sh", ".bash"))
+        ):
+            self.script_file(program, command.cwd)
+
+    def script_file(self, path: str, cwd: str | None) -> None:
+        """Read a script file the command runs and analyse it as if its lines were typed."""
+        if self.result.reader is None:
+            return
+        path = self.normalise_path(path)
+        if path in self.result.downloaded or path.rsplit("/", 1)[-1] in self.result.downloaded:
+            self.result.note("download-then-run")
+            return
+        if cwd and not path.startswith(("/", "~")):
+            path = posixpath.join(cwd, path)
+        if path.startswith("$") or self.depth >= _MAX_DEPTH:
+            self.result.note("uncheckable")
+            return
+        try:
+            text = self.result.reader(path)
+        except Exception:  # a reader that fails leaves the script unread: fail closed
+            text = None
+        if text is None or len(text) > _MAX_SCRIPT:
+            self.result.note("uncheckable")
+            return
+        first = text.split("\n", 1)[0]
+        if "\0" in text[:4096] or (first.startswith("#!") and not _SHEBANG_SHELL.search(first)):
+            return  # a binary or another language's script: not shell text
+        self.nested(text, cwd)
+
+    def interpreter_code(self, words: list[str], command: _Command) -> None:
+        """Look into inline code given to an interpreter: commands it runs through a shell and
+        folders it deletes."""
+        code = None
+        for i, arg in enumerate(words[1:], 1):
+            if arg in ("-c", "-e", "-E", "--eval", "-p", "--print", "-r", "eval") and i + 1 < len(
+                words
+            ):
+                code = words[i + 1]
+                break
+        if code is None:
+            code = command.stdin_text
+        if not code:
+            return
+        literals = [next(g for g in m.groups() if g is not None) for m in _LITERAL.finditer(code)]
+        if _SPAWNS.search(code):
+            for literal in literals:
+                self.nested(literal, command.cwd)
+            if len(literals) > 1:
+                self.nested(" ".join(literals), command.cwd)
+        if _TREE_DELETE.search(code):
+            if re.search(r"expanduser|Path\.home|homedir|ENV\[.HOME.\]|\$ENV\{HOME\}|Dir\.home", code):
+                literals.append("~")
+            for literal in literals:
+                self.result.add("rm -r " + self.normalise_path(literal))
+
+    def downloads(self, words: list[str], redirects: list[tuple[str, str]], program: str) -> None:
+        """Remember files a download writes; note when a later command runs one."""
+        name, args = words[0], words[1:]
+        downloaded = self.result.downloaded
+        if name in ("curl", "wget", "aria2c", "fetch", "http", "xh"):
+            urls = [a for a in args if re.match(r"^(?:https?|ftp)://", a)]
+            saved = [t for symbol, t in redirects if symbol.startswith(">")]
+            for i, arg in enumerate(args):
+                nxt = args[i + 1] if i + 1 < len(args) else ""
+                if arg in ("-o", "--output", "--output-document", "-O") and (
+                    name == "wget" or arg not in ("-O",)
+                ):
+                    saved.append(nxt)
+                elif arg.startswith(("--output=", "--output-document=")):
+                    saved.append(arg.split("=", 1)[1])
+                elif re.match(r"^-[a-zA-Z]*o\S+$", arg) and name == "curl":
+                    saved.append(arg.split("o", 1)[1])
+                elif arg in ("-O", "--remote-name", "-LO", "-sLO", "-fsSLO") or (
+                    name == "wget" and not saved
+                ):
+                    saved.extend(u.rstrip("/").rsplit("/", 1)[-1] for u in urls)
+            for path in saved:
+                if path and path != "-":
+                    downloaded.add(path)
+                    downloaded.add(path.rsplit("/", 1)[-1])
+            return
+        if not downloaded:
+            return
+        candidates = []
+        if _SHELL_NAMES.match(name) or _INTERPRETER_NAMES.match(name):
+            candidates.append(_first_operand(args))
+        elif name in ("source", ".", "chmod", "install") and args:
+            candidates.extend(args)
+        elif "/" in program or program in downloaded:
+            candidates.append(program)
+        for path in candidates:
+            if path and (path in downloaded or path.rsplit("/", 1)[-1] in downloaded):
+                self.result.note("download-then-run")
+
+    def xargs_views(self, pipeline: list[_Command], index: int) -> None:
+        """``… | xargs rm -rf``: the command xargs builds, when its input can be known (and
+        ``find ROOT … | xargs rm`` read as ``find ROOT -delete``)."""
+        words = list(pipeline[index].words)
+        while words and words[0].rsplit("/", 1)[-1] != "xargs":
+            unwrapped = _unwrap([words[0].rsplit("/", 1)[-1]] + words[1:])
+            if unwrapped is None:
+                return
+            words = unwrapped
+        if not words:
+            return
+        replace = None
+        for i, arg in enumerate(words[1:], 1):
+            if arg == "-I" and i + 1 < len(words):
+                replace = words[i + 1]
+            elif arg.startswith("-I") and len(arg) > 2:
+                replace = arg[2:]
+            elif arg == "-i" or arg.startswith("--replace"):
+                replace = arg.split("=", 1)[1] if "=" in arg else "{}"
+        inner = _unwrap(["xargs"] + words[1:]) or ["echo"]
+        text = _fold(pipeline[:index])
+        if text is not None:
+            items = text.split()
+            if replace:
+                built = [" ".join(items) if w == replace else w.replace(replace, " ".join(items))
+                         for w in inner]  # fmt: skip
+            else:
+                built = inner + items
+            self.command_views(_Command(words=built, cwd=pipeline[index].cwd))
+            return
+        source = _strip_all(list(pipeline[index - 1].words))
+        target = _strip_all(list(inner))
+        if source and source[0] == "find" and target and target[0] in ("rm", "shred", "unlink"):
+            self.result.add(" ".join([self.normalise_path(w) for w in source] + ["-delete"]))
 
     def fold_pipeline(self, pipeline: list[_Command]) -> None:
         """``echo … | sh``, ``echo … | base64 -d | bash``, ``cat <<EOF | sh``: read the text
-        that reaches a shell as a script."""
-        for i in range(1, len(pipeline)):
-            words = _strip_all(pipeline[i].words)
-            if not words or not _SHELL_NAMES.match(words[0].rsplit("/", 1)[-1]):
+        that reaches a shell as a script; note downloads and decoded data run by a shell, and
+        text of unknown content piped into one."""
+        downloading = decoding = False
+        for i in range(len(pipeline)):
+            words = _strip_all(list(pipeline[i].words))
+            if not words:
                 continue
-            if _option_argument(words[1:], "c") is not None or _has_operand(words[1:]):
-                continue
-            text = _fold(pipeline[:i])
-            if text is not None:
-                self.nested(text)
+            name = words[0].rsplit("/", 1)[-1]
+            if i and (_SHELL_NAMES.match(name) or _INTERPRETER_NAMES.match(name)):
+                args = words[1:]
+                if _SHELL_NAMES.match(name) and (
+                    _option_argument(args, "c") is not None or _has_operand(args)
+                ):
+                    continue
+                if _INTERPRETER_NAMES.match(name) and (
+                    _first_operand(args) not in ("", "-")
+                    or any(a in ("-m", "-c", "-e", "-E", "-p", "-r", "--eval") for a in args)
+                ):
+                    continue
+                if downloading:
+                    self.result.note("download-to-shell")
+                if decoding:
+                    self.result.note("decode-to-shell")
+                text = _fold(pipeline[:i])
+                if text is not None and _SHELL_NAMES.match(name):
+                    self.nested(text, pipeline[i].cwd)
+                elif text is None and not downloading and not decoding:
+                    self.result.note("pipe-to-shell")
+            if name in _DOWNLOADERS or (name == "lynx" and "-source" in words):
+                downloading = True
+            if _is_decoder(words):
+                decoding = True
 
 
 class _Parser:
@@ -796,6 +1078,8 @@ class _Parser:
                 pending_redirect = None
                 end_pipeline()
         end_pipeline()
+        if self.i > len(self.s):  # an unterminated quote or substitution: the shell refuses it
+            self.a.result.note("uncheckable")
         return pipelines
 
     # -- lexer ----------------------------------------------------------------------------
@@ -1030,7 +1314,7 @@ def _balanced(s: str, i: int, opening: str, closing: str) -> tuple[str, int]:
             if depth == 0:
                 return s[start:i], i + 1
         i += 1
-    return s[start:], n
+    return s[start:], n + 1  # unterminated: past the end, which the parser notes
 
 
 def _backticks(s: str, i: int) -> tuple[str, int]:
@@ -1050,6 +1334,8 @@ def _backticks(s: str, i: int) -> tuple[str, int]:
 _WRAPPER_OPTIONS_WITH_ARGUMENT: dict[str, frozenset[str]] = {
     "sudo": frozenset("-u -g -h -p -C -r -t -U -D -R -T --user --group --host --prompt".split()),
     "doas": frozenset(["-u", "-C"]),
+    "run0": frozenset(["-u", "--user", "-g", "--group", "-D", "--chdir"]),
+    "pkexec": frozenset(["--user"]),
     "env": frozenset(["-u", "-C", "--unset", "--chdir"]),
     "nice": frozenset(["-n", "--adjustment"]),
     "ionice": frozenset(["-c", "-n", "-p", "-P", "-u", "--class", "--classdata"]),
@@ -1168,6 +1454,168 @@ def _has_operand(args: list[str]) -> bool:
     return False
 
 
+def _first_operand(args: list[str]) -> str:
+    """The first argument of a shell or interpreter that is not an option (its script file),
+    or ``""``."""
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in ("-o", "+o", "-O", "+O", "-W", "-X", "-m", "-r", "-I", "--rcfile"):
+            skip = arg != "-m"
+            if arg == "-m":
+                return ""
+        elif arg == "-" or not arg.startswith(("-", "+")):
+            return arg
+    return ""
+
+
+_INTERPRETER_NAMES = re.compile(rf"^(?:{_INTERPRETERS})$")
+_STDIN_READERS = re.compile(
+    rf"^(?:{_INTERPRETERS}|psql|mysql|mariadb|sqlite3?|sqlcmd|duckdb|clickhouse(?:-client)?"
+    r"|cockroach|cqlsh|mongo(?:sh)?|redis-cli|snowsql|trino|presto|usql|bq)$"
+)
+_SHEBANG_SHELL = re.compile(rf"[/\s](?:{_SHELLS})(?:\s|$)")
+_LITERAL = re.compile(r"'((?:[^'\\\n]|\\.)*)'|\"((?:[^\"\\\n]|\\.)*)\"|`([^`]*)`")
+_SPAWNS = re.compile(
+    r"\b(?:system|popen\d?|subprocess|spawn\w*|exec\w*|check_output|check_call|call|run"
+    r"|getoutput|getstatusoutput|child_process|shell_exec|passthru|proc_open|Command|qx|IO\.popen"
+    r"|Open3|Process\.Start|Runtime)\b|`|%x"
+)
+_TREE_DELETE = re.compile(
+    r"\brmtree\b|\brm_rf?\b|FileUtils\.(?:rm|remove)|\brm(?:dir)?Sync\b|\bfs\.(?:promises\.)?rm"
+    r"(?:dir)?\b|remove_dir_all|RemoveAll|File::Path|\bremove_tree\b|\brimraf\b|Remove-Item"
+    r"|\bdelete_tree\b"
+)
+_DOWNLOADERS = frozenset({"curl", "wget", "fetch", "aria2c", "http", "https", "xh", "ftp"})
+_CRUDE_PREFIXES = frozenset(
+    {"eval", "exec", "sudo", "doas", "env", "nohup", "nice", "timeout", "command", "builtin",
+     "xargs", "time", "then", "do", "else", "if", "while", "until", "!", "su", "bash", "sh",
+     "dash", "zsh", "ksh", "busybox", "setsid", "stdbuf", "ionice", "/bin/sh", "/bin/bash"}
+)  # fmt: skip
+
+
+def _is_decoder(words: list[str]) -> bool:
+    name, args = words[0], words[1:]
+    if name in ("base64", "base32", "basenc"):
+        return any(a in ("-d", "--decode", "-D") or re.match(r"^-[a-zA-Z]*d", a) for a in args)
+    if name == "xxd":
+        return any(a.startswith("-r") or a == "-p" and "-r" in args for a in args)
+    if name == "openssl":
+        return any("base64" in a for a in args) and "-d" in args
+    return name in ("uudecode", "gunzip", "zcat", "bunzip2", "xz", "unxz") and name != "xz" or (
+        name == "xz" and "-d" in args
+    )
+
+
+_ROOT_SHELL_OPTIONS = re.compile(r"^(?:-[a-zA-Z]*[is][a-zA-Z]*|--shell|--login)$")
+
+
+def _root_shell(words: list[str]) -> bool:
+    """Whether ``words`` start an interactive root shell (``sudo -i``, ``sudo su``,
+    ``sudo bash``, ``su -``)."""
+    name = words[0]
+    if name in ("sudo", "doas", "run0", "pkexec"):
+        with_argument = _WRAPPER_OPTIONS_WITH_ARGUMENT.get(name, frozenset())
+        i = 1
+        while i < len(words):
+            word = words[i]
+            if word == "--":
+                i += 1
+                break
+            if not word.startswith("-") or word == "-":
+                break
+            if word in with_argument:
+                i += 2
+                continue
+            if _ROOT_SHELL_OPTIONS.match(word) and not word.startswith("--user"):
+                return True
+            i += 1
+        rest = words[i:]
+        while rest and _ASSIGN.match(rest[0]):
+            rest = rest[1:]
+        return bool(rest) and _interactive_shell(rest)
+    return False
+
+
+def _interactive_shell(words: list[str]) -> bool:
+    name, args = words[0].rsplit("/", 1)[-1], words[1:]
+    if name in ("su", "sudo") and not any(a in ("-c", "--command") for a in args):
+        return True
+    if _SHELL_NAMES.match(name):
+        return _option_argument(args, "c") is None and not _has_operand(args)
+    return False
+
+
+_LONG_OPTIONS: dict[str, tuple[str, ...]] = {
+    "rm": ("recursive", "force", "dir", "interactive", "one-file-system", "no-preserve-root",
+           "preserve-root", "verbose", "help", "version"),
+    "chmod": ("recursive", "reference", "changes", "silent", "quiet", "verbose",
+              "no-preserve-root", "preserve-root", "help", "version"),
+    "chown": ("recursive", "reference", "changes", "silent", "quiet", "verbose", "from",
+              "dereference", "no-dereference", "no-preserve-root", "preserve-root", "help"),
+    "chgrp": ("recursive", "reference", "changes", "silent", "quiet", "verbose",
+              "dereference", "no-dereference", "no-preserve-root", "preserve-root", "help"),
+    "shred": ("force", "iterations", "random-source", "size", "remove", "verbose", "exact",
+              "zero", "help"),
+    "iptables": ("append", "check", "delete", "insert", "replace", "list", "list-rules",
+                 "flush", "zero", "new-chain", "delete-chain", "policy", "rename-chain",
+                 "table", "jump", "goto", "source", "destination", "protocol", "verbose"),
+    "crontab": ("remove", "edit", "list", "user"),
+    "kill": ("signal", "list", "table"),
+    "sudo": ("shell", "login", "user", "group", "preserve-env", "non-interactive", "help"),
+    "git reset": ("hard", "soft", "mixed", "merge", "keep", "quiet", "no-quiet", "patch",
+                  "pathspec-from-file", "pathspec-file-nul", "recurse-submodules",
+                  "no-recurse-submodules", "intent-to-add", "refresh", "no-refresh"),
+    "git push": ("force", "force-with-lease", "force-if-includes", "delete", "mirror", "all",
+                 "branches", "tags", "prune", "dry-run", "porcelain", "set-upstream",
+                 "follow-tags", "no-verify", "verify", "atomic", "repo", "receive-pack", "exec",
+                 "push-option", "quiet", "verbose", "progress", "signed", "no-signed",
+                 "no-force-with-lease", "thin", "no-thin", "ipv4", "ipv6",
+                 "recurse-submodules", "no-recurse-submodules"),
+    "git clean": ("force", "dry-run", "quiet", "exclude", "interactive"),
+    "git branch": ("delete", "force", "move", "copy", "list", "all", "remotes", "verbose",
+                   "quiet", "track", "no-track", "set-upstream-to", "unset-upstream",
+                   "contains", "no-contains", "merged", "no-merged", "sort", "points-at",
+                   "format", "color", "no-color", "column", "no-column", "create-reflog",
+                   "edit-description", "show-current", "ignore-case", "abbrev", "no-abbrev"),
+    "git checkout": ("force", "quiet", "progress", "no-progress", "ours", "theirs", "track",
+                     "no-track", "detach", "orphan", "merge", "conflict", "patch",
+                     "ignore-other-worktrees", "overwrite-ignore", "no-overwrite-ignore",
+                     "recurse-submodules", "no-recurse-submodules", "overlay", "no-overlay",
+                     "pathspec-from-file", "pathspec-file-nul", "guess", "no-guess"),
+}  # fmt: skip
+_LONG_OPTIONS["ip6tables"] = _LONG_OPTIONS["iptables"]
+_GIT_GLOBAL_WITH_ARGUMENT = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace"})
+
+
+def _expand_long_options(words: list[str]) -> list[str]:
+    """Write unambiguous abbreviations of GNU long options in full (``--recur`` →
+    ``--recursive``, ``git reset --har`` → ``--hard``), for the programs whose rules care."""
+    name = words[0]
+    start = 1
+    if name == "git":
+        i = 1
+        while i < len(words) and words[i].startswith("-"):
+            i += 2 if words[i] in _GIT_GLOBAL_WITH_ARGUMENT else 1
+        if i >= len(words):
+            return words
+        name, start = f"git {words[i]}", i + 1
+    options = _LONG_OPTIONS.get(name)
+    if options is None:
+        return words
+    out = words[:start]
+    for word in words[start:]:
+        if word.startswith("--") and len(word) > 2:
+            head, eq, value = word[2:].partition("=")
+            if head not in options:
+                matches = [o for o in options if o.startswith(head)]
+                if len(matches) == 1:
+                    word = f"--{matches[0]}{eq}{value}"
+        out.append(word)
+    return out
+
+
 _SSH_WITH_ARGUMENT = frozenset(
     "-b -c -D -E -e -F -I -i -J -L -l -m -O -o -p -Q -R -S -W -w".split()
 )
@@ -1253,13 +1701,27 @@ def _decode(words: list[str], text: str) -> str | None:
     return None
 
 
-def normalise(command: str, *, home: str | None = None) -> Normalised:
-    """All the views of ``command`` (see the module docstring). ``home`` is the home folder to
-    write as ``~`` (default: ``$HOME``)."""
-    result = Normalised()
+def normalise(
+    command: str,
+    *,
+    home: str | None = None,
+    cwd: str | None = None,
+    read_script: ScriptReader | None = None,
+) -> Normalised:
+    """All the views of ``command`` (see the module docstring).
+
+    :param home: the home folder to write as ``~`` (default: ``$HOME``).
+    :param cwd: the folder the command starts in, when relative paths must be read as absolute
+        ones (``None``: relative paths stay relative, inside the working folder).
+    :param read_script: reads the script files the command runs; without it they are not read.
+    """
+    result = Normalised(budget=3 * len(command) + 20_000, reader=read_script)
     if home is None:
         home = os.environ.get("HOME") or None
-    _Analyser(result, home, 0).analyse(command.replace("\r\n", "\n"))
+    analyser = _Analyser(result, home, 0)
+    if cwd:
+        analyser.cwd = analyser.normalise_path(cwd)
+    analyser.analyse(command.replace("\r\n", "\n"))
     return result
 
 
@@ -1271,13 +1733,23 @@ def scan(
     rules: Sequence[Rule] = RULES,
     *,
     home: str | None = None,
+    cwd: str | None = None,
+    read_script: ScriptReader | None = None,
     normalised: Normalised | None = None,
 ) -> list[Finding]:
     """Every rule that matches ``command`` (each rule once), hard blocks first."""
-    views = normalised or normalise(command, home=home)
+    views = normalised or normalise(command, home=home, cwd=cwd, read_script=read_script)
     findings: list[Finding] = []
+    flat = " ".join(command.split())
     for rule in sorted(rules, key=lambda r: not r.hard):
-        texts = views.skeletons if rule.scope == "skeleton" else views.views
+        if rule.scope == "skeleton":
+            texts = views.skeletons
+        else:
+            texts = views.views
+            note = next((n for n in views.notes if rule.regex.search(n)), None)
+            if note is not None:
+                findings.append(Finding(rule, f"{note}: {flat}"))
+                continue
         for text in texts:
             if rule.regex.search(text):
                 findings.append(Finding(rule, text))
@@ -1291,15 +1763,18 @@ def check(
     *,
     allow: Sequence[re.Pattern[str]] = (),
     home: str | None = None,
+    cwd: str | None = None,
+    read_script: ScriptReader | None = None,
 ) -> list[Finding]:
     """What stands between ``command`` and running it: the hard blocks that match (never
     allowed), or else the approval rules that match and that no ``allow`` pattern excuses.
 
     An ``allow`` pattern excuses a finding when it matches the normalised text the rule matched
     in (one simple command or pipeline), so ``git push --force`` in the allow list does not
-    excuse the ``rm -rf`` in ``git push --force && rm -rf build``.
+    excuse the ``rm -rf`` in ``git push --force && rm -rf build``. ``cwd`` and
+    ``read_script`` are as for :func:`normalise`.
     """
-    findings = scan(command, rules, home=home)
+    findings = scan(command, rules, home=home, cwd=cwd, read_script=read_script)
     hard = [f for f in findings if f.hard]
     if hard:
         return hard
