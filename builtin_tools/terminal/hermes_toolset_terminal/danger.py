@@ -286,7 +286,7 @@ APPROVAL_RULES: tuple[Rule, ...] = (
         "downloaded content run by a shell or interpreter",
         r"^download-to-shell$|^download-then-run$"
         rf"|^(?:{_SHELLS}|source|\.)\s(?:.*\s)?<\(\s*(?:curl|wget)\b"
-        rf"|^(?:{_SHELLS}|{_INTERPRETERS})\s(?:.*\s)?-\w*[ce]\s+(?:.*)?\$\(\s*(?:curl|wget)\b",
+        rf"|^(?:{_SHELLS}|{_INTERPRETERS})\s(?=(?:.*\s)?-\w*[ce]\s)(?=.*\$\(\s*(?:curl|wget)\b)",
     ),
     Rule(
         "decode-to-shell",
@@ -342,23 +342,24 @@ APPROVAL_RULES: tuple[Rule, ...] = (
     Rule(
         "sql-drop",
         "SQL DROP (or a database flush)",
-        rf"(?i)^{_DB_CLIENTS}.*(?:\bdrop\s+(?:table|database|schema|keyspace|collection|view"
+        rf"(?i)^(?=.*(?:\bdrop\b|dropDatabase|\bflush))"
+        rf"{_DB_CLIENTS}.*(?:\bdrop\s+(?:table|database|schema|keyspace|collection|view"
         r"|index|user|role)\b|\bdropDatabase\s*\(|\bflush(?:all|db)\b)",
     ),
     Rule(
         "sql-truncate",
         "SQL TRUNCATE",
-        rf"(?i)^{_DB_CLIENTS}.*\btruncate\s+(?:table\s+)?(?!-)[\w.\"`\[]",
+        rf"(?i)^(?=.*\btruncate\b){_DB_CLIENTS}.*\btruncate\s+(?:table\s+)?(?!-)[\w.\"`\[]",
     ),
     Rule(
         "sql-delete-all",
         "SQL DELETE without WHERE",
-        rf"(?i)^{_DB_CLIENTS}.*\bdelete\s+from\s+[\w.\"`\[\]]++(?!\s+(?:as\s+)?\w*\s*(?:where|using)\b)",
+        rf"(?i)^(?=.*\bdelete\b){_DB_CLIENTS}.*\bdelete\s+from\s+[\w.\"`\[\]]++(?!\s+(?:as\s+)?\w*\s*(?:where|using)\b)",
     ),
     Rule(
         "sql-update-all",
         "SQL UPDATE without WHERE",
-        rf"(?i)^{_DB_CLIENTS}.*\bupdate\s+[\w.\"`\[\]]++\s+set\b(?![^;]*?\bwhere\b)",
+        rf"(?i)^(?=.*\bupdate\b){_DB_CLIENTS}.*\bupdate\s+[\w.\"`\[\]]++\s+set\b(?![^;]*?\bwhere\b)",
     ),
     Rule("git-reset-hard", "git reset --hard", rf"^git\s+{_GITOPTS}reset\s(?:.*\s)?--hard\b"),
     Rule(
@@ -527,6 +528,7 @@ class _Command:
 
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_PLAIN_WORD = re.compile(r"[\w./=:@%+,*?~^!#\[\]-]+")
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\+?=)(.*)$", re.S)
 _REDIR = re.compile(r"(\d*|&)(<<<|<<-|<<|<>|<&|>&|>>|>\||<|>)")
 _KEYWORDS = frozenset(
@@ -567,29 +569,12 @@ def _decode_escapes(text: str) -> str:
     return _ESCAPE.sub(one, text)
 
 
+_QUOTED = re.compile(r"""\\.|'[^']*(?:'|$)|"(?:[^"\\]|\\.)*(?:"|$)""", re.S)
+
+
 def _skeleton(text: str) -> str:
     """``text`` with the contents of quotes blanked out (``'…'`` and ``"…"`` become ``''``)."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == "\\" and i + 1 < n:
-            out.append(text[i : i + 2])
-            i += 2
-        elif c == "'":
-            end = text.find("'", i + 1)
-            i = n if end < 0 else end + 1
-            out.append("''")
-        elif c == '"':
-            j = i + 1
-            while j < n and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            i = j + 1
-            out.append("''")
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
+    return _QUOTED.sub(lambda m: m.group() if m.group()[0] == "\\" else "''", text)
 
 
 _BRACE = re.compile(r"\{([^{}\s]*,[^{}\s]*)\}")
@@ -600,6 +585,8 @@ def _expand_braces(word: str, limit: int = 64) -> list[str]:
     longer expansion is kept unexpanded, which the rules still see)."""
     if "{" not in word:
         return [word]
+    if len(word) > 512:
+        return [word]  # rules see the unexpanded word; expanding long ones costs too much
     pending, out = [word], []
     while pending and len(out) + len(pending) < limit:
         current = pending.pop(0)
@@ -623,6 +610,8 @@ class _Analyser:
         self.depth = depth
         self.vars: dict[str, str] = {}
         self.cwd: str | None = cwd
+        self.functions: dict[str, tuple[str, int]] = {}
+        self.functions_called: list[str] = []
 
     # -- entry point ----------------------------------------------------------------------
 
@@ -632,6 +621,8 @@ class _Analyser:
             self.give_up(text)
             return []
         self.result.skeletons.append(_skeleton(text))
+        for match in _FUNCTION.finditer(text):  # bodies are read when a function is called
+            self.functions[match.group(1) or match.group(2)] = (text, match.end())
         pipelines = _Parser(text, self).parse()
         for pipeline in pipelines:
             finals = []
@@ -651,7 +642,10 @@ class _Analyser:
         if self.depth >= _MAX_DEPTH:
             self.give_up(script)
             return
-        _Analyser(self.result, self.home, self.depth + 1, cwd or self.cwd).analyse(script)
+        sub = _Analyser(self.result, self.home, self.depth + 1, cwd or self.cwd)
+        sub.functions = dict(self.functions)
+        sub.functions_called = self.functions_called
+        sub.analyse(script)
 
     def give_up(self, text: str) -> None:
         """Too deep or too big to read properly: the command needs approval, and a crude
@@ -696,10 +690,13 @@ class _Analyser:
         return _fold(pipelines[0])
 
     def normalise_path(self, word: str) -> str:
+        if not word.startswith(("/", "~")):
+            return word
         if word.startswith("~") and not word.startswith(("~/", "~+", "~-")) and word != "~":
             user, _, rest = word[1:].partition("/")
             if re.fullmatch(r"[a-z_][\w-]*", user):
-                word = ("/root" if user == "root" else f"/home/{user}") + ("/" + rest if rest else "")
+                folder = "/root" if user == "root" else f"/home/{user}"
+                word = folder + ("/" + rest if rest else "")
         if self.home and (word == self.home or word.startswith(self.home + "/")):
             word = "~" + word[len(self.home) :]
         if word.startswith("/") or word == "~" or word.startswith("~/"):
@@ -748,7 +745,8 @@ class _Analyser:
         joined = posixpath.normpath(posixpath.join(self.cwd or ".", target))
         if joined == ".." or joined.startswith("../"):
             joined = "$PWD/" + joined
-        self.cwd = None if joined == "." else self.normalise_path(joined)
+        # a folder inside the working folder: relative paths there stay inside it
+        self.cwd = None if joined == "." or len(joined) > 512 else self.normalise_path(joined)
 
     def _assign(self, words: Iterable[str]) -> None:
         for word in words:
@@ -762,6 +760,10 @@ class _Analyser:
         words = [self.normalise_path(w) for w in command.words]
         while words and words[0] in _KEYWORDS:
             words = words[1:]
+        if words[:1] == ["function"]:  # function NAME { body: the body's first command
+            words = words[2:]
+            while words and words[0] in _KEYWORDS | {"()"}:
+                words = words[1:]
         assignments = []
         while words and _ASSIGN.match(words[0]):
             assignments.append(words[0])
@@ -782,24 +784,37 @@ class _Analyser:
             self.result.add(final)
             return final
         # peel wrappers; each wrapper is seen with its options and the program it runs
+        start = 0
         while True:
-            program = words[0]
+            program = words[start]
             if "/" in program and not program.startswith(("$(", "`")):
-                words = [program.rsplit("/", 1)[-1] or program] + words[1:]
-            unwrapped = _unwrap(words)
-            if unwrapped is None:
+                words[start] = program.rsplit("/", 1)[-1] or program
+            found = _unwrap_at(words, start)
+            if found is None:
                 break
-            shown = words[: len(words) - len(unwrapped) + 1]
-            self.result.add(" ".join(shown))
-            if _root_shell(words):
-                self.result.note("root-shell")
-            words = unwrapped
+            inner, inner_start = found
+            if inner is words:
+                self.result.add(" ".join(words[start : inner_start + 1]))
+                if _root_shell(words[start : inner_start + 8]):
+                    self.result.note("root-shell")
+            if inner_start >= len(inner):
+                break
+            words, start = inner, inner_start
+        words = words[start:]
+        definition = self.functions.get(words[0])
+        if definition is not None:
+            if len(self.functions_called) >= 64:
+                self.give_up(" ".join(words))
+            else:
+                self.functions_called.append(words[0])
+                body, _end = _balanced(definition[0], definition[1], "{", "}")
+                self.nested(_with_arguments(body, words[1:]), command.cwd)
         words = _expand_long_options(words)
         if _root_shell(words):
             self.result.note("root-shell")
         final = " ".join(words + tail)
         self.result.add(final)
-        if command.cwd:
+        if command.cwd and command.cwd.startswith(("/", "~", "$")):
             resolved = [words[0]] + [self._resolve(w, command.cwd) for w in words[1:]]
             resolved += [f"{symbol} {self._resolve(t, command.cwd)}" for symbol, t in redirects]
             self.result.add(" ".join(resolved))
@@ -909,7 +924,7 @@ class _Analyser:
             if len(literals) > 1:
                 self.nested(" ".join(literals), command.cwd)
         if _TREE_DELETE.search(code):
-            if re.search(r"expanduser|Path\.home|homedir|ENV\[.HOME.\]|\$ENV\{HOME\}|Dir\.home", code):
+            if _HOME_CALL.search(code):
                 literals.append("~")
             for literal in literals:
                 self.result.add("rm -r " + self.normalise_path(literal))
@@ -931,6 +946,8 @@ class _Analyser:
                     saved.append(arg.split("=", 1)[1])
                 elif re.match(r"^-[a-zA-Z]*o\S+$", arg) and name == "curl":
                     saved.append(arg.split("o", 1)[1])
+                elif re.match(r"^-[a-zA-Z]*o$", arg) and name == "curl":
+                    saved.append(nxt)
                 elif arg in ("-O", "--remote-name", "-LO", "-sLO", "-fsSLO") or (
                     name == "wget" and not saved
                 ):
@@ -975,7 +992,8 @@ class _Analyser:
         inner = _unwrap(["xargs"] + words[1:]) or ["echo"]
         text = _fold(pipeline[:index])
         if text is not None:
-            items = text.split()
+            whole = any(w in ("-0", "--null") or w.startswith(("-d", "--delimiter")) for w in words)
+            items = [text.strip("\n\0")] if whole else text.split()
             if replace:
                 built = [" ".join(items) if w == replace else w.replace(replace, " ".join(items))
                          for w in inner]  # fmt: skip
@@ -1144,6 +1162,10 @@ class _Parser:
         """Read one shell word starting at ``self.i``; unquoted expansions may split it into
         several words (as the shell does)."""
         s, n = self.s, len(self.s)
+        fast = _PLAIN_WORD.match(s, self.i)
+        if fast and (fast.end() == n or s[fast.end()] in " \t\r\n;&|()<>"):
+            self.i = fast.end()
+            return [fast.group()]
         words: list[str] = []
         parts: list[str] = []
         plain = True  # no quotes and no expansions: brace expansion applies
@@ -1273,13 +1295,24 @@ class _Parser:
                 self.i = i + 1
 
     def _parameter(self, inner: str) -> str:
-        match = re.match(r"([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-=+?])(.*))?$", inner, re.S)
+        match = re.match(r"([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-=+?]|%%?|##?)(.*))?$", inner, re.S)
         if not match:
             return "${" + inner + "}"
         name, op, word = match.groups()
         value = self.a.lookup(name)
         if op is None:
             return value if value is not None else "${" + name + "}"
+        if op[0] in "%#":
+            if value is None:
+                return "${" + inner + "}"
+            pattern = (word or "").replace("\\", "")
+            if "*" in pattern or "?" in pattern or "[" in pattern:
+                return value  # a glob pattern: keep the value (it only ever gets shorter)
+            if op[0] == "%" and pattern and value.endswith(pattern):
+                return value[: -len(pattern)] or value
+            if op[0] == "#" and pattern and value.startswith(pattern):
+                return value[len(pattern) :]
+            return value
         if op.endswith(("-", "=")):
             if value:
                 return value
@@ -1288,33 +1321,39 @@ class _Parser:
         return value if value is not None else "${" + inner + "}"
 
 
+_BALANCED = {pair: re.compile(r"[\\'\"" + re.escape(pair) + "]") for pair in ("()", "{}")}
+
+
 def _balanced(s: str, i: int, opening: str, closing: str) -> tuple[str, int]:
     """The text up to the ``closing`` that matches an already consumed ``opening``, skipping
-    quotes; returns it and the index after the closing character."""
+    quotes; returns it and the index after the closing character (past the end when it is
+    unterminated)."""
+    special = _BALANCED[opening + closing]
     depth, start, n = 1, i, len(s)
-    while i < n:
+    while True:
+        match = special.search(s, i)
+        if match is None:
+            return s[start:], n + 1
+        i = match.start()
         c = s[i]
         if c == "\\":
             i += 2
-            continue
-        if c == "'":
+        elif c == "'":
             end = s.find("'", i + 1)
             i = n if end < 0 else end + 1
-            continue
-        if c == '"':
+        elif c == '"':
             i += 1
             while i < n and s[i] != '"':
                 i += 2 if s[i] == "\\" else 1
             i += 1
-            continue
-        if c == opening:
+        elif c == opening:
             depth += 1
-        elif c == closing:
+            i += 1
+        else:
             depth -= 1
             if depth == 0:
                 return s[start:i], i + 1
-        i += 1
-    return s[start:], n + 1  # unterminated: past the end, which the parser notes
+            i += 1
 
 
 def _backticks(s: str, i: int) -> tuple[str, int]:
@@ -1368,44 +1407,48 @@ _WRAPPER_POSITIONALS = {"timeout": 1, "chrt": 1, "taskset": 1, "flock": 1, "chro
 def _unwrap(words: list[str]) -> list[str] | None:
     """The command a wrapper runs (``sudo rm …`` → ``rm …``), or ``None`` if ``words`` is no
     wrapper."""
-    name = words[0]
+    found = _unwrap_at(words, 0)
+    if found is None:
+        return None
+    inner, start = found
+    return inner[start:] or None
+
+
+def _unwrap_at(words: list[str], start: int) -> tuple[list[str], int] | None:
+    """:func:`_unwrap` of ``words[start:]`` without copying: the words and the index where the
+    wrapped command starts (past the end when there is none), or ``None``."""
+    name = words[start] if start < len(words) else ""
     if name not in _WRAPPER_OPTIONS_WITH_ARGUMENT:
         return None
-    if name == "command" and any(w in ("-v", "-V") for w in words[1:2]):
+    if name == "command" and any(w in ("-v", "-V") for w in words[start + 1 : start + 2]):
         return None
     with_argument = _WRAPPER_OPTIONS_WITH_ARGUMENT[name]
-    rest = words[1:]
-    i = 0
-    while i < len(rest):
-        word = rest[i]
+    i, n = start + 1, len(words)
+    while i < n:
+        word = words[i]
         if word == "--":
             i += 1
             break
         if name in ("sudo", "env", "doas") and _ASSIGN.match(word):
             i += 1
             continue
-        if name == "env" and word in ("-S", "--split-string") and i + 1 < len(rest):
-            return rest[i + 1].split() + rest[i + 2 :]
-        if name == "flock" and word in ("-c", "--command") and i + 1 < len(rest):
-            return ["sh", "-c", rest[i + 1]]
+        if name == "env" and word in ("-S", "--split-string") and i + 1 < n:
+            return words[i + 1].split() + words[i + 2 :], 0
+        if name == "flock" and word in ("-c", "--command") and i + 1 < n:
+            return ["sh", "-c", words[i + 1]], 0
         if word.startswith("-") and len(word) > 1:
             if word in with_argument or (
                 word[:2] in with_argument and len(word) > 2 and not word.startswith("--")
             ):
                 i += 1 if word[:2] in with_argument and len(word) > 2 else 2
                 continue
-            if name == "nice" and re.match(r"^-\d+$", word):
-                i += 1
-                continue
             i += 1
             continue
         break
-    rest = rest[i:]
     skip = _WRAPPER_POSITIONALS.get(name, 0)
-    if name == "chrt" and rest and not rest[0].isdigit():
+    if name == "chrt" and i < n and not words[i].isdigit():
         skip = 0
-    rest = rest[skip:]
-    return rest or None
+    return words, min(i + skip, n)
 
 
 def _strip_all(words: list[str]) -> list[str]:
@@ -1454,6 +1497,25 @@ def _has_operand(args: list[str]) -> bool:
     return False
 
 
+_FUNCTION = re.compile(
+    r"(?:^|(?<=[\s;&|(]))(?:function\s+([\w.:-]+)\s*(?:\(\s*\))?|([\w.:-]+)\s*\(\s*\))\s*\{"
+)
+
+
+def _with_arguments(body: str, args: list[str]) -> str:
+    """A function body with its positional parameters replaced by the call's arguments."""
+    quoted = [a.replace('"', "").replace("'", "") for a in args]  # inside or outside quotes
+
+    def one(match: re.Match[str]) -> str:
+        key = match.group(1) or match.group(2)
+        if key in ("@", "*"):
+            return " ".join(quoted)
+        index = int(key)
+        return quoted[index - 1] if 0 < index <= len(quoted) else ""
+
+    return re.sub(r"\$\{?([@*])\}?|\$\{?(\d)\}?", one, body)
+
+
 def _first_operand(args: list[str]) -> str:
     """The first argument of a shell or interpreter that is not an option (its script file),
     or ``""``."""
@@ -1487,6 +1549,7 @@ _TREE_DELETE = re.compile(
     r"(?:dir)?\b|remove_dir_all|RemoveAll|File::Path|\bremove_tree\b|\brimraf\b|Remove-Item"
     r"|\bdelete_tree\b"
 )
+_HOME_CALL = re.compile(r"expanduser|Path\.home|homedir|ENV\[.HOME.\]|\$ENV\{HOME\}|Dir\.home")
 _DOWNLOADERS = frozenset({"curl", "wget", "fetch", "aria2c", "http", "https", "xh", "ftp"})
 _CRUDE_PREFIXES = frozenset(
     {"eval", "exec", "sudo", "doas", "env", "nohup", "nice", "timeout", "command", "builtin",
@@ -1503,8 +1566,10 @@ def _is_decoder(words: list[str]) -> bool:
         return any(a.startswith("-r") or a == "-p" and "-r" in args for a in args)
     if name == "openssl":
         return any("base64" in a for a in args) and "-d" in args
-    return name in ("uudecode", "gunzip", "zcat", "bunzip2", "xz", "unxz") and name != "xz" or (
-        name == "xz" and "-d" in args
+    return (
+        name in ("uudecode", "gunzip", "zcat", "bunzip2", "xz", "unxz")
+        and name != "xz"
+        or (name == "xz" and "-d" in args)
     )
 
 
