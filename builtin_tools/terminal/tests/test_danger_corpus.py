@@ -678,7 +678,6 @@ MORE_SAFE = [
     "sudo make install",
     "sudo -l",
     "sudo -v",
-    "crontab -l",
     "crontab -l | grep backup",
     "iptables -L",
     "sudo iptables -L -n -v",
