@@ -742,6 +742,9 @@ class _Analyser:
         if target.startswith(("/", "~", "$", "`")):
             self.cwd = target
             return
+        if self.cwd and self.cwd.startswith(("$", "`")):
+            self.cwd = f"{self.cwd}/{target}"  # unknown stays unknown: never normalised back
+            return
         joined = posixpath.normpath(posixpath.join(self.cwd or ".", target))
         if joined == ".." or joined.startswith("../"):
             joined = "$PWD/" + joined

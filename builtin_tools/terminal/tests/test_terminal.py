@@ -3,8 +3,10 @@ a recording environment wherever a command must never actually run."""
 
 from __future__ import annotations
 
+import base64
 import time
 
+import pytest
 from hermes_toolset_terminal import _timeout, cap_output, terminal_needs_approval
 
 from hermes_core.testing import load_plugin, make_agent, text, tool_call
@@ -376,3 +378,134 @@ def test_timeouts_are_bounded():
     assert _timeout({"timeout": 5000}, config) == 100
     assert _timeout({"timeout": "x"}, config) == 30
     assert _timeout({}, {}) == 180
+
+
+# --- attacks: disguised dangerous commands through the real tool path ---------------------
+
+DISGUISES = [
+    "rm -rf ../canary",
+    "r\\m -r\\f ../can'a'ry",
+    "rm --recur --forc ../canary",
+    'eval "rm -rf $(echo ../canary)"',
+    "bash -c \"sh -c 'eval rm -rf ../canary'\"",
+    'f(){ rm -rf "$1"; }; f ../canary',
+    "echo ../canary | xargs rm -rf",
+    "echo ../canary | xargs -I% sudo -n nice rm -rf %",
+    "find .. -maxdepth 1 -name canary -exec rm -rf {} +",
+    "cd .. && rm -rf canary",
+    "cd ..; cd work; cd ..; rm -rf canary",
+    "X=..; rm -rf $X/canary",
+    "rm -rf ${PWD}/../canary",
+    "python3 -c 'import shutil; shutil.rmtree(\"../canary\")'",
+    "python3 -c \"import os; os.system('rm -rf ../canary')\"",
+    "echo {} | base64 -d | sh".format(base64.b64encode(b"rm -rf ../canary").decode()),
+    "bash <<'EOF'\nrm -rf ../canary\nEOF",
+    "bash evil.sh",
+    "sh ./evil.sh",
+    "./evil.sh",
+    "source evil.sh",
+    ". ./evil.sh",
+]
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    """A working folder, a canary beside it, and a script that would delete the canary."""
+    work = tmp_path / "work"
+    work.mkdir()
+    canary = tmp_path / "canary"
+    canary.mkdir()
+    (canary / "precious.txt").write_text("keep me")
+    script = work / "evil.sh"
+    script.write_text("#!/bin/sh\necho cleaning\nrm -rf ../canary\n")
+    script.chmod(0o755)
+    return work, canary
+
+
+@pytest.mark.parametrize("command", DISGUISES)
+def test_disguised_delete_with_no_approver_leaves_the_canary(workspace, tmp_path, command):
+    work, canary = workspace
+    [out] = run({"command": command}, tmp_path=tmp_path, config={"terminal": {"cwd": str(work)}})
+    assert (canary / "precious.txt").read_text() == "keep me", out
+    assert refusal(out).startswith("BLOCKED: ")
+    assert "(rule " in out and "Do not retry" in out
+
+
+def test_harmless_script_file_runs_and_its_build_output_goes(workspace, tmp_path):
+    work, canary = workspace
+    (work / "build").mkdir()
+    (work / "clean.sh").write_text("rm -rf ./build\necho cleaned\n")
+    [out] = run(
+        {"command": "bash clean.sh"}, tmp_path=tmp_path, config={"terminal": {"cwd": str(work)}}
+    )
+    assert out.startswith("cleaned\n[exit code: 0") and not (work / "build").exists()
+    assert canary.is_dir()
+
+
+def test_a_script_that_cannot_be_read_needs_approval(workspace, tmp_path):
+    work, _ = workspace
+    [out] = run(
+        {"command": "bash missing.sh"}, tmp_path=tmp_path, config={"terminal": {"cwd": str(work)}}
+    )
+    assert "(rule uncheckable)" in refusal(out)
+
+
+def test_an_approver_answering_session_is_asked_again_for_another_target(workspace, tmp_path):
+    work, canary = workspace
+    other = tmp_path / "other"
+    other.mkdir()
+    asked = []
+
+    def approve(request):
+        asked.append(request.key)
+        return "session" if len(asked) == 1 else "deny"
+
+    out = run(
+        {"command": f"rm -rf {other}"},
+        {"command": f"rm -rf {other}"},
+        {"command": f"rm -rf {canary}"},
+        tmp_path=tmp_path,
+        config={"terminal": {"cwd": str(work)}},
+        approval_callback=approve,
+    )
+    assert not other.exists() and canary.is_dir()
+    assert len(asked) == 2 and asked[1].endswith(f"rm -rf {canary}")
+    assert "[exit code: 0" in out[1] and "(rule recursive-delete)" in refusal(out[2])
+
+
+HARD_UNDER_WRAPPERS = [
+    "echo / | xargs rm -rf",
+    "echo / | xargs -I{} sudo rm -rf {}",
+    "f(){ rm -rf /; }; f",
+    'wipe(){ rm -rf "$1"; }; wipe ~',
+    'bash -c "bash -c \'bash -c \\"rm -rf /\\"\'"',
+    "sh -c 'eval \"sudo nice nohup rm -rf ~\"'",
+    "bash -c 'f(){ mkfs.ext4 /dev/sda; }; f'",
+    "echo -1 | xargs kill -9",
+]
+
+
+@pytest.mark.parametrize("command", HARD_UNDER_WRAPPERS)
+def test_yolo_cannot_run_a_hard_block_through_any_wrapping(tmp_path, command):
+    out, commands = recorded(
+        {"command": command}, {"command": "echo after"}, tmp_path=tmp_path, yolo=True
+    )
+    assert "this command is never run" in refusal(out[0])
+    assert commands == ["echo after"]
+
+
+def test_a_hard_block_in_a_script_file_is_refused_even_with_yolo(tmp_path):
+    (tmp_path / "nuke.sh").write_text("echo bye\nrm -rf ~\n")
+    agent = make_agent(
+        tool_call("terminal", {"command": "bash nuke.sh"}),
+        text("done"),
+        plugins=["terminal", "local"],
+        config={"terminal": {"cwd": str(tmp_path)}},
+        yolo=True,
+    )
+    try:
+        agent.chat("go")
+        [result] = [m["content"] for m in agent.messages if m["role"] == "tool"]
+    finally:
+        agent.close()
+    assert "(rule delete-root)" in refusal(result)
