@@ -788,7 +788,13 @@ class _Analyser:
             return final
         # peel wrappers; each wrapper is seen with its options and the program it runs
         start = 0
+        plain_from = 1 + max(
+            (i for i, w in enumerate(words) if not _PLAIN_WORD.fullmatch(w)), default=-1
+        )
         while True:
+            if words[start] == "eval" and start + 1 >= plain_from and start + 1 < len(words):
+                start += 1  # eval of plain words runs those words: no need to read them again
+                continue
             program = words[start]
             if "/" in program and not program.startswith(("$(", "`")):
                 words[start] = program.rsplit("/", 1)[-1] or program
@@ -806,9 +812,10 @@ class _Analyser:
         words = words[start:]
         definition = self.functions.get(words[0])
         if definition is not None:
-            if len(self.functions_called) >= 64:
-                self.give_up(" ".join(words))
-            else:
+            if len(self.functions_called) == 64:
+                self.functions_called.append("")  # read every body once more, crudely
+                self.give_up(definition[0])
+            elif len(self.functions_called) < 64:
                 self.functions_called.append(words[0])
                 body, _end = _balanced(definition[0], definition[1], "{", "}")
                 self.nested(_with_arguments(body, words[1:]), command.cwd)
@@ -1783,7 +1790,7 @@ def normalise(
         ones (``None``: relative paths stay relative, inside the working folder).
     :param read_script: reads the script files the command runs; without it they are not read.
     """
-    result = Normalised(budget=3 * len(command) + 20_000, reader=read_script)
+    result = Normalised(budget=2 * len(command) + 10_000, reader=read_script)
     if home is None:
         home = os.environ.get("HOME") or None
     analyser = _Analyser(result, home, 0)

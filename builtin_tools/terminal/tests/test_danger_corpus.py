@@ -10,6 +10,8 @@ Each entry is ``(command, expected)`` with ``expected`` one of:
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 from hermes_toolset_terminal.danger import check
 
@@ -857,15 +859,16 @@ def test_look_alikes_of_hard_blocks_are_not_hard():
 
 
 def test_too_deep_to_read_needs_approval_and_stays_hard():
-    deep = "rm -rf /"
-    for _ in range(40):
-        deep = f"eval {deep!r}" if len(deep) < 2000 else deep
+    deep = "echo " + "$(echo " * 40 + "x; rm -rf /" + ")" * 40
     findings = check(deep, home=HOME)
     assert findings and findings[0].hard
-    harmless = "echo hi"
-    for _ in range(40):
-        harmless = "eval " + harmless
+    harmless = "echo " + "$(echo " * 40 + "hi" + ")" * 40
     assert [f.rule.id for f in check(harmless, home=HOME)] == ["uncheckable"]
+    for inner, expected in (("echo hi", []), ("rm -rf ~", ["delete-root"])):
+        nested = inner
+        for _ in range(8):  # quoting grows fast: 8 levels of bash -c, all read
+            nested = "bash -c " + shlex.quote(nested)
+        assert [f.rule.id for f in check(nested, home=HOME)] == expected
 
 
 def test_shell_script_files_are_read_with_the_same_rules():
