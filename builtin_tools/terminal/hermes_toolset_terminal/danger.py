@@ -4,20 +4,30 @@ The checker never runs anything. It reads a command the way a shell would, well 
 through the usual disguises, and matches every rule against each *view* of it:
 
 - each simple command, with quotes and backslashes removed, ``$'…'`` decoded, ``$HOME``/``~``
-  and the literal home folder written ``~``, ``$IFS`` read as a space, brace lists expanded,
-  variables assigned earlier in the same command substituted, ``$(echo …)``/``$(printf …)``
-  (and ``echo … | base64 -d``) folded into their output, the program written by its base name
-  (``/bin/rm`` → ``rm``), redirections appended as ``> target``/``>> target``;
-- the same command again after each wrapper is peeled off (``sudo``, ``env``, ``nohup``,
-  ``nice``, ``timeout``, ``command``, ``exec``, ``xargs``, ``busybox``…);
-- each pipeline, its commands joined with `` | `` (for rules like "curl piped into a shell");
+  (``${HOME%/}``, ``~root``) and the literal home folder written ``~``, ``$IFS`` read as a
+  space, brace lists expanded, variables assigned earlier in the same command substituted,
+  ``$(echo …)``/``$(printf …)`` (and ``echo … | base64 -d``) folded into their output, the
+  program written by its base name (``/bin/rm`` → ``rm``), GNU long-option abbreviations
+  written in full, redirections appended as ``> target``/``>> target``, and paths resolved
+  against the folder earlier ``cd`` commands moved to when it is not the working folder;
+- each wrapper (``sudo``, ``env``, ``nohup``, ``nice``, ``timeout``, ``command``, ``exec``,
+  ``xargs``, ``busybox``…, any number of them) with its options and the program it runs, then
+  the command it wraps;
+- each pipeline, its commands joined with `` | ``;
 - the scripts hidden inside other commands, read recursively: ``bash -c``/``sh -c``, ``eval``,
   ``su -c``, ``ssh host …``, ``find -exec``, ``$( … )`` and backticks, ``<( … )``, heredocs and
-  here-strings fed to a shell, and text piped into a shell when it can be folded;
-- the command's *skeleton* (quoted text blanked out), for structural rules such as fork bombs.
+  here-strings, text piped into a shell when it can be folded, the input of ``xargs``, the
+  bodies of shell functions where they are called, the strings an interpreter's inline code
+  runs, and script files (through a reader the caller passes);
+- the command's *skeleton* (quoted text blanked out), for structural rules such as fork bombs;
+- *notes*: facts no single view shows (``download-to-shell``, ``decode-to-shell``,
+  ``pipe-to-shell``, ``root-shell``, ``uncheckable``), which the rules match too.
 
 Rules are anchored at the program name (``^rm\\s``), so ``echo "rm -rf /"`` or
-``grep -r 'rm -rf /' docs`` never match a delete rule.
+``grep -r 'rm -rf /' docs`` never match a delete rule. What the reader cannot follow (too deep,
+unterminated quoting, more text than its budget, a script it cannot read) is noted
+``uncheckable`` (fail closed) and read crudely once more, so hard blocks are still found. Time is
+linear in the length of the command.
 
 ``RULES`` is plain data; :func:`rules_from_config` turns ``approvals.extra_patterns`` entries
 into more rules, and :func:`check` applies ``approvals.allow`` to what is left.
@@ -1056,10 +1066,11 @@ class _Parser:
     """A small lexer and parser for POSIX/bash command syntax: words, quotes, expansions,
     operators, redirections and heredocs. It never fails; odd input yields odd words."""
 
-    def __init__(self, text: str, analyser: _Analyser) -> None:
+    def __init__(self, text: str, analyser: _Analyser, level: int = 0) -> None:
         self.s = text
         self.i = 0
         self.a = analyser
+        self.level = level  # ${x:-${y:-…}} defaults read by sub-parsers
         self.heredocs: list[tuple[str, bool, _Command]] = []
 
     # -- parser ---------------------------------------------------------------------------
@@ -1326,7 +1337,10 @@ class _Parser:
         if op.endswith(("-", "=")):
             if value:
                 return value
-            sub = _Parser(word or "", self.a)
+            if self.level >= _MAX_DEPTH:
+                self.a.give_up(word or "")
+                return "${" + inner + "}"
+            sub = _Parser(word or "", self.a, self.level + 1)
             return " ".join(sub._word())
         return value if value is not None else "${" + inner + "}"
 
@@ -1796,7 +1810,10 @@ def normalise(
     analyser = _Analyser(result, home, 0)
     if cwd:
         analyser.cwd = analyser.normalise_path(cwd)
-    analyser.analyse(command.replace("\r\n", "\n"))
+    try:
+        analyser.analyse(command.replace("\r\n", "\n"))
+    except RecursionError:  # nesting the limits above did not catch: read it crudely
+        analyser.give_up(command)
     return result
 
 
