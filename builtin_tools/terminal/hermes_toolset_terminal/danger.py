@@ -516,6 +516,7 @@ class Normalised:
     budget: int = 0
     reader: ScriptReader | None = None
     downloaded: set[str] = field(default_factory=set)
+    written: dict[str, str] = field(default_factory=dict)
     _seen: set[str] = field(default_factory=set)
 
     def add(self, text: str) -> None:
@@ -840,6 +841,18 @@ class _Analyser:
             self.result.add(" ".join(resolved))
         if command.stdin_text is not None and _STDIN_READERS.match(words[0]):
             self.result.add(" ".join(words) + " <<< " + " ".join(command.stdin_text.split()))
+        if "$" in final:
+            # an unset variable expands to nothing: `rm -rf "$DIR/"` may be `rm -rf /`
+            emptied = [self.normalise_path(_UNSET.sub("", w)) if "$" in w else w for w in words]
+            if emptied != words:
+                self.result.add(" ".join(emptied + tail))
+        for symbol, target in redirects:
+            if symbol.startswith(">") and words[0] in ("echo", "printf", "cat"):
+                text = _fold([command])
+                if text is not None:
+                    self.result.written[target.removeprefix("./")] = text
+        if words[0] == "su" and all(a in _SU_SHELL_ARGS for a in words[1:]):
+            self.result.note("root-shell")
         self.hidden_scripts(words, command, program)
         self.downloads(words, redirects, program)
         return final
@@ -900,9 +913,13 @@ class _Analyser:
 
     def script_file(self, path: str, cwd: str | None) -> None:
         """Read a script file the command runs and analyse it as if its lines were typed."""
+        path = self.normalise_path(path)
+        written = self.result.written.get(path.removeprefix("./"))
+        if written is not None:  # written earlier in this command: read what was written
+            self.nested(written, cwd)
+            return
         if self.result.reader is None:
             return
-        path = self.normalise_path(path)
         if path in self.result.downloaded or path.rsplit("/", 1)[-1] in self.result.downloaded:
             self.result.note("download-then-run")
             return
@@ -1573,6 +1590,8 @@ _TREE_DELETE = re.compile(
     r"(?:dir)?\b|remove_dir_all|RemoveAll|File::Path|\bremove_tree\b|\brimraf\b|Remove-Item"
     r"|\bdelete_tree\b"
 )
+_UNSET = re.compile(r"\$\{?(?!PWD\b|OLDPWD\b)[A-Za-z_]\w*\}?")
+_SU_SHELL_ARGS = frozenset({"-", "-l", "--login", "root", "-p", "-m", "-s", "--shell"})
 _HOME_CALL = re.compile(r"expanduser|Path\.home|homedir|ENV\[.HOME.\]|\$ENV\{HOME\}|Dir\.home")
 _DOWNLOADERS = frozenset({"curl", "wget", "fetch", "aria2c", "http", "https", "xh", "ftp"})
 _CRUDE_PREFIXES = frozenset(
