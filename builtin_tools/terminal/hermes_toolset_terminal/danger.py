@@ -208,6 +208,12 @@ HARD_RULES: tuple[Rule, ...] = (
         hard=True,
     ),
     Rule(
+        "rsync-delete-root",
+        "rsync --delete into /, a system folder or the home folder",
+        rf"^rsync\s(?=(?:\S+\s+)*?--del)(?:\S+\s+)+{_PROTECTED}/?$",
+        hard=True,
+    ),
+    Rule(
         "mkfs",
         "making a file system (erases a disk)",
         r"^(?:mkfs(?:\.\w+)?|mke2fs|mkswap|mkdosfs|mkntfs|mkexfatfs|newfs(?:_\w+)?)(?:\s|$)",
@@ -348,6 +354,12 @@ APPROVAL_RULES: tuple[Rule, ...] = (
         r"|^ufw\s(?:\S+\s+)*?(?:disable|reset)\b"
         r"|^(?:firewall-cmd\s(?:.*\s)?--(?:panic-off|set-default-zone=trusted)"
         r"|ip6?tables-restore\s(?:.*\s)?<\s*/dev/null|pfctl\s(?:.*\s)?-[a-zA-Z]*[dF])\b",
+    ),
+    Rule(
+        "extract-to-system",
+        "unpacking an archive over / or system folders",
+        r"^(?:tar|bsdtar|gtar|unzip|cpio)\s(?:.*\s)?(?:-C\s*|--directory[=\s]|-d\s+)"
+        r"(?:/|/etc|/usr|/boot|/bin|/sbin|/lib\S*|/var|/opt|~)/?(?:\s|$)",
     ),
     Rule(
         "sql-drop",
@@ -622,6 +634,7 @@ class _Analyser:
         self.vars: dict[str, str] = {}
         self.cwd: str | None = cwd
         self.functions: dict[str, tuple[str, int]] = {}
+        self.aliases: dict[str, str] = {}
         self.functions_called: list[str] = []
 
     # -- entry point ----------------------------------------------------------------------
@@ -655,6 +668,7 @@ class _Analyser:
             return
         sub = _Analyser(self.result, self.home, self.depth + 1, cwd or self.cwd)
         sub.functions = dict(self.functions)
+        sub.aliases = dict(self.aliases)
         sub.functions_called = self.functions_called
         sub.analyse(script)
 
@@ -739,6 +753,11 @@ class _Analyser:
             self._assign(w for w in words[index + 1 :] if not w.startswith("-"))
         elif words[index] in ("cd", "pushd", "popd", "chdir"):
             self._cd(words[index], words[index + 1 :])
+        elif words[index] == "alias":
+            for word in words[index + 1 :]:
+                name, eq, value = word.partition("=")
+                if eq and name:
+                    self.aliases[name] = value
         command.cwd = self.cwd
 
     def _cd(self, name: str, args: list[str]) -> None:
@@ -821,6 +840,10 @@ class _Analyser:
                 break
             words, start = inner, inner_start
         words = words[start:]
+        alias = self.aliases.get(words[0])
+        if alias is not None and len(self.functions_called) < 64:
+            self.functions_called.append(words[0])
+            self.nested(" ".join([alias] + words[1:]), command.cwd)
         definition = self.functions.get(words[0])
         if definition is not None:
             if len(self.functions_called) == 64:
@@ -839,8 +862,19 @@ class _Analyser:
             resolved = [words[0]] + [self._resolve(w, command.cwd) for w in words[1:]]
             resolved += [f"{symbol} {self._resolve(t, command.cwd)}" for symbol, t in redirects]
             self.result.add(" ".join(resolved))
-        if command.stdin_text is not None and _STDIN_READERS.match(words[0]):
-            self.result.add(" ".join(words) + " <<< " + " ".join(command.stdin_text.split()))
+        reader = next((w for w in words[:12] if _STDIN_READERS.match(w.rsplit("/", 1)[-1])), None)
+        if reader is not None:
+            fed = command.stdin_text
+            inputs = [t for symbol, t in redirects if symbol == "<"]
+            if fed is None and inputs and self.result.reader is not None:
+                try:
+                    fed = self.result.reader(inputs[-1] if not command.cwd else
+                                             self._resolve(inputs[-1], command.cwd))  # fmt: skip
+                except Exception:  # an input that cannot be read is just not looked into
+                    fed = None
+                fed = fed[:_MAX_SCRIPT] if fed else None
+            if fed is not None:
+                self.result.add(" ".join(words) + " <<< " + " ".join(fed.split()))
         if "$" in final:
             # an unset variable expands to nothing: `rm -rf "$DIR/"` may be `rm -rf /`
             emptied = [self.normalise_path(_UNSET.sub("", w)) if "$" in w else w for w in words]
@@ -1222,6 +1256,9 @@ class _Parser:
                 parts.append(value)
                 plain, touched = False, True
                 return
+            separators = self.a.vars.get("IFS")
+            if separators:  # a custom $IFS splits unquoted expansions at its characters
+                value = value.translate({ord(ch): " " for ch in separators})
             if value[:1].isspace():  # unquoted expansions split words, as $IFS does
                 flush()
             for k, piece in enumerate(value.split()):
@@ -1239,7 +1276,9 @@ class _Parser:
             if c in "<>":
                 if s.startswith(("<(", ">("), self.i):
                     inner, self.i = _balanced(s, self.i + 2, "(", ")")
-                    self.a.substitution(inner)
+                    folded = self.a.substitution(inner)
+                    if folded is not None:  # `source <(echo …)`: its output may be run
+                        self.a.nested(folded)
                     parts.append(f"{c}({inner.strip()})")
                     plain = False
                     continue
