@@ -132,6 +132,7 @@ _NOT_LOCAL = (
     r"(?:[/~$`]\S*|(?:\./)?\.{0,2}/?\*?|(?:\./)?\.\*|\.\./?|(?:\S*/)?\.\.(?:/\S*)?)(?=\s|$)"
 )
 _RAW_DEVICE = rf"(?:{_DISK}|/proc/sysrq-trigger)"
+_FIND_DELETES = r"(?:-delete|-(?:exec|execdir|ok|okdir)\s+(?:rm|shred|unlink))(?:\s|$)"
 _END = r"(?=\s|$)"
 _GITOPTS = r"(?:(?:-C|-c|--git-dir|--work-tree|--namespace)\s+\S+\s+|--?[\w-]+(?:=\S+)?\s+)*+"
 SYSTEM_CONFIG_PATHS = (
@@ -268,8 +269,11 @@ APPROVAL_RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "find-delete",
-        "find deleting files",
-        r"^find\s(?:.*\s)?(?:-delete|-(?:exec|execdir|ok|okdir)\s+(?:rm|shred|unlink))(?:\s|$)",
+        "find deleting files outside the working folder, or all of it",
+        rf"^find\s+(?:-[HLP]\s+)*(?:(?:[^-(!\s]\S*\s+)*?(?!\./?\s){_NOT_LOCAL}|\./?(?=\s)"
+        r"(?!.*\s-(?:i?name|i?path|i?wholename|i?regex|newer\S*|[acm]time|[acm]min|empty|size"
+        r"|user|group|perm)\s))"
+        rf"\s(?:.*\s)?{_FIND_DELETES}",
     ),
     Rule(
         "xargs-delete", "deleting files listed by xargs", r"^xargs\s(?:.*\s)?(?:rm|shred|unlink)\b"
