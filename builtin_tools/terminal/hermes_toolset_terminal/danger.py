@@ -132,6 +132,16 @@ _NOT_LOCAL = (
     r"(?:[/~$`]\S*|(?:\./)?\.{0,2}/?\*?|(?:\./)?\.\*|\.\./?|(?:\S*/)?\.\.(?:/\S*)?)(?=\s|$)"
 )
 _RAW_DEVICE = rf"(?:{_DISK}|/proc/sysrq-trigger)"
+# Build output and caches inside the working folder, which ``rm -r`` may delete without asking
+# (at any depth below it, never through a ``..`` step).
+BUILD_OUTPUT = (
+    r"(?!(?:\S*/)?\.\.(?:/|\s|$))(?:\./)?(?:[\w.@+-]+/)*?"
+    r"(?:build|dist|out|target|node_modules|__pycache__|\.pytest_cache|\.mypy_cache|\.ruff_cache"
+    r"|\.hypothesis|\.tox|\.nox|\.cache|\.next|\.nuxt|\.parcel-cache|\.turbo|\.svelte-kit"
+    r"|\.angular|\.docusaurus|\.gradle|\.terraform|\.eggs|[\w.*-]*\.egg-info|coverage|htmlcov"
+    r"|\.coverage|_build|tmp|\.tmp|temp|\.venv|venv|storybook-static|cmake-build-\w+)"
+    r"(?:/\S*)?"
+)
 _FIND_DELETES = r"(?:-delete|-(?:exec|execdir|ok|okdir)\s+(?:rm|shred|unlink))(?:\s|$)"
 _END = r"(?=\s|$)"
 _GITOPTS = r"(?:(?:-C|-c|--git-dir|--work-tree|--namespace)\s+\S+\s+|--?[\w-]+(?:=\S+)?\s+)*+"
@@ -264,8 +274,8 @@ HARD_RULES: tuple[Rule, ...] = (
 APPROVAL_RULES: tuple[Rule, ...] = (
     Rule(
         "recursive-delete",
-        "recursive delete outside the working folder",
-        rf"^rm\s{_RECURSIVE}(?:\S+\s+)*?{_NOT_LOCAL}",
+        "recursive delete (other than build output inside the working folder)",
+        rf"^rm\s{_RECURSIVE}(?:(?![<>])\S+\s+)*?(?![-<>])(?!(?:{BUILD_OUTPUT}|\{{\}})(?:\s|$))\S",
     ),
     Rule(
         "find-delete",
@@ -533,6 +543,7 @@ class Normalised:
     reader: ScriptReader | None = None
     downloaded: set[str] = field(default_factory=set)
     written: dict[str, str] = field(default_factory=dict)
+    links: dict[str, str] = field(default_factory=dict)
     _seen: set[str] = field(default_factory=set)
 
     def add(self, text: str) -> None:
@@ -889,6 +900,7 @@ class _Analyser:
                 text = _fold([command])
                 if text is not None:
                     self.result.written[target.removeprefix("./")] = text
+        self.links(words, tail)
         if words[0] == "su" and all(a in _SU_SHELL_ARGS for a in words[1:]):
             self.result.note("root-shell")
         self.hidden_scripts(words, command, program)
@@ -1003,6 +1015,28 @@ class _Analyser:
                 literals.append("~")
             for literal in literals:
                 self.result.add("rm -r " + self.normalise_path(literal))
+
+    def links(self, words: list[str], tail: list[str]) -> None:
+        """Remember symbolic links this command creates (``ln -s / build``) and see paths
+        through them as what they point to (``rm -rf build/`` → ``rm -rf /``)."""
+        links = self.result.links
+        if words[0] == "ln" and any(
+            w == "--symbolic" or re.match(r"^-[a-zA-Z]*s", w) for w in words[1:]
+        ):
+            operands = [w for w in words[1:] if not w.startswith("-")]
+            if len(operands) == 2:
+                links[operands[1].removeprefix("./").rstrip("/")] = operands[0]
+            return
+        if not links:
+            return
+        mapped = []
+        for word in words:
+            bare = word.removeprefix("./")
+            head, sep, rest = bare.partition("/")
+            target = links.get(head)
+            mapped.append(self.normalise_path(target + sep + rest) if target else word)
+        if mapped != words:
+            self.result.add(" ".join(mapped + tail))
 
     def downloads(self, words: list[str], redirects: list[tuple[str, str]], program: str) -> None:
         """Remember files a download writes; note when a later command runs one."""

@@ -440,6 +440,8 @@ MORE_HARD = [
     "source <(echo 'rm -rf /')",
     "rsync -a --delete empty/ /",
     "rsync -a --delete-after /tmp/e/ ~/",
+    "ln -s / build && rm -rf build/",
+    "ln -sf ~ out; rm -rf out/*",
     "rm -rf /${UNSET_VAR}",
     'rm -rf "$STEAMROOT/"*',
     "echo 'rm -rf /' > x.sh && bash x.sh",
@@ -476,6 +478,10 @@ MORE_HARD = [
 MORE_APPROVE = [
     # deletes that leave the working folder
     ("rm -rf ../other", "recursive-delete"),
+    ("rm -rf src", "recursive-delete"),
+    ("rm -rf .git", "recursive-delete"),
+    ("rm -rf docs tests", "recursive-delete"),
+    ("rm -rf build src", "recursive-delete"),
     ("rm -rf build/../../x", "recursive-delete"),
     ("rm -rf $DIR", "recursive-delete"),
     ("cd .. && rm -rf build", "recursive-delete"),
@@ -637,6 +643,8 @@ MORE_SAFE = [
     "rm -rf build dist *.egg-info",
     "rm -rf node_modules",
     "rm -r target/debug",
+    "rm -rf packages/web/dist",
+    "rm -rf build > /dev/null 2>&1",
     "rm -rf .mypy_cache .ruff_cache",
     "rm -rf __pycache__ src/__pycache__",
     "rm -rf -- ./out",

@@ -180,8 +180,9 @@ def test_dangerous_command_denied_without_anyone_to_ask(tmp_path):
     [out] = run({"command": f"rm -r {tmp_path}/build"}, tmp_path=tmp_path)
     assert refusal(out) == (
         "BLOCKED: not approved (denied, or no one was available to approve it): recursive "
-        f"delete outside the working folder (rule recursive-delete). Target: rm -r {tmp_path}"
-        "/build. Do not retry this call or a variant of it; ask the user, or do something else."
+        "delete (other than build output inside the working folder) (rule recursive-delete). "
+        f"Target: rm -r {tmp_path}/build."
+        " Do not retry this call or a variant of it; ask the user, or do something else."
     )
     assert (tmp_path / "build").is_dir()
 
@@ -227,7 +228,10 @@ def test_approval_once_and_session(tmp_path):
         f"terminal:recursive-delete=rm -rf {tmp_path}/b/build",
         "terminal:git-reset-hard=git reset --hard > /dev/null",
     ]
-    assert asked[0].reason == "recursive delete outside the working folder (rule recursive-delete)"
+    assert asked[0].reason == (
+        "recursive delete (other than build output inside the working folder) "
+        "(rule recursive-delete)"
+    )
     assert asked[0].tool == "terminal" and asked[0].details["rules"] == ["recursive-delete"]
     assert not (tmp_path / "a" / "build").exists() and not (tmp_path / "b" / "build").exists()
     assert all("[exit code: 0" in r for r in out)
