@@ -513,3 +513,17 @@ def test_a_hard_block_in_a_script_file_is_refused_even_with_yolo(tmp_path):
     finally:
         agent.close()
     assert "(rule delete-root)" in refusal(result)
+
+
+def test_relative_paths_under_a_system_workdir_are_resolved(tmp_path):
+    out, commands = recorded(
+        {"command": "rm -rf ssl", "workdir": "/etc"},
+        {"command": "echo x > passwd", "workdir": "/etc"},
+        {"command": "rm -rf build", "workdir": "/"},
+        {"command": "cat hosts", "workdir": "/etc"},
+        tmp_path=tmp_path,
+    )
+    assert "recursive-delete" in refusal(out[0]) and "Target: rm -rf ssl." in out[0]
+    assert "(rule write-system-config)" in refusal(out[1])
+    assert "(rule recursive-delete)" in refusal(out[2])
+    assert commands == ["cat hosts"]
