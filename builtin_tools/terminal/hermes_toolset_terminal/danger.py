@@ -1821,42 +1821,45 @@ def _ssh_remote_command(args: list[str]) -> str:
 
 def _fold(pipeline: Sequence[_Command]) -> str | None:
     """The text a pipeline of ``echo``/``printf``/``cat <<EOF`` and decoders writes, when it
-    can be known without running anything."""
+    can be known without running anything (a command that ignores its input, like ``echo``,
+    starts the text afresh wherever it stands)."""
     text: str | None = None
-    for index, command in enumerate(pipeline):
-        words = _strip_all(list(command.words))
+    for command in pipeline:
+        words = list(command.words)
+        while words and words[0] in _KEYWORDS:
+            words = words[1:]
+        words = _strip_all(words)
+        for _ in range(64):  # eval of plain words runs those words
+            if not words or words[0] != "eval" or not all(map(_PLAIN_WORD.fullmatch, words[1:])):
+                break
+            words = _strip_all(" ".join(words[1:]).split())
         if not words:
             return None
-        name, args = words[0], words[1:]
-        if index == 0:
-            if name == "echo":
-                escapes = False
-                while args and re.match(r"^-[neE]+$", args[0]):
-                    escapes = escapes or "e" in args[0]
-                    args = args[1:]
-                text = " ".join(args)
-                text = _decode_escapes(text) if escapes else text
-            elif name == "printf":
-                if not args:
-                    return None
-                text = _printf(_decode_escapes(args[0]), args[1:])
-            elif name == "cat" and command.stdin_text is not None and len(args) == 0:
-                text = command.stdin_text
-            elif command.stdin_text is not None and name in ("base64", "xxd"):
-                text = command.stdin_text
-                decoded = _decode(words, text)
-                if decoded is None:
-                    return None
-                text = decoded
-            else:
-                return None
-            continue
-        assert text is not None
-        decoded = _decode(words, text)
-        if decoded is None:
-            return None
-        text = decoded
+        source = _source_text(words, command)
+        if source is not None:
+            text = source
+        elif text is not None:
+            text = _decode(words, text)
     return text
+
+
+def _source_text(words: list[str], command: _Command) -> str | None:
+    """What ``echo``/``printf``/``cat <<EOF``/``base64 -d <<<`` write whatever their input."""
+    name, args = words[0], words[1:]
+    if name == "echo":
+        escapes = False
+        while args and re.match(r"^-[neE]+$", args[0]):
+            escapes = escapes or "e" in args[0]
+            args = args[1:]
+        text = " ".join(args)
+        return _decode_escapes(text) if escapes else text
+    if name == "printf":
+        return _printf(_decode_escapes(args[0]), args[1:]) if args else None
+    if name == "cat" and command.stdin_text is not None and len(args) == 0:
+        return command.stdin_text
+    if command.stdin_text is not None and name in ("base64", "xxd"):
+        return _decode(words, command.stdin_text)
+    return None
 
 
 def _printf(fmt: str, values: list[str]) -> str:
