@@ -31,6 +31,7 @@ PATHOLOGICAL = {
     "nested eval": "eval ",
     "nested bash -c": "bash -c ",
     "pipeline": "cat x | ",
+    "xargs chain": "echo a | xargs ",
     "base64 words": "echo base64 -d ",
     "braces": "{a,b}",
     "function definitions": "f(){ ",

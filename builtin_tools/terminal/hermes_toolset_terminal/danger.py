@@ -667,13 +667,14 @@ class _Analyser:
         pipelines = _Parser(text, self).parse()
         for pipeline in pipelines:
             finals = []
+            folds = _prefix_folds(pipeline) if len(pipeline) > 1 else []
             for index, command in enumerate(pipeline):
                 finals.append(self.command_views(command))
                 if index:
-                    self.xargs_views(pipeline, index)
+                    self.xargs_views(pipeline, index, folds[index])
             if len(pipeline) > 1:
                 self.result.add(" | ".join(final for final in finals if final))
-                self.fold_pipeline(pipeline)
+                self.fold_pipeline(pipeline, folds)
         return pipelines
 
     def nested(self, script: str, cwd: str | None = None) -> None:
@@ -1087,7 +1088,7 @@ class _Analyser:
             if path and (path in downloaded or path.rsplit("/", 1)[-1] in downloaded):
                 self.result.note("download-then-run")
 
-    def xargs_views(self, pipeline: list[_Command], index: int) -> None:
+    def xargs_views(self, pipeline: list[_Command], index: int, text: str | None) -> None:
         """``… | xargs rm -rf``: the command xargs builds, when its input can be known (and
         ``find ROOT … | xargs rm`` read as ``find ROOT -delete``)."""
         words = list(pipeline[index].words)
@@ -1107,7 +1108,6 @@ class _Analyser:
             elif arg == "-i" or arg.startswith("--replace"):
                 replace = arg.split("=", 1)[1] if "=" in arg else "{}"
         inner = _unwrap(["xargs"] + words[1:]) or ["echo"]
-        text = _fold(pipeline[:index])
         if text is not None:
             whole = any(w in ("-0", "--null") or w.startswith(("-d", "--delimiter")) for w in words)
             items = [text.strip("\n\0")] if whole else text.split()
@@ -1123,7 +1123,7 @@ class _Analyser:
         if source and source[0] == "find" and target and target[0] in ("rm", "shred", "unlink"):
             self.result.add(" ".join([self.normalise_path(w) for w in source] + ["-delete"]))
 
-    def fold_pipeline(self, pipeline: list[_Command]) -> None:
+    def fold_pipeline(self, pipeline: list[_Command], folds: list[str | None]) -> None:
         """``echo … | sh``, ``echo … | base64 -d | bash``, ``cat <<EOF | sh``: read the text
         that reaches a shell as a script; note downloads and decoded data run by a shell, and
         text of unknown content piped into one."""
@@ -1148,7 +1148,7 @@ class _Analyser:
                     self.result.note("download-to-shell")
                 if decoding:
                     self.result.note("decode-to-shell")
-                text = _fold(pipeline[:i])
+                text = folds[i]
                 if text is not None and _SHELL_NAMES.match(name):
                     self.nested(text, pipeline[i].cwd)
                 elif text is None and not downloading and not decoding:
@@ -1833,22 +1833,34 @@ def _fold(pipeline: Sequence[_Command]) -> str | None:
     starts the text afresh wherever it stands)."""
     text: str | None = None
     for command in pipeline:
-        words = list(command.words)
-        while words and words[0] in _KEYWORDS:
-            words = words[1:]
-        words = _strip_all(words)
-        for _ in range(64):  # eval of plain words runs those words
-            if not words or words[0] != "eval" or not all(map(_PLAIN_WORD.fullmatch, words[1:])):
-                break
-            words = _strip_all(" ".join(words[1:]).split())
-        if not words:
-            return None
-        source = _source_text(words, command)
-        if source is not None:
-            text = source
-        elif text is not None:
-            text = _decode(words, text)
+        text = _fold_step(text, command)
     return text
+
+
+def _prefix_folds(pipeline: Sequence[_Command]) -> list[str | None]:
+    """``_fold(pipeline[:i])`` for every ``i``, in one pass."""
+    folds: list[str | None] = [None]
+    for command in pipeline:
+        folds.append(_fold_step(folds[-1], command))
+    return folds
+
+
+def _fold_step(text: str | None, command: _Command) -> str | None:
+    """What ``command`` writes when ``text`` (``None``: unknown) is its input."""
+    words = list(command.words)
+    while words and words[0] in _KEYWORDS:
+        words = words[1:]
+    words = _strip_all(words)
+    for _ in range(64):  # eval of plain words runs those words
+        if not words or words[0] != "eval" or not all(map(_PLAIN_WORD.fullmatch, words[1:])):
+            break
+        words = _strip_all(" ".join(words[1:]).split())
+    if not words:
+        return None
+    source = _source_text(words, command)
+    if source is not None:
+        return source
+    return _decode(words, text) if text is not None else None
 
 
 def _source_text(words: list[str], command: _Command) -> str | None:
