@@ -1,20 +1,25 @@
 """The ``terminal`` toolset: run shell commands in the task's execution environment
 (``terminal``) and manage the processes started in the background (``process``).
 
-Every command is checked by :mod:`hermes_toolset_terminal.danger` before it runs:
+Every command is checked by :mod:`hermes_toolset_terminal.danger` inside the handler, before it
+runs, with the task's environment at hand (script files the command runs are read through it,
+and relative paths are resolved when the session has moved out of the working folder):
 
-- a hard block (``rm -rf /``, ``mkfs``, fork bombs, …) is refused inside the handler, whatever
-  approved it (``--yolo`` included);
-- a dangerous command needs approval: ``Tool.needs_approval`` returns an ``ApprovalRequest``
-  whose reason names the rules that matched and whose key groups the session's decisions by
-  those rules;
-- ``approvals.extra_patterns`` adds rules from config (checked in the handler, asked through
-  ``ctx.approve``) and ``approvals.allow`` excuses matches (through the ``hermes_approve`` hook
-  this plugin implements, which answers ``once`` when every match is excused).
+- a hard block (``rm -rf /``, ``mkfs``, fork bombs, … and ``hard: true`` config patterns) is
+  refused whatever approved it (``--yolo`` included);
+- anything else that matched (builtin rules and ``approvals.extra_patterns``) is asked through
+  ``ctx.approve``; the request's key names every rule with its normalised target, so a
+  ``session`` decision covers exactly that rule on that target;
+- ``approvals.allow`` excuses matches (checked by the checker, and by the ``hermes_approve``
+  hook this plugin implements, which answers ``once`` when every match is excused).
+
+Every refusal is :func:`hermes_hookspecs.blocked` text naming the rule.
 """
 
 from __future__ import annotations
 
+import os
+import posixpath
 import re
 import threading
 import time
@@ -30,6 +35,7 @@ from hermes_hookspecs import (
     ToolContext,
     ToolError,
     Toolset,
+    blocked,
     hookimpl,
 )
 
@@ -38,6 +44,7 @@ from . import danger
 __all__ = [
     "DEFAULT_MAX_OUTPUT",
     "DEFAULT_TIMEOUT",
+    "approval_key",
     "cap_output",
     "hermes_approve",
     "hermes_register_toolsets",
@@ -112,21 +119,33 @@ def _max_output(config: Mapping[str, Any]) -> int:
 # --- approval -------------------------------------------------------------------------------
 
 
+def approval_key(findings: list[danger.Finding]) -> str:
+    """The key a session decision about ``findings`` is remembered under: every rule with the
+    normalised text it matched (its target), so approving ``rm -rf /tmp/build`` for the
+    session approves that again, never ``rm -rf ~/projects``."""
+    parts = sorted({f"{f.rule.id}={f.text}" for f in findings})
+    return "terminal:" + "\n".join(parts)
+
+
 def _request(command: str, findings: list[danger.Finding]) -> ApprovalRequest:
     ids = sorted({f.rule.id for f in findings})
     reason = "; ".join(f"{f.description} (rule {f.rule.id})" for f in findings)
     return ApprovalRequest(
         action=command,
         reason=reason,
-        key="terminal:" + "+".join(ids),
+        key=approval_key(findings),
         tool="terminal",
         details={"command": command, "rules": ids, "matched": [f.text for f in findings]},
     )
 
 
 def terminal_needs_approval(args: dict[str, Any]) -> ApprovalRequest | None:
-    """``Tool.needs_approval`` of ``terminal``: a request naming every builtin rule the command
-    matches, or ``None`` (hard blocks are refused by the handler, so they ask no one)."""
+    """The approval request the builtin rules make for ``args["command"]`` on their own (no
+    environment: script files are not read, relative paths count as inside the working
+    folder), or ``None`` when none is needed or the command is a hard block (always refused).
+
+    The ``terminal`` handler asks through ``ctx.approve`` with the full check, so this is a
+    preview for UIs and tests."""
     command = args.get("command")
     if not isinstance(command, str):
         return None
@@ -143,6 +162,7 @@ def hermes_approve(request: ApprovalRequest, context: ToolContext) -> str | None
     if request.tool not in _COMMAND_TOOLS:
         return None
     command = request.details.get("command")
+    matched = request.details.get("matched")
     if not isinstance(command, str):
         return None
     try:
@@ -151,36 +171,100 @@ def hermes_approve(request: ApprovalRequest, context: ToolContext) -> str | None
         return None
     if not allow:
         return None
+    if isinstance(matched, list) and matched:
+        texts = [str(t) for t in matched]
+        if all(any(p.search(t) for p in allow) for t in texts):
+            return "once"
+        return None
     if danger.check(command, danger.RULES + tuple(rules), allow=allow):
         return None
     return "once"
 
 
-def _guard(command: str, ctx: ToolContext) -> None:
-    """Refuse hard blocks (builtin or configured) and ask about configured patterns the
-    builtin check did not already ask about."""
+def _refuse(rule: str, reason: str, command: str) -> ToolError:
+    return ToolError(blocked(rule, reason, command))
+
+
+def _working_folder(ctx: ToolContext, env: Any, workdir: str | None) -> str | None:
+    """The folder the command starts in, when relative paths there are *not* the user's
+    working folder (the session moved to ``/``, the home folder, a system folder or outside
+    ``terminal.cwd``); ``None`` when relative paths stay inside the working folder."""
+    current = getattr(env, "cwd", None)
+    base = current if isinstance(current, str) else None
+    if workdir:
+        base = posixpath.normpath(posixpath.join(base or "", os.path.expanduser(str(workdir))))
+    if not base or not base.startswith("/"):
+        return None if not workdir else str(workdir)
+    root = _section(ctx.config, "terminal").get("cwd")
+    home = os.environ.get("HOME", "")
+    if base in ("/", home.rstrip("/")) or any(f.hard for f in danger.check(f"rm -r {base}")):
+        return base
+    if isinstance(root, str) and root:
+        root = posixpath.normpath(os.path.expanduser(root))
+        if base != root and not base.startswith(root.rstrip("/") + "/"):
+            return base
+    return None
+
+
+def _script_reader(env: Any, base: str | None) -> danger.ScriptReader:
+    def read(path: str) -> str | None:
+        if path.startswith("~"):
+            path = os.path.expanduser(path)
+        if not path.startswith("/") and base:
+            path = posixpath.join(base, path)
+        try:
+            data = env.read_file(path)
+        except (OSError, ValueError, NotImplementedError):
+            return None
+        if isinstance(data, bytes):
+            return data.decode("utf-8", "replace")
+        return data if isinstance(data, str) else None
+
+    return read
+
+
+def _guard(command: str, ctx: ToolContext, env: Any, workdir: str | None) -> None:
+    """Refuse hard blocks (builtin or configured); ask about everything else that matched,
+    with a key naming each rule and its target; refuse what is not approved."""
     rules, allow = _policy(ctx.config)
-    findings = danger.check(command, danger.RULES + tuple(rules), allow=allow)
+    start = _working_folder(ctx, env, workdir)
+    current = getattr(env, "cwd", None)
+    base = start or (workdir if workdir else current if isinstance(current, str) else None)
+    try:
+        findings = danger.check(
+            command,
+            danger.RULES + tuple(rules),
+            allow=allow,
+            cwd=start,
+            read_script=_script_reader(env, base),
+        )
+    except RecursionError:  # fail closed: a command the checker cannot read needs approval
+        findings = [danger.Finding(danger.UNCHECKABLE, f"uncheckable: {command}")]
     hard = [f for f in findings if f.hard]
     if hard:
         first = hard[0]
-        raise ToolError(
-            f"BLOCKED: {first.description} (rule {first.rule.id}). This command is never run, "
-            "with or without approval. Do not retry it or a variant of it; if the user really "
-            "wants this, they must run it themselves."
+        raise _refuse(
+            first.rule.id,
+            f"{first.description}; this command is never run, with or without approval (the "
+            "user must run it themselves if they really want it)",
+            command,
         )
-    extra = [f for f in findings if f.rule.source != "builtin"]
-    if extra and not ctx.approve(
+    if not findings:
+        return
+    request = _request(command, findings)
+    if not ctx.approve(
         command,
-        _request(command, extra).reason,
-        key="terminal:" + "+".join(sorted({f.rule.id for f in extra})),
+        request.reason,
+        key=request.key,
         command=command,
-        rules=[f.rule.id for f in extra],
+        rules=request.details["rules"],
+        matched=request.details["matched"],
     ):
-        reason = "; ".join(f"{f.description} (rule {f.rule.id})" for f in extra)
-        raise ToolError(
-            f"BLOCKED: not approved: {reason}: {command}. Do not retry the same command; "
-            "choose a safer one or ask the user."
+        descriptions = "; ".join(dict.fromkeys(f.description for f in findings))
+        raise _refuse(
+            "+".join(request.details["rules"]),
+            f"not approved (denied, or no one was available to approve it): {descriptions}",
+            command,
         )
 
 
@@ -209,9 +293,9 @@ def terminal(args: dict[str, Any], ctx: ToolContext) -> str:
     command = str(args.get("command") or "")
     if not command.strip():
         raise ToolError("command is empty")
-    _guard(command, ctx)
     env = _environment(ctx)
     workdir = args.get("workdir") or None
+    _guard(command, ctx, env, workdir)
     if args.get("background"):
         try:
             process_id = env.start_background(command, cwd=workdir)
@@ -354,7 +438,6 @@ TERMINAL_TOOL = Tool(
         "required": ["command"],
     },
     handler=terminal,
-    needs_approval=terminal_needs_approval,
     max_result_chars=DEFAULT_MAX_OUTPUT + 2_000,
 )
 

@@ -4,20 +4,30 @@ The checker never runs anything. It reads a command the way a shell would, well 
 through the usual disguises, and matches every rule against each *view* of it:
 
 - each simple command, with quotes and backslashes removed, ``$'…'`` decoded, ``$HOME``/``~``
-  and the literal home folder written ``~``, ``$IFS`` read as a space, brace lists expanded,
-  variables assigned earlier in the same command substituted, ``$(echo …)``/``$(printf …)``
-  (and ``echo … | base64 -d``) folded into their output, the program written by its base name
-  (``/bin/rm`` → ``rm``), redirections appended as ``> target``/``>> target``;
-- the same command again after each wrapper is peeled off (``sudo``, ``env``, ``nohup``,
-  ``nice``, ``timeout``, ``command``, ``exec``, ``xargs``, ``busybox``…);
-- each pipeline, its commands joined with `` | `` (for rules like "curl piped into a shell");
+  (``${HOME%/}``, ``~root``) and the literal home folder written ``~``, ``$IFS`` read as a
+  space, brace lists expanded, variables assigned earlier in the same command substituted,
+  ``$(echo …)``/``$(printf …)`` (and ``echo … | base64 -d``) folded into their output, the
+  program written by its base name (``/bin/rm`` → ``rm``), GNU long-option abbreviations
+  written in full, redirections appended as ``> target``/``>> target``, and paths resolved
+  against the folder earlier ``cd`` commands moved to when it is not the working folder;
+- each wrapper (``sudo``, ``env``, ``nohup``, ``nice``, ``timeout``, ``command``, ``exec``,
+  ``xargs``, ``busybox``…, any number of them) with its options and the program it runs, then
+  the command it wraps;
+- each pipeline, its commands joined with `` | ``;
 - the scripts hidden inside other commands, read recursively: ``bash -c``/``sh -c``, ``eval``,
   ``su -c``, ``ssh host …``, ``find -exec``, ``$( … )`` and backticks, ``<( … )``, heredocs and
-  here-strings fed to a shell, and text piped into a shell when it can be folded;
-- the command's *skeleton* (quoted text blanked out), for structural rules such as fork bombs.
+  here-strings, text piped into a shell when it can be folded, the input of ``xargs``, the
+  bodies of shell functions where they are called, the strings an interpreter's inline code
+  runs, and script files (through a reader the caller passes);
+- the command's *skeleton* (quoted text blanked out), for structural rules such as fork bombs;
+- *notes*: facts no single view shows (``download-to-shell``, ``decode-to-shell``,
+  ``pipe-to-shell``, ``root-shell``, ``uncheckable``), which the rules match too.
 
 Rules are anchored at the program name (``^rm\\s``), so ``echo "rm -rf /"`` or
-``grep -r 'rm -rf /' docs`` never match a delete rule.
+``grep -r 'rm -rf /' docs`` never match a delete rule. What the reader cannot follow (too deep,
+unterminated quoting, more text than its budget, a script it cannot read) is noted
+``uncheckable`` (fail closed) and read crudely once more, so hard blocks are still found. Time is
+linear in the length of the command.
 
 ``RULES`` is plain data; :func:`rules_from_config` turns ``approvals.extra_patterns`` entries
 into more rules, and :func:`check` applies ``approvals.allow`` to what is left.
@@ -30,7 +40,7 @@ import binascii
 import os
 import posixpath
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -40,6 +50,8 @@ __all__ = [
     "Finding",
     "Normalised",
     "Rule",
+    "ScriptReader",
+    "UNCHECKABLE",
     "check",
     "compile_allow",
     "normalise",
@@ -114,13 +126,30 @@ _PROTECTED = (
     rf"|/(?:{_SYSTEM_DIRS})(?:/\*)?|/[^/\s]*[*?\[][^/\s]*)"
 )
 _RECURSIVE = r"(?=(?:\S+\s+)*?(?:-[a-zA-Z]*[rR][a-zA-Z]*|--recursive)(?:\s|$))"
+# An operand of ``rm -r`` that reaches outside the working folder: absolute, home, unresolved
+# (``$X``), the folder itself (``.``, ``*``, ``./*``, ``.*``) or a ``..`` step.
+_NOT_LOCAL = (
+    r"(?:[/~$`]\S*|(?:\./)?\.{0,2}/?\*?|(?:\./)?\.\*|\.\./?|(?:\S*/)?\.\.(?:/\S*)?)(?=\s|$)"
+)
+_RAW_DEVICE = rf"(?:{_DISK}|/proc/sysrq-trigger)"
+# Build output and caches inside the working folder, which ``rm -r`` may delete without asking
+# (at any depth below it, never through a ``..`` step).
+BUILD_OUTPUT = (
+    r"(?!(?:\S*/)?\.\.(?:/|\s|$))(?:\./)?(?:[\w.@+-]+/)*?"
+    r"(?:build|dist|out|target|node_modules|__pycache__|\.pytest_cache|\.mypy_cache|\.ruff_cache"
+    r"|\.hypothesis|\.tox|\.nox|\.cache|\.next|\.nuxt|\.parcel-cache|\.turbo|\.svelte-kit"
+    r"|\.angular|\.docusaurus|\.gradle|\.terraform|\.eggs|[\w.*-]*\.egg-info|coverage|htmlcov"
+    r"|\.coverage|_build|tmp|\.tmp|temp|\.venv|venv|storybook-static|cmake-build-\w+)"
+    r"(?:/\S*)?"
+)
+_FIND_DELETES = r"(?:-delete|-(?:exec|execdir|ok|okdir)\s+(?:rm|shred|unlink))(?:\s|$)"
 _END = r"(?=\s|$)"
-_GITOPTS = r"(?:(?:-C|-c|--git-dir|--work-tree|--namespace)\s+\S+\s+|--?[\w-]+(?:=\S+)?\s+)*"
+_GITOPTS = r"(?:(?:-C|-c|--git-dir|--work-tree|--namespace)\s+\S+\s+|--?[\w-]+(?:=\S+)?\s+)*+"
 SYSTEM_CONFIG_PATHS = (
-    r"/etc(?:/\S*)?|/boot(?:/\S*)?|/private/etc(?:/\S*)?|/var/spool/cron(?:/\S*)?"
+    r"/etc(?:/\S*)?|/boot(?:/\S*)?|/usr(?:/\S*)?|/s?bin(?:/\S*)?|/lib(?:32|64|x32)?(?:/\S*)?|/private/etc(?:/\S*)?|/var/spool/cron(?:/\S*)?"
     r"|/usr/lib/systemd/\S*|/lib/systemd/\S*|/Library/Launch(?:Agents|Daemons)(?:/\S*)?"
 )
-SSH_PATHS = r"(?:\S*/)?\.ssh(?:/\S*)?"
+SSH_PATHS = r"(?:\S*/)?\.ssh(?:/\S*)?|(?:\S*/)?authorized_keys2?"
 STARTUP_PATHS = (
     r"(?:\S*/)?\.(?:bashrc|bash_profile|bash_login|bash_logout|profile|zshrc|zshenv|zprofile"
     r"|zlogin|zlogout|kshrc|cshrc|tcshrc|login|inputrc|xprofile|xinitrc)"
@@ -140,6 +169,10 @@ ENV_FILE_PATHS = (
     r"|(?:\S*/)?\.envrc"
 )
 HERMES_PATHS = r"(?:\S*/)?\.hermes(?:/\S*)?"
+HISTORY_PATHS = (
+    r"(?:\S*/)?\.(?:bash|zsh|sh|ksh|python|mysql|psql|sqlite|node_repl|lesshst|irb|rediscli)_?history"
+    r"|(?:\S*/)?\.local/share/fish/fish_history|(?:\S*/)?\.histfile"
+)
 
 _DB_CLIENTS = (
     r"(?=.*\b(?:psql|pg_\w+|mysql|mariadb|sqlite3?|sqlcmd|duckdb|clickhouse(?:-client)?|cockroach"
@@ -186,6 +219,12 @@ HARD_RULES: tuple[Rule, ...] = (
         hard=True,
     ),
     Rule(
+        "rsync-delete-root",
+        "rsync --delete into /, a system folder or the home folder",
+        rf"^rsync\s(?=(?:\S+\s+)*?--del)(?:\S+\s+)+{_PROTECTED}/?$",
+        hard=True,
+    ),
+    Rule(
         "mkfs",
         "making a file system (erases a disk)",
         r"^(?:mkfs(?:\.\w+)?|mke2fs|mkswap|mkdosfs|mkntfs|mkexfatfs|newfs(?:_\w+)?)(?:\s|$)",
@@ -200,14 +239,14 @@ HARD_RULES: tuple[Rule, ...] = (
     Rule(
         "dd-disk",
         "dd writing to a raw disk",
-        rf"^dd\s(?:\S+\s+)*?of={_DISK}{_END}",
+        rf"^dd\s(?:\S+\s+)*?of={_RAW_DEVICE}{_END}",
         hard=True,
     ),
     Rule(
         "write-disk",
         "writing to a raw disk",
-        rf"(?:^|\s)>>?\s*{_DISK}{_END}|^tee\s(?:\S+\s+)*?{_DISK}{_END}"
-        rf"|^(?:cp|mv|install)\s(?:\S+\s+)+{_DISK}(?:\s+[<>].*)?$",
+        rf"(?:^|\s)>>?\s*{_RAW_DEVICE}{_END}|^tee\s(?:\S+\s+)*?{_RAW_DEVICE}{_END}"
+        rf"|^(?:cp|mv|install)\s(?:\S+\s+)+{_RAW_DEVICE}(?:\s+[<>].*)?$",
         hard=True,
     ),
     Rule(
@@ -233,11 +272,18 @@ HARD_RULES: tuple[Rule, ...] = (
 )
 
 APPROVAL_RULES: tuple[Rule, ...] = (
-    Rule("recursive-delete", "recursive delete", rf"^rm\s{_RECURSIVE}"),
+    Rule(
+        "recursive-delete",
+        "recursive delete (other than build output inside the working folder)",
+        rf"^rm\s{_RECURSIVE}(?:(?![<>])\S+\s+)*?(?![-<>])(?!(?:{BUILD_OUTPUT}|\{{\}})(?:\s|$))\S",
+    ),
     Rule(
         "find-delete",
-        "find deleting files",
-        r"^find\s(?:.*\s)?(?:-delete|-(?:exec|execdir|ok|okdir)\s+(?:rm|shred|unlink))(?:\s|$)",
+        "find deleting files outside the working folder, or all of it",
+        rf"^find\s+(?:-[HLP]\s+)*(?:(?:[^-(!\s]\S*\s+)*?(?!\./?\s){_NOT_LOCAL}|\./?(?=\s)"
+        r"(?!.*\s-(?:i?name|i?path|i?wholename|i?regex|newer\S*|[acm]time|[acm]min|empty|size"
+        r"|user|group|perm)\s))"
+        rf"\s(?:.*\s)?{_FIND_DELETES}",
     ),
     Rule(
         "xargs-delete", "deleting files listed by xargs", r"^xargs\s(?:.*\s)?(?:rm|shred|unlink)\b"
@@ -268,50 +314,35 @@ APPROVAL_RULES: tuple[Rule, ...] = (
     Rule(
         "download-to-shell",
         "downloaded content run by a shell or interpreter",
-        rf"\b(?:curl|wget|fetch|aria2c|http|https|xh|lynx\s+-source)\b[^|]*(?:\|[^|]*)*?"
-        rf"\|\s*(?:{_SHELLS}|{_INTERPRETERS})(?:\s|$)"
+        r"^download-to-shell$|^download-then-run$"
         rf"|^(?:{_SHELLS}|source|\.)\s(?:.*\s)?<\(\s*(?:curl|wget)\b"
-        rf"|^(?:{_SHELLS}|{_INTERPRETERS})\s(?:.*\s)?-\w*[ce]\s+(?:.*)?\$\(\s*(?:curl|wget)\b",
+        rf"|^(?:{_SHELLS}|{_INTERPRETERS})\s(?=(?:.*\s)?-\w*[ce]\s)(?=.*\$\(\s*(?:curl|wget)\b)",
     ),
     Rule(
         "decode-to-shell",
         "decoded (base64/hex) data run by a shell",
-        rf"\b(?:base64|base32|basenc|openssl\s+(?:enc\s+)?-?base64)\s(?:[^|]*\s)?"
-        rf"(?:-d|--decode|-D)\b[^|]*(?:\|[^|]*)*?\|\s*(?:{_SHELLS}|{_INTERPRETERS})(?:\s|$)"
-        rf"|\bxxd\s(?:[^|]*\s)?-r\b[^|]*(?:\|[^|]*)*?\|\s*(?:{_SHELLS}|{_INTERPRETERS})(?:\s|$)",
+        r"^decode-to-shell$",
     ),
+    Rule("pipe-to-shell", "text of unknown content piped into a shell", r"^pipe-to-shell$"),
     Rule(
-        "pipe-to-shell",
-        "text piped into a shell",
-        rf"\|\s*(?:{_SHELLS})(?:\s+-[a-zA-Z]*s?[a-zA-Z]*)*(?:\s+-)?(?:\s+--(?:\s.*)?)?\s*$"
-        rf"|\|\s*(?:{_INTERPRETERS})(?:\s+-)?\s*$",
+        "uncheckable",
+        "a command the checker cannot read completely (too deeply nested, unterminated quoting,"
+        " or a script file that cannot be read)",
+        r"^uncheckable$",
     ),
+    Rule("root-shell", "starting a root shell", r"^root-shell$"),
     Rule(
-        "shell-inline-script",
-        "shell running an inline script (-c)",
-        rf"^(?:{_SHELLS})\s+(?:(?:-[a-zA-Z]+|--[\w-]+|[-+]O\s+\S+|[-+]o\s+\S+)\s+)*"
-        rf"-[a-zA-Z]*c[a-zA-Z]*(?:\s|$)"
-        r"|^(?:su|runuser|sg)\s(?:.*\s)?(?:-c|--command)(?:\s|=|$)",
-    ),
-    Rule(
-        "interpreter-inline-script",
-        "interpreter running an inline script (-c/-e)",
-        r"^(?:python[\d.]*|pypy[\d.]*)\s+(?:(?:-[WX]\s*\S+|-[a-zA-Z]+)\s+)*?-[a-zA-Z]*c(?:\s|$)"
-        r"|^(?:perl|ruby)\s+(?:-\S+\s+)*?-[a-zA-Z]*[eE](?:\s|$)"
-        r"|^(?:node|nodejs|bun)\s(?:.*\s)?(?:-e|--eval|-p|--print)(?:\s|=|$)"
-        r"|^deno\s+eval\b|^php\s(?:.*\s)?-r(?:\s|$)|^(?:lua|luajit)\s(?:.*\s)?-e(?:\s|$)"
-        r"|^(?:osascript|Rscript)\s(?:.*\s)?-e(?:\s|$)|^(?:pwsh|powershell)\s(?:.*\s)?-c",
-    ),
-    Rule(
-        "heredoc-script",
-        "heredoc or here-string fed to a shell or interpreter",
-        rf"^(?:{_SHELLS}|{_INTERPRETERS})(?:\s+\S+)*?\s+<<",
+        "interpreter-delete-tree",
+        "an interpreter deleting a folder tree",
+        rf"^(?:{_INTERPRETERS})\s.*(?:\brmtree\b|\brm_rf?\b|FileUtils\.(?:rm|remove)"
+        r"|\brm(?:dir)?Sync\b|\bfs\.(?:promises\.)?rm(?:dir)?\b|remove_dir_all|RemoveAll"
+        r"|File::Path|\bremove_tree\b|\brimraf\b|Remove-Item|\bdelete_tree\b)",
     ),
     Rule("eval-output", "eval of command output", r"^eval\s(?:.*)(?:\$\(|`)"),
     Rule(
         "dynamic-command",
         "program name computed at run time or hidden by wildcards",
-        r"^(?:\$\(|`)|^(?!\[)\S*[*?]\S*(?:\s|$)",
+        r"^(?:\$\(|`|\$\{?[A-Za-z_])|^(?!\[)\S*[*?]\S*(?:\s|$)",
     ),
     _write_rule("write-system-config", "system configuration", SYSTEM_CONFIG_PATHS),
     _write_rule("write-ssh", "~/.ssh (keys and SSH configuration)", SSH_PATHS),
@@ -319,21 +350,52 @@ APPROVAL_RULES: tuple[Rule, ...] = (
     _write_rule("write-credentials", "credential files", CREDENTIAL_PATHS),
     _write_rule("write-env-file", "a .env file", ENV_FILE_PATHS),
     _write_rule("write-hermes-config", "hermes' own configuration", HERMES_PATHS),
+    _write_rule("history-wipe", "the shell history", HISTORY_PATHS),
+    Rule(
+        "history-wipe-command",
+        "wiping or switching off the shell history",
+        r"^(?:history\s+(?:\S+\s+)*?-[a-zA-Z]*[cd]|unset\s(?:.*\s)?(?:-v\s+)?HISTFILE\b"
+        r"|(?:export\s+|declare\s+-x\s+|typeset\s+-x\s+)?(?:HISTFILE=(?:/dev/null)?"
+        r"|HIST(?:FILE)?SIZE=0|SAVEHIST=0)(?:\s|$)|set\s+\+o\s+history\b|shopt\s+-u\s+histappend)",
+    ),
+    Rule(
+        "firewall",
+        "flushing or disabling the firewall",
+        r"^(?:ip6?tables(?:-legacy|-nft)?|ebtables|arptables)\s(?:\S+\s+)*?"
+        r"(?:-[a-zA-Z]*F[a-zA-Z]*|--flush|-X|--delete-chain|(?:-P|--policy)\s+\S+\s+ACCEPT)"
+        r"(?:\s|$)"
+        r"|^nft\s(?:\S+\s+)*?(?:flush|delete)\s+(?:ruleset|table|chain)\b"
+        r"|^ufw\s(?:\S+\s+)*?(?:disable|reset)\b"
+        r"|^(?:firewall-cmd\s(?:.*\s)?--(?:panic-off|set-default-zone=trusted)"
+        r"|ip6?tables-restore\s(?:.*\s)?<\s*/dev/null|pfctl\s(?:.*\s)?-[a-zA-Z]*[dF])\b",
+    ),
+    Rule(
+        "extract-to-system",
+        "unpacking an archive over / or system folders",
+        r"^(?:tar|bsdtar|gtar|unzip|cpio)\s(?:.*\s)?(?:-C\s*|--directory[=\s]|-d\s+)"
+        r"(?:/|/etc|/usr|/boot|/bin|/sbin|/lib\S*|/var|/opt|~)/?(?:\s|$)",
+    ),
     Rule(
         "sql-drop",
         "SQL DROP (or a database flush)",
-        rf"(?i)^{_DB_CLIENTS}.*(?:\bdrop\s+(?:table|database|schema|keyspace|collection|view"
+        rf"(?i)^(?=.*(?:\bdrop\b|dropDatabase|\bflush))"
+        rf"{_DB_CLIENTS}.*(?:\bdrop\s+(?:table|database|schema|keyspace|collection|view"
         r"|index|user|role)\b|\bdropDatabase\s*\(|\bflush(?:all|db)\b)",
     ),
     Rule(
         "sql-truncate",
         "SQL TRUNCATE",
-        rf"(?i)^{_DB_CLIENTS}.*\btruncate\s+(?:table\s+)?(?!-)[\w.\"`\[]",
+        rf"(?i)^(?=.*\btruncate\b){_DB_CLIENTS}.*\btruncate\s+(?:table\s+)?(?!-)[\w.\"`\[]",
     ),
     Rule(
         "sql-delete-all",
         "SQL DELETE without WHERE",
-        rf"(?i)^{_DB_CLIENTS}.*\bdelete\s+from\s+[\w.\"`\[\]]++(?!\s+(?:as\s+)?\w*\s*(?:where|using)\b)",
+        rf"(?i)^(?=.*\bdelete\b){_DB_CLIENTS}.*\bdelete\s+from\s+[\w.\"`\[\]]++(?!\s+(?:as\s+)?\w*\s*(?:where|using)\b)",
+    ),
+    Rule(
+        "sql-update-all",
+        "SQL UPDATE without WHERE",
+        rf"(?i)^(?=.*\bupdate\b){_DB_CLIENTS}.*\bupdate\s+[\w.\"`\[\]]++\s+set\b(?![^;]*?\bwhere\b)",
     ),
     Rule("git-reset-hard", "git reset --hard", rf"^git\s+{_GITOPTS}reset\s(?:.*\s)?--hard\b"),
     Rule(
@@ -352,6 +414,12 @@ APPROVAL_RULES: tuple[Rule, ...] = (
         "git branch -D (force-deletes a branch)",
         rf"^git\s+{_GITOPTS}branch\s(?:.*\s)?(?:-[a-zA-Z]*D|--delete\s+--force|--force\s+--delete"
         r"|-d\s+-f|-f\s+-d)(?:\s|$)",
+    ),
+    Rule(
+        "git-push-delete",
+        "git push deleting remote branches or tags",
+        rf"^git\s+{_GITOPTS}push\s(?:.*\s)?(?:--delete|--prune|-[a-zA-Z]*d[a-zA-Z]*|\+?:\S*)"
+        r"(?:\s|$)",
     ),
     Rule(
         "git-discard",
@@ -380,7 +448,7 @@ APPROVAL_RULES: tuple[Rule, ...] = (
     Rule(
         "crontab",
         "changing scheduled jobs (crontab)",
-        r"^crontab\s+(?:(?:-u\s+\S+\s+)?-[er]|[^-\s])",
+        r"^crontab\s+(?:(?:-u\s+\S+\s+)?-[er]|-(?:\s|$)|[^-\s])",
     ),
     Rule(
         "user-accounts",
@@ -397,6 +465,9 @@ APPROVAL_RULES: tuple[Rule, ...] = (
 
 RULES: tuple[Rule, ...] = HARD_RULES + APPROVAL_RULES
 """Every builtin rule, hard blocks first."""
+
+UNCHECKABLE: Rule = next(rule for rule in APPROVAL_RULES if rule.id == "uncheckable")
+"""The rule of a command the checker could not read completely (it needs approval)."""
 
 
 def rules_from_config(entries: Iterable[Any] | None) -> list[Rule]:
@@ -450,18 +521,42 @@ def compile_allow(patterns: Iterable[Any] | None) -> list[re.Pattern[str]]:
 
 # --- the normaliser -------------------------------------------------------------------------
 
+ScriptReader = Callable[[str], "str | None"]
+"""Reads a script file a command runs (``bash x.sh``, ``./x.sh``, ``source x``): its text, or
+``None`` when it cannot be read (which makes the command need approval)."""
+
 
 @dataclass
 class Normalised:
-    """The views of a command the rules are matched against."""
+    """The views of a command the rules are matched against.
+
+    ``views`` are normalised simple commands and pipelines; ``skeletons`` the scripts with
+    quoted text blanked out; ``notes`` facts the analyser established that no single view
+    shows (``download-to-shell``, ``root-shell``, ``uncheckable``...), searched by the
+    command rules too.
+    """
 
     views: list[str] = field(default_factory=list)
     skeletons: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    budget: int = 0
+    reader: ScriptReader | None = None
+    downloaded: set[str] = field(default_factory=set)
+    written: dict[str, str] = field(default_factory=dict)
+    links: dict[str, str] = field(default_factory=dict)
+    command: str = ""
+    crude: int = 0
+    _seen: set[str] = field(default_factory=set)
 
     def add(self, text: str) -> None:
         text = text.strip()
-        if text and text not in self.views:
+        if text and text not in self._seen:
+            self._seen.add(text)
             self.views.append(text)
+
+    def note(self, fact: str) -> None:
+        if fact not in self.notes:
+            self.notes.append(fact)
 
 
 @dataclass
@@ -473,6 +568,7 @@ class _Command:
 
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_PLAIN_WORD = re.compile(r"[\w./=:@%+,*?~^!#\[\]-]+")
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\+?=)(.*)$", re.S)
 _REDIR = re.compile(r"(\d*|&)(<<<|<<-|<<|<>|<&|>&|>>|>\||<|>)")
 _KEYWORDS = frozenset(
@@ -480,7 +576,8 @@ _KEYWORDS = frozenset(
      "esac", "coproc", "[[", "]]"}
 )  # fmt: skip
 _SHELL_NAMES = re.compile(rf"^(?:{_SHELLS})$")
-_MAX_DEPTH = 6
+_MAX_DEPTH = 24
+_MAX_SCRIPT = 256_000
 _ANSI_ESCAPES = {
     "n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v", "e": "\x1b",
     "E": "\x1b", "\\": "\\", "'": "'", '"': '"', "?": "?",
@@ -512,72 +609,108 @@ def _decode_escapes(text: str) -> str:
     return _ESCAPE.sub(one, text)
 
 
+_QUOTED = re.compile(r"""\\.|'[^']*(?:'|$)|"(?:[^"\\]|\\.)*(?:"|$)""", re.S)
+
+
 def _skeleton(text: str) -> str:
     """``text`` with the contents of quotes blanked out (``'…'`` and ``"…"`` become ``''``)."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == "\\" and i + 1 < n:
-            out.append(text[i : i + 2])
-            i += 2
-        elif c == "'":
-            end = text.find("'", i + 1)
-            i = n if end < 0 else end + 1
-            out.append("''")
-        elif c == '"':
-            j = i + 1
-            while j < n and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            i = j + 1
-            out.append("''")
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
+    return _QUOTED.sub(lambda m: m.group() if m.group()[0] == "\\" else "''", text)
+
+
+_BRACE = re.compile(r"\{([^{}\s]*,[^{}\s]*)\}")
 
 
 def _expand_braces(word: str, limit: int = 64) -> list[str]:
-    """Expand the first unquoted ``{a,b}`` list of a word (recursively, a bounded number)."""
-    match = re.search(r"\{([^{}\s]*,[^{}\s]*)\}", word)
-    if not match:
+    """Expand the unquoted ``{a,b}`` lists of a word, at most ``limit`` results (the rest of a
+    longer expansion is kept unexpanded, which the rules still see)."""
+    if "{" not in word:
         return [word]
-    out: list[str] = []
-    for part in match.group(1).split(","):
-        for expanded in _expand_braces(word[: match.start()] + part + word[match.end() :], limit):
-            out.append(expanded)
-            if len(out) >= limit:
-                return out
-    return out
+    if len(word) > 512:
+        return [word]  # rules see the unexpanded word; expanding long ones costs too much
+    pending, out = [word], []
+    while pending and len(out) + len(pending) < limit:
+        current = pending.pop(0)
+        match = _BRACE.search(current)
+        if not match:
+            out.append(current)
+            continue
+        head, tail = current[: match.start()], current[match.end() :]
+        pending.extend(head + part + tail for part in match.group(1).split(","))
+    return out + pending[: max(1, limit - len(out))]
 
 
 class _Analyser:
     """Reads one command string (a script) and adds its views to ``result``."""
 
-    def __init__(self, result: Normalised, home: str | None, depth: int) -> None:
+    def __init__(
+        self, result: Normalised, home: str | None, depth: int, cwd: str | None = None
+    ) -> None:
         self.result = result
         self.home = home.rstrip("/") if home and home != "/" else None
         self.depth = depth
         self.vars: dict[str, str] = {}
-        self.cwd: str | None = None
+        self.cwd: str | None = cwd
+        self.functions: dict[str, tuple[str, int]] = {}
+        self.aliases: dict[str, str] = {}
+        self.functions_called: list[str] = []
 
     # -- entry point ----------------------------------------------------------------------
 
     def analyse(self, text: str) -> list[list[_Command]]:
+        self.result.budget -= len(text)
+        if self.result.budget < 0:
+            self.give_up(text)
+            return []
         self.result.skeletons.append(_skeleton(text))
+        for match in _FUNCTION.finditer(text):  # bodies are read when a function is called
+            self.functions[match.group(1) or match.group(2)] = (text, match.end())
         pipelines = _Parser(text, self).parse()
         for pipeline in pipelines:
-            finals = [self.command_views(command) for command in pipeline]
+            finals = []
+            folds = _prefix_folds(pipeline) if len(pipeline) > 1 else []
+            for index, command in enumerate(pipeline):
+                finals.append(self.command_views(command))
+                if index:
+                    self.xargs_views(pipeline, index, folds[index])
             if len(pipeline) > 1:
                 self.result.add(" | ".join(final for final in finals if final))
-                self.fold_pipeline(pipeline)
+                self.fold_pipeline(pipeline, folds)
         return pipelines
 
-    def nested(self, script: str) -> None:
+    def nested(self, script: str, cwd: str | None = None) -> None:
         """Analyse a script hidden inside a command (``bash -c``, heredoc, …)."""
-        if self.depth >= _MAX_DEPTH or not script.strip():
+        if not script.strip():
             return
-        _Analyser(self.result, self.home, self.depth + 1).analyse(script)
+        if self.depth >= _MAX_DEPTH:
+            self.give_up(script)
+            return
+        sub = _Analyser(self.result, self.home, self.depth + 1, cwd or self.cwd)
+        sub.functions = dict(self.functions)
+        sub.aliases = dict(self.aliases)
+        sub.functions_called = self.functions_called
+        sub.analyse(script)
+
+    def give_up(self, text: str) -> None:
+        """Too deep or too big to read properly: the command needs approval, and a crude
+        reading (quotes removed, split at every operator) still finds hard blocks."""
+        self.result.note("uncheckable")
+        result = self.result
+        if result.command and not result.crude:
+            text = result.command  # the whole command, once: it holds every nested part
+        elif result.crude >= 400_000 or (result.command and text in result.command):
+            return  # read crudely already
+        result.crude += len(text) or 1
+        crude = re.sub(r"\$\{?IFS\}?", " ", text[:200_000])
+        crude = re.sub(r"\\.|['\"\\]", lambda m: m.group()[1:] if len(m.group()) > 1 else "", crude)
+        for piece in re.split(r"[;&|()\n`{}]|\$\(|<<<?|\s-c\s", crude):
+            words = piece.split()
+            while words and (
+                words[0] in _CRUDE_PREFIXES or words[0].startswith("-") or _ASSIGN.match(words[0])
+            ):
+                words = words[1:]
+            if words:
+                words[0] = words[0].rsplit("/", 1)[-1] or words[0]
+                self.result.add(" ".join(self.normalise_path(w) for w in words))
 
     # -- words --------------------------------------------------------------------------------
 
@@ -596,8 +729,9 @@ class _Analyser:
         """Analyse ``$( inner )`` and return its output when it can be known (echo/printf,
         optionally decoded with base64 or xxd), else ``None``."""
         if self.depth >= _MAX_DEPTH:
+            self.give_up(inner)
             return None
-        sub = _Analyser(self.result, self.home, self.depth + 1)
+        sub = _Analyser(self.result, self.home, self.depth + 1, self.cwd)
         sub.vars = dict(self.vars)
         pipelines = sub.analyse(inner)
         if len(pipelines) != 1:
@@ -605,6 +739,13 @@ class _Analyser:
         return _fold(pipelines[0])
 
     def normalise_path(self, word: str) -> str:
+        if not word.startswith(("/", "~")):
+            return word
+        if word.startswith("~") and not word.startswith(("~/", "~+", "~-")) and word != "~":
+            user, _, rest = word[1:].partition("/")
+            if re.fullmatch(r"[a-z_][\w-]*", user):
+                folder = "/root" if user == "root" else f"/home/{user}"
+                word = folder + ("/" + rest if rest else "")
         if self.home and (word == self.home or word.startswith(self.home + "/")):
             word = "~" + word[len(self.home) :]
         if word.startswith("/") or word == "~" or word.startswith("~/"):
@@ -634,14 +775,35 @@ class _Analyser:
             self._assign(assignments)
         elif words[index] in ("export", "declare", "typeset", "local", "readonly"):
             self._assign(w for w in words[index + 1 :] if not w.startswith("-"))
-        elif words[index] in ("cd", "pushd") and len(words) > index + 1:
-            target = words[index + 1] if words[index + 1] != "--" else words[-1]
-            target = self.normalise_path(target)
-            if target.startswith(("/", "~")):
-                self.cwd = target
-            elif self.cwd:
-                self.cwd = self.normalise_path(posixpath.join(self.cwd, target))
+        elif words[index] in ("cd", "pushd", "popd", "chdir"):
+            self._cd(words[index], words[index + 1 :])
+        elif words[index] == "alias":
+            for word in words[index + 1 :]:
+                name, eq, value = word.partition("=")
+                if eq and name:
+                    self.aliases[name] = value
         command.cwd = self.cwd
+
+    def _cd(self, name: str, args: list[str]) -> None:
+        args = [a for a in args if a not in ("-L", "-P", "-e", "-@", "--")]
+        if name == "popd" or (args and args[0] in ("-", "+1", "-1")):
+            self.cwd = "$OLDPWD"
+            return
+        if not args:
+            self.cwd = "~"
+            return
+        target = self.normalise_path(args[0])
+        if target.startswith(("/", "~", "$", "`")):
+            self.cwd = target
+            return
+        if self.cwd and self.cwd.startswith(("$", "`")):
+            self.cwd = f"{self.cwd}/{target}"  # unknown stays unknown: never normalised back
+            return
+        joined = posixpath.normpath(posixpath.join(self.cwd or ".", target))
+        if joined == ".." or joined.startswith("../"):
+            joined = "$PWD/" + joined
+        # a folder inside the working folder: relative paths there stay inside it
+        self.cwd = None if joined == "." or len(joined) > 512 else self.normalise_path(joined)
 
     def _assign(self, words: Iterable[str]) -> None:
         for word in words:
@@ -653,35 +815,105 @@ class _Analyser:
     def command_views(self, command: _Command) -> str:
         """Add the views of one simple command; return its most unwrapped form."""
         words = [self.normalise_path(w) for w in command.words]
-        while words and (words[0] in _KEYWORDS or _ASSIGN.match(words[0])):
+        while words and words[0] in _KEYWORDS:
             words = words[1:]
+        if words[:1] == ["function"]:  # function NAME { body: the body's first command
+            words = words[2:]
+            while words and words[0] in _KEYWORDS | {"()"}:
+                words = words[1:]
+        assignments = []
+        while words and _ASSIGN.match(words[0]):
+            assignments.append(words[0])
+            words = words[1:]
+        if assignments and not words:
+            self.result.add(" ".join(assignments))
         redirects = []
         for op, target in command.redirects:
             if op.endswith("&") or (op in (">&", "<&") and target.isdigit()):
                 continue
             symbol = ">>" if ">>" in op else ">" if ">" in op else "<" if "<" in op else op
-            redirects.append(f"{symbol} {self.normalise_path(target)}")
+            redirects.append((symbol, self.normalise_path(target)))
+        tail = [f"{symbol} {target}" for symbol, target in redirects]
         if command.stdin_text is not None:
-            redirects.append("<<")
-        final = ""
-        seen = 0
-        while words and seen < 12:
-            seen += 1
-            if "/" in words[0] and not words[0].startswith(("$(", "`")):
-                words = [words[0].rsplit("/", 1)[-1] or words[0]] + words[1:]
-            final = " ".join(words + redirects)
+            tail.append("<<")
+        if not words:
+            final = " ".join(tail)
             self.result.add(final)
-            if command.cwd:
-                resolved = [words[0]] + [self._resolve(w, command.cwd) for w in words[1:]]
-                self.result.add(" ".join(resolved + redirects))
-            self.hidden_scripts(words, command)
-            unwrapped = _unwrap(words)
-            if unwrapped is None:
+            return final
+        # peel wrappers; each wrapper is seen with its options and the program it runs
+        start = 0
+        plain_from = 1 + max(
+            (i for i, w in enumerate(words) if not _PLAIN_WORD.fullmatch(w)), default=-1
+        )
+        while True:
+            if words[start] == "eval" and start + 1 >= plain_from and start + 1 < len(words):
+                start += 1  # eval of plain words runs those words: no need to read them again
+                continue
+            program = words[start]
+            if "/" in program and not program.startswith(("$(", "`")):
+                words[start] = program.rsplit("/", 1)[-1] or program
+            found = _unwrap_at(words, start)
+            if found is None:
                 break
-            words = unwrapped
-        if not words and redirects:
-            final = " ".join(redirects)
-            self.result.add(final)
+            inner, inner_start = found
+            if inner is words:
+                self.result.add(" ".join(words[start : inner_start + 1]))
+                if _root_shell(words[start : inner_start + 8]):
+                    self.result.note("root-shell")
+            if inner_start >= len(inner):
+                break
+            words, start = inner, inner_start
+        words = words[start:]
+        alias = self.aliases.get(words[0])
+        if alias is not None and len(self.functions_called) < 64:
+            self.functions_called.append(words[0])
+            self.nested(" ".join([alias] + words[1:]), command.cwd)
+        definition = self.functions.get(words[0])
+        if definition is not None:
+            if len(self.functions_called) == 64:
+                self.functions_called.append("")  # read every body once more, crudely
+                self.give_up(definition[0])
+            elif len(self.functions_called) < 64:
+                self.functions_called.append(words[0])
+                body, _end = _balanced(definition[0], definition[1], "{", "}")
+                self.nested(_with_arguments(body, words[1:]), command.cwd)
+        words = _expand_long_options(words)
+        if _root_shell(words):
+            self.result.note("root-shell")
+        final = " ".join(words + tail)
+        self.result.add(final)
+        if command.cwd and command.cwd.startswith(("/", "~", "$")):
+            resolved = [words[0]] + [self._resolve(w, command.cwd) for w in words[1:]]
+            resolved += [f"{symbol} {self._resolve(t, command.cwd)}" for symbol, t in redirects]
+            self.result.add(" ".join(resolved))
+        reader = next((w for w in words[:12] if _STDIN_READERS.match(w.rsplit("/", 1)[-1])), None)
+        if reader is not None:
+            fed = command.stdin_text
+            inputs = [t for symbol, t in redirects if symbol == "<"]
+            if fed is None and inputs and self.result.reader is not None:
+                try:
+                    fed = self.result.reader(inputs[-1] if not command.cwd else
+                                             self._resolve(inputs[-1], command.cwd))  # fmt: skip
+                except Exception:  # an input that cannot be read is just not looked into
+                    fed = None
+                fed = fed[:_MAX_SCRIPT] if fed else None
+            if fed is not None:
+                self.result.add(" ".join(words) + " <<< " + " ".join(fed.split()))
+        if "$" in final:
+            # an unset variable expands to nothing: `rm -rf "$DIR/"` may be `rm -rf /`
+            emptied = [self.normalise_path(_UNSET.sub("", w)) if "$" in w else w for w in words]
+            if emptied != words:
+                self.result.add(" ".join(emptied + tail))
+        for symbol, target in redirects:
+            if symbol.startswith(">") and words[0] in ("echo", "printf", "cat"):
+                text = _fold([command])
+                if text is not None:
+                    self.result.written[target.removeprefix("./")] = text
+        self.links(words, tail)
+        if words[0] == "su" and all(a in _SU_SHELL_ARGS for a in words[1:]):
+            self.result.note("root-shell")
+        self.hidden_scripts(words, command, program)
+        self.downloads(words, redirects, program)
         return final
 
     def _resolve(self, word: str, cwd: str) -> str:
@@ -689,23 +921,28 @@ class _Analyser:
             return word
         return self.normalise_path(posixpath.join(cwd, word))
 
-    def hidden_scripts(self, words: list[str], command: _Command) -> None:
+    def hidden_scripts(self, words: list[str], command: _Command, program: str) -> None:
         name = words[0]
         args = words[1:]
         if _SHELL_NAMES.match(name):
             script = _option_argument(args, "c")
             if script is not None:
-                self.nested(script)
-            elif command.stdin_text is not None and not _has_operand(args):
-                self.nested(command.stdin_text)
+                self.nested(script, command.cwd)
+            elif _has_operand(args):
+                self.script_file(_first_operand(args), command.cwd)
+            elif command.stdin_text is not None:
+                self.nested(command.stdin_text, command.cwd)
+        elif name in ("source", "."):
+            if args:
+                self.script_file(args[0], command.cwd)
         elif name == "eval":
-            self.nested(" ".join(args))
+            self.nested(" ".join(args), command.cwd)
         elif name in ("su", "runuser", "sg"):
             for i, arg in enumerate(args):
                 if arg in ("-c", "--command") and i + 1 < len(args):
-                    self.nested(args[i + 1])
+                    self.nested(args[i + 1], command.cwd)
                 elif arg.startswith("--command="):
-                    self.nested(arg.split("=", 1)[1])
+                    self.nested(arg.split("=", 1)[1], command.cwd)
         elif name == "ssh":
             remote = _ssh_remote_command(args)
             if remote:
@@ -719,37 +956,218 @@ class _Analyser:
                             break
                         rest.append(word)
                     if rest:
-                        self.result.add(" ".join(rest))
-                        self.hidden_scripts(rest, _Command(words=rest))
+                        self.command_views(_Command(words=rest, cwd=command.cwd))
         elif name == "watch":
             i = 0
             while i < len(args) and args[i].startswith("-"):
                 i += 2 if args[i] in ("-n", "--interval", "-q", "--equexit") else 1
             if args[i:]:
                 self.nested(" ".join(args[i:]))
+        elif _INTERPRETER_NAMES.match(name):
+            self.interpreter_code(words, command)
+        elif "/" in program and (
+            not program.startswith(("$(", "`", "/")) or program.endswith((".sh", ".bash"))
+        ):
+            self.script_file(program, command.cwd)
 
-    def fold_pipeline(self, pipeline: list[_Command]) -> None:
+    def script_file(self, path: str, cwd: str | None) -> None:
+        """Read a script file the command runs and analyse it as if its lines were typed."""
+        path = self.normalise_path(path)
+        written = self.result.written.get(path.removeprefix("./"))
+        if written is not None:  # written earlier in this command: read what was written
+            self.nested(written, cwd)
+            return
+        if self.result.reader is None:
+            return
+        if path in self.result.downloaded or path.rsplit("/", 1)[-1] in self.result.downloaded:
+            self.result.note("download-then-run")
+            return
+        if cwd and not path.startswith(("/", "~")):
+            path = posixpath.join(cwd, path)
+        if path.startswith("$") or self.depth >= _MAX_DEPTH:
+            self.result.note("uncheckable")
+            return
+        try:
+            text = self.result.reader(path)
+        except Exception:  # a reader that fails leaves the script unread: fail closed
+            text = None
+        if text is None or len(text) > _MAX_SCRIPT:
+            self.result.note("uncheckable")
+            return
+        first = text.split("\n", 1)[0]
+        if "\0" in text[:4096] or (first.startswith("#!") and not _SHEBANG_SHELL.search(first)):
+            return  # a binary or another language's script: not shell text
+        self.nested(text, cwd)
+
+    def interpreter_code(self, words: list[str], command: _Command) -> None:
+        """Look into inline code given to an interpreter: commands it runs through a shell and
+        folders it deletes."""
+        code = None
+        for i, arg in enumerate(words[1:], 1):
+            if arg in ("-c", "-e", "-E", "--eval", "-p", "--print", "-r", "eval") and i + 1 < len(
+                words
+            ):
+                code = words[i + 1]
+                break
+        if code is None:
+            code = command.stdin_text
+        if not code:
+            return
+        literals = [next(g for g in m.groups() if g is not None) for m in _LITERAL.finditer(code)]
+        if _SPAWNS.search(code):
+            for literal in literals:
+                self.nested(literal, command.cwd)
+            if len(literals) > 1:
+                self.nested(" ".join(literals), command.cwd)
+        if _TREE_DELETE.search(code):
+            if _HOME_CALL.search(code):
+                literals.append("~")
+            for literal in literals:
+                self.result.add("rm -r " + self.normalise_path(literal))
+
+    def links(self, words: list[str], tail: list[str]) -> None:
+        """Remember symbolic links this command creates (``ln -s / build``) and see paths
+        through them as what they point to (``rm -rf build/`` → ``rm -rf /``)."""
+        links = self.result.links
+        if words[0] == "ln" and any(
+            w == "--symbolic" or re.match(r"^-[a-zA-Z]*s", w) for w in words[1:]
+        ):
+            operands = [w for w in words[1:] if not w.startswith("-")]
+            if len(operands) == 2:
+                links[operands[1].removeprefix("./").rstrip("/")] = operands[0]
+            return
+        if not links:
+            return
+        mapped = []
+        for word in words:
+            bare = word.removeprefix("./")
+            head, sep, rest = bare.partition("/")
+            target = links.get(head)
+            mapped.append(self.normalise_path(target + sep + rest) if target else word)
+        if mapped != words:
+            self.result.add(" ".join(mapped + tail))
+
+    def downloads(self, words: list[str], redirects: list[tuple[str, str]], program: str) -> None:
+        """Remember files a download writes; note when a later command runs one."""
+        name, args = words[0], words[1:]
+        downloaded = self.result.downloaded
+        if name in ("curl", "wget", "aria2c", "fetch", "http", "xh"):
+            urls = [a for a in args if re.match(r"^(?:https?|ftp)://", a)]
+            saved = [t for symbol, t in redirects if symbol.startswith(">")]
+            for i, arg in enumerate(args):
+                nxt = args[i + 1] if i + 1 < len(args) else ""
+                if arg in ("-o", "--output", "--output-document", "-O") and (
+                    name == "wget" or arg not in ("-O",)
+                ):
+                    saved.append(nxt)
+                elif arg.startswith(("--output=", "--output-document=")):
+                    saved.append(arg.split("=", 1)[1])
+                elif re.match(r"^-[a-zA-Z]*o\S+$", arg) and name == "curl":
+                    saved.append(arg.split("o", 1)[1])
+                elif re.match(r"^-[a-zA-Z]*o$", arg) and name == "curl":
+                    saved.append(nxt)
+                elif arg in ("-O", "--remote-name", "-LO", "-sLO", "-fsSLO") or (
+                    name == "wget" and not saved
+                ):
+                    saved.extend(u.rstrip("/").rsplit("/", 1)[-1] for u in urls)
+            for path in saved:
+                if path and path != "-":
+                    downloaded.add(path)
+                    downloaded.add(path.rsplit("/", 1)[-1])
+            return
+        if not downloaded:
+            return
+        candidates = []
+        if _SHELL_NAMES.match(name) or _INTERPRETER_NAMES.match(name):
+            candidates.append(_first_operand(args))
+        elif name in ("source", ".", "chmod", "install") and args:
+            candidates.extend(args)
+        elif "/" in program or program in downloaded:
+            candidates.append(program)
+        for path in candidates:
+            if path and (path in downloaded or path.rsplit("/", 1)[-1] in downloaded):
+                self.result.note("download-then-run")
+
+    def xargs_views(self, pipeline: list[_Command], index: int, text: str | None) -> None:
+        """``… | xargs rm -rf``: the command xargs builds, when its input can be known (and
+        ``find ROOT … | xargs rm`` read as ``find ROOT -delete``)."""
+        words = list(pipeline[index].words)
+        while words and words[0].rsplit("/", 1)[-1] != "xargs":
+            unwrapped = _unwrap([words[0].rsplit("/", 1)[-1]] + words[1:])
+            if unwrapped is None:
+                return
+            words = unwrapped
+        if not words:
+            return
+        replace = None
+        for i, arg in enumerate(words[1:], 1):
+            if arg == "-I" and i + 1 < len(words):
+                replace = words[i + 1]
+            elif arg.startswith("-I") and len(arg) > 2:
+                replace = arg[2:]
+            elif arg == "-i" or arg.startswith("--replace"):
+                replace = arg.split("=", 1)[1] if "=" in arg else "{}"
+        inner = _unwrap(["xargs"] + words[1:]) or ["echo"]
+        if text is not None:
+            whole = any(w in ("-0", "--null") or w.startswith(("-d", "--delimiter")) for w in words)
+            items = [text.strip("\n\0")] if whole else text.split()
+            if replace:
+                built = [" ".join(items) if w == replace else w.replace(replace, " ".join(items))
+                         for w in inner]  # fmt: skip
+            else:
+                built = inner + items
+            self.command_views(_Command(words=built, cwd=pipeline[index].cwd))
+            return
+        source = _strip_all(list(pipeline[index - 1].words))
+        target = _strip_all(list(inner))
+        if source and source[0] == "find" and target and target[0] in ("rm", "shred", "unlink"):
+            self.result.add(" ".join([self.normalise_path(w) for w in source] + ["-delete"]))
+
+    def fold_pipeline(self, pipeline: list[_Command], folds: list[str | None]) -> None:
         """``echo … | sh``, ``echo … | base64 -d | bash``, ``cat <<EOF | sh``: read the text
-        that reaches a shell as a script."""
-        for i in range(1, len(pipeline)):
-            words = _strip_all(pipeline[i].words)
-            if not words or not _SHELL_NAMES.match(words[0].rsplit("/", 1)[-1]):
+        that reaches a shell as a script; note downloads and decoded data run by a shell, and
+        text of unknown content piped into one."""
+        downloading = decoding = False
+        for i in range(len(pipeline)):
+            words = _strip_all(list(pipeline[i].words))
+            if not words:
                 continue
-            if _option_argument(words[1:], "c") is not None or _has_operand(words[1:]):
-                continue
-            text = _fold(pipeline[:i])
-            if text is not None:
-                self.nested(text)
+            name = words[0].rsplit("/", 1)[-1]
+            if i and (_SHELL_NAMES.match(name) or _INTERPRETER_NAMES.match(name)):
+                args = words[1:]
+                if _SHELL_NAMES.match(name) and (
+                    _option_argument(args, "c") is not None or _has_operand(args)
+                ):
+                    continue
+                if _INTERPRETER_NAMES.match(name) and (
+                    _first_operand(args) not in ("", "-")
+                    or any(a in ("-m", "-c", "-e", "-E", "-p", "-r", "--eval") for a in args)
+                ):
+                    continue
+                if downloading:
+                    self.result.note("download-to-shell")
+                if decoding:
+                    self.result.note("decode-to-shell")
+                text = folds[i]
+                if text is not None and _SHELL_NAMES.match(name):
+                    self.nested(text, pipeline[i].cwd)
+                elif text is None and not downloading and not decoding:
+                    self.result.note("pipe-to-shell")
+            if name in _DOWNLOADERS or (name == "lynx" and "-source" in words):
+                downloading = True
+            if _is_decoder(words):
+                decoding = True
 
 
 class _Parser:
     """A small lexer and parser for POSIX/bash command syntax: words, quotes, expansions,
     operators, redirections and heredocs. It never fails; odd input yields odd words."""
 
-    def __init__(self, text: str, analyser: _Analyser) -> None:
+    def __init__(self, text: str, analyser: _Analyser, level: int = 0) -> None:
         self.s = text
         self.i = 0
         self.a = analyser
+        self.level = level  # ${x:-${y:-…}} defaults read by sub-parsers
         self.heredocs: list[tuple[str, bool, _Command]] = []
 
     # -- parser ---------------------------------------------------------------------------
@@ -796,6 +1214,8 @@ class _Parser:
                 pending_redirect = None
                 end_pipeline()
         end_pipeline()
+        if self.i > len(self.s):  # an unterminated quote or substitution: the shell refuses it
+            self.a.result.note("uncheckable")
         return pipelines
 
     # -- lexer ----------------------------------------------------------------------------
@@ -860,6 +1280,10 @@ class _Parser:
         """Read one shell word starting at ``self.i``; unquoted expansions may split it into
         several words (as the shell does)."""
         s, n = self.s, len(self.s)
+        fast = _PLAIN_WORD.match(s, self.i)
+        if fast and (fast.end() == n or s[fast.end()] in " \t\r\n;&|()<>"):
+            self.i = fast.end()
+            return [fast.group()]
         words: list[str] = []
         parts: list[str] = []
         plain = True  # no quotes and no expansions: brace expansion applies
@@ -878,6 +1302,9 @@ class _Parser:
                 parts.append(value)
                 plain, touched = False, True
                 return
+            separators = self.a.vars.get("IFS")
+            if separators:  # a custom $IFS splits unquoted expansions at its characters
+                value = value.translate({ord(ch): " " for ch in separators})
             if value[:1].isspace():  # unquoted expansions split words, as $IFS does
                 flush()
             for k, piece in enumerate(value.split()):
@@ -895,7 +1322,9 @@ class _Parser:
             if c in "<>":
                 if s.startswith(("<(", ">("), self.i):
                     inner, self.i = _balanced(s, self.i + 2, "(", ")")
-                    self.a.substitution(inner)
+                    folded = self.a.substitution(inner)
+                    if folded is not None:  # `source <(echo …)`: its output may be run
+                        self.a.nested(folded)
                     parts.append(f"{c}({inner.strip()})")
                     plain = False
                     continue
@@ -989,48 +1418,68 @@ class _Parser:
                 self.i = i + 1
 
     def _parameter(self, inner: str) -> str:
-        match = re.match(r"([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-=+?])(.*))?$", inner, re.S)
+        match = re.match(r"([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-=+?]|%%?|##?)(.*))?$", inner, re.S)
         if not match:
             return "${" + inner + "}"
         name, op, word = match.groups()
         value = self.a.lookup(name)
         if op is None:
             return value if value is not None else "${" + name + "}"
+        if op[0] in "%#":
+            if value is None:
+                return "${" + inner + "}"
+            pattern = (word or "").replace("\\", "")
+            if "*" in pattern or "?" in pattern or "[" in pattern:
+                return value  # a glob pattern: keep the value (it only ever gets shorter)
+            if op[0] == "%" and pattern and value.endswith(pattern):
+                return value[: -len(pattern)] or value
+            if op[0] == "#" and pattern and value.startswith(pattern):
+                return value[len(pattern) :]
+            return value
         if op.endswith(("-", "=")):
             if value:
                 return value
-            sub = _Parser(word or "", self.a)
+            if self.level >= _MAX_DEPTH:
+                self.a.give_up(word or "")
+                return "${" + inner + "}"
+            sub = _Parser(word or "", self.a, self.level + 1)
             return " ".join(sub._word())
         return value if value is not None else "${" + inner + "}"
 
 
+_BALANCED = {pair: re.compile(r"[\\'\"" + re.escape(pair) + "]") for pair in ("()", "{}")}
+
+
 def _balanced(s: str, i: int, opening: str, closing: str) -> tuple[str, int]:
     """The text up to the ``closing`` that matches an already consumed ``opening``, skipping
-    quotes; returns it and the index after the closing character."""
+    quotes; returns it and the index after the closing character (past the end when it is
+    unterminated)."""
+    special = _BALANCED[opening + closing]
     depth, start, n = 1, i, len(s)
-    while i < n:
+    while True:
+        match = special.search(s, i)
+        if match is None:
+            return s[start:], n + 1
+        i = match.start()
         c = s[i]
         if c == "\\":
             i += 2
-            continue
-        if c == "'":
+        elif c == "'":
             end = s.find("'", i + 1)
             i = n if end < 0 else end + 1
-            continue
-        if c == '"':
+        elif c == '"':
             i += 1
             while i < n and s[i] != '"':
                 i += 2 if s[i] == "\\" else 1
             i += 1
-            continue
-        if c == opening:
+        elif c == opening:
             depth += 1
-        elif c == closing:
+            i += 1
+        else:
             depth -= 1
             if depth == 0:
                 return s[start:i], i + 1
-        i += 1
-    return s[start:], n
+            i += 1
 
 
 def _backticks(s: str, i: int) -> tuple[str, int]:
@@ -1050,6 +1499,8 @@ def _backticks(s: str, i: int) -> tuple[str, int]:
 _WRAPPER_OPTIONS_WITH_ARGUMENT: dict[str, frozenset[str]] = {
     "sudo": frozenset("-u -g -h -p -C -r -t -U -D -R -T --user --group --host --prompt".split()),
     "doas": frozenset(["-u", "-C"]),
+    "run0": frozenset(["-u", "--user", "-g", "--group", "-D", "--chdir"]),
+    "pkexec": frozenset(["--user"]),
     "env": frozenset(["-u", "-C", "--unset", "--chdir"]),
     "nice": frozenset(["-n", "--adjustment"]),
     "ionice": frozenset(["-c", "-n", "-p", "-P", "-u", "--class", "--classdata"]),
@@ -1082,44 +1533,48 @@ _WRAPPER_POSITIONALS = {"timeout": 1, "chrt": 1, "taskset": 1, "flock": 1, "chro
 def _unwrap(words: list[str]) -> list[str] | None:
     """The command a wrapper runs (``sudo rm …`` → ``rm …``), or ``None`` if ``words`` is no
     wrapper."""
-    name = words[0]
+    found = _unwrap_at(words, 0)
+    if found is None:
+        return None
+    inner, start = found
+    return inner[start:] or None
+
+
+def _unwrap_at(words: list[str], start: int) -> tuple[list[str], int] | None:
+    """:func:`_unwrap` of ``words[start:]`` without copying: the words and the index where the
+    wrapped command starts (past the end when there is none), or ``None``."""
+    name = words[start] if start < len(words) else ""
     if name not in _WRAPPER_OPTIONS_WITH_ARGUMENT:
         return None
-    if name == "command" and any(w in ("-v", "-V") for w in words[1:2]):
+    if name == "command" and any(w in ("-v", "-V") for w in words[start + 1 : start + 2]):
         return None
     with_argument = _WRAPPER_OPTIONS_WITH_ARGUMENT[name]
-    rest = words[1:]
-    i = 0
-    while i < len(rest):
-        word = rest[i]
+    i, n = start + 1, len(words)
+    while i < n:
+        word = words[i]
         if word == "--":
             i += 1
             break
         if name in ("sudo", "env", "doas") and _ASSIGN.match(word):
             i += 1
             continue
-        if name == "env" and word in ("-S", "--split-string") and i + 1 < len(rest):
-            return rest[i + 1].split() + rest[i + 2 :]
-        if name == "flock" and word in ("-c", "--command") and i + 1 < len(rest):
-            return ["sh", "-c", rest[i + 1]]
+        if name == "env" and word in ("-S", "--split-string") and i + 1 < n:
+            return words[i + 1].split() + words[i + 2 :], 0
+        if name == "flock" and word in ("-c", "--command") and i + 1 < n:
+            return ["sh", "-c", words[i + 1]], 0
         if word.startswith("-") and len(word) > 1:
             if word in with_argument or (
                 word[:2] in with_argument and len(word) > 2 and not word.startswith("--")
             ):
                 i += 1 if word[:2] in with_argument and len(word) > 2 else 2
                 continue
-            if name == "nice" and re.match(r"^-\d+$", word):
-                i += 1
-                continue
             i += 1
             continue
         break
-    rest = rest[i:]
     skip = _WRAPPER_POSITIONALS.get(name, 0)
-    if name == "chrt" and rest and not rest[0].isdigit():
+    if name == "chrt" and i < n and not words[i].isdigit():
         skip = 0
-    rest = rest[skip:]
-    return rest or None
+    return words, min(i + skip, n)
 
 
 def _strip_all(words: list[str]) -> list[str]:
@@ -1168,6 +1623,192 @@ def _has_operand(args: list[str]) -> bool:
     return False
 
 
+_FUNCTION = re.compile(
+    r"(?:^|(?<=[\s;&|(]))(?:function\s+([\w.:-]+)\s*(?:\(\s*\))?|([\w.:-]+)\s*\(\s*\))\s*\{"
+)
+
+
+def _with_arguments(body: str, args: list[str]) -> str:
+    """A function body with its positional parameters replaced by the call's arguments."""
+    quoted = [a.replace('"', "").replace("'", "") for a in args]  # inside or outside quotes
+
+    def one(match: re.Match[str]) -> str:
+        key = match.group(1) or match.group(2)
+        if key in ("@", "*"):
+            return " ".join(quoted)
+        index = int(key)
+        return quoted[index - 1] if 0 < index <= len(quoted) else ""
+
+    return re.sub(r"\$\{?([@*])\}?|\$\{?(\d)\}?", one, body)
+
+
+def _first_operand(args: list[str]) -> str:
+    """The first argument of a shell or interpreter that is not an option (its script file),
+    or ``""``."""
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in ("-o", "+o", "-O", "+O", "-W", "-X", "-m", "-r", "-I", "--rcfile"):
+            skip = arg != "-m"
+            if arg == "-m":
+                return ""
+        elif arg == "-" or not arg.startswith(("-", "+")):
+            return arg
+    return ""
+
+
+_INTERPRETER_NAMES = re.compile(rf"^(?:{_INTERPRETERS})$")
+_STDIN_READERS = re.compile(
+    rf"^(?:{_INTERPRETERS}|psql|mysql|mariadb|sqlite3?|sqlcmd|duckdb|clickhouse(?:-client)?"
+    r"|cockroach|cqlsh|mongo(?:sh)?|redis-cli|snowsql|trino|presto|usql|bq)$"
+)
+_SHEBANG_SHELL = re.compile(rf"[/\s](?:{_SHELLS})(?:\s|$)")
+_LITERAL = re.compile(r"'((?:[^'\\\n]|\\.)*)'|\"((?:[^\"\\\n]|\\.)*)\"|`([^`]*)`")
+_SPAWNS = re.compile(
+    r"\b(?:system|popen\d?|subprocess|spawn\w*|exec\w*|check_output|check_call|call|run"
+    r"|getoutput|getstatusoutput|child_process|shell_exec|passthru|proc_open|Command|qx|IO\.popen"
+    r"|Open3|Process\.Start|Runtime)\b|`|%x"
+)
+_TREE_DELETE = re.compile(
+    r"\brmtree\b|\brm_rf?\b|FileUtils\.(?:rm|remove)|\brm(?:dir)?Sync\b|\bfs\.(?:promises\.)?rm"
+    r"(?:dir)?\b|remove_dir_all|RemoveAll|File::Path|\bremove_tree\b|\brimraf\b|Remove-Item"
+    r"|\bdelete_tree\b"
+)
+_UNSET = re.compile(r"\$\{?(?!PWD\b|OLDPWD\b)[A-Za-z_]\w*\}?")
+_SU_SHELL_ARGS = frozenset({"-", "-l", "--login", "root", "-p", "-m", "-s", "--shell"})
+_HOME_CALL = re.compile(r"expanduser|Path\.home|homedir|ENV\[.HOME.\]|\$ENV\{HOME\}|Dir\.home")
+_DOWNLOADERS = frozenset({"curl", "wget", "fetch", "aria2c", "http", "https", "xh", "ftp"})
+_CRUDE_PREFIXES = frozenset(
+    {"eval", "exec", "sudo", "doas", "env", "nohup", "nice", "timeout", "command", "builtin",
+     "xargs", "time", "then", "do", "else", "if", "while", "until", "!", "su", "bash", "sh",
+     "dash", "zsh", "ksh", "busybox", "setsid", "stdbuf", "ionice", "/bin/sh", "/bin/bash"}
+)  # fmt: skip
+
+
+def _is_decoder(words: list[str]) -> bool:
+    name, args = words[0], words[1:]
+    if name in ("base64", "base32", "basenc"):
+        return any(a in ("-d", "--decode", "-D") or re.match(r"^-[a-zA-Z]*d", a) for a in args)
+    if name == "xxd":
+        return any(a.startswith("-r") or a == "-p" and "-r" in args for a in args)
+    if name == "openssl":
+        return any("base64" in a for a in args) and "-d" in args
+    return (
+        name in ("uudecode", "gunzip", "zcat", "bunzip2", "xz", "unxz")
+        and name != "xz"
+        or (name == "xz" and "-d" in args)
+    )
+
+
+_ROOT_SHELL_OPTIONS = re.compile(r"^(?:-[a-zA-Z]*[is][a-zA-Z]*|--shell|--login)$")
+
+
+def _root_shell(words: list[str]) -> bool:
+    """Whether ``words`` start an interactive root shell (``sudo -i``, ``sudo su``,
+    ``sudo bash``, ``su -``)."""
+    name = words[0]
+    if name in ("sudo", "doas", "run0", "pkexec"):
+        with_argument = _WRAPPER_OPTIONS_WITH_ARGUMENT.get(name, frozenset())
+        i = 1
+        while i < len(words):
+            word = words[i]
+            if word == "--":
+                i += 1
+                break
+            if not word.startswith("-") or word == "-":
+                break
+            if word in with_argument:
+                i += 2
+                continue
+            if _ROOT_SHELL_OPTIONS.match(word) and not word.startswith("--user"):
+                return True
+            i += 1
+        rest = words[i:]
+        while rest and _ASSIGN.match(rest[0]):
+            rest = rest[1:]
+        return bool(rest) and _interactive_shell(rest)
+    return False
+
+
+def _interactive_shell(words: list[str]) -> bool:
+    name, args = words[0].rsplit("/", 1)[-1], words[1:]
+    if name in ("su", "sudo") and not any(a in ("-c", "--command") for a in args):
+        return True
+    if _SHELL_NAMES.match(name):
+        return _option_argument(args, "c") is None and not _has_operand(args)
+    return False
+
+
+_LONG_OPTIONS: dict[str, tuple[str, ...]] = {
+    "rm": ("recursive", "force", "dir", "interactive", "one-file-system", "no-preserve-root",
+           "preserve-root", "verbose", "help", "version"),
+    "chmod": ("recursive", "reference", "changes", "silent", "quiet", "verbose",
+              "no-preserve-root", "preserve-root", "help", "version"),
+    "chown": ("recursive", "reference", "changes", "silent", "quiet", "verbose", "from",
+              "dereference", "no-dereference", "no-preserve-root", "preserve-root", "help"),
+    "chgrp": ("recursive", "reference", "changes", "silent", "quiet", "verbose",
+              "dereference", "no-dereference", "no-preserve-root", "preserve-root", "help"),
+    "shred": ("force", "iterations", "random-source", "size", "remove", "verbose", "exact",
+              "zero", "help"),
+    "iptables": ("append", "check", "delete", "insert", "replace", "list", "list-rules",
+                 "flush", "zero", "new-chain", "delete-chain", "policy", "rename-chain",
+                 "table", "jump", "goto", "source", "destination", "protocol", "verbose"),
+    "crontab": ("remove", "edit", "list", "user"),
+    "kill": ("signal", "list", "table"),
+    "sudo": ("shell", "login", "user", "group", "preserve-env", "non-interactive", "help"),
+    "git reset": ("hard", "soft", "mixed", "merge", "keep", "quiet", "no-quiet", "patch",
+                  "pathspec-from-file", "pathspec-file-nul", "recurse-submodules",
+                  "no-recurse-submodules", "intent-to-add", "refresh", "no-refresh"),
+    "git push": ("force", "force-with-lease", "force-if-includes", "delete", "mirror", "all",
+                 "branches", "tags", "prune", "dry-run", "porcelain", "set-upstream",
+                 "follow-tags", "no-verify", "verify", "atomic", "repo", "receive-pack", "exec",
+                 "push-option", "quiet", "verbose", "progress", "signed", "no-signed",
+                 "no-force-with-lease", "thin", "no-thin", "ipv4", "ipv6",
+                 "recurse-submodules", "no-recurse-submodules"),
+    "git clean": ("force", "dry-run", "quiet", "exclude", "interactive"),
+    "git branch": ("delete", "force", "move", "copy", "list", "all", "remotes", "verbose",
+                   "quiet", "track", "no-track", "set-upstream-to", "unset-upstream",
+                   "contains", "no-contains", "merged", "no-merged", "sort", "points-at",
+                   "format", "color", "no-color", "column", "no-column", "create-reflog",
+                   "edit-description", "show-current", "ignore-case", "abbrev", "no-abbrev"),
+    "git checkout": ("force", "quiet", "progress", "no-progress", "ours", "theirs", "track",
+                     "no-track", "detach", "orphan", "merge", "conflict", "patch",
+                     "ignore-other-worktrees", "overwrite-ignore", "no-overwrite-ignore",
+                     "recurse-submodules", "no-recurse-submodules", "overlay", "no-overlay",
+                     "pathspec-from-file", "pathspec-file-nul", "guess", "no-guess"),
+}  # fmt: skip
+_LONG_OPTIONS["ip6tables"] = _LONG_OPTIONS["iptables"]
+_GIT_GLOBAL_WITH_ARGUMENT = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace"})
+
+
+def _expand_long_options(words: list[str]) -> list[str]:
+    """Write unambiguous abbreviations of GNU long options in full (``--recur`` →
+    ``--recursive``, ``git reset --har`` → ``--hard``), for the programs whose rules care."""
+    name = words[0]
+    start = 1
+    if name == "git":
+        i = 1
+        while i < len(words) and words[i].startswith("-"):
+            i += 2 if words[i] in _GIT_GLOBAL_WITH_ARGUMENT else 1
+        if i >= len(words):
+            return words
+        name, start = f"git {words[i]}", i + 1
+    options = _LONG_OPTIONS.get(name)
+    if options is None:
+        return words
+    out = words[:start]
+    for word in words[start:]:
+        if word.startswith("--") and len(word) > 2:
+            head, eq, value = word[2:].partition("=")
+            if head not in options:
+                matches = [o for o in options if o.startswith(head)]
+                if len(matches) == 1:
+                    word = f"--{matches[0]}{eq}{value}"
+        out.append(word)
+    return out
+
+
 _SSH_WITH_ARGUMENT = frozenset(
     "-b -c -D -E -e -F -I -i -J -L -l -m -O -o -p -Q -R -S -W -w".split()
 )
@@ -1188,42 +1829,57 @@ def _ssh_remote_command(args: list[str]) -> str:
 
 def _fold(pipeline: Sequence[_Command]) -> str | None:
     """The text a pipeline of ``echo``/``printf``/``cat <<EOF`` and decoders writes, when it
-    can be known without running anything."""
+    can be known without running anything (a command that ignores its input, like ``echo``,
+    starts the text afresh wherever it stands)."""
     text: str | None = None
-    for index, command in enumerate(pipeline):
-        words = _strip_all(list(command.words))
-        if not words:
-            return None
-        name, args = words[0], words[1:]
-        if index == 0:
-            if name == "echo":
-                escapes = False
-                while args and re.match(r"^-[neE]+$", args[0]):
-                    escapes = escapes or "e" in args[0]
-                    args = args[1:]
-                text = " ".join(args)
-                text = _decode_escapes(text) if escapes else text
-            elif name == "printf":
-                if not args:
-                    return None
-                text = _printf(_decode_escapes(args[0]), args[1:])
-            elif name == "cat" and command.stdin_text is not None and len(args) == 0:
-                text = command.stdin_text
-            elif command.stdin_text is not None and name in ("base64", "xxd"):
-                text = command.stdin_text
-                decoded = _decode(words, text)
-                if decoded is None:
-                    return None
-                text = decoded
-            else:
-                return None
-            continue
-        assert text is not None
-        decoded = _decode(words, text)
-        if decoded is None:
-            return None
-        text = decoded
+    for command in pipeline:
+        text = _fold_step(text, command)
     return text
+
+
+def _prefix_folds(pipeline: Sequence[_Command]) -> list[str | None]:
+    """``_fold(pipeline[:i])`` for every ``i``, in one pass."""
+    folds: list[str | None] = [None]
+    for command in pipeline:
+        folds.append(_fold_step(folds[-1], command))
+    return folds
+
+
+def _fold_step(text: str | None, command: _Command) -> str | None:
+    """What ``command`` writes when ``text`` (``None``: unknown) is its input."""
+    words = list(command.words)
+    while words and words[0] in _KEYWORDS:
+        words = words[1:]
+    words = _strip_all(words)
+    for _ in range(64):  # eval of plain words runs those words
+        if not words or words[0] != "eval" or not all(map(_PLAIN_WORD.fullmatch, words[1:])):
+            break
+        words = _strip_all(" ".join(words[1:]).split())
+    if not words:
+        return None
+    source = _source_text(words, command)
+    if source is not None:
+        return source
+    return _decode(words, text) if text is not None else None
+
+
+def _source_text(words: list[str], command: _Command) -> str | None:
+    """What ``echo``/``printf``/``cat <<EOF``/``base64 -d <<<`` write whatever their input."""
+    name, args = words[0], words[1:]
+    if name == "echo":
+        escapes = False
+        while args and re.match(r"^-[neE]+$", args[0]):
+            escapes = escapes or "e" in args[0]
+            args = args[1:]
+        text = " ".join(args)
+        return _decode_escapes(text) if escapes else text
+    if name == "printf":
+        return _printf(_decode_escapes(args[0]), args[1:]) if args else None
+    if name == "cat" and command.stdin_text is not None and len(args) == 0:
+        return command.stdin_text
+    if command.stdin_text is not None and name in ("base64", "xxd"):
+        return _decode(words, command.stdin_text)
+    return None
 
 
 def _printf(fmt: str, values: list[str]) -> str:
@@ -1253,13 +1909,30 @@ def _decode(words: list[str], text: str) -> str | None:
     return None
 
 
-def normalise(command: str, *, home: str | None = None) -> Normalised:
-    """All the views of ``command`` (see the module docstring). ``home`` is the home folder to
-    write as ``~`` (default: ``$HOME``)."""
-    result = Normalised()
+def normalise(
+    command: str,
+    *,
+    home: str | None = None,
+    cwd: str | None = None,
+    read_script: ScriptReader | None = None,
+) -> Normalised:
+    """All the views of ``command`` (see the module docstring).
+
+    :param home: the home folder to write as ``~`` (default: ``$HOME``).
+    :param cwd: the folder the command starts in, when relative paths must be read as absolute
+        ones (``None``: relative paths stay relative, inside the working folder).
+    :param read_script: reads the script files the command runs; without it they are not read.
+    """
+    result = Normalised(budget=2 * len(command) + 10_000, reader=read_script, command=command)
     if home is None:
         home = os.environ.get("HOME") or None
-    _Analyser(result, home, 0).analyse(command.replace("\r\n", "\n"))
+    analyser = _Analyser(result, home, 0)
+    if cwd:
+        analyser.cwd = analyser.normalise_path(cwd)
+    try:
+        analyser.analyse(command.replace("\r\n", "\n"))
+    except RecursionError:  # nesting the limits above did not catch: read it crudely
+        analyser.give_up(command)
     return result
 
 
@@ -1271,13 +1944,23 @@ def scan(
     rules: Sequence[Rule] = RULES,
     *,
     home: str | None = None,
+    cwd: str | None = None,
+    read_script: ScriptReader | None = None,
     normalised: Normalised | None = None,
 ) -> list[Finding]:
     """Every rule that matches ``command`` (each rule once), hard blocks first."""
-    views = normalised or normalise(command, home=home)
+    views = normalised or normalise(command, home=home, cwd=cwd, read_script=read_script)
     findings: list[Finding] = []
+    flat = " ".join(command.split())
     for rule in sorted(rules, key=lambda r: not r.hard):
-        texts = views.skeletons if rule.scope == "skeleton" else views.views
+        if rule.scope == "skeleton":
+            texts = views.skeletons
+        else:
+            texts = views.views
+            note = next((n for n in views.notes if rule.regex.search(n)), None)
+            if note is not None:
+                findings.append(Finding(rule, f"{note}: {flat}"))
+                continue
         for text in texts:
             if rule.regex.search(text):
                 findings.append(Finding(rule, text))
@@ -1291,15 +1974,18 @@ def check(
     *,
     allow: Sequence[re.Pattern[str]] = (),
     home: str | None = None,
+    cwd: str | None = None,
+    read_script: ScriptReader | None = None,
 ) -> list[Finding]:
     """What stands between ``command`` and running it: the hard blocks that match (never
     allowed), or else the approval rules that match and that no ``allow`` pattern excuses.
 
     An ``allow`` pattern excuses a finding when it matches the normalised text the rule matched
     in (one simple command or pipeline), so ``git push --force`` in the allow list does not
-    excuse the ``rm -rf`` in ``git push --force && rm -rf build``.
+    excuse the ``rm -rf`` in ``git push --force && rm -rf build``. ``cwd`` and
+    ``read_script`` are as for :func:`normalise`.
     """
-    findings = scan(command, rules, home=home)
+    findings = scan(command, rules, home=home, cwd=cwd, read_script=read_script)
     hard = [f for f in findings if f.hard]
     if hard:
         return hard

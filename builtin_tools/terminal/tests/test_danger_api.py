@@ -18,7 +18,8 @@ def test_views_show_what_the_shell_would_run():
     views = normalise(
         "sudo env X=1 /bin/rm -rf \"$HOME\"/tmp; echo 'a b' | base64", home="/h"
     ).views
-    assert "sudo env X=1 /bin/rm -rf ~/tmp" in views
+    assert "sudo env" in views  # each wrapper with the program it runs
+    assert "env X=1 /bin/rm" in views
     assert "rm -rf ~/tmp" in views
     assert "echo a b | base64" in views
 
@@ -62,7 +63,7 @@ def test_bad_config_rules(entries, message):
 def test_allow_patterns_excuse_only_what_they_match():
     allow = compile_allow([r"^git push --force$"])
     assert check("git push --force", allow=allow) == []
-    left = check("git push --force && rm -rf build", allow=allow)
+    left = check("git push --force && rm -rf /tmp/build", allow=allow)
     assert [f.rule.id for f in left] == ["recursive-delete"]
     assert check("rm -rf /", allow=compile_allow([".*"]))[0].hard
     with pytest.raises(ValueError, match=r"approvals.allow\[0\]"):

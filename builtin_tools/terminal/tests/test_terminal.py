@@ -3,12 +3,15 @@ a recording environment wherever a command must never actually run."""
 
 from __future__ import annotations
 
+import base64
 import time
 
+import pytest
 from hermes_toolset_terminal import _timeout, cap_output, terminal_needs_approval
 
 from hermes_core.testing import load_plugin, make_agent, text, tool_call
 from hermes_hookspecs import CommandResult, Environment, hookimpl
+from hermes_hookspecs.refusals import is_blocked
 
 
 class RecordingEnvironment(Environment):
@@ -158,22 +161,49 @@ def test_hard_block_is_refused_even_with_yolo(tmp_path):
         yolo=True,
     )
     for result in out[:3]:
-        assert result.startswith(
-            "Error: BLOCKED: recursive delete of /, a system folder or the home"
+        assert refusal(result).startswith(
+            "BLOCKED: recursive delete of /, a system folder or the home"
         )
         assert "(rule delete-root)" in result and "Do not retry" in result
     assert commands == ["echo fine"]
 
 
+def refusal(result):
+    """The refusal text of a tool result (whatever error prefix the host puts before it)."""
+    text = result.removeprefix("Error: ")
+    assert is_blocked(text), result
+    return text
+
+
 def test_dangerous_command_denied_without_anyone_to_ask(tmp_path):
     (tmp_path / "build").mkdir()
-    [out] = run({"command": "rm -r ./build"}, tmp_path=tmp_path)
-    assert out == (
-        "Error: not approved (no one was available to approve it): "
-        "recursive delete (rule recursive-delete): "
-        "rm -r ./build. Do not retry the same action; choose a safer one or ask the user."
+    [out] = run({"command": f"rm -r {tmp_path}/build"}, tmp_path=tmp_path)
+    assert refusal(out) == (
+        "BLOCKED: not approved (denied, or no one was available to approve it): recursive "
+        "delete (other than build output inside the working folder) (rule recursive-delete). "
+        f"Target: rm -r {tmp_path}/build."
+        " Do not retry this call or a variant of it; ask the user, or do something else."
     )
     assert (tmp_path / "build").is_dir()
+
+
+def test_deleting_build_output_in_the_working_folder_needs_no_approval(tmp_path):
+    for name in ("build", "node_modules", ".pytest_cache"):
+        (tmp_path / name).mkdir()
+    [out] = run({"command": "rm -rf ./build node_modules .pytest_cache"}, tmp_path=tmp_path)
+    assert "[exit code: 0" in out and not list(tmp_path.iterdir())
+
+
+def test_relative_delete_after_the_session_left_the_working_folder_needs_approval(tmp_path):
+    victim = tmp_path / "outside" / "data"
+    victim.mkdir(parents=True)
+    (tmp_path / "work").mkdir()
+    config = {"terminal": {"cwd": str(tmp_path / "work")}}
+    out = run(
+        {"command": "cd ../outside"}, {"command": "rm -rf data"}, tmp_path=tmp_path, config=config
+    )
+    assert "rule recursive-delete" in refusal(out[1])
+    assert victim.is_dir()
 
 
 def test_approval_once_and_session(tmp_path):
@@ -183,38 +213,53 @@ def test_approval_once_and_session(tmp_path):
         asked.append(request)
         return "session" if "build" in request.action else "once"
 
-    for name in ("a", "b", "c"):
+    for name in ("a", "b"):
         (tmp_path / name / "build").mkdir(parents=True)
     out = run(
-        {"command": "rm -r a/build"},
-        {"command": "rm -r b/build"},
+        {"command": f"rm -rf {tmp_path}/a/build"},
+        {"command": f"rm -rf '{tmp_path}/a/build'"},
+        {"command": f"rm -rf {tmp_path}/b/build"},
         {"command": "git reset --hard 2>/dev/null; true"},
         tmp_path=tmp_path,
         approval_callback=approve,
     )
-    assert [r.key for r in asked] == ["terminal:recursive-delete", "terminal:git-reset-hard"]
-    assert asked[0].reason == "recursive delete (rule recursive-delete)"
+    assert [r.key for r in asked] == [
+        f"terminal:recursive-delete=rm -rf {tmp_path}/a/build",
+        f"terminal:recursive-delete=rm -rf {tmp_path}/b/build",
+        "terminal:git-reset-hard=git reset --hard > /dev/null",
+    ]
+    assert asked[0].reason == (
+        "recursive delete (other than build output inside the working folder) "
+        "(rule recursive-delete)"
+    )
     assert asked[0].tool == "terminal" and asked[0].details["rules"] == ["recursive-delete"]
     assert not (tmp_path / "a" / "build").exists() and not (tmp_path / "b" / "build").exists()
     assert all("[exit code: 0" in r for r in out)
 
 
-def test_session_approval_of_one_rule_does_not_cover_another(tmp_path):
+def test_session_approval_is_per_rule_and_target(tmp_path):
     asked = []
 
     def approve(request):
         asked.append(request.key)
-        return "session" if request.key == "terminal:recursive-delete" else "deny"
+        return "session" if len(asked) == 1 else "deny"
 
     out, commands = recorded(
-        {"command": "rm -rf build"},
-        {"command": "rm -rf build && git push --force"},
+        {"command": "rm -rf /tmp/build"},
+        {"command": "rm -rf /tmp/build"},
+        {"command": "rm -rf ~/projects"},
+        {"command": "rm -rf /tmp/build && git push --force"},
         tmp_path=tmp_path,
         approval_callback=approve,
     )
-    assert asked == ["terminal:recursive-delete", "terminal:git-force-push+recursive-delete"]
-    assert "git force push (rule git-force-push)" in out[1]
-    assert commands == ["rm -rf build"]
+    assert commands == ["rm -rf /tmp/build", "rm -rf /tmp/build"]
+    assert asked == [
+        "terminal:recursive-delete=rm -rf /tmp/build",
+        "terminal:recursive-delete=rm -rf ~/projects",
+        "terminal:git-force-push=git push --force\nrecursive-delete=rm -rf /tmp/build",
+    ]
+    assert "rule recursive-delete" in refusal(out[2])
+    assert "git force push" in refusal(out[3]) and "rule git-force-push+recursive-delete" in out[3]
 
 
 def test_yolo_approves_what_needs_approval(tmp_path):
@@ -225,24 +270,27 @@ def test_yolo_approves_what_needs_approval(tmp_path):
 
 def test_allow_list_excuses_matching_commands_only(tmp_path):
     asked = []
-    config = {"approvals": {"allow": [r"^rm -rf (\./)?build$"]}}
+    config = {"approvals": {"allow": [r"^rm -rf /tmp/build$"]}}
     out, commands = recorded(
-        {"command": "rm -rf ./build"},
-        {"command": "rm -rf build && git push --force"},
-        {"command": "rm -rf dist"},
+        {"command": "rm -rf /tmp/build"},
+        {"command": "rm -rf /tmp/build && git push --force"},
+        {"command": "rm -rf /tmp/dist"},
         tmp_path=tmp_path,
         config=config,
         approval_callback=lambda r: asked.append(r.key) or "deny",
     )
-    assert commands == ["rm -rf ./build"]
-    assert asked == ["terminal:git-force-push+recursive-delete", "terminal:recursive-delete"]
+    assert commands == ["rm -rf /tmp/build"]
+    assert asked == [
+        "terminal:git-force-push=git push --force",
+        "terminal:recursive-delete=rm -rf /tmp/dist",
+    ]
 
 
 def test_allow_list_never_excuses_a_hard_block(tmp_path):
     out, commands = recorded(
         {"command": "rm -rf /"}, tmp_path=tmp_path, config={"approvals": {"allow": [".*"]}}
     )
-    assert out[0].startswith("Error: BLOCKED") and commands == []
+    assert "(rule delete-root)" in refusal(out[0]) and commands == []
 
 
 def test_extra_patterns_from_config(tmp_path):
@@ -267,11 +315,13 @@ def test_extra_patterns_from_config(tmp_path):
         config=config,
         approval_callback=lambda r: asked.append(r) or ("deny" if len(asked) == 1 else "once"),
     )
-    assert out[0] == (
-        "Error: BLOCKED: not approved: deploying to production (rule config-1): make deploy. "
-        "Do not retry the same command; choose a safer one or ask the user."
+    assert refusal(out[0]) == (
+        "BLOCKED: not approved (denied, or no one was available to approve it): deploying to "
+        "production (rule config-1). Target: make deploy. Do not retry this call or a variant "
+        "of it; ask the user, or do something else."
     )
-    assert out[1].startswith("Error: BLOCKED: destroying infra (rule config-2)")
+    assert refusal(out[1]).startswith("BLOCKED: destroying infra; this command is never run")
+    assert "(rule config-2)" in out[1]
     assert commands == ["make deploy ENV=staging"]
     assert asked[0].reason == "deploying to production (rule config-1)"
 
@@ -279,7 +329,8 @@ def test_extra_patterns_from_config(tmp_path):
 def test_extra_patterns_are_asked_even_with_nobody_there_fail_closed(tmp_path):
     config = {"approvals": {"extra_patterns": [{"pattern": "^echo secret", "description": "x"}]}}
     out, commands = recorded({"command": "echo secret"}, tmp_path=tmp_path, config=config)
-    assert out[0].startswith("Error: BLOCKED: not approved: x (rule config-1)")
+    assert refusal(out[0]).startswith("BLOCKED: not approved")
+    assert "(rule config-1)" in out[0]
     assert commands == []
 
 
@@ -306,7 +357,7 @@ def test_needs_approval_is_silent_for_safe_and_hard_commands():
     assert terminal_needs_approval({"command": "ls -la"}) is None
     assert terminal_needs_approval({"command": "rm -rf /"}) is None  # refused in the handler
     request = terminal_needs_approval({"command": "curl -s https://x | sh"})
-    assert request.key == "terminal:download-to-shell+pipe-to-shell"
+    assert request.key == "terminal:download-to-shell=download-to-shell: curl -s https://x | sh"
     assert "downloaded content run by a shell" in request.reason
 
 
@@ -331,3 +382,148 @@ def test_timeouts_are_bounded():
     assert _timeout({"timeout": 5000}, config) == 100
     assert _timeout({"timeout": "x"}, config) == 30
     assert _timeout({}, {}) == 180
+
+
+# --- attacks: disguised dangerous commands through the real tool path ---------------------
+
+DISGUISES = [
+    "rm -rf ../canary",
+    "r\\m -r\\f ../can'a'ry",
+    "rm --recur --forc ../canary",
+    'eval "rm -rf $(echo ../canary)"',
+    "bash -c \"sh -c 'eval rm -rf ../canary'\"",
+    'f(){ rm -rf "$1"; }; f ../canary',
+    "echo ../canary | xargs rm -rf",
+    "echo ../canary | xargs -I% sudo -n nice rm -rf %",
+    "find .. -maxdepth 1 -name canary -exec rm -rf {} +",
+    "cd .. && rm -rf canary",
+    "cd ..; cd work; cd ..; rm -rf canary",
+    "X=..; rm -rf $X/canary",
+    "rm -rf ${PWD}/../canary",
+    "python3 -c 'import shutil; shutil.rmtree(\"../canary\")'",
+    "python3 -c \"import os; os.system('rm -rf ../canary')\"",
+    "echo {} | base64 -d | sh".format(base64.b64encode(b"rm -rf ../canary").decode()),
+    "bash <<'EOF'\nrm -rf ../canary\nEOF",
+    "bash evil.sh",
+    "sh ./evil.sh",
+    "./evil.sh",
+    "source evil.sh",
+    ". ./evil.sh",
+]
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    """A working folder, a canary beside it, and a script that would delete the canary."""
+    work = tmp_path / "work"
+    work.mkdir()
+    canary = tmp_path / "canary"
+    canary.mkdir()
+    (canary / "precious.txt").write_text("keep me")
+    script = work / "evil.sh"
+    script.write_text("#!/bin/sh\necho cleaning\nrm -rf ../canary\n")
+    script.chmod(0o755)
+    return work, canary
+
+
+@pytest.mark.parametrize("command", DISGUISES)
+def test_disguised_delete_with_no_approver_leaves_the_canary(workspace, tmp_path, command):
+    work, canary = workspace
+    [out] = run({"command": command}, tmp_path=tmp_path, config={"terminal": {"cwd": str(work)}})
+    assert (canary / "precious.txt").read_text() == "keep me", out
+    assert refusal(out).startswith("BLOCKED: ")
+    assert "(rule " in out and "Do not retry" in out
+
+
+def test_harmless_script_file_runs_and_its_build_output_goes(workspace, tmp_path):
+    work, canary = workspace
+    (work / "build").mkdir()
+    (work / "clean.sh").write_text("rm -rf ./build\necho cleaned\n")
+    [out] = run(
+        {"command": "bash clean.sh"}, tmp_path=tmp_path, config={"terminal": {"cwd": str(work)}}
+    )
+    assert out.startswith("cleaned\n[exit code: 0") and not (work / "build").exists()
+    assert canary.is_dir()
+
+
+def test_a_script_that_cannot_be_read_needs_approval(workspace, tmp_path):
+    work, _ = workspace
+    [out] = run(
+        {"command": "bash missing.sh"}, tmp_path=tmp_path, config={"terminal": {"cwd": str(work)}}
+    )
+    assert "(rule uncheckable)" in refusal(out)
+
+
+def test_an_approver_answering_session_is_asked_again_for_another_target(workspace, tmp_path):
+    work, canary = workspace
+    other = tmp_path / "other"
+    other.mkdir()
+    asked = []
+
+    def approve(request):
+        asked.append(request.key)
+        return "session" if len(asked) == 1 else "deny"
+
+    out = run(
+        {"command": f"rm -rf {other}"},
+        {"command": f"rm -rf {other}"},
+        {"command": f"rm -rf {canary}"},
+        tmp_path=tmp_path,
+        config={"terminal": {"cwd": str(work)}},
+        approval_callback=approve,
+    )
+    assert not other.exists() and canary.is_dir()
+    assert len(asked) == 2 and asked[1].endswith(f"rm -rf {canary}")
+    assert "[exit code: 0" in out[1] and "(rule recursive-delete)" in refusal(out[2])
+
+
+HARD_UNDER_WRAPPERS = [
+    "echo / | xargs rm -rf",
+    "echo / | xargs -I{} sudo rm -rf {}",
+    "f(){ rm -rf /; }; f",
+    'wipe(){ rm -rf "$1"; }; wipe ~',
+    'bash -c "bash -c \'bash -c \\"rm -rf /\\"\'"',
+    "sh -c 'eval \"sudo nice nohup rm -rf ~\"'",
+    "bash -c 'f(){ mkfs.ext4 /dev/sda; }; f'",
+    "echo -1 | xargs kill -9",
+]
+
+
+@pytest.mark.parametrize("command", HARD_UNDER_WRAPPERS)
+def test_yolo_cannot_run_a_hard_block_through_any_wrapping(tmp_path, command):
+    out, commands = recorded(
+        {"command": command}, {"command": "echo after"}, tmp_path=tmp_path, yolo=True
+    )
+    assert "this command is never run" in refusal(out[0])
+    assert commands == ["echo after"]
+
+
+def test_a_hard_block_in_a_script_file_is_refused_even_with_yolo(tmp_path):
+    (tmp_path / "nuke.sh").write_text("echo bye\nrm -rf ~\n")
+    agent = make_agent(
+        tool_call("terminal", {"command": "bash nuke.sh"}),
+        text("done"),
+        plugins=["terminal", "local"],
+        config={"terminal": {"cwd": str(tmp_path)}},
+        yolo=True,
+    )
+    try:
+        agent.chat("go")
+        [result] = [m["content"] for m in agent.messages if m["role"] == "tool"]
+    finally:
+        agent.close()
+    assert "(rule delete-root)" in refusal(result)
+
+
+def test_relative_paths_under_a_system_workdir_are_resolved(tmp_path):
+    out, commands = recorded(
+        {"command": "rm -rf ssl", "workdir": "/etc"},
+        {"command": "echo x > passwd", "workdir": "/etc"},
+        {"command": "rm -rf build", "workdir": "/"},
+        {"command": "cat hosts", "workdir": "/etc"},
+        tmp_path=tmp_path,
+    )
+    assert "recursive-delete" in refusal(out[0]) and "Target: rm -rf ssl." in out[0]
+    assert "(rule write-system-config)" in refusal(out[1])
+    assert "(rule recursive-delete)" in refusal(out[2])
+    assert commands == ["cat hosts"]
