@@ -53,10 +53,9 @@ def run(box, *calls, config=None, plugins=("file", "local"), **kwargs):
 
 
 def refusal(out):
-    """The refusal text, whatever prefix the host puts before a tool error."""
-    text = out.removeprefix("Error: ")
-    assert text.startswith(BLOCKED_MARKER), out
-    return text
+    """The refusal text: it reaches the model exactly as made, starting with the marker."""
+    assert out.startswith(BLOCKED_MARKER), out
+    return out
 
 
 class Approver:

@@ -169,10 +169,9 @@ def test_hard_block_is_refused_even_with_yolo(tmp_path):
 
 
 def refusal(result):
-    """The refusal text of a tool result (whatever error prefix the host puts before it)."""
-    text = result.removeprefix("Error: ")
-    assert is_blocked(text), result
-    return text
+    """The refusal text of a tool result: it reaches the model exactly as made."""
+    assert is_blocked(result), result
+    return result
 
 
 def test_dangerous_command_denied_without_anyone_to_ask(tmp_path):
