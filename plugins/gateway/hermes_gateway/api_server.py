@@ -20,6 +20,7 @@ from hermes_hookspecs import AgentOutcome, Gateway, HermesError, InboundMessage,
 
 from . import openai_format as fmt
 from .core import GatewayClosed, new_session_id
+from .listening import listen
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -78,19 +79,7 @@ class ApiServerAdapter(PlatformAdapter):
         app.router.add_get("/v1/models", self._models)
         app.router.add_post("/v1/chat/completions", self._chat_completions)
         app.router.add_post("/v1/responses", self._responses)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
-        try:
-            await site.start()
-        except OSError as exc:
-            await self._runner.cleanup()
-            raise HermesError(
-                f"the API server cannot listen on {self.host}:{self.port}: {exc.strerror or exc}"
-            ) from None
-        server = site._server  # the bound port, when 0 asked for a free one
-        if server is not None and getattr(server, "sockets", None):
-            self.port = int(server.sockets[0].getsockname()[1])
+        self._runner, self.port = await listen(app, self.host, self.port, "the API server")
 
     async def disconnect(self) -> None:
         """Stop listening; requests under way are finished first."""

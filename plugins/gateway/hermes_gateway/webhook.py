@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from hermes_hookspecs import Attachment, Gateway, HermesError, InboundMessage, PlatformAdapter
 
 from .core import GatewayClosed
+from .listening import listen
 
 if TYPE_CHECKING:
     import aiohttp
@@ -127,19 +128,11 @@ class WebhookAdapter(PlatformAdapter):
         self._client = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout))
         app = web.Application(client_max_size=4 * 1024 * 1024)
         app.router.add_post(self.path, self._inbound)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
         try:
-            await site.start()
-        except OSError as exc:
-            await self.disconnect()
-            raise HermesError(
-                f"the webhook cannot listen on {self.host}:{self.port}: {exc.strerror or exc}"
-            ) from None
-        server = site._server
-        if server is not None and getattr(server, "sockets", None):
-            self.port = int(server.sockets[0].getsockname()[1])
+            self._runner, self.port = await listen(app, self.host, self.port, "the webhook")
+        except HermesError:
+            await self.disconnect()  # the outbound client too
+            raise
 
     async def disconnect(self) -> None:
         """Stop listening and close the outbound client."""

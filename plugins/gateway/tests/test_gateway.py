@@ -349,6 +349,19 @@ def test_no_key_refuses_to_start_with_one_line(tmp_path, monkeypatch):
     assert "\n" not in str(refused.value)
 
 
+def test_a_port_in_use_is_one_line_naming_the_adapter_and_address(tmp_path):
+    import socket
+
+    runner = make_runner(tmp_path, ScriptedModel())
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(HermesError, match=f"API server cannot listen on .*:{port}") as refused:
+            serve_gateway(tmp_path, runner, {"platforms": _api(port=port, host="127.0.0.1")})
+    assert "\n" not in str(refused.value)
+
+
 def test_the_allow_list_fails_closed(tmp_path):
     model = ScriptedModel()
     runner = make_runner(tmp_path, model)
