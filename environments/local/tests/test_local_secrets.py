@@ -110,6 +110,13 @@ def test_a_command_cannot_read_the_parents_environment():
     import shutil
     import subprocess
     import sys
+    import tempfile
+    from pathlib import Path
+
+    import hermes_env_local
+    import pluggy
+
+    import hermes_hookspecs
 
     argv = [sys.executable, "-c", SCRIPT, "/"]
     if os.geteuid() == 0:  # root reads any process's /proc: run hermes as an ordinary user
@@ -118,7 +125,17 @@ def test_a_command_cannot_read_the_parents_environment():
             pytest.skip("running as root without setpriv to drop to an ordinary user")
         argv = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
     env = {**os.environ, "OPENAI_API_KEY": "sk-in-the-parent-only-1234"}
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    # The ordinary user may not enter this virtual environment (tox makes .tox private), so it
+    # gets the three packages the script imports from a folder it can read.
+    site = tempfile.mkdtemp(prefix="hermes-test-site-")
+    try:
+        os.chmod(site, 0o755)
+        shutil.copytree(Path(pluggy.__file__).parent, Path(site) / "pluggy")
+        sources = [Path(m.__file__).parent.parent for m in (hermes_env_local, hermes_hookspecs)]
+        env["PYTHONPATH"] = os.pathsep.join([site, *map(str, sources)])
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    finally:
+        shutil.rmtree(site, ignore_errors=True)
     assert "status=" in done.stdout, done.stderr
     assert "sk-in-the-parent-only-1234" not in done.stdout
     assert "status=1" in done.stdout  # refused, not merely empty
