@@ -27,7 +27,6 @@ from hermes_hookspecs import (
     hookimpl,
 )
 
-from . import guard
 from .search import DEFAULT_RESULTS, MAX_RESULTS, search_files, to_ere
 
 __all__ = [
@@ -56,6 +55,13 @@ _SIGNATURES = (
     (b"\x1f\x8b", "a gzip archive"),
     (b"SQLite format 3", "an SQLite database"),
 )
+
+
+def _guard() -> Any:
+    """The path checks, imported on first use (``hermes --help`` loads this plugin)."""
+    from . import guard
+
+    return guard
 
 
 def _environment(ctx: ToolContext) -> Any:
@@ -119,7 +125,7 @@ def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
     offset = max(1, int(args.get("offset") or 1))
     limit = min(MAX_LINES, max(1, int(args.get("limit") or DEFAULT_LINES)))
     env = _environment(ctx)
-    [place] = guard.check(ctx, env, [path], write=False)
+    [place] = _guard().check(ctx, env, [path], write=False)
     data = _read_bytes(env, place.real or path, path)
     max_bytes = int(_settings(ctx).get("max_read_bytes") or MAX_FILE_BYTES)
     if len(data) > max_bytes:
@@ -169,7 +175,7 @@ def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
     content = str(args.get("content", ""))
     data = content.encode("utf-8")
     env = _environment(ctx)
-    [place] = guard.check(ctx, env, [path], write=True)
+    [place] = _guard().check(ctx, env, [path], write=True)
     _write(env, place.real or path, data, path)
     lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
     return f"Wrote {len(data)} bytes ({lines} lines) to {path}."
@@ -382,7 +388,7 @@ def patch(args: dict[str, Any], ctx: ToolContext) -> str:
         path = args.get("path")
         if not path or "old_string" not in args or "new_string" not in args:
             raise ToolError("replace mode needs path, old_string and new_string")
-        [place] = guard.check(ctx, env, [str(path)], write=True, read=True)
+        [place] = _guard().check(ctx, env, [str(path)], write=True, read=True)
         where = place.real or str(path)
         text, _ = _text(_read_bytes(env, where, str(path)), str(path))
         new_text, count, first = _replace(
@@ -411,7 +417,7 @@ def patch(args: dict[str, Any], ctx: ToolContext) -> str:
         if args.get("path") and len(patches) == 1:
             target = str(args["path"])
         targets.append(target)
-    places = guard.check(ctx, env, targets, write=True, read=True)  # before anything is read
+    places = _guard().check(ctx, env, targets, write=True, read=True)  # before anything is read
     results: list[tuple[str, str, str]] = []
     for file_patch, target, place in zip(patches, targets, places, strict=True):
         where = place.real or target

@@ -27,9 +27,6 @@ from typing import Any
 
 from hermes_hookspecs import EnvironmentUnavailable, ToolContext, ToolError, blocked
 
-from .resolve import resolve
-from .sensitive import read_concerns
-
 __all__ = ["SKIPPED_DIRS", "search_files", "to_ere"]
 
 DEFAULT_RESULTS = 50
@@ -204,6 +201,8 @@ def _remove(env: Any, temp: str) -> None:
 
 
 def _secret(path: str, home: str, hermes_homes: tuple[str, ...]) -> str:
+    from .sensitive import read_concerns  # imported on first use, as the other checks
+
     concerns = read_concerns([path], home=home, hermes_homes=hermes_homes)
     return concerns[0].rule if concerns else ""
 
@@ -225,6 +224,8 @@ def search_files(args: dict[str, Any], ctx: ToolContext) -> str:
         except re.error as exc:
             raise ToolError(f"invalid regular expression {pattern!r}: {exc}") from None
     env = _environment(ctx)
+    from .resolve import resolve
+
     resolution = resolve(env, [root], ctx.config if isinstance(ctx.config, Mapping) else {})
     [place] = resolution.places
     if place.real is None and target == "content":

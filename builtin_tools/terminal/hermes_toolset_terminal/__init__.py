@@ -25,7 +25,7 @@ import threading
 import time
 import weakref
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes_hookspecs import (
     ApprovalRequest,
@@ -39,7 +39,8 @@ from hermes_hookspecs import (
     hookimpl,
 )
 
-from . import danger
+if TYPE_CHECKING:  # the checker is imported on first use: `hermes --help` loads this plugin
+    from . import danger
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT",
@@ -80,6 +81,8 @@ def _number(value: Any, default: float) -> float:
 def _policy(config: Mapping[str, Any]) -> tuple[list[danger.Rule], list[re.Pattern[str]]]:
     """The rules from ``approvals.extra_patterns`` and the ``approvals.allow`` patterns;
     a malformed entry is a :class:`ToolError` (fail closed: nothing runs with a broken policy)."""
+    from . import danger
+
     approvals = _section(config, "approvals")
     try:
         return (
@@ -146,6 +149,8 @@ def terminal_needs_approval(args: dict[str, Any]) -> ApprovalRequest | None:
 
     The ``terminal`` handler asks through ``ctx.approve`` with the full check, so this is a
     preview for UIs and tests."""
+    from . import danger
+
     command = args.get("command")
     if not isinstance(command, str):
         return None
@@ -159,6 +164,8 @@ def terminal_needs_approval(args: dict[str, Any]) -> ApprovalRequest | None:
 def hermes_approve(request: ApprovalRequest, context: ToolContext) -> str | None:
     """Answer ``once`` for a terminal command whose every match is excused by
     ``approvals.allow``; no opinion otherwise."""
+    from . import danger
+
     if request.tool not in _COMMAND_TOOLS:
         return None
     command = request.details.get("command")
@@ -189,6 +196,8 @@ def _working_folder(ctx: ToolContext, env: Any, workdir: str | None) -> str | No
     """The folder the command starts in, when relative paths there are *not* the user's
     working folder (the session moved to ``/``, the home folder, a system folder or outside
     ``terminal.cwd``); ``None`` when relative paths stay inside the working folder."""
+    from . import danger
+
     current = getattr(env, "cwd", None)
     base = current if isinstance(current, str) else None
     if workdir:
@@ -226,6 +235,8 @@ def _script_reader(env: Any, base: str | None) -> danger.ScriptReader:
 def _guard(command: str, ctx: ToolContext, env: Any, workdir: str | None) -> None:
     """Refuse hard blocks (builtin or configured); ask about everything else that matched,
     with a key naming each rule and its target; refuse what is not approved."""
+    from . import danger
+
     rules, allow = _policy(ctx.config)
     start = _working_folder(ctx, env, workdir)
     current = getattr(env, "cwd", None)

@@ -4,7 +4,6 @@ to its end."""
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import inspect
 import threading
@@ -33,6 +32,7 @@ def resolve(value: Any) -> Any:
     the coroutine runs on a helper thread with its own loop, at most :data:`AWAIT_TIMEOUT`."""
     if not inspect.isawaitable(value):
         return value
+    import asyncio  # here: `hermes --help` loads this plugin and needs no event loop
 
     async def _await() -> Any:
         return await value
