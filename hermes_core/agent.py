@@ -4,7 +4,6 @@ the results in order, and repeat until it answers in text."""
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import logging
 import os
 import threading
@@ -33,13 +32,13 @@ from hermes_hookspecs import (
 
 from . import transcript
 from .approvals import ApprovalCallback, ApprovalGate
+from .compaction import Compactor, CompressionInterrupted
 from .config import Config, ConfigError, load_config, load_dotenv, resolve_home
-from .context_windows import context_window, stated_window
 from .dispatch import DEFAULT_TOOL_TIMEOUT, REQUESTED_NAME, Dispatcher, normalize_calls
 from .engines import make_engine
 from .environments import EnvironmentManager
 from .events import Events, EventSink
-from .model_calls import Interrupted, ModelConnection
+from .model_calls import AuxiliaryModels, Interrupted, ModelConnection
 from .plugins import PluginManager
 from .pricing import estimate_cost
 from .prompt import collect_layers, join_layers
@@ -81,11 +80,6 @@ class AgentError(HermesError):
 
 class _Interrupted(Exception):
     pass
-
-
-class _SummaryInterrupted(BaseException):
-    """The user interrupted an engine's summary request. A ``BaseException``, so that it passes
-    through an engine's own ``except Exception`` (which would fall back to another summary)."""
 
 
 def _new_id(prefix: str) -> str:
@@ -181,10 +175,11 @@ class Agent:
         )
 
         self.connection = ModelConnection(self.registry, self.plugins, cfg, self.events, client)
+        self.auxiliary = AuxiliaryModels(
+            self.registry, self.plugins, cfg, self.events, self.connection
+        )
         self.engine: ContextEngine | None = make_engine(self.registry, cfg)
-        if self.engine is not None:
-            self.engine.summarize = self._summarize
-            self.engine.notify = self._engine_status
+        self.compactor = Compactor(self)
         self.tool_problems: list[str] = []
         """Problems met while building the tool list (e.g. a server that did not start), one
         line each; each is also emitted as a ``status`` event."""
@@ -232,13 +227,7 @@ class Agent:
         self._cancel = threading.Event()
         self._ask_lock = threading.Lock()
         self._wire_cache = transcript.WireCache()
-        self._auxiliary: dict[str, ModelConnection] = {}
-        self._compress_pending = False
-        self._last_prompt_tokens: int | None = None
-        self._request_content: Any = None  # the user's message of the latest turn
-        self._window_model: str | None = None
-        self._window_overrides: dict[str, int] = {}  # windows providers proved smaller
-        self._sync_context_window()
+        self.compactor.sync_window()
         self._closed = False
 
     # --- set-up ----------------------------------------------------------------------------
@@ -311,6 +300,36 @@ class Agent:
         leaves nothing in the history; unfinished tool calls are answered with an error."""
         self._cancel.set()
 
+    def side_request(
+        self, task: str, messages: list[dict[str, Any]], max_tokens: int | None = None
+    ) -> ModelResponse:
+        """Ask a model for a side task (a compression summary, ...), without tools.
+
+        ``auxiliary.<task>`` in config.yaml (``provider``, ``model``, ``base_url``, ``api_mode``,
+        ``fallback_providers``) chooses the model; without it, or when it cannot be set up, the
+        main model answers. Retries and fallbacks apply as for the main model.
+        """
+        return self.auxiliary.request(
+            task, messages, max_tokens, session_id=self.session_id, cancel=self._cancel
+        )
+
+    def compress(self, focus: str | None = None) -> dict[str, Any]:
+        """Compress the transcript now with the context engine (``/compress [focus]``).
+
+        The engine's result is repaired and validated, the conversation continues in a child
+        session (``parent_session_id`` is the current one) holding the shorter transcript, and the
+        system prompt is rebuilt once. Returns the figures of the compaction: ``session_id``,
+        ``parent_session_id``, ``messages_before``, ``messages_after``, ``tokens_before`` and
+        ``tokens_after`` (estimates, about 4 characters a token).
+
+        When the engine keeps every message, nothing changes: the figures name the current
+        session and no child is created.
+
+        :raises HermesError: no engine is active, the conversation is empty, or the engine
+            failed.
+        """
+        return self.compactor.compress(focus)
+
     def close(self, reason: str = "closed") -> None:
         """End the session (``hermes_session_end``) and release environments and threads."""
         if self._closed:
@@ -328,9 +347,7 @@ class Agent:
         self.environments.cleanup()
         self.dispatcher.close()
         self.connection.close()
-        for connection in self._auxiliary.values():
-            if connection is not self.connection:
-                connection.close()
+        self.auxiliary.close()
 
     def __enter__(self) -> Agent:
         return self
@@ -373,11 +390,11 @@ class Agent:
                 self._build_system_prompt(system_message)
             user_message = transcript.clean_value(user_message)
             self._append({"role": "user", "content": user_message})
-            self._request_content = user_message
+            self.compactor.request_content = user_message
             if transcript.validate(self.messages):  # e.g. a failed turn left two user messages
                 self.messages = transcript.repair(self.messages)
             self._loop(turn)
-        except _Interrupted:
+        except (_Interrupted, CompressionInterrupted):
             turn.finish("interrupted")
         except ProviderError as exc:
             provider = exc.provider or self.provider_name
@@ -473,11 +490,11 @@ class Agent:
     def _request(
         self, turn: _Turn, tools: list[dict[str, Any]], extra_user: str | None = None
     ) -> ModelResponse:
-        """One model call, with compression checks; retries, fallbacks and interrupts are the
-        connection's."""
+        """One model call, with the compactor's checks around it; retries, fallbacks and
+        interrupts are the connection's."""
         overflow_retried = False
         while True:
-            self._maybe_compress(preflight=True)
+            self.compactor.before_request()
             messages, source = self._wire_cache.build(self.messages, self.system_prompt)
             if extra_user is not None:
                 if messages[-1]["role"] == "user":
@@ -519,8 +536,7 @@ class Agent:
                 if exc.kind != "context_overflow" or self.engine is None or overflow_retried:
                     raise
                 overflow_retried = True
-                self._learn_window(exc, messages, tools)
-                self._compress_after_overflow(exc)
+                self.compactor.after_overflow(exc, messages, tools)
                 continue
             turn.api_calls += 1
             turn.usage.add(response.usage)
@@ -528,16 +544,7 @@ class Agent:
             if cost is not None:
                 turn.cost_usd = (turn.cost_usd or 0.0) + cost
             self.plugins.call_each("hermes_after_response", response=response)
-            if response.usage.input_tokens > 0:
-                self._last_prompt_tokens = response.usage.input_tokens
-            if self.engine is not None:
-                self._sync_context_window()
-                try:
-                    self.engine.update_from_response(response.usage)
-                    if self.engine.should_compress(response.usage.input_tokens):
-                        self._compress_pending = True
-                except Exception as exc:  # an engine's bug must not lose the answer
-                    self._engine_failed("update_from_response/should_compress", exc)
+            self.compactor.after_response(response)
             return response
 
     def _stream_sink(self, event: str, data: dict[str, Any]) -> None:
@@ -549,286 +556,6 @@ class Agent:
             self.events.emit("tool_generation", **data)
         else:
             self.events.emit(event, **data)
-
-    def _maybe_compress(self, preflight: bool = True) -> None:
-        """Before a request: compress when a response asked for it or the engine's preflight
-        estimate says so. A failing engine is reported and the request goes out uncompressed."""
-        if self.engine is None:
-            return
-        self._sync_context_window()
-        if not self._compress_pending:
-            try:
-                wanted = preflight and self.engine.should_compress_preflight(self.messages)
-            except Exception as exc:
-                self._engine_failed("should_compress_preflight", exc)
-                return
-            if not wanted:
-                return
-        self._compress_pending = False
-        try:
-            shortened = self._compressed(None)
-        except _SummaryInterrupted:
-            raise _Interrupted from None
-        except Exception as exc:
-            self._engine_failed("compress", exc)
-            return
-        if self._cancel.is_set():  # interrupted while the engine worked: nothing changes
-            raise _Interrupted
-        self._commit_compression(shortened)
-
-    def _compress_after_overflow(self, error: ProviderError) -> None:
-        """The provider said the request does not fit: compress now (the caller retries once)."""
-        assert self.engine is not None
-        self.events.emit(
-            "status", text="the request did not fit in the context window; compressing and retrying"
-        )
-        self._sync_context_window()
-        self._compress_pending = False
-        try:
-            shortened = self._compressed(None)
-        except _SummaryInterrupted:
-            raise _Interrupted from None
-        except Exception as exc:
-            raise error from exc
-        if self._cancel.is_set():
-            raise _Interrupted
-        self._commit_compression(shortened)
-
-    def _engine_failed(self, what: str, exc: Exception) -> None:
-        assert self.engine is not None
-        log.warning("context engine %r failed in %s", self.engine.name, what, exc_info=exc)
-        self.events.emit(
-            "status",
-            text=f"context engine {self.engine.name!r} failed ({type(exc).__name__}: {exc}); "
-            "continuing without compressing",
-        )
-
-    def _engine_status(self, text: str) -> None:
-        """``ContextEngine.notify``: a status line from the engine."""
-        self.events.emit("status", text=str(text))
-
-    def _summarize(self, messages: list[dict[str, Any]], max_tokens: int | None) -> str:
-        """``ContextEngine.summarize``: the compression model's answer to ``messages``."""
-        if self._cancel.is_set():
-            raise _SummaryInterrupted
-        try:
-            response = self.side_request("compression", messages, max_tokens)
-        except HermesError:
-            if self._cancel.is_set():
-                raise _SummaryInterrupted from None
-            raise
-        content = response.message.get("content")
-        if isinstance(content, list):
-            return "\n".join(
-                str(part.get("text") or "")
-                for part in content
-                if isinstance(part, Mapping) and part.get("type") in (None, "text", "output_text")
-            )
-        return content if isinstance(content, str) else ""
-
-    def _sync_context_window(self) -> None:
-        """Tell the engine the window of the model in use, when that model changed."""
-        if self.engine is None:
-            return
-        model = self.model
-        if model == self._window_model:
-            return
-        self._window_model = model
-        window = self._window_overrides.get(model) or context_window(
-            model, self.config.data, self.connection.primary.model
-        )
-        self.engine.set_context_window(window)
-
-    def _learn_window(
-        self, error: ProviderError, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
-    ) -> None:
-        """After an overflow: the model's window is smaller than assumed. Use the limit the
-        provider stated, else 90% of the refused request's estimated size, for this model from
-        now on."""
-        assert self.engine is not None
-        refused = _estimate_tokens(messages) + len(json.dumps(tools, default=str)) // 4
-        window = stated_window(str(error)) or int(refused * 0.9)
-        current = self.engine.context_window
-        if window <= 0 or (current and window >= current):
-            return
-        self._window_overrides[self.model] = window
-        self._window_model = self.model
-        self.engine.set_context_window(window)
-        self.events.emit(
-            "status", text=f"assuming a context window of {window:,} tokens for {self.model}"
-        )
-
-    def side_request(
-        self, task: str, messages: list[dict[str, Any]], max_tokens: int | None = None
-    ) -> ModelResponse:
-        """Ask a model for a side task (a compression summary, ...), without tools.
-
-        ``auxiliary.<task>`` in config.yaml (``provider``, ``model``, ``base_url``, ``api_mode``,
-        ``fallback_providers``) chooses the model; without it, or when it cannot be set up, the
-        main model answers. Retries and fallbacks apply as for the main model.
-        """
-        connection = self._auxiliary.get(task)
-        if connection is None:
-            connection = self.connection
-            entry = (self.config.data.get("auxiliary") or {}).get(task)
-            if isinstance(entry, Mapping) and entry.get("provider"):
-                derived = dict(self.config.data)
-                derived["model"] = {
-                    "provider": entry["provider"],
-                    "default": entry.get("model"),
-                    "base_url": entry.get("base_url"),
-                    "api_mode": entry.get("api_mode"),
-                }
-                derived["fallback_providers"] = list(entry.get("fallback_providers") or []) + [
-                    {"provider": self.provider_name, "model": self.model}
-                ]
-                try:
-                    connection = ModelConnection(self.registry, self.plugins, derived, self.events)
-                except HermesError as exc:
-                    self.events.emit(
-                        "status", text=f"auxiliary.{task} unusable ({exc}); using the main model"
-                    )
-            self._auxiliary[task] = connection
-        if connection is not self.connection:
-            connection.start_turn()  # a fallback lasts for one side request
-        wire = transcript.wire_messages(messages, None)
-
-        def make_request(model: str, cancel: threading.Event) -> ModelRequest:
-            return ModelRequest(
-                model=model,
-                messages=wire,
-                cancel=cancel,
-                max_tokens=max_tokens,
-                session_id=self.session_id,
-            )
-
-        try:
-            return connection.call(make_request, self._cancel)
-        except Interrupted:
-            raise HermesError(f"side task {task!r} interrupted") from None
-
-    def compress(self, focus: str | None = None) -> dict[str, Any]:
-        """Compress the transcript now with the context engine (``/compress [focus]``).
-
-        The engine's result is repaired and validated, the conversation continues in a child
-        session (``parent_session_id`` is the current one) holding the shorter transcript, and the
-        system prompt is rebuilt once. Returns the figures of the compaction: ``session_id``,
-        ``parent_session_id``, ``messages_before``, ``messages_after``, ``tokens_before`` and
-        ``tokens_after`` (estimates, about 4 characters a token).
-
-        When the engine keeps every message, nothing changes: the figures name the current
-        session and no child is created.
-
-        :raises HermesError: no engine is active, the conversation is empty, or the engine
-            failed.
-        """
-        if self.engine is None:
-            raise HermesError(
-                "no context engine is active (context.engine in config.yaml; install one, e.g. "
-                "hermes-engine-compressor)"
-            )
-        self._start_session()
-        if not self.messages:
-            raise HermesError("nothing to compress yet: the conversation is empty")
-        self._cancel = threading.Event()  # an interrupt of an earlier turn does not apply
-        self._sync_context_window()
-        self._compress_pending = False
-        try:
-            shortened = self._compressed(focus)
-        except _SummaryInterrupted:
-            raise HermesError("compression interrupted; nothing changed") from None
-        except HermesError:
-            raise
-        except Exception as exc:
-            raise HermesError(
-                f"context engine {self.engine.name!r} failed: {type(exc).__name__}: {exc}"
-            ) from exc
-        parent = self.session_id
-        figures = self._commit_compression(shortened)
-        if figures["session_id"] == parent:
-            self.events.emit("status", text="nothing to compress: the engine kept every message")
-        return figures
-
-    def _compressed(self, focus: str | None) -> list[dict[str, Any]]:
-        """The engine's shorter transcript, repaired and validated; nothing is changed yet."""
-        assert self.engine is not None
-        # Memory needs no flush first: the memory toolset writes to disk before a call returns.
-        before = self.messages
-        result = self.engine.compress([dict(m) for m in before], self._last_prompt_tokens, focus)
-        if not isinstance(result, list):
-            raise HermesError(
-                f"context engine {self.engine.name!r} returned {type(result).__name__}, "
-                "not a list of messages"
-            )
-        shortened = [m for m in result if not (isinstance(m, dict) and m.get("role") == "system")]
-        shortened = _keep_latest_request(before, shortened, self._request_content)
-        shortened = transcript.repair(shortened)
-        transcript.ensure_valid(shortened)
-        return shortened
-
-    def _commit_compression(self, shortened: list[dict[str, Any]]) -> dict[str, Any]:
-        """Continue in a child session holding ``shortened``; rebuild the system prompt once.
-        A result equal to the transcript changes nothing (no child session)."""
-        before = self.messages
-        parent = self.session
-        assert parent is not None
-        if shortened == before:
-            tokens = _estimate_tokens(before)
-            return {
-                "session_id": parent.id,
-                "parent_session_id": parent.parent_session_id,
-                "messages_before": len(before),
-                "messages_after": len(before),
-                "tokens_before": tokens,
-                "tokens_after": tokens,
-            }
-        now = time.time()
-        stored = self._stored_session(parent.id)
-        metadata = {**parent.metadata, **(stored.metadata if stored is not None else {})}
-        for key in _SESSION_COUNTERS:
-            metadata.pop(key, None)
-        child = SessionInfo(
-            id=_new_id("session"),
-            source=parent.source,
-            model=self.model,
-            provider=self.provider_name,
-            parent_session_id=parent.id,
-            started_at=max(now, parent.started_at),
-            title=(stored.title if stored is not None else None) or parent.title,
-            metadata=metadata,
-        )
-        self._store("update_session", parent.id, ended_at=now, end_reason="compressed")
-        self._store("create_session", child)
-        self.session = child
-        self.session_id = child.id
-        self.messages = []
-        for message in shortened:
-            self._append(message)
-        self._last_prompt_tokens = None  # reported for the transcript just replaced
-        self._build_system_prompt(metadata.get("system_message"))
-        figures = {
-            "session_id": child.id,
-            "parent_session_id": parent.id,
-            "messages_before": len(before),
-            "messages_after": len(self.messages),
-            "tokens_before": _estimate_tokens(before),
-            "tokens_after": _estimate_tokens(self.messages),
-        }
-        self.events.emit(
-            "status",
-            text=(
-                f"context compressed: {figures['messages_before']} -> "
-                f"{figures['messages_after']} messages, ~{figures['tokens_before']:,} -> "
-                f"~{figures['tokens_after']:,} tokens; continuing in session {child.id}"
-            ),
-        )
-        return figures
-
-    def _stored_session(self, session_id: str) -> SessionInfo | None:
-        try:
-            return self.session_store.get_session(session_id)
-        except Exception:
-            return None
 
     # --- sessions, prompt, persistence -----------------------------------------------------
 
@@ -940,19 +667,6 @@ class Agent:
             return self.clarify_callback(question, choices)
 
 
-_SESSION_COUNTERS = (
-    "message_count",
-    "tool_call_count",
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "reasoning_tokens",
-    "estimated_cost_usd",
-)
-"""Metadata a store keeps per session (see ``SQLiteSessionStore``): never copied to a child."""
-
-
 def _seconds(value: Any, key: str) -> float | None:
     """A timeout setting: seconds > 0, or ``None`` for no limit (``0`` or ``null``)."""
     if value is None:
@@ -971,69 +685,6 @@ def _tool_timeouts(value: Any) -> dict[str, float | None]:
             f"tools.timeouts: expected a mapping of tool name to seconds, got {value!r}"
         )
     return {str(name): _seconds(v, f"tools.timeouts.{name}") for name, v in value.items()}
-
-
-def _estimate_tokens(messages: list[dict[str, Any]]) -> int:
-    """About 4 characters a token, for the figures of a compaction."""
-    chars = 0
-    for message in messages:
-        content = message.get("content")
-        if isinstance(content, str):
-            chars += len(content)
-        elif content is not None:
-            chars += len(str(content))
-        for call in message.get("tool_calls") or ():
-            function = call.get("function") if isinstance(call, dict) else None
-            if isinstance(function, dict):
-                chars += len(str(function.get("arguments") or "")) + 16
-    return chars // 4 + 4 * len(messages)
-
-
-def _keep_latest_request(
-    before: list[dict[str, Any]], after: list[dict[str, Any]], request: Any = None
-) -> list[dict[str, Any]]:
-    """``after``, with the user's latest request in ``before`` put back if an engine dropped it.
-
-    ``request`` is the content of the latest user turn when the agent knows it; otherwise the
-    latest user message that is not marked ``_context_summary`` counts. A user message whose
-    content ends with the request's content, or is the end of it (a summary an engine put in
-    front of the request, in the same message, now or in an earlier compaction) keeps it.
-    A dropped request goes back in front of the first message of ``after`` that came after it
-    in ``before`` (so the tool calls that answer it follow it), or at the end.
-    """
-    index: int | None = None
-    for i in range(len(before) - 1, -1, -1):
-        message = before[i]
-        if message.get("role") != "user" or message.get("_context_summary"):
-            continue
-        if request is None or _keeps(message, request):
-            index = i
-            break
-    if index is None:
-        return after
-    original = before[index]
-    if any(_keeps(message, original.get("content")) for message in after):
-        return after
-    later = before[index + 1 :]
-    position = next(
-        (i for i, message in enumerate(after) if any(message == m for m in later)), len(after)
-    )
-    return [*after[:position], dict(original), *after[position:]]
-
-
-def _keeps(message: Any, content: Any) -> bool:
-    """Whether ``message`` is a user message holding ``content``, or the end of it."""
-    if not isinstance(message, dict) or message.get("role") != "user":
-        return False
-    kept = message.get("content")
-    if kept == content:
-        return True
-    if isinstance(kept, str) and isinstance(content, str) and kept and content:
-        return kept.endswith(content) or content.endswith(kept)
-    if isinstance(kept, list) and isinstance(content, list) and kept and content:
-        size = min(len(kept), len(content))
-        return kept[-size:] == content[-size:]
-    return False
 
 
 class _Turn:
