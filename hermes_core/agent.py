@@ -325,8 +325,8 @@ class Agent:
         When the engine keeps every message, nothing changes: the figures name the current
         session and no child is created.
 
-        :raises HermesError: no engine is active, the conversation is empty, or the engine
-            failed.
+        :raises HermesError: no engine is active, the conversation is empty, the engine
+            failed, or :meth:`interrupt` was called while it worked (nothing changed then).
         """
         return self.compactor.compress(focus)
 

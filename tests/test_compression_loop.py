@@ -522,3 +522,69 @@ def test_nothing_to_compress_changes_nothing(capsys):
     _slash("/compress", agent, None)
     assert "nothing to compress" in capsys.readouterr().out
     assert agent.session_id == first
+
+
+class Interrupting(ContextEngine):
+    """Keeps the last message; the user interrupts while it works: before its summary request
+    or after the summary came back. Like many engines it swallows a failed summary."""
+
+    name = "interrupting"
+    automatic = True
+    when = "before summary"
+    interrupt: Any = None
+
+    def should_compress(self, prompt_tokens=None):
+        return self.automatic
+
+    def compress(self, messages, current_tokens=None, focus=None):
+        if self.when == "before summary":
+            self.interrupt()
+        try:
+            self.summarize([{"role": "user", "content": "summarise"}], 100)
+        except Exception:
+            pass  # an engine's fallback must not swallow the interrupt
+        if self.when == "after summary":
+            self.interrupt()
+        return messages[-1:]
+
+
+def interrupting_agent(*turns: Any, when: str, automatic: bool) -> Agent:
+    agent = make_agent(
+        *turns,
+        plugins=[engine_plugin(Interrupting), Files()],
+        config={"context": {"engine": "interrupting"}},
+    )
+    agent.engine.when = when
+    agent.engine.automatic = automatic
+    agent.engine.interrupt = agent.interrupt
+    return agent
+
+
+@pytest.mark.parametrize("when", ["before summary", "after summary"])
+def test_an_interrupt_while_the_loop_compresses_ends_the_turn_and_changes_nothing(when):
+    agent = interrupting_agent(
+        tool_call("read_file", {"path": "a"}),
+        text("the summary"),
+        text("done"),
+        when=when,
+        automatic=True,
+    )
+    first = agent.session_id
+    result = agent.run_conversation("go")
+    assert result["interrupted"] and result["final_response"] is None
+    assert agent.session_id == first
+    roles = [m["role"] for m in agent.messages]
+    assert roles == ["user", "assistant", "tool"]  # the transcript the engine was given
+    assert agent.session_store.get_messages(first) == agent.messages
+
+
+@pytest.mark.parametrize("when", ["before summary", "after summary"])
+def test_an_interrupt_during_compress_changes_nothing(when):
+    agent = interrupting_agent(text("a"), text("the summary"), when=when, automatic=False)
+    agent.chat("one")
+    first = agent.session_id
+    before = list(agent.messages)
+    with pytest.raises(HermesError, match="compression interrupted; nothing changed"):
+        agent.compress()
+    assert agent.session_id == first and agent.messages == before
+    assert agent.session_store.get_messages(first) == before
