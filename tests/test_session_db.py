@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_core.session_db import (
+from hermes_core.session_store import (
     SCHEMA_VERSION,
     SearchHit,
     SessionStoreError,
@@ -842,7 +842,7 @@ def test_a_store_used_before_fork_works_in_the_child_and_the_parent(store):
 KILLED_WRITER = textwrap.dedent(
     """
     import sys
-    from hermes_core.session_db import SQLiteSessionStore
+    from hermes_core.session_store import SQLiteSessionStore
     from hermes_hookspecs import SessionInfo
 
     store = SQLiteSessionStore(sys.argv[1])
