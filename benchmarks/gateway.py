@@ -154,7 +154,7 @@ def one_run(args: argparse.Namespace, model_url: str) -> dict[str, float]:
     from hermes_core.plugins import PluginManager
     from hermes_core.registry import Registry
     from hermes_core.runner import HostRunner
-    from hermes_core.session_db import SQLiteSessionStore
+    from hermes_core.session_store import SQLiteSessionStore
     from hermes_core.testing import make_agent
 
     home = Path(tempfile.mkdtemp(prefix="hermes-gateway-bench-"))

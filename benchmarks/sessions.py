@@ -35,7 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from hermes_core.session_db import (
+from hermes_core.session_store import (
     INSERT_MESSAGE_SQL,
     SessionStoreError,
     SQLiteSessionStore,

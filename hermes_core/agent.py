@@ -43,7 +43,7 @@ from .plugins import PluginManager
 from .pricing import estimate_cost
 from .prompt import collect_layers, join_layers
 from .registry import Registry
-from .sessions import MemorySessionStore
+from .session_store.memory_store import MemorySessionStore
 from .toolsets import build_toolbox
 
 log = logging.getLogger("hermes.agent")
@@ -266,7 +266,7 @@ class Agent:
         if str(home) == os.devnull:
             return MemorySessionStore()
         from .config import ensure_home
-        from .session_db import SQLiteSessionStore
+        from .session_store.sqlite_store import SQLiteSessionStore
 
         return SQLiteSessionStore(ensure_home(home) / "state.db")
 

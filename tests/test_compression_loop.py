@@ -14,7 +14,7 @@ import pytest
 from hermes_core.agent import Agent
 from hermes_core.cli.chat import _slash
 from hermes_core.context_windows import DEFAULT_CONTEXT_WINDOW
-from hermes_core.session_db import SQLiteSessionStore
+from hermes_core.session_store import SQLiteSessionStore
 from hermes_core.testing import (
     Call,
     ScriptedModel,

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from hermes_core.config import load_dotenv
-from hermes_core.session_db import SQLiteSessionStore
+from hermes_core.session_store import SQLiteSessionStore
 from hermes_core.testing import ScriptedModel, text, tool_call
 from hermes_hookspecs import SessionInfo, secrets
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_core.session_db import (
+from hermes_core.session_store import (
     SCHEMA_VERSION,
     SearchHit,
     SessionStoreError,
@@ -842,7 +842,7 @@ def test_a_store_used_before_fork_works_in_the_child_and_the_parent(store):
 KILLED_WRITER = textwrap.dedent(
     """
     import sys
-    from hermes_core.session_db import SQLiteSessionStore
+    from hermes_core.session_store import SQLiteSessionStore
     from hermes_hookspecs import SessionInfo
 
     store = SQLiteSessionStore(sys.argv[1])
@@ -933,3 +933,32 @@ def test_an_existing_database_open_to_others_is_made_owner_only(tmp_path):
         assert mode(Path(f"{db}-wal")) == 0o600
     finally:
         store.close()
+
+
+# --- the package and its compatibility modules ----------------------------------------------
+
+
+def test_the_compatibility_modules_re_export_the_package_names():
+    import hermes_core.session_db as session_db
+    import hermes_core.session_store as session_store
+    import hermes_core.sessions as sessions
+
+    for name in session_db.__all__:
+        assert getattr(session_db, name) is getattr(session_store, name), name
+    assert sessions.MemorySessionStore is session_store.MemorySessionStore
+    assert callable(session_store.repair)  # the function, not the module that holds it
+    with pytest.raises(AttributeError):
+        session_store.no_such_name  # noqa: B018
+
+
+def test_the_in_memory_store_does_not_load_sqlite():
+    code = (
+        "import sys\n"
+        "from hermes_core.session_store import MemorySessionStore\n"
+        "MemorySessionStore()\n"
+        "assert 'sqlite3' not in sys.modules, sorted(m for m in sys.modules if 'sqlite' in m)\n"
+        "from hermes_core.session_store import SQLiteSessionStore\n"
+        "assert 'sqlite3' in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

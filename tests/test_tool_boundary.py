@@ -16,7 +16,7 @@ import pytest
 from hermes_core.agent import Agent
 from hermes_core.config import ConfigError
 from hermes_core.dispatch import PLACEHOLDER_NAME, cap
-from hermes_core.session_db import SQLiteSessionStore
+from hermes_core.session_store import SQLiteSessionStore
 from hermes_core.testing import (
     Call,
     FakeLLM,

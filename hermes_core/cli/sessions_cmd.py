@@ -21,7 +21,7 @@ def _state() -> CliState:
 def open_store(state: CliState) -> Any:
     """The session store of the active home (``$HERMES_HOME/state.db``)."""
     from ..config import ensure_home
-    from ..session_db import SQLiteSessionStore
+    from ..session_store.sqlite_store import SQLiteSessionStore
 
     ensure_home(state.home)
     return SQLiteSessionStore(state.home / "state.db")
@@ -298,6 +298,6 @@ def sessions_compress(session_id: str, focus: str | None, as_json: bool) -> None
 @sessions_group.command("repair")
 def sessions_repair() -> None:
     """Move a corrupt state.db aside so a fresh one can be created."""
-    from ..session_db import repair
+    from ..session_store.recovery import repair
 
     click.echo(repair(_state().home / "state.db"))

@@ -122,7 +122,7 @@ class CliState:
         if self._runner is None:
             from ..config import ensure_home
             from ..runner import HostRunner
-            from ..session_db import SQLiteSessionStore
+            from ..session_store.sqlite_store import SQLiteSessionStore
 
             ensure_home(self.home)
             self._runner = HostRunner(

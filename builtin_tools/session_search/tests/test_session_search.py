@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hermes_core.session_db import SQLiteSessionStore
+from hermes_core.session_store import SQLiteSessionStore
 from hermes_core.testing import load_plugin, make_agent, text, tool_call
 from hermes_hookspecs import SessionInfo
 

@@ -211,7 +211,8 @@ def test_the_list_survives_resume_with_the_same_store():
 
 
 @pytest.mark.skipif(
-    importlib.util.find_spec("hermes_core.session_db") is None, reason="no SQLite session store"
+    importlib.util.find_spec("hermes_core.session_store.sqlite_store") is None,
+    reason="no SQLite session store",
 )
 def test_the_list_survives_resume_with_the_sqlite_store(hermes_home):
     first = make_agent(

@@ -20,7 +20,7 @@ from hermes_cron.schedule import ScheduleError, parse
 from hermes_cron.scheduler import due_jobs, tick
 
 from hermes_core.runner import HostRunner
-from hermes_core.session_db import SQLiteSessionStore
+from hermes_core.session_store import SQLiteSessionStore
 from hermes_core.testing import FakeLLM, ScriptedModel, load_plugin, make_agent, tool_call
 
 NOW = _dt.datetime(2026, 3, 2, 8, 59, 30).astimezone().timestamp()  # a Monday

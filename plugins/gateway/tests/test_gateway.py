@@ -22,7 +22,7 @@ from hermes_gateway.serve import GatewayThread, build
 
 from hermes_core.registry import Registry
 from hermes_core.runner import HostRunner
-from hermes_core.session_db import SQLiteSessionStore
+from hermes_core.session_store import SQLiteSessionStore
 from hermes_core.testing import (
     FakeLLM,
     ScriptedModel,

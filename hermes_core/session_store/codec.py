@@ -1,0 +1,263 @@
+"""Messages and sessions to rows and back: every message dict comes back exactly as appended.
+
+Well-known keys have columns; every other key goes to the ``extra`` JSON object and ``layout``
+keeps the key order. Encoding also derives what the search indexes hold (the text of the
+content and tool calls, and the ``substrings`` for the trigram index) and a session's title.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hermes_hookspecs import SessionInfo
+
+from .errors import SessionStoreError
+from .schema import COUNTER_COLUMNS, SESSION_FIELDS
+
+TITLE_CHARS = 60
+
+_UNSPACED = re.compile(
+    "[\u1100-\u11ff\u2e80-\u2fdf\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\ua960-\ua97f\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003ffff]"
+)
+"""Scripts written without spaces (CJK, kana, hangul): searched as substrings."""
+
+_TEXT_COLUMNS = ("tool_call_id", "tool_name", "reasoning", "finish_reason")
+_NULLABLE = frozenset(("tool_calls", *_TEXT_COLUMNS, "token_count"))
+"""Keys whose ``None`` is a ``NULL`` column (a ``None`` role is kept in ``extra``)."""
+_MESSAGE_SELECT = (
+    "role, content, content_parts, tool_calls, tool_call_id, tool_name, reasoning, "
+    "finish_reason, token_count, layout, extra"
+)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_LAYOUT_SEP = "\x1f"
+_SUBSTRINGS_MAX = 65_536
+_SUBSTRING_TOKEN_MAX = 300
+_LEADING_PUNCT = "([{<'\"`“‘"
+_TRAILING_PUNCT = ".,;:!?)]}>'\"`”’"
+
+
+def _strip_token(token: str) -> str:
+    """A token without the punctuation of the sentence around it (``(see config.yaml).``)."""
+    return token.lstrip(_LEADING_PUNCT).rstrip(_TRAILING_PUNCT)
+
+
+def _encodable(text: str) -> bool:
+    """Whether ``text`` can be stored as UTF-8 (lone surrogates cannot)."""
+    return _SURROGATE.search(text) is None
+
+
+def _clean(text: str) -> str:
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def _dumps(value: Any, what: str) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise SessionStoreError(f"cannot store {what}: {exc}") from None
+    if not _encodable(text):
+        text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+    return text
+
+
+def _pack_layout(keys: list[str]) -> str:
+    """The keys joined by a unit separator, or JSON when a key could be misread."""
+    if any(_LAYOUT_SEP in k or k.startswith("[") for k in keys) or not all(map(_encodable, keys)):
+        return json.dumps(keys)
+    return _LAYOUT_SEP.join(keys)
+
+
+def _unpack_layout(text: str) -> list[str]:
+    if text.startswith("["):
+        return json.loads(text)  # type: ignore[no-any-return]
+    return text.split(_LAYOUT_SEP) if text else []
+
+
+def _parts_text(parts: list[Any]) -> str:
+    """The searchable text of a list content: its text parts, one per line."""
+    texts = []
+    for part in parts:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, dict):
+            value = part.get("text")
+            if isinstance(value, str):
+                texts.append(value)
+    return "\n".join(texts)
+
+
+def _calls_text(calls: list[Any]) -> str | None:
+    """The searchable text of tool calls: one ``name arguments`` line per call."""
+    lines = []
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            name, arguments = function.get("name"), function.get("arguments")
+            if not isinstance(arguments, str):
+                arguments = json.dumps(arguments, ensure_ascii=False) if arguments else ""
+            lines.append(f"{name or ''} {arguments}".strip())
+    return _clean("\n".join(lines)) if lines else None
+
+
+def substrings_of(text: str) -> str | None:
+    """What the trigram index holds for ``text``: its tokens that contain a digit, punctuation
+    or CJK (URLs, paths, file names, error codes, numbers, CJK runs), once each. Plain words are
+    left to the word index, which keeps the trigram index and its cost small."""
+    kept: dict[str, None] = {}
+    size = 0
+    for raw in text.split():
+        if raw.isalpha() and raw.isascii():  # most words: left to the word index
+            continue
+        token = _strip_token(raw)
+        if len(token) < 3 or token in kept:
+            continue
+        if _UNSPACED.search(token) is None and (
+            token.isalpha() or len(token) > _SUBSTRING_TOKEN_MAX
+        ):
+            continue
+        kept[token] = None
+        size += len(token) + 1
+        if size > _SUBSTRINGS_MAX:
+            break
+    return "\n".join(kept) if kept else None
+
+
+@dataclass
+class _EncodedMessage:
+    row: tuple[Any, ...]
+    text: str
+    tool_call_count: int
+
+
+def _encode_message(session_id: str, message: Mapping[str, Any], now: float) -> _EncodedMessage:
+    """Turn a message dict into a ``messages`` row that :func:`_decode_message` turns back."""
+    if not isinstance(message, Mapping):
+        raise SessionStoreError(f"a message must be a dict, not {type(message).__name__}")
+    extra: dict[str, Any] = {}
+    role = content = parts = tool_calls = calls_text = token_count = None
+    texts: dict[str, str] = {}
+    for key, value in message.items():
+        if key == "role" and type(value) is str and _encodable(value):
+            role = value
+        elif key == "content" and value is not None:
+            if type(value) is str:
+                if _encodable(value):
+                    content = value
+                else:  # kept exactly in extra; a cleaned copy is indexed
+                    extra[key] = value
+                    content = _clean(value)
+            elif isinstance(value, list):
+                parts = _dumps(value, "the message content")
+                content = _clean(_parts_text(value))
+            else:
+                extra[key] = value
+        elif key == "tool_calls" and isinstance(value, list):
+            tool_calls = _dumps(value, "the tool calls")
+            calls_text = _calls_text(value)
+        elif key in _TEXT_COLUMNS and type(value) is str and _encodable(value):
+            texts[key] = value
+        elif key == "token_count" and type(value) is int and abs(value) < 2**63:
+            token_count = value
+        elif value is not None or key not in _NULLABLE:
+            if type(key) is not str:
+                raise SessionStoreError(f"cannot store a message key that is not text: {key!r}")
+            extra[key] = value
+    searchable = f"{content}\n{calls_text}" if content and calls_text else content or calls_text
+    calls = message.get("tool_calls")
+    return _EncodedMessage(
+        row=(
+            session_id,
+            role or "",
+            content,
+            parts,
+            tool_calls,
+            texts.get("tool_call_id"),
+            texts.get("tool_name"),
+            texts.get("reasoning"),
+            texts.get("finish_reason"),
+            now,
+            token_count,
+            _pack_layout(list(message)),
+            _dumps(extra, f"message field(s) {', '.join(map(repr, extra))}") if extra else None,
+            calls_text,
+            substrings_of(searchable) if searchable else None,
+        ),
+        text=content or "" if role == "user" else "",
+        tool_call_count=len(calls) if isinstance(calls, list) else 0,
+    )
+
+
+_INSERT_MESSAGE = (
+    "INSERT INTO messages (session_id, role, content, content_parts, tool_calls, tool_call_id, "
+    "tool_name, reasoning, finish_reason, timestamp, token_count, layout, extra, calls_text, "
+    "substrings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _decode_message(row: tuple[Any, ...]) -> dict[str, Any]:
+    (role, content, parts, tool_calls, call_id, tool_name, reasoning, finish, tokens, layout,
+     extra_json) = row  # fmt: skip
+    extra = json.loads(extra_json) if extra_json else {}
+    message: dict[str, Any] = {}
+    for key in _unpack_layout(layout):
+        if key in extra:
+            message[key] = extra[key]
+        elif key == "role":
+            message[key] = role
+        elif key == "content":
+            message[key] = json.loads(parts) if parts is not None else content
+        elif key == "tool_calls":
+            message[key] = json.loads(tool_calls) if tool_calls is not None else None
+        elif key == "tool_call_id":
+            message[key] = call_id
+        elif key == "tool_name":
+            message[key] = tool_name
+        elif key == "reasoning":
+            message[key] = reasoning
+        elif key == "finish_reason":
+            message[key] = finish
+        elif key == "token_count":
+            message[key] = tokens
+        else:
+            message[key] = None
+    return message
+
+
+def _session_from_row(row: tuple[Any, ...]) -> SessionInfo:
+    n = len(SESSION_FIELDS)
+    values = dict(zip(SESSION_FIELDS, row[1 : 1 + n], strict=True))
+    counters = dict(zip(COUNTER_COLUMNS, row[1 + n : 1 + n + len(COUNTER_COLUMNS)], strict=True))
+    metadata = json.loads(row[-1] or "{}")
+    metadata.update(counters)
+    return SessionInfo(id=row[0], metadata=metadata, **values)
+
+
+def make_title(text: str, width: int = TITLE_CHARS) -> str:
+    """A one-line title of at most ``width`` characters from the start of ``text``."""
+    line = " ".join(text.split())
+    if len(line) <= width:
+        return line
+    cut = line[: width - 1]
+    space = cut.rfind(" ")
+    if space >= width // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,.;:-") + "…"
+
+
+def iter_message_rows(
+    messages: Iterable[Mapping[str, Any]], session_id: str, now: float | None = None
+) -> Iterable[tuple[Any, ...]]:
+    """Rows for ``INSERT`` into ``messages`` (for bulk loading, e.g. imports and benchmarks)."""
+    stamp = time.time() if now is None else now
+    for message in messages:
+        yield _encode_message(session_id, message, stamp).row
+
+
+INSERT_MESSAGE_SQL = _INSERT_MESSAGE
+"""The statement :func:`iter_message_rows` rows go to."""
