@@ -536,3 +536,16 @@ def test_firstresult_hooks_have_one_way_in():
         manager.call_each("hermes_approve", request=None, context=None)
     with pytest.raises(HermesError, match="call it with call_each"):
         manager.call_first("hermes_session_start", session=None)
+
+
+def test_the_test_kit_traces_when_asked(monkeypatch, capsys):
+    seen = []
+    plugins = [module("watcher", hermes_session_start=lambda session: seen.append(session))]
+    make_agent(text("hi"), plugins=plugins).chat("hello")
+    assert seen and "trace:" not in capsys.readouterr().err
+
+    monkeypatch.setenv("HERMES_TRACE_PLUGINS", "1")
+    make_agent(text("hi"), plugins=plugins).chat("hello")
+    out, err = capsys.readouterr()
+    assert "hermes: trace: hermes_session_start <- watcher " in err
+    assert " ms -> None" in err and "trace:" not in out
