@@ -84,15 +84,15 @@ class ApprovalGate:
             if remembered in self._session_allowed:
                 return True, "session"
         decision, who = None, ""
-        for record, hook in self.plugins.implementations("hermes_approve"):
-            try:
-                decision = hook(request=request, context=context)
-            except Exception as exc:  # an approver that crashes denies: security fails closed
-                self.plugins.record_error(record, "hermes_approve", exc)
-                return False, f"plugin {record.name} failed ({type(exc).__name__}: {exc})"
-            if decision is not None:
-                who = f"plugin {record.name}"
-                break
+        # An approver that crashes denies: security fails closed, so no later plugin may overrule.
+        answer = self.plugins.call_first(
+            "hermes_approve", fail_closed=True, request=request, context=context
+        )
+        if answer is not None:
+            if answer.error is not None:
+                exc = answer.error
+                return False, f"plugin {answer.record.name} failed ({type(exc).__name__}: {exc})"
+            decision, who = answer.value, f"plugin {answer.record.name}"
         if decision is None and self.callback is not None:
             with self._lock:  # one prompt at a time, even when tools run in parallel
                 decision, who = self.callback(request), "user"

@@ -215,14 +215,13 @@ class ModelConnection:
         answer = self.plugins.call_first(
             "hermes_refresh_credentials", provider=active.provider, settings=active.settings
         )
-        if answer is None or not answer[1]:
+        if answer is None or not answer.value:
             return False
-        active.settings.api_key = str(answer[1])
+        active.settings.api_key = str(answer.value)
         mark_secret(value=active.settings.api_key)
         active.client = active.create_client(active.settings)
-        self.events.emit(
-            "status", text=f"{active.provider}: credentials refreshed by plugin {answer[0].name}"
-        )
+        who = answer.record.name
+        self.events.emit("status", text=f"{active.provider}: credentials refreshed by plugin {who}")
         return True
 
     def _switch_to_fallback(self, error: ProviderError) -> bool:

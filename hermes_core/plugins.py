@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pluggy
@@ -126,6 +128,73 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+class FirstResult:
+    """The answer of a ``firstresult`` hook: the plugin that decided and its value, or the
+    exception that ended the walk (``call_first(..., fail_closed=True)``)."""
+
+    __slots__ = ("error", "record", "value")
+
+    def __init__(
+        self, record: PluginRecord, value: Any, error: BaseException | None = None
+    ) -> None:
+        self.record = record
+        self.value = value
+        self.error = error
+
+    def __repr__(self) -> str:
+        outcome = f"error={self.error!r}" if self.error is not None else f"value={self.value!r}"
+        return f"FirstResult({self.record.name!r}, {outcome})"
+
+
+TRACE_VARIABLE = "HERMES_TRACE_PLUGINS"
+"""Set to anything but ``""`` or ``0`` to trace every hook call to stderr."""
+
+TRACE_RESULT_CHARS = 60
+
+
+def trace_enabled(environ: Mapping[str, str]) -> bool:
+    """Whether ``environ`` asks for hook calls to be traced."""
+    return environ.get(TRACE_VARIABLE, "").strip() not in ("", "0")
+
+
+def _short_repr(value: Any) -> str:
+    import reprlib  # only on the tracing path
+
+    shortener = reprlib.Repr()
+    shortener.maxstring = shortener.maxother = TRACE_RESULT_CHARS
+    shortener.maxlist = shortener.maxdict = shortener.maxtuple = 4
+    try:
+        text = shortener.repr(value)
+    except Exception as exc:  # a broken __repr__ must not break the call it describes
+        text = f"<{type(value).__name__}, repr failed: {type(exc).__name__}>"
+    text = " ".join(text.split())
+    return text if len(text) <= TRACE_RESULT_CHARS else text[: TRACE_RESULT_CHARS - 3] + "..."
+
+
+def _traced(hook: str, plugin: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` writing one line to stderr per call: hook, plugin, duration, outcome."""
+
+    def traced(**kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            value = function(**kwargs)
+        except BaseException as exc:
+            _write_trace(hook, plugin, started, f"raised {_describe(exc)[:TRACE_RESULT_CHARS]}")
+            raise
+        _write_trace(hook, plugin, started, _short_repr(value))
+        return value
+
+    return traced
+
+
+def _write_trace(hook: str, plugin: str, started: float, outcome: str) -> None:
+    elapsed = (time.perf_counter() - started) * 1000
+    # sys.stderr is looked up on each call: a test runner or the CLI may have replaced it.
+    stream = sys.stderr
+    stream.write(f"hermes: trace: {hook} <- {plugin} {elapsed:.1f} ms -> {outcome}\n")
+    stream.flush()
+
+
 class PluginManager:
     """Loads hermes plugins and calls their hooks with per-plugin guards.
 
@@ -142,6 +211,8 @@ class PluginManager:
     :param extra: ``(name, plugin object)`` pairs registered after the entry points.
     :param entry_points: whether to load entry points at all.
     :param strict: raise :class:`PluginLoadError` when any plugin fails to load.
+    :param environ: where ``HERMES_PLUGINS``, ``HERMES_DISABLE_PLUGINS`` and
+        ``HERMES_TRACE_PLUGINS`` are read (once); ``os.environ`` by default.
     """
 
     def __init__(
@@ -152,7 +223,7 @@ class PluginManager:
         extra: Sequence[tuple[str, object]] = (),
         entry_points: bool = True,
         strict: bool = False,
-        environ: dict[str, str] | None = None,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         env = os.environ if environ is None else environ
         if only is None and "HERMES_PLUGINS" in env:
@@ -160,6 +231,8 @@ class PluginManager:
         self.only = None if only is None else list(only)
         self.disabled = set(disabled) | set(_split_names(env.get("HERMES_DISABLE_PLUGINS")))
         self.strict = strict
+        self.trace = trace_enabled(env)
+        """Whether hook calls are traced to stderr (``HERMES_TRACE_PLUGINS``, read once)."""
         self.records: dict[str, PluginRecord] = {}
         self.pm = pluggy.PluginManager(PROJECT_NAME)
         self.pm.add_hookspecs(_specs)
@@ -231,12 +304,16 @@ class PluginManager:
         marker = f"{PROJECT_NAME}_impl"
         for attr in dir(plugin):
             value = getattr(plugin, attr, None)
-            if getattr(value, marker, None) is None:
+            options = getattr(value, marker, None)
+            if options is None:
                 continue
-            if attr not in HOOK_NAMES:
-                close = difflib.get_close_matches(attr, HOOK_NAMES, n=1)
+            # ``@hookimpl(specname=...)`` names the hook; the function's own name is free.
+            hook = (options.get("specname") if isinstance(options, dict) else None) or attr
+            if hook not in HOOK_NAMES:
+                close = difflib.get_close_matches(hook, HOOK_NAMES, n=1)
                 hint = f" (did you mean {close[0]}?)" if close else ""
-                raise HermesError(f"unknown hook {attr}{hint}")
+                where = f" (specname of {attr})" if hook != attr else ""
+                raise HermesError(f"unknown hook {hook}{where}{hint}")
 
     # --- calling hooks ---------------------------------------------------------------------
 
@@ -244,7 +321,12 @@ class PluginManager:
         self, hook: str, *, load_order: bool = False
     ) -> Iterator[tuple[PluginRecord, Callable[..., Any]]]:
         """Each plugin's implementation of ``hook``, in call order (newest plugin first), or
-        in load order (oldest first) with ``load_order``."""
+        in load order (oldest first) with ``load_order``.
+
+        An implementation registered under another function name with
+        ``@hookimpl(specname=...)`` is found under the hook it names. Each one is yielded as a
+        function taking the hook's arguments by keyword (traced to stderr when
+        ``HERMES_TRACE_PLUGINS`` is set)."""
         caller = getattr(self.pm.hook, hook)
         impls = caller.get_hookimpls()
         for impl in impls if load_order else reversed(impls):
@@ -262,14 +344,21 @@ class PluginManager:
             ) -> Any:
                 return _f(*[kwargs[a] for a in _a])
 
-            yield record, bound
+            yield record, (_traced(hook, record.name, bound) if self.trace else bound)
 
-    def call_each(self, hook: str, **kwargs: Any) -> list[tuple[PluginRecord, Any]]:
+    def is_firstresult(self, hook: str) -> bool:
+        """Whether ``hook`` is declared ``firstresult`` (one plugin's answer decides)."""
+        spec = getattr(self.pm.hook, hook).spec
+        return bool(spec is not None and spec.opts.get("firstresult"))
+
+    def call_each(self, hook: str, /, **kwargs: Any) -> list[tuple[PluginRecord, Any]]:
         """Call every implementation of ``hook``; failures are recorded, not raised.
 
         Returns ``(plugin record, result)`` for each implementation that returned normally,
-        in call order.
+        in call order. A ``firstresult`` hook goes through :meth:`call_first` instead.
         """
+        if self.is_firstresult(hook):
+            raise HermesError(f"{hook} is a firstresult hook: call it with call_first")
         results = []
         for record, function in self.implementations(hook):
             try:
@@ -278,16 +367,29 @@ class PluginManager:
                 self.record_error(record, hook, exc)
         return results
 
-    def call_first(self, hook: str, **kwargs: Any) -> tuple[PluginRecord, Any] | None:
-        """Call implementations until one returns something other than ``None``."""
+    def call_first(
+        self, hook: str, /, *, fail_closed: bool = False, **kwargs: Any
+    ) -> FirstResult | None:
+        """Ask the implementations of the ``firstresult`` hook ``hook`` in call order until
+        one returns something other than ``None``; that answer wins and the rest are not called.
+
+        A failing implementation is recorded against its plugin. By default the next one is
+        asked; with ``fail_closed`` the failure ends the walk and is returned as the
+        :class:`FirstResult`'s ``error`` (a check that cannot decide must not be overruled by a
+        later plugin). Returns ``None`` when no implementation answered.
+        """
+        if not self.is_firstresult(hook):
+            raise HermesError(f"{hook} is not a firstresult hook: call it with call_each")
         for record, function in self.implementations(hook):
             try:
                 value = function(**kwargs)
             except Exception as exc:
                 self.record_error(record, hook, exc)
+                if fail_closed:
+                    return FirstResult(record, None, exc)
                 continue
             if value is not None:
-                return record, value
+                return FirstResult(record, value)
         return None
 
     def has_implementations(self, hook: str) -> bool:

@@ -1091,3 +1091,78 @@ def test_hermes_cli_fixture_reports_errors_like_the_command(hermes_cli):
     assert result.stderr.strip() == (
         "hermes: error: unknown toolset or tool 'nope' (toolsets: clarify)"
     )
+
+
+TRACE_LINE = r"hermes: trace: (hermes_\w+) <- (\S+) \d+\.\d ms -> (.*)"
+
+
+def trace_lines(stream: str) -> list[tuple[str, str, str]]:
+    """``(hook, plugin, outcome)`` of every trace line in ``stream``."""
+    import re
+
+    return [m.groups() for m in re.finditer(f"^{TRACE_LINE}$", stream, flags=re.M)]
+
+
+def test_trace_plugins_writes_one_stderr_line_per_hook_call(
+    hermes: Callable[..., Run], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Guard:
+        @hookimpl
+        def hermes_pre_tool_call(self, call: Any) -> Any:
+            from hermes_hookspecs import Block
+
+            return Block("no dice today")
+
+        @hookimpl(specname="hermes_post_tool_call")
+        def audit(self, call: Any, result: Any) -> None:
+            raise RuntimeError("audit log full")
+
+    model = ScriptedModel(tool_call("roll", {}), tool_call("roll", {}), text("No roll."))
+    monkeypatch.setenv("HERMES_TRACE_PLUGINS", "1")
+    run = hermes(
+        "chat",
+        "-q",
+        "roll a die",
+        "--provider",
+        "scripted",
+        plugins=[
+            ("scripted-provider", scripted_provider_plugin(model)),
+            ("dice", toolset_plugin()),
+            ("acme-guard", Guard()),
+        ],
+    )
+    assert run.code == 0, run.err
+    assert run.out == "No roll.\n"  # stdout holds the answer only
+    traced = trace_lines(run.err)
+    calls = [(hook, plugin) for hook, plugin, _ in traced]
+    assert ("hermes_register_toolsets", "dice") in calls
+    assert ("hermes_register_providers", "scripted-provider") in calls
+    assert ("hermes_prompt_layers", "core_layers") in calls
+    guard = [outcome for hook, plugin, outcome in traced if plugin == "acme-guard"]
+    assert guard == [
+        "Block(reason='no dice today')",
+        "raised RuntimeError: audit log full",
+        "Block(reason='no dice today')",
+        "raised RuntimeError: audit log full",
+    ]
+    assert all(len(outcome) <= 60 for _, _, outcome in traced)
+    for line in run.err.splitlines():  # every trace line is whole: nothing else on it
+        if "hermes: trace:" in line:
+            assert trace_lines(line), line
+
+
+def test_trace_plugins_through_the_test_kit_and_off_by_default(
+    hermes_cli: Callable[..., Any],
+) -> None:
+    def chat(env: dict[str, str] | None) -> Any:
+        model = ScriptedModel(tool_call("get_weather", {"city": "Paris"}), text("Sunny."))
+        args = ("--plugins", "weather", "chat", "-q", "Paris?", "--provider", "scripted")
+        return hermes_cli(*args, model=model, env=env)
+
+    traced = chat({"HERMES_TRACE_PLUGINS": "1"})
+    assert traced.exit_code == 0, traced.stderr
+    assert traced.stdout == "Sunny.\n"
+    assert ("hermes_register_toolsets", "weather", "None") in trace_lines(traced.stderr)
+    for quiet in (chat(None), chat({"HERMES_TRACE_PLUGINS": "0"})):
+        assert quiet.exit_code == 0 and quiet.stdout == "Sunny.\n"
+        assert "trace:" not in quiet.stderr

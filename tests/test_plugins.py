@@ -6,13 +6,21 @@ import types
 
 import pytest
 
-from hermes_core.plugins import CORE_PLUGINS, PluginLoadError, PluginManager, discover_entry_points
+from hermes_core.plugins import (
+    CORE_PLUGINS,
+    HOOK_NAMES,
+    PluginLoadError,
+    PluginManager,
+    discover_entry_points,
+)
 from hermes_core.registry import Registry
-from hermes_core.testing import make_agent, plugin_manager, text, tool_call
+from hermes_core.testing import make_agent, plugin_manager, text, tool_call, tool_calls
 from hermes_hookspecs import (
+    ApprovalRequest,
     Block,
     ContextEngine,
     Environment,
+    HermesError,
     PromptLayer,
     Provider,
     Tool,
@@ -400,3 +408,145 @@ def test_bad_hook_signature_error_keeps_the_detail():
     manager = PluginManager(only=[], environ={}, extra=[("bad_sig", bad)])
     error = manager.records["bad_sig"].error
     assert "bad_sig" in error and "extra" in error and "\n" not in error
+
+
+def guarded_shell(ran):
+    """A toolset with an echo tool and a tool that needs approval, both recording their runs."""
+
+    def needs_approval(args):
+        return ApprovalRequest(action=args["x"], reason="dangerous", key="rm")
+
+    schema = {"type": "object", "properties": {"x": {"type": "string"}}}
+    return Toolset(
+        "guarded",
+        tools=[
+            Tool("echo", "", schema, lambda a, c: ran.append(("echo", a["x"])) or "echoed"),
+            Tool(
+                "rm",
+                "",
+                schema,
+                lambda a, c: ran.append(("rm", a["x"])) or "removed",
+                needs_approval=needs_approval,
+            ),
+        ],
+    )
+
+
+class SpecnamePlugin:
+    """Every hook under a function name of its own, bound by ``specname``."""
+
+    def __init__(self, ran):
+        self.ran = ran
+        self.approved = []
+
+    @hookimpl(specname="hermes_register_toolsets")
+    def add_my_tools(self, register):
+        register(guarded_shell(self.ran))
+
+    @hookimpl(specname="hermes_pre_tool_call")
+    def my_guard(self, call):
+        if call.arguments.get("x") == "forbidden":
+            return Block("my_guard says no")
+        return None
+
+    @hookimpl(specname="hermes_approve")
+    def my_policy(self, request):
+        self.approved.append(request.action)
+        return "once"
+
+
+def test_specname_implementations_are_called_wherever_the_hook_is():
+    ran = []
+    plugin = SpecnamePlugin(ran)
+    agent = make_agent(
+        tool_calls(("echo", {"x": "forbidden"}), ("echo", {"x": "fine"}), ("rm", {"x": "a"})),
+        text("done"),
+        plugins=[plugin],
+    )
+    agent.chat("go")
+    results = [m["content"] for m in agent.messages if m["role"] == "tool"]
+    assert results == [blocked("plugin:SpecnamePlugin", "my_guard says no"), "echoed", "removed"]
+    # The calls run in parallel; no approval callback: the plugin approved "rm".
+    assert sorted(ran) == [("echo", "fine"), ("rm", "a")]
+    assert plugin.approved == ["a"]
+    record = agent.plugins.records["SpecnamePlugin"]
+    assert record.hooks == ["hermes_approve", "hermes_pre_tool_call", "hermes_register_toolsets"]
+
+
+def test_a_specname_naming_no_hook_is_a_load_error():
+    class Typo:
+        @hookimpl(specname="hermes_pre_tool_cal")
+        def my_guard(self, call):
+            return None
+
+    manager = PluginManager(only=[], environ={}, extra=[("typo", Typo())])
+    error = manager.records["typo"].error
+    assert "unknown hook hermes_pre_tool_cal (specname of my_guard)" in error
+    assert "did you mean hermes_pre_tool_call?" in error
+
+
+def test_firstresult_the_newest_answer_wins_and_later_ones_are_not_asked():
+    asked = []
+
+    def approver(name, answer):
+        return module(name, hermes_approve=lambda request: asked.append(name) or answer)
+
+    ran = []
+    shell = module("shell", hermes_register_toolsets=toolsets_of(guarded_shell(ran)))
+    plugins = [shell, approver("old", "once"), approver("silent", None), approver("new", "deny")]
+    agent = make_agent(tool_call("rm", {"x": "a"}), text("ok"), plugins=plugins)
+    agent.chat("go")
+    assert asked == ["new"] and ran == []
+    assert agent.messages[2]["content"].startswith("BLOCKED:")
+    assert "(rule plugin:new)" in agent.messages[2]["content"]
+
+    asked.clear()
+    plugins = [shell, approver("old", "once"), approver("silent", None)]
+    agent = make_agent(tool_call("rm", {"x": "b"}), text("ok"), plugins=plugins)
+    agent.chat("go")
+    assert asked == ["silent", "old"] and ran == [("rm", "b")]
+
+
+def test_call_first_skips_a_failure_unless_it_fails_closed():
+    def broken(provider, settings):
+        raise RuntimeError("vault down")
+
+    manager = plugin_manager(
+        [
+            module("vault", hermes_refresh_credentials=lambda provider, settings: "from-vault"),
+            module("broken", hermes_refresh_credentials=broken),
+        ]
+    )
+    answer = manager.call_first("hermes_refresh_credentials", provider="p", settings=None)
+    assert (answer.record.name, answer.value, answer.error) == ("vault", "from-vault", None)
+    assert manager.records["broken"].hook_errors == [
+        "hermes_refresh_credentials: RuntimeError: vault down"
+    ]
+    answer = manager.call_first(
+        "hermes_refresh_credentials", fail_closed=True, provider="p", settings=None
+    )
+    assert answer.record.name == "broken" and isinstance(answer.error, RuntimeError)
+    assert answer.value is None
+
+
+def test_firstresult_hooks_have_one_way_in():
+    manager = plugin_manager([])
+    firstresult = sorted(h for h in HOOK_NAMES if manager.is_firstresult(h))
+    assert firstresult == ["hermes_approve", "hermes_refresh_credentials"]
+    with pytest.raises(HermesError, match="call it with call_first"):
+        manager.call_each("hermes_approve", request=None, context=None)
+    with pytest.raises(HermesError, match="call it with call_each"):
+        manager.call_first("hermes_session_start", session=None)
+
+
+def test_the_test_kit_traces_when_asked(monkeypatch, capsys):
+    seen = []
+    plugins = [module("watcher", hermes_session_start=lambda session: seen.append(session))]
+    make_agent(text("hi"), plugins=plugins).chat("hello")
+    assert seen and "trace:" not in capsys.readouterr().err
+
+    monkeypatch.setenv("HERMES_TRACE_PLUGINS", "1")
+    make_agent(text("hi"), plugins=plugins).chat("hello")
+    out, err = capsys.readouterr()
+    assert "hermes: trace: hermes_session_start <- watcher " in err
+    assert " ms -> None" in err and "trace:" not in out

@@ -11,7 +11,7 @@ from typing import Any
 from hermes_hookspecs import ModelRequest
 
 from ..agent import Agent
-from ..plugins import PluginManager, PluginRecord
+from ..plugins import TRACE_VARIABLE, PluginManager, PluginRecord
 from ..transcript import validate
 from .scripted import ScriptedModel, Step
 
@@ -23,13 +23,18 @@ def plugin_manager(
 
     Strings are entry point (or dist) names, loaded through their real entry points; other
     objects (modules, class instances) are registered in-process. With ``strict`` a plugin that
-    fails to load fails the test with its error.
+    fails to load fails the test with its error. Of the environment only
+    ``HERMES_TRACE_PLUGINS`` is read, so a failing test can be rerun with its hook calls traced.
     """
     names = [p for p in plugins if isinstance(p, str)]
     objects = [
         (getattr(p, "__name__", type(p).__name__), p) for p in plugins if not isinstance(p, str)
     ]
-    manager = PluginManager(only=names, extra=objects, strict=strict, disabled=disabled, environ={})
+    # Only the trace switch passes through: a test's plugins must not depend on HERMES_PLUGINS.
+    environ = {k: v for k, v in os.environ.items() if k == TRACE_VARIABLE}
+    manager = PluginManager(
+        only=names, extra=objects, strict=strict, disabled=disabled, environ=environ
+    )
     missing = [n for n in names if n not in manager.records]
     if missing:
         raise AssertionError(
