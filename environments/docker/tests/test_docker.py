@@ -21,30 +21,6 @@ def make_config(service, **terminal):
     return {"terminal": settings}
 
 
-@pytest.fixture
-def make_env(docker_service):
-    """A factory of docker environments, all cleaned up after the test."""
-    made = []
-
-    def make(task_id="test", **terminal):
-        env = DockerEnvironment(make_config(docker_service, **terminal), task_id)
-        made.append(env)
-        return env
-
-    yield make
-    for env in made:
-        env.cleanup()
-
-
-@pytest.fixture
-def docker_client(docker_service):
-    import docker
-
-    client = docker.DockerClient(base_url=docker_service["host"])
-    yield client
-    client.close()
-
-
 class TestDockerBehaviour(EnvironmentBehaviour):
     timeout_slack = 4.0
 

@@ -21,29 +21,6 @@ def config(service, **terminal):
     return {"terminal": settings}
 
 
-@pytest.fixture
-def make_env(docker_service):
-    made = []
-
-    def make(task_id, **terminal):
-        env = DockerEnvironment(config(docker_service, **terminal), task_id)
-        made.append(env)
-        return env
-
-    yield make
-    for env in made:
-        env.cleanup()
-
-
-@pytest.fixture
-def docker_client(docker_service):
-    import docker
-
-    client = docker.DockerClient(base_url=docker_service["host"])
-    yield client
-    client.close()
-
-
 def containers_of(client, task):
     return client.containers.list(all=True, filters={"label": f"hermes.task={task}"})
 

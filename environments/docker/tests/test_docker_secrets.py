@@ -4,7 +4,6 @@ keys, not what ``.env`` set; ``terminal.env_passthrough`` names the ones that ma
 from __future__ import annotations
 
 import pytest
-from hermes_env_docker import DockerEnvironment
 
 from hermes_hookspecs import secrets
 
@@ -27,20 +26,6 @@ def host_secrets(monkeypatch):
     secrets.mark_secret("ACME_DOTENV_TOKEN", TOKEN)  # as loading .env does
     yield
     secrets.forget_secrets()
-
-
-@pytest.fixture
-def make_env(docker_service):
-    made = []
-
-    def make(**terminal):
-        env = DockerEnvironment(make_config(docker_service, **terminal), "secrets")
-        made.append(env)
-        return env
-
-    yield make
-    for env in made:
-        env.cleanup()
 
 
 def test_no_secret_reaches_the_container(make_env, docker_service):
