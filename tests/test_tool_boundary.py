@@ -587,3 +587,34 @@ def test_a_session_stored_with_unencodable_text_resumes_with_the_openai_sdk(tmp_
         (request,) = fake.model_requests
     sent = json.loads(request.body)["messages"]
     assert [m.get("content") for m in sent if m["role"] == "tool"] == ["old \ufffd text", "fine"]
+
+
+def test_a_handler_stuck_past_its_timeout_delays_no_later_call():
+    release = threading.Event()
+    threads: list[str] = []
+
+    def stuck(args: dict[str, Any], ctx: Any) -> str:
+        release.wait(30)  # ignores its cancel event, as a badly written handler would
+        return "late"
+
+    def quick(args: dict[str, Any], ctx: Any) -> str:
+        threads.append(threading.current_thread().name)
+        return "q"
+
+    agent = make_agent(
+        tool_call("stuck"),
+        *[tool_call("quick") for _ in range(3)],
+        text("done"),
+        plugins=[Tools(tool("stuck", stuck), tool("quick", quick))],
+        config={"tools": {"timeout": 0.2}},
+    )
+    started = time.monotonic()
+    try:
+        assert agent.chat("go") == "done"
+        elapsed = time.monotonic() - started
+    finally:
+        release.set()
+    answers = results(agent.messages)
+    assert "did not finish within 0.2 seconds" in answers[0] and answers[1:] == ["q", "q", "q"]
+    assert elapsed < 5  # the stuck thread still runs; the quick calls ran beside it
+    assert len(threads) == 3 and threading.current_thread().name not in threads
