@@ -254,10 +254,12 @@ def _guard(command: str, ctx: ToolContext, env: Any, workdir: str | None) -> Non
             from .operands import resolve_deletes
 
             resolved = resolve_deletes(env, views.deletes, workdir, ctx.config)
-            views = danger.normalise(command, cwd=start, read_script=reader, resolved=resolved)
-            findings = danger.check(
-                command, danger.RULES + tuple(rules), allow=allow, normalised=views
-            )
+            if any(resolved.get(p, p) is not None for p in views.deletes):
+                # a second reading, seeing each operand where it really leads
+                views = danger.normalise(command, cwd=start, read_script=reader, resolved=resolved)
+                findings = danger.check(
+                    command, danger.RULES + tuple(rules), allow=allow, normalised=views
+                )
     except RecursionError:  # fail closed: a command the checker cannot read needs approval
         findings = [danger.Finding(danger.UNCHECKABLE, f"uncheckable: {command}")]
     hard = [f for f in findings if f.hard]
