@@ -5,6 +5,11 @@ Every command is checked by :mod:`hermes_toolset_terminal.danger` inside the han
 runs, with the task's environment at hand (script files the command runs are read through it,
 and relative paths are resolved when the session has moved out of the working folder):
 
+- the paths delete commands name (``rm -r``, ``find -delete``, ``rsync --delete``, ``xargs rm``)
+  are resolved where the files are, every symlink followed (:mod:`.operands`), and the command
+  is checked again with them written where they really lead: ``rm -rf build/`` with ``build``
+  a symlink to the home folder is ``rm -rf ~/``; one leading outside the working folder needs
+  approval; one that cannot be resolved makes the command need approval;
 - a hard block (``rm -rf /``, ``mkfs``, fork bombs, … and ``hard: true`` config patterns) is
   refused whatever approved it (``--yolo`` included);
 - anything else that matched (builtin rules and ``approvals.extra_patterns``) is asked through
@@ -241,14 +246,20 @@ def _guard(command: str, ctx: ToolContext, env: Any, workdir: str | None) -> Non
     start = _working_folder(ctx, env, workdir)
     current = getattr(env, "cwd", None)
     base = start or (workdir if workdir else current if isinstance(current, str) else None)
+    reader = _script_reader(env, base)
     try:
-        findings = danger.check(
-            command,
-            danger.RULES + tuple(rules),
-            allow=allow,
-            cwd=start,
-            read_script=_script_reader(env, base),
-        )
+        views = danger.normalise(command, cwd=start, read_script=reader)
+        findings = danger.check(command, danger.RULES + tuple(rules), allow=allow, normalised=views)
+        if views.deletes and not any(f.hard for f in findings):
+            from .operands import resolve_deletes
+
+            resolved = resolve_deletes(env, views.deletes, workdir, ctx.config)
+            if any(resolved.get(p, p) is not None for p in views.deletes):
+                # a second reading, seeing each operand where it really leads
+                views = danger.normalise(command, cwd=start, read_script=reader, resolved=resolved)
+                findings = danger.check(
+                    command, danger.RULES + tuple(rules), allow=allow, normalised=views
+                )
     except RecursionError:  # fail closed: a command the checker cannot read needs approval
         findings = [danger.Finding(danger.UNCHECKABLE, f"uncheckable: {command}")]
     hard = [f for f in findings if f.hard]

@@ -20,6 +20,11 @@ through the usual disguises, and matches every rule against each *view* of it:
   bodies of shell functions where they are called, the strings an interpreter's inline code
   runs, and script files (through a reader the caller passes);
 - the command's *skeleton* (quoted text blanked out), for structural rules such as fork bombs;
+- the delete operands (``rm -r``, ``find … -delete``/``-exec rm``, ``rsync --delete``
+  destinations, and so ``xargs rm`` inputs that are known) written where they really lead,
+  when the caller resolved them (:attr:`Normalised.deletes` lists them; ``resolved`` in
+  :func:`normalise` maps them to the real path): ``rm -rf build/`` with ``build`` a symlink to
+  the home folder is also seen as ``rm -rf ~/``;
 - *notes*: facts no single view shows (``download-to-shell``, ``decode-to-shell``,
   ``pipe-to-shell``, ``root-shell``, ``uncheckable``), which the rules match too.
 
@@ -51,6 +56,7 @@ __all__ = [
     "Normalised",
     "Rule",
     "ScriptReader",
+    "MAX_DELETES",
     "UNCHECKABLE",
     "check",
     "compile_allow",
@@ -531,9 +537,10 @@ class Normalised:
     """The views of a command the rules are matched against.
 
     ``views`` are normalised simple commands and pipelines; ``skeletons`` the scripts with
-    quoted text blanked out; ``notes`` facts the analyser established that no single view
-    shows (``download-to-shell``, ``root-shell``, ``uncheckable``...), searched by the
-    command rules too.
+    quoted text blanked out; ``deletes`` the paths delete commands name (relative ones from
+    the folder the command starts in), at most :data:`MAX_DELETES`; ``notes`` facts the
+    analyser established that no single view shows (``download-to-shell``, ``root-shell``,
+    ``uncheckable``...), searched by the command rules too.
     """
 
     views: list[str] = field(default_factory=list)
@@ -544,6 +551,8 @@ class Normalised:
     downloaded: set[str] = field(default_factory=set)
     written: dict[str, str] = field(default_factory=dict)
     links: dict[str, str] = field(default_factory=dict)
+    deletes: list[str] = field(default_factory=list)
+    resolved: Mapping[str, str | None] | None = None
     command: str = ""
     crude: int = 0
     _seen: set[str] = field(default_factory=set)
@@ -577,6 +586,10 @@ _KEYWORDS = frozenset(
 )  # fmt: skip
 _SHELL_NAMES = re.compile(rf"^(?:{_SHELLS})$")
 _MAX_DEPTH = 24
+MAX_DELETES = 64
+"""The most delete operands a command may name and still be resolved (more are uncheckable)."""
+_GLOB = re.compile(r"[*?\[]")
+_FIND_DELETE_WORDS = frozenset({"-delete", "-exec", "-execdir", "-ok", "-okdir"})
 _MAX_SCRIPT = 256_000
 _ANSI_ESCAPES = {
     "n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v", "e": "\x1b",
@@ -910,6 +923,7 @@ class _Analyser:
                 if text is not None:
                     self.result.written[target.removeprefix("./")] = text
         self.links(words, tail)
+        self.delete_views(words, tail, command.cwd)
         if words[0] == "su" and all(a in _SU_SHELL_ARGS for a in words[1:]):
             self.result.note("root-shell")
         self.hidden_scripts(words, command, program)
@@ -1025,6 +1039,46 @@ class _Analyser:
             for literal in literals:
                 self.result.add("rm -r " + self.normalise_path(literal))
 
+    def delete_views(self, words: list[str], tail: list[str], cwd: str | None) -> None:
+        """Record the operands of a delete command, and see the command with each operand
+        written where it really leads when the caller resolved it (``resolved``)."""
+        positions = _delete_operands(words)
+        if not positions:
+            return
+        result = self.result
+        changed = list(words)
+        for i in positions:
+            word = words[i]
+            if word.startswith(("$", "`")) or "$(" in word or word == "{}":
+                continue  # unknown already: the rules see it as such
+            parts = word.split("/")
+            glob = next((n for n, part in enumerate(parts) if _GLOB.search(part)), len(parts))
+            head = "/".join(parts[:glob]) or ("/" if word.startswith("/") else "")
+            head = head.rstrip("/") or head
+            rest = word[len(head) :]
+            if not head or head in (".", "./"):
+                continue  # the folder itself (``*``, ``./*``): the rules judge it as written
+            if cwd and not head.startswith(("/", "~")):
+                if cwd.startswith(("$", "`")):
+                    continue
+                head = posixpath.join(cwd, head)
+            if head not in result.deletes:
+                if len(result.deletes) >= MAX_DELETES:
+                    result.note("uncheckable")
+                    return
+                result.deletes.append(head)
+            if result.resolved is None:
+                continue
+            if head not in result.resolved:  # asked, and not answered: fail closed
+                result.note("uncheckable")
+                continue
+            real = result.resolved[head]
+            if real is not None:
+                changed[i] = self.normalise_path(real.rstrip("/") + rest if real != "/" else
+                                                 "/" + rest.lstrip("/"))  # fmt: skip
+        if changed != words:
+            self.result.add(" ".join(changed + tail))
+
     def links(self, words: list[str], tail: list[str]) -> None:
         """Remember symbolic links this command creates (``ln -s / build``) and see paths
         through them as what they point to (``rm -rf build/`` → ``rm -rf /``)."""
@@ -1121,7 +1175,9 @@ class _Analyser:
         source = _strip_all(list(pipeline[index - 1].words))
         target = _strip_all(list(inner))
         if source and source[0] == "find" and target and target[0] in ("rm", "shred", "unlink"):
-            self.result.add(" ".join([self.normalise_path(w) for w in source] + ["-delete"]))
+            found = [self.normalise_path(w) for w in source] + ["-delete"]
+            self.result.add(" ".join(found))
+            self.delete_views(found, [], pipeline[index - 1].cwd)
 
     def fold_pipeline(self, pipeline: list[_Command], folds: list[str | None]) -> None:
         """``echo … | sh``, ``echo … | base64 -d | bash``, ``cat <<EOF | sh``: read the text
@@ -1628,6 +1684,49 @@ _FUNCTION = re.compile(
 )
 
 
+def _delete_operands(words: list[str]) -> list[int]:
+    """The indexes of the paths a delete command deletes: every operand of ``rm -r``, the
+    starting points of ``find`` with ``-delete``/``-exec rm``, the destination of
+    ``rsync --delete``; ``[]`` for any other command."""
+    name, args = words[0], words[1:]
+    if name == "rm":
+        options = True
+        recursive = False
+        found = []
+        for i, arg in enumerate(args, 1):
+            if options and arg == "--":
+                options = False
+            elif options and arg.startswith("-") and arg != "-":
+                recursive = (
+                    recursive
+                    or arg == "--recursive"
+                    or (not arg.startswith("--") and ("r" in arg or "R" in arg))
+                )
+            else:
+                found.append(i)
+        return found if recursive else []
+    if name == "find":
+        deletes = any(
+            w == "-delete" or (w in _FIND_DELETE_WORDS and i + 1 < len(args)
+                               and args[i + 1].rsplit("/", 1)[-1] in ("rm", "shred", "unlink"))
+            for i, w in enumerate(args)
+        )  # fmt: skip
+        if not deletes:
+            return []
+        found = []
+        for i, arg in enumerate(args, 1):
+            if arg in ("-H", "-L", "-P"):
+                continue
+            if arg.startswith(("-", "(", "!", ")")):
+                break
+            found.append(i)
+        return found
+    if name == "rsync" and any(w.startswith("--del") for w in args):
+        operands = [i for i, arg in enumerate(args, 1) if not arg.startswith("-")]
+        return operands[-1:] if len(operands) >= 2 else []
+    return []
+
+
 def _with_arguments(body: str, args: list[str]) -> str:
     """A function body with its positional parameters replaced by the call's arguments."""
     quoted = [a.replace('"', "").replace("'", "") for a in args]  # inside or outside quotes
@@ -1915,6 +2014,7 @@ def normalise(
     home: str | None = None,
     cwd: str | None = None,
     read_script: ScriptReader | None = None,
+    resolved: Mapping[str, str | None] | None = None,
 ) -> Normalised:
     """All the views of ``command`` (see the module docstring).
 
@@ -1922,8 +2022,12 @@ def normalise(
     :param cwd: the folder the command starts in, when relative paths must be read as absolute
         ones (``None``: relative paths stay relative, inside the working folder).
     :param read_script: reads the script files the command runs; without it they are not read.
+    :param resolved: where the delete operands of a first reading (its ``deletes``) really
+        lead: an absolute path, seen as well as the operand, or ``None`` (seen as written); an
+        operand it does not hold makes the command uncheckable.
     """
     result = Normalised(budget=2 * len(command) + 10_000, reader=read_script, command=command)
+    result.resolved = resolved
     if home is None:
         home = os.environ.get("HOME") or None
     analyser = _Analyser(result, home, 0)
@@ -1976,6 +2080,7 @@ def check(
     home: str | None = None,
     cwd: str | None = None,
     read_script: ScriptReader | None = None,
+    normalised: Normalised | None = None,
 ) -> list[Finding]:
     """What stands between ``command`` and running it: the hard blocks that match (never
     allowed), or else the approval rules that match and that no ``allow`` pattern excuses.
@@ -1983,9 +2088,12 @@ def check(
     An ``allow`` pattern excuses a finding when it matches the normalised text the rule matched
     in (one simple command or pipeline), so ``git push --force`` in the allow list does not
     excuse the ``rm -rf`` in ``git push --force && rm -rf build``. ``cwd`` and
-    ``read_script`` are as for :func:`normalise`.
+    ``read_script`` are as for :func:`normalise`; ``normalised`` is a reading of ``command``
+    made already.
     """
-    findings = scan(command, rules, home=home, cwd=cwd, read_script=read_script)
+    findings = scan(
+        command, rules, home=home, cwd=cwd, read_script=read_script, normalised=normalised
+    )
     hard = [f for f in findings if f.hard]
     if hard:
         return hard

@@ -90,3 +90,43 @@ def test_allow_patterns_excuse_only_what_they_match():
 def test_sensitive_paths(path, rule):
     found = sensitive_path(path, home="/home/alice")
     assert (found.rule.id if found else None) == rule
+
+
+DELETES = [
+    ("rm -rf ./build/ dist/* notes.txt", ["./build", "dist", "notes.txt"]),
+    ("rm -f build", []),  # not recursive: no rule cares where it leads
+    ("rm -r -- -x build", ["-x", "build"]),
+    ("find -L out/ node_modules -name '*.o' -delete", ["out", "node_modules"]),
+    ("find build -exec rm -rf {} +", ["build"]),
+    ("find build -name x", []),
+    ("rsync -a --delete src/ build/", ["build"]),
+    ("cd sub && rm -rf out/x", ["sub/out/x"]),
+    ("echo build | xargs rm -rf", ["build"]),
+    ("find build -type f | xargs rm", ["build"]),
+    ("rm -rf $X * ./*", []),
+]
+
+
+@pytest.mark.parametrize(("command", "expected"), DELETES)
+def test_delete_operands_are_listed(command, expected):
+    assert normalise(command, home="/h").deletes == expected
+
+
+def test_resolved_operands_are_seen_where_they_lead():
+    command = "rm -rf build/* dist/"
+    first = normalise(command, home="/h")
+    resolved = normalise(command, home="/h", resolved={"build": "/h", "dist": None})
+    assert check(command, home="/h", normalised=first) == []
+    assert "rm -rf ~/* dist/" in resolved.views
+    assert check(command, home="/h", normalised=resolved)[0].rule.id == "delete-root"
+    outside = normalise(command, home="/h", resolved={"build": "/srv/x/", "dist": None})
+    assert [f.rule.id for f in check(command, home="/h", normalised=outside)] == [
+        "recursive-delete"
+    ]
+
+
+def test_an_operand_left_unresolved_or_too_many_operands_are_uncheckable():
+    unanswered = normalise("rm -rf build", home="/h", resolved={})
+    assert "uncheckable" in unanswered.notes
+    many = normalise("rm -rf " + " ".join(f"build/{i}" for i in range(65)), home="/h")
+    assert len(many.deletes) == 64 and "uncheckable" in many.notes

@@ -4,6 +4,8 @@ a recording environment wherever a command must never actually run."""
 from __future__ import annotations
 
 import base64
+import os
+import subprocess
 import time
 
 import pytest
@@ -21,8 +23,13 @@ class RecordingEnvironment(Environment):
 
     def __init__(self) -> None:
         self.commands: list[str] = []
+        self.resolver_runs = 0
 
     def run(self, command, *, cwd=None, env=None, timeout=None, stdin=None, background=False):
+        if "__hermes_real" in command:  # the guard resolving delete operands: really run it
+            done = subprocess.run(["sh", "-c", command], capture_output=True, text=True, cwd=cwd)
+            self.resolver_runs += 1
+            return CommandResult(output=done.stdout, exit_code=done.returncode)
         self.commands.append(command)
         return CommandResult(output="recorded\n", exit_code=0)
 
@@ -526,3 +533,143 @@ def test_relative_paths_under_a_system_workdir_are_resolved(tmp_path):
     assert "(rule write-system-config)" in refusal(out[1])
     assert "(rule recursive-delete)" in refusal(out[2])
     assert commands == ["cat hosts"]
+
+
+# --- attacks: a symlink made in one call, deleted through in the next ------------------------
+
+
+@pytest.fixture
+def linked(tmp_path):
+    """A working folder and, beside it, a canary folder with a file and a sub-folder."""
+    work = tmp_path / "work"
+    work.mkdir()
+    canary = tmp_path / "canary"
+    (canary / "sub").mkdir(parents=True)
+    (canary / "precious.txt").write_text("keep me")
+    (canary / "sub" / "precious.txt").write_text("keep me too")
+    (work / "empty").mkdir()
+    return work, canary
+
+
+def canary_intact(canary):
+    return (canary / "precious.txt").read_text() == "keep me" and (
+        canary / "sub" / "precious.txt"
+    ).read_text() == "keep me too"
+
+
+THROUGH_A_LINK = [
+    ("build", "rm -rf build/"),
+    ("build", "rm -rf build/*"),
+    ("build", "rm -rf ./build/ node_modules"),
+    ("build", "find build/ -delete"),
+    ("build", "find build -type f | xargs rm -f"),
+    ("build", "echo build/ | xargs rm -rf"),
+    ("out", "rm -rf out/sub"),
+    ("node_modules", "rm -rf node_modules/sub/"),
+    ("dist", "mkdir -p x && cd x && rm -rf ../dist/"),
+]
+
+
+@pytest.mark.parametrize(("name", "command"), THROUGH_A_LINK)
+def test_deleting_through_a_symlink_made_earlier_leaves_the_canary(linked, tmp_path, name, command):
+    work, canary = linked
+    out = run(
+        {"command": f"ln -s {canary} {name}"},
+        {"command": command},
+        tmp_path=tmp_path,
+        config={"terminal": {"cwd": str(work)}},
+    )
+    assert "[exit code: 0" in out[0] and (work / name).is_symlink()
+    assert canary_intact(canary), out[1]
+    assert refusal(out[1]).startswith("BLOCKED: not approved")
+    assert "Do not retry" in out[1]
+
+
+TO_HOME = ["rm -rf build/", "rm -rf build/*", "find build/ -delete", "rsync -a --del x/ build/"]
+
+
+@pytest.mark.parametrize("command", TO_HOME)
+def test_a_symlink_to_the_home_folder_is_a_hard_block_even_with_yolo(
+    tmp_path, monkeypatch, command
+):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "precious.txt").write_text("keep me")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    out = run(
+        {"command": f"ln -s {home} build"},
+        {"command": command},
+        tmp_path=tmp_path,
+        config={"terminal": {"cwd": str(work)}},
+        yolo=True,
+    )
+    assert (work / "build").is_symlink()
+    assert (home / "precious.txt").read_text() == "keep me", out[1]
+    assert "this command is never run" in refusal(out[1])
+    assert any(f"(rule {r}-delete-root)" in out[1] for r in ("rm", "find", "rsync")) or (
+        "(rule delete-root)" in out[1]
+    )
+
+
+def test_a_real_build_folder_and_an_inside_symlink_still_delete_without_asking(linked, tmp_path):
+    work, canary = linked
+    (work / "build" / "lib").mkdir(parents=True)
+    (work / "assets").mkdir()
+    (work / "assets" / "bundle.js").write_text("x")
+    out = run(
+        {"command": "rm -rf build/ node_modules"},
+        {"command": "ln -s assets dist && ln -s empty out"},
+        {"command": "rm -rf dist/* out/"},
+        tmp_path=tmp_path,
+        config={"terminal": {"cwd": str(work)}},
+    )
+    assert "[exit code: 0" in out[0] and not (work / "build").exists()
+    assert "[exit code:" in out[2] and "BLOCKED" not in out[2]
+    assert not (work / "assets" / "bundle.js").exists() and canary_intact(canary)
+
+
+def test_delete_operands_are_resolved_where_the_files_are_in_other_environments(tmp_path):
+    (tmp_path / "elsewhere").mkdir()
+    os.symlink(tmp_path / "elsewhere", tmp_path / "build")
+    (tmp_path / "dist").mkdir()
+    out, commands = recorded(
+        {"command": "rm -rf build/", "workdir": str(tmp_path)},
+        {"command": "rm -rf dist/", "workdir": str(tmp_path)},
+        tmp_path=tmp_path,
+    )
+    assert "(rule recursive-delete)" in refusal(out[0])
+    assert commands == ["rm -rf dist/"]
+
+
+class UnresolvingEnvironment(RecordingEnvironment):
+    """Answers the resolver with nonsense, as a broken sandbox would."""
+
+    def run(self, command, **kwargs):
+        if "__hermes_real" in command:
+            self.resolver_runs += 1
+            return CommandResult(output="sh: realpath: not found\n", exit_code=127)
+        return super().run(command, **kwargs)
+
+
+def test_a_delete_operand_that_cannot_be_resolved_needs_approval(tmp_path):
+    backend = RecordingBackend()
+    backend.env = UnresolvingEnvironment()
+    out = run(
+        {"command": "rm -rf build/"},
+        {"command": "echo fine"},
+        tmp_path=tmp_path,
+        config={"terminal": {"backend": "recording"}},
+        plugins=["terminal", backend],
+    )
+    assert "(rule uncheckable)" in refusal(out[0])
+    assert backend.env.resolver_runs == 1 and backend.env.commands == ["echo fine"]
+
+
+def test_too_many_delete_operands_need_approval(tmp_path):
+    for i in range(3):
+        (tmp_path / f"build{i}").mkdir()
+    names = " ".join(f"build/x{i}" for i in range(70))
+    [out] = run({"command": f"rm -rf {names}"}, tmp_path=tmp_path)
+    assert "(rule uncheckable)" in refusal(out)
