@@ -372,9 +372,14 @@ class Dispatcher:
         content, truncated = self.seal(text)
         return CallOutcome(call, ToolResult(content, is_error=True, truncated=truncated), True)
 
-    def timeout_for(self, name: str) -> float | None:
-        """The timeout of tool ``name``: its entry in ``timeouts``, else ``timeout``."""
-        return self.timeouts[name] if name in self.timeouts else self.timeout
+    def timeout_for(self, name: str, tool: Tool | None = None) -> float | None:
+        """The timeout of tool ``name``: its entry in ``timeouts``, else the tool's own
+        ``timeout`` (``0``: none), else ``timeout``."""
+        if name in self.timeouts:
+            return self.timeouts[name]
+        if tool is not None and tool.timeout is not None:
+            return tool.timeout or None
+        return self.timeout
 
     def validate(self, call: ToolCall) -> str | None:
         """Why ``call`` cannot run as the model sent it (unknown tool, schema), else ``None``."""
@@ -475,7 +480,7 @@ class Dispatcher:
                     return ToolResult(refusal(request, who), is_error=True)
         if cancel.is_set():
             return ToolResult("Error: interrupted by the user before this tool ran.", is_error=True)
-        timeout = self.timeout_for(call.name)
+        timeout = self.timeout_for(call.name, tool)
         try:
             value = self._invoke(tool, call, ctx, cancel, timeout)
         except ToolCancelled:
@@ -483,8 +488,12 @@ class Dispatcher:
                 "Error: interrupted by the user while this tool was running.", is_error=True
             )
         except ToolTimeout:
-            own = call.name in self.timeouts
-            setting = f"tools.timeouts.{call.name}" if own else "tools.timeout"
+            if call.name in self.timeouts:
+                setting = f"tools.timeouts.{call.name}"
+            elif tool.timeout is not None:
+                setting = f"the tool's own limit; tools.timeouts.{call.name} changes it"
+            else:
+                setting = "tools.timeout"
             return ToolResult(
                 f"Error: tool '{call.name}' did not finish within {timeout:g} seconds "
                 f"({setting}), so it was abandoned; its work may be incomplete. Try a "

@@ -618,3 +618,42 @@ def test_a_handler_stuck_past_its_timeout_delays_no_later_call():
     assert "did not finish within 0.2 seconds" in answers[0] and answers[1:] == ["q", "q", "q"]
     assert elapsed < 5  # the stuck thread still runs; the quick calls ran beside it
     assert len(threads) == 3 and threading.current_thread().name not in threads
+
+
+def test_a_tool_declares_its_own_limit_and_the_user_overrides_it():
+    finished: list[str] = []
+    own = tool("own", sleeper(0.5, finished), timeout=0)  # bounds its own work: no host limit
+    short = tool("short", sleeper(0.5, finished), timeout=0.1)
+    agent = make_agent(
+        tool_call("own"),
+        tool_call("short"),
+        text("ok"),
+        plugins=[Tools(own, short)],
+        config={"tools": {"timeout": 0.2}},
+    )
+    agent.chat("go")
+    first, second = results(agent.messages)
+    assert first == "slept"
+    assert "within 0.1 seconds (the tool's own limit; tools.timeouts.short changes it)" in second
+    agent = make_agent(
+        tool_call("own"),
+        text("ok"),
+        plugins=[Tools(own)],
+        config={"tools": {"timeouts": {"own": 0.1}}},
+    )
+    agent.chat("go")
+    assert "within 0.1 seconds (tools.timeouts.own)" in results(agent.messages)[0]
+
+
+def test_the_terminal_is_not_cut_at_the_host_default():
+    from hermes_toolset_terminal import PROCESS_TOOL, TERMINAL_TOOL
+
+    assert TERMINAL_TOOL.timeout == 0 and PROCESS_TOOL.timeout == 0
+    agent = make_agent(
+        tool_call("terminal", {"command": "sleep 0.5; echo done"}),
+        text("ok"),
+        plugins=["terminal", "local"],
+        config={"tools": {"timeout": 0.2}},
+    )
+    agent.chat("go")
+    assert results(agent.messages)[0].startswith("done")

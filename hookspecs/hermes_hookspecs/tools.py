@@ -38,6 +38,10 @@ class Tool:
         marker. ``None`` uses the host's default (``tools.max_result_chars``).
     :param needs_approval: ``needs_approval(args)`` returns an :class:`ApprovalRequest` when this
         particular call needs a human's consent before it runs, else ``None``.
+    :param timeout: seconds the host waits for the handler before it answers the call with a
+        timeout error; ``None`` uses the host's default (``tools.timeout``), ``0`` sets no host
+        limit, for a tool that bounds its own work (a command with its own timeout). The user's
+        ``tools.timeouts.<name>`` overrides it. An interrupt stops the wait either way.
     """
 
     name: str
@@ -49,6 +53,7 @@ class Tool:
     check: Callable[[], bool | str | None] | None = None
     max_result_chars: int | None = None
     needs_approval: Callable[[dict[str, Any]], ApprovalRequest | None] | None = None
+    timeout: float | None = None
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI function-calling schema of this tool."""

@@ -461,6 +461,7 @@ TERMINAL_TOOL = Tool(
     },
     handler=terminal,
     max_result_chars=DEFAULT_MAX_OUTPUT + 2_000,
+    timeout=0,  # every command has its own timeout (at most terminal.max_timeout)
 )
 
 PROCESS_TOOL = Tool(
@@ -487,6 +488,7 @@ PROCESS_TOOL = Tool(
     },
     handler=process,
     max_result_chars=DEFAULT_MAX_OUTPUT + 2_000,
+    timeout=0,  # `wait` has its own timeout (at most terminal.max_timeout)
 )
 
 
