@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import os
 import posixpath
-import re
-import shlex
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -144,41 +142,6 @@ def _resolve_local(env: Any, paths: Sequence[str], config: Mapping[str, Any]) ->
 
 # --- every other environment: a shell script where the files are ---------------------------
 
-_RESOLVER = r"""(
-__hermes_real() {
-  __p=$1
-  case $__p in "~") __p=$HOME ;; "~/"*) __p=$HOME/${__p#"~/"} ;; esac
-  case $__p in /*) ;; *) __d=$(pwd -P) || return 1; __p=$__d/$__p ;; esac
-  if __r=$(realpath -m -- "$__p" 2>/dev/null) && [ -n "$__r" ]; then
-    printf '%s' "$__r"; return 0
-  fi
-  __o=; __rest=$__p; __n=0
-  while [ -n "$__rest" ]; do
-    __c=${__rest%%/*}
-    case $__rest in */*) __rest=${__rest#*/} ;; *) __rest= ;; esac
-    case $__c in
-      ''|.) ;;
-      ..) __o=${__o%/*} ;;
-      *)
-        if [ -L "$__o/$__c" ]; then
-          __n=$((__n + 1)); [ "$__n" -le 40 ] || return 1
-          __t=$(readlink -- "$__o/$__c") && [ -n "$__t" ] || return 1
-          case $__t in /*) __o= ;; esac
-          __rest=$__t/$__rest
-        else
-          __o=$__o/$__c
-        fi ;;
-    esac
-  done
-  printf '%s' "${__o:-/}"
-}
-printf 'home\037%s\036' "$HOME"
-printf 'pwd\037%s\036' "$(pwd -P 2>/dev/null)"
-for __p in {paths}; do
-  if __r=$(__hermes_real "$__p"); then printf 'ok\037%s\036' "$__r"; else printf 'fail\037\036'; fi
-done
-)"""
-_RECORD = re.compile(r"(home|pwd|ok|fail)\x1f([^\x1e]*)\x1e")
 
 # the working directory of an environment when the file tools first used it (the fallback
 # workspace of an environment that reports no starting folder)
@@ -195,54 +158,27 @@ def _start_folder(env: Any) -> str:
         return ""
 
 
-def _clean(path: str) -> str | None:
-    """A resolved path as the script printed it; ``None`` when it is not a usable answer."""
-    if not path.startswith("/") or "\ufffd" in path or "\n" in path:
-        return None
-    return posixpath.normpath(path)
-
-
 def _resolve_remote(env: Any, paths: Sequence[str], config: Mapping[str, Any]) -> Resolution:
+    from hermes_toolset_terminal.realpaths import lexical, real_paths
+
     start = _start_folder(env)
     setting = workspace_setting(config)
     if setting:
         root = setting if setting.startswith(("/", "~")) or not start else f"{start}/{setting}"
     else:
         root = start or "."
-    words = " ".join(shlex.quote(p) for p in [root, *paths])
-    records: list[tuple[str, str]] = []
-    try:
-        result = env.run(_RESOLVER.replace("{paths}", words), timeout=30)
-        if result.exit_code == 0 and not result.timed_out:
-            records = _RECORD.findall(result.output)
-    except Exception:  # any failure leaves the paths unresolved: the callers then ask
-        records = []
-    values = dict(r for r in records if r[0] in ("home", "pwd"))
-    answers = [_clean(value) if kind == "ok" else None for kind, value in records]
-    answers = [a for (kind, _v), a in zip(records, answers, strict=True) if kind in ("ok", "fail")]
-    if len(answers) != len(paths) + 1:
-        answers = [None] * (len(paths) + 1)
-    pwd = _clean(values.get("pwd", ""))
+    answer = real_paths(env, [root, *paths])
+    answers = answer.reals if answer is not None else [None] * (len(paths) + 1)
+    pwd = answer.pwd if answer is not None else None
     if pwd and not start:
         try:
             _first_seen.setdefault(env, pwd)
         except TypeError:
             pass
-    home = _clean(values.get("home", "")) or ""
-    places = []
-    for path, real in zip(paths, answers[1:], strict=True):
-        places.append(Place(path, _lexical_remote(path, pwd, home), real))
+    home = (answer.home if answer is not None else None) or ""
+    places = [
+        Place(path, lexical(path, pwd, home), real)
+        for path, real in zip(paths, answers[1:], strict=True)
+    ]
     hermes_homes = (posixpath.join(home, ".hermes"),) if home else ()
     return Resolution(places, answers[0], home, hermes_homes)
-
-
-def _lexical_remote(path: str, pwd: str | None, home: str) -> str:
-    if path == "~" or path.startswith("~/"):
-        if not home:
-            return ""
-        path = home + path[1:]
-    if not path.startswith("/"):
-        if not pwd:
-            return ""
-        path = posixpath.join(pwd, path)
-    return posixpath.normpath(path)
