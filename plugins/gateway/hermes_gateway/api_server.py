@@ -14,7 +14,7 @@ import os
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from hermes_hookspecs import AgentOutcome, Gateway, HermesError, InboundMessage, PlatformAdapter
 
@@ -32,6 +32,16 @@ DEFAULT_PORT = 8642
 DEFAULT_MODEL = "hermes-agent"
 NO_RETRY = {"x-should-retry": "false"}
 """Sent with failed turns: the SDKs retry 5xx answers, and a retry would run the turn again."""
+
+
+class _Begun(NamedTuple):
+    """A turn under way: its future, its delta queue, the response headers, the first delta
+    (``None`` when it ended before any)."""
+
+    turn: asyncio.Future[AgentOutcome]
+    queue: asyncio.Queue[str | None]
+    headers: dict[str, str]
+    first: str | None
 
 
 class ApiServerAdapter(PlatformAdapter):
@@ -200,6 +210,29 @@ class ApiServerAdapter(PlatformAdapter):
         turn.add_done_callback(lambda _: queue.put_nowait(None))
         return turn, queue
 
+    async def _begin(
+        self,
+        request: web.Request,
+        body: Mapping[str, Any],
+        prompt: str,
+        session_id: str,
+        instructions: str | None,
+        stream: bool,
+    ) -> _Begun | web.StreamResponse:
+        """Start the turn and wait for its first text delta (or its end); an HTTP error when
+        it failed before anything streamed, while a plain error answer still fits."""
+        message = self._message(request, body, prompt)
+        turn, queue = await self._run(message, session_id, instructions, stream)
+        headers = {SESSION_HEADER: session_id}
+        first = await queue.get()
+        if first is None:  # over before any text streamed
+            if turn.exception() is not None:
+                return self._refusal(turn.exception())  # type: ignore[arg-type]
+            failed = self._failure(turn.result(), headers)
+            if failed is not None:
+                return failed
+        return _Begun(turn, queue, headers, first)
+
     # --- /v1/chat/completions --------------------------------------------------------------------
 
     async def _chat_completions(self, request: web.Request) -> web.StreamResponse:
@@ -215,16 +248,10 @@ class ApiServerAdapter(PlatformAdapter):
             stream and isinstance(options, dict) and options.get("include_usage") is True
         )
         model = str(body.get("model") or self.model)
-        message = self._message(request, body, prompt)
-        turn, queue = await self._run(message, session_id, context, stream)
-        headers = {SESSION_HEADER: session_id}
-        first = await queue.get()
-        if first is None:  # over before any text streamed: a plain HTTP answer still fits
-            if turn.exception() is not None:
-                return self._refusal(turn.exception())  # type: ignore[arg-type]
-            failed = self._failure(turn.result(), headers)
-            if failed is not None:
-                return failed
+        begun = await self._begin(request, body, prompt, session_id, context, stream)
+        if not isinstance(begun, _Begun):
+            return begun
+        turn, queue, headers, first = begun
         cid, created = fmt.completion_id(), int(time.time())
         if not stream:
             outcome = turn.result()
@@ -316,16 +343,10 @@ class ApiServerAdapter(PlatformAdapter):
             return self._refusal(exc)
         stream = body.get("stream") is True
         model = str(body.get("model") or self.model)
-        message = self._message(request, body, prompt)
-        turn, queue = await self._run(message, session_id, context, stream)
-        headers = {SESSION_HEADER: session_id}
-        first = await queue.get()
-        if first is None:  # over before any text streamed: a plain HTTP answer still fits
-            if turn.exception() is not None:
-                return self._refusal(turn.exception())  # type: ignore[arg-type]
-            failed = self._failure(turn.result(), headers)
-            if failed is not None:
-                return failed
+        begun = await self._begin(request, body, prompt, session_id, context, stream)
+        if not isinstance(begun, _Begun):
+            return begun
+        turn, queue, headers, first = begun
         rid, item_id, created = fmt.response_id(), f"msg_{fmt.response_id()[5:]}", time.time()
         keep = body.get("store") is not False
 
