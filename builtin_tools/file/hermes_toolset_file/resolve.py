@@ -23,6 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes_toolset_terminal.realpaths import is_local, lexical, real_paths
+
 __all__ = ["Place", "Resolution", "is_local", "resolve", "workspace_setting"]
 
 
@@ -78,11 +80,6 @@ def workspace_setting(config: Mapping[str, Any]) -> str:
     """``file.workspace`` from the configuration (``""`` when unset)."""
     value = _section(config, "file").get("workspace")
     return str(value).strip() if isinstance(value, str | os.PathLike) else ""
-
-
-def is_local(env: Any) -> bool:
-    """Whether the environment's files are this machine's files (the ``local`` backend)."""
-    return getattr(env, "name", "") == "local" and isinstance(getattr(env, "cwd", None), str)
 
 
 def resolve(env: Any, paths: Sequence[str], config: Mapping[str, Any]) -> Resolution:
@@ -159,8 +156,6 @@ def _start_folder(env: Any) -> str:
 
 
 def _resolve_remote(env: Any, paths: Sequence[str], config: Mapping[str, Any]) -> Resolution:
-    from hermes_toolset_terminal.realpaths import lexical, real_paths
-
     start = _start_folder(env)
     setting = workspace_setting(config)
     if setting:

@@ -16,7 +16,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .realpaths import lexical, real_paths
+from .realpaths import is_local, lexical, real_paths
 
 __all__ = ["resolve_deletes"]
 
@@ -24,10 +24,6 @@ __all__ = ["resolve_deletes"]
 def _section(config: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     value = config.get(name) if isinstance(config, Mapping) else None
     return value if isinstance(value, Mapping) else {}
-
-
-def _is_local(env: Any) -> bool:
-    return getattr(env, "name", "") == "local" and isinstance(getattr(env, "cwd", None), str)
 
 
 def _classify(lexical: str, real: str, root: str | None) -> str | None:
@@ -46,7 +42,7 @@ def resolve_deletes(
     """Map each delete operand (relative ones from the folder the command starts in: the
     environment's current folder, or ``workdir`` from it) to the real path the checker must
     see as well, or to ``None``; operands that could not be resolved are left out."""
-    if _is_local(env):
+    if is_local(env):
         return _resolve_local(env, paths, workdir, config)
     return _resolve_remote(env, paths, workdir)
 

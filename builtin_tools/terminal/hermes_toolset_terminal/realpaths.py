@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["RealPaths", "lexical", "real_paths"]
+__all__ = ["RealPaths", "is_local", "lexical", "real_paths"]
 
 _RESOLVER = r"""(
 __hermes_real() {
@@ -49,6 +49,12 @@ for __p in {paths}; do
 done
 )"""
 _RECORD = re.compile(r"(home|pwd|ok|fail)\x1f([^\x1e]*)\x1e")
+
+
+def is_local(env: Any) -> bool:
+    """Whether the environment's files are this machine's files (the ``local`` backend), so
+    :func:`os.path.realpath` answers and no script is needed."""
+    return getattr(env, "name", "") == "local" and isinstance(getattr(env, "cwd", None), str)
 
 
 @dataclass(frozen=True)
