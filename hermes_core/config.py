@@ -507,11 +507,11 @@ def load_config(
     for dotted, value in (overrides or {}).items():
         if value is None:
             continue
-        rule = _SCHEMA.get(dotted)
+        known = _SCHEMA.get(dotted)
         if isinstance(value, tuple):
             value = list(value)
-        elif rule is not None and isinstance(value, str):
-            value = _from_text(rule, value)
+        elif known is not None and isinstance(value, str):
+            value = _from_text(known, value)
         _set_path(nested, _split_key(dotted), value, replace=True)
     nested = _normalize_model(nested)
     for dotted, problem in _problems(nested):
@@ -556,7 +556,7 @@ def _parse_yaml(text: str, path: Path) -> tuple[dict[str, Any], dict[str, int]]:
         raise ConfigError(f"{path}: invalid YAML: {_one_line(exc)}") from exc
     finally:
         loader.dispose()
-    if data is None:
+    if node is None or data is None:
         return {}, {}
     if not isinstance(data, dict):
         line = node.start_mark.line + 1

@@ -139,7 +139,7 @@ def build_cli(
     @click.option("--debug", is_flag=True, help="Show tracebacks and debug logs.")
     @click.version_option(__version__, "--version", prog_name="hermes")
     @click.pass_context
-    def cli(ctx: click.Context, **_: Any) -> None:
+    def cli(ctx: click.Context, /, **_: Any) -> None:
         """hermes: an AI agent whose tools, providers and environments are plugins.
 
         Run without a command for an interactive chat; `hermes chat -q TEXT` answers once.

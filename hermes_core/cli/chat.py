@@ -8,13 +8,18 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from hermes_hookspecs import API_MODES, ApprovalRequest, HermesError
 
 from .state import CliState
+
+if TYPE_CHECKING:
+    from hermes_hookspecs import TurnResult
+
+    from ..agent import Agent
 
 SPINNER = "|/-\\"
 T = TypeVar("T")
@@ -145,7 +150,7 @@ def make_agent(
     stream: bool,
     session_id: str | None = None,
     store: Any = None,
-) -> Any:
+) -> Agent:
     """Build the agent for a chat command from the CLI state."""
     from ..agent import Agent
 
@@ -297,7 +302,7 @@ def _interactive(
 ) -> None:
     display = Display(interactive=True, stream=stream)
 
-    def new_agent(session: str | None) -> Any:
+    def new_agent(session: str | None) -> Agent:
         return make_agent(
             state,
             interactive=True,
@@ -371,17 +376,17 @@ def announce_plugin_failures(state: CliState) -> None:
         )
 
 
-def _prepare_quietly(agent: Any) -> None:
+def _prepare_quietly(agent: Agent) -> None:
     try:
         agent.connection.prepare()
     except Exception:  # the first real call reports any problem properly
         pass
 
 
-def _turn(agent: Any, display: Display, line: str) -> None:
+def _turn(agent: Agent, display: Display, line: str) -> None:
     display.streamed = False
     done = threading.Event()
-    holder: dict[str, Any] = {}
+    holder: dict[str, TurnResult] = {}
 
     def work() -> None:
         holder["result"] = agent.run_conversation(line)
@@ -408,7 +413,7 @@ def _turn(agent: Any, display: Display, line: str) -> None:
         click.echo(result["final_response"])
 
 
-def _slash(line: str, agent: Any, store: Any) -> bool | str:
+def _slash(line: str, agent: Agent, store: Any) -> bool | str:
     """Handle a /command: True to leave the chat, a session id to switch to (``""``: a new
     session), False to go on."""
     words = line.split()
@@ -491,7 +496,7 @@ def _table(rows: list[tuple[str, str]]) -> str:
     return "\n".join(f"  {name:<{width}}  {value:>{value_width}}" for name, value in rows)
 
 
-def _compress(agent: Any, focus: str | None) -> None:
+def _compress(agent: Agent, focus: str | None) -> None:
     """``/compress [focus]``: compress now and say what it did."""
     current = agent.session_id
     try:

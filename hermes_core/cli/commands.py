@@ -234,7 +234,7 @@ def providers_group() -> None:
 def providers_list(as_json: bool) -> None:
     """List installed providers: name, API mode, default endpoint, key variable, plugin."""
     state = _state()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, reg in sorted(state.registry.providers.items()):
         p = reg.value
         rows.append(

@@ -67,6 +67,9 @@ _LAZY: dict[str, str] = {
     "ToolHandler": "tools",
     "ToolResult": "calls",
     "Toolset": "tools",
+    "EXIT_REASONS": "turns",
+    "TURN_RESULT_KEYS": "turns",
+    "TurnResult": "turns",
     "Usage": "providers",
     "blocked": "refusals",
     "child_environ": "secrets",
@@ -103,6 +106,7 @@ if TYPE_CHECKING:
     from .secrets import child_environ, mark_secret, redact
     from .sessions import SessionInfo, SessionStore
     from .tools import TOOL_NAME_RE, Tool, ToolHandler, Toolset
+    from .turns import EXIT_REASONS, TURN_RESULT_KEYS, TurnResult
 
 
 def __getattr__(name: str) -> Any:
@@ -172,6 +176,9 @@ __all__ = [
     "ToolHandler",
     "ToolResult",
     "Toolset",
+    "EXIT_REASONS",
+    "TURN_RESULT_KEYS",
+    "TurnResult",
     "Usage",
     "blocked",
     "child_environ",

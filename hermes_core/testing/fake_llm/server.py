@@ -442,7 +442,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _read_body(self) -> bytes:
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-            parts = []
+            parts: list[bytes] = []
             while True:
                 size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
                 if size == 0:
