@@ -26,7 +26,8 @@ T = TypeVar("T")
 
 
 def _state() -> CliState:
-    return click.get_current_context().find_root().obj  # type: ignore[no-any-return]
+    state: CliState = click.get_current_context().find_root().obj
+    return state
 
 
 class Display:
@@ -243,10 +244,10 @@ def _session_to_resume(store: Any, resume: str | None, continue_: bool) -> str |
     if resume and continue_:
         raise HermesError("use either --resume ID or --continue, not both")
     if continue_:
-        latest = store.latest_session_id()
+        latest: str | None = store.latest_session_id()
         if latest is None:
             raise HermesError("no session to continue yet; start one with `hermes chat`")
-        return latest  # type: ignore[no-any-return]
+        return latest
     if resume:
         from .sessions_cmd import resolve_session
 

@@ -17,7 +17,8 @@ from .state import CliState
 
 
 def _state() -> CliState:
-    return click.get_current_context().find_root().obj  # type: ignore[no-any-return]
+    state: CliState = click.get_current_context().find_root().obj
+    return state
 
 
 def _print_json(value: Any) -> None:

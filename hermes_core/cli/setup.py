@@ -13,7 +13,8 @@ from .state import CliState
 
 
 def _state() -> CliState:
-    return click.get_current_context().find_root().obj  # type: ignore[no-any-return]
+    state: CliState = click.get_current_context().find_root().obj
+    return state
 
 
 def _set_model(state: CliState, provider: str, model: str | None, base_url: str | None) -> None:

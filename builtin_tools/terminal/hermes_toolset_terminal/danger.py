@@ -640,7 +640,8 @@ def _expand_braces(word: str, limit: int = 64) -> list[str]:
         return [word]
     if len(word) > 512:
         return [word]  # rules see the unexpanded word; expanding long ones costs too much
-    pending, out = [word], []
+    pending = [word]
+    out: list[str] = []
     while pending and len(out) + len(pending) < limit:
         current = pending.pop(0)
         match = _BRACE.search(current)

@@ -43,7 +43,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from hermes_hookspecs import BackgroundProcess, CommandResult, Environment, EnvironmentUnavailable
 from hermes_hookspecs.secrets import passthrough, secret_names
@@ -422,7 +422,7 @@ class ShellEnvironment(Environment):
                 search_from = max(0, len(buf) - len(end_tag) - 32)
             return False
 
-        def wait_item(until: float | None) -> bytes | BaseException | None | bool:
+        def wait_item(until: float | None) -> bytes | BaseException | None | Literal[False]:
             """The next item, or False when ``until`` passed."""
             try:
                 if until is None:

@@ -11,12 +11,12 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from hermes_hookspecs import PromptContext, PromptLayer, hookimpl
 
 NAME = "environment"
-TIER = "stable"
+TIER: Final = "stable"
 ORDER = 900
 LOCAL_BACKEND = "local"
 

@@ -7,13 +7,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Final
 
 from hermes_hookspecs import PromptContext, PromptLayer, hookimpl
 
 from ._text import max_chars, read_text, truncate_middle
 
 NAME = "identity"
-TIER = "stable"
+TIER: Final = "stable"
 ORDER = 0
 SOUL_FILE = "SOUL.md"
 

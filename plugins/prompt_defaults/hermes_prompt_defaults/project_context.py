@@ -17,13 +17,14 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Final
 
 from hermes_hookspecs import PromptContext, PromptLayer, hookimpl
 
 from ._text import max_chars, read_text, truncate_middle
 
 NAME = "project_context"
-TIER = "context"
+TIER: Final = "context"
 ORDER = 50
 HERMES_FILES: tuple[str, ...] = (".hermes.md", "HERMES.md")
 """Looked for in the working directory and each folder above it up to the git root."""
