@@ -17,6 +17,7 @@ from typing import Any
 from hermes_hookspecs import (
     TURN_RESULT_KEYS,
     ContextEngine,
+    ExitReason,
     HermesError,
     ModelClient,
     ModelRequest,
@@ -683,10 +684,10 @@ class _Turn:
         self.usage = Usage()
         self.final_response: str | None = None
         self.cost_usd: float | None = None
-        self.exit_reason = "error"
+        self.exit_reason: ExitReason = "error"
         self.error: str | None = None
 
-    def finish(self, exit_reason: str, error: str | None = None) -> None:
+    def finish(self, exit_reason: ExitReason, error: str | None = None) -> None:
         self.exit_reason = exit_reason
         self.error = error
 

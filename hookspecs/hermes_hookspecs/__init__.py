@@ -68,6 +68,7 @@ _LAZY: dict[str, str] = {
     "ToolResult": "calls",
     "Toolset": "tools",
     "EXIT_REASONS": "turns",
+    "ExitReason": "turns",
     "TURN_RESULT_KEYS": "turns",
     "TurnResult": "turns",
     "Usage": "providers",
@@ -106,7 +107,7 @@ if TYPE_CHECKING:
     from .secrets import child_environ, mark_secret, redact
     from .sessions import SessionInfo, SessionStore
     from .tools import TOOL_NAME_RE, Tool, ToolHandler, Toolset
-    from .turns import EXIT_REASONS, TURN_RESULT_KEYS, TurnResult
+    from .turns import EXIT_REASONS, TURN_RESULT_KEYS, ExitReason, TurnResult
 
 
 def __getattr__(name: str) -> Any:
@@ -177,6 +178,7 @@ __all__ = [
     "ToolResult",
     "Toolset",
     "EXIT_REASONS",
+    "ExitReason",
     "TURN_RESULT_KEYS",
     "TurnResult",
     "Usage",

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict, get_args
 
-EXIT_REASONS: tuple[str, ...] = (
+ExitReason = Literal[
     "completed",
     "max_turns",
     "interrupted",
     "invalid_tool_calls",
     "provider_error",
     "error",
-)
-"""Every ``TurnResult["exit_reason"]``, in no particular order."""
+]
+"""Why a turn's loop stopped: an answer, the step budget used up (the answer is a summary), an
+interrupt, only invalid tool calls several steps in a row, a provider error, any other error."""
+
+EXIT_REASONS: tuple[ExitReason, ...] = get_args(ExitReason)
+"""Every :data:`ExitReason`, in that order."""
 
 
 class TurnResult(TypedDict):
@@ -27,7 +31,7 @@ class TurnResult(TypedDict):
     :ivar estimated_cost_usd: their estimated cost; ``None`` when the price is unknown.
     :ivar completed: the loop ran to an answer (``exit_reason`` ``completed`` or ``max_turns``).
     :ivar interrupted: the turn was interrupted (``exit_reason`` ``interrupted``).
-    :ivar exit_reason: why the loop stopped, one of :data:`EXIT_REASONS`.
+    :ivar exit_reason: why the loop stopped (:data:`ExitReason`).
     :ivar error: one readable line when the turn failed, else ``None``.
     :ivar model: the model that answered (after any fallback).
     :ivar provider: that model's provider.
@@ -42,7 +46,7 @@ class TurnResult(TypedDict):
     estimated_cost_usd: float | None
     completed: bool
     interrupted: bool
-    exit_reason: str
+    exit_reason: ExitReason
     error: str | None
     model: str
     provider: str
