@@ -1,0 +1,27 @@
+"""The configuration keys the cron plugin reads (``cron.*``)."""
+
+from __future__ import annotations
+
+from hermes_hookspecs import ConfigKey, ConfigSection, hookimpl
+
+
+@hookimpl
+def hermes_register_config(register):  # type: ignore[no-untyped-def]
+    """Declare ``cron.*``."""
+    register(
+        ConfigSection(
+            "cron",
+            [
+                ConfigKey(
+                    "max_parallel", "number", doc="jobs run at the same time (unset: 3)", minimum=1
+                ),
+                ConfigKey(
+                    "tick_seconds",
+                    "number",
+                    doc="seconds between checks for due jobs (unset: 30)",
+                    minimum=1,
+                ),
+            ],
+            doc="scheduled jobs",
+        )
+    )
