@@ -300,18 +300,25 @@ def mark_config_secrets(data: Any, schema: ConfigSchema | None = None, prefix: s
             mark_config_secrets(item, schema, prefix)
 
 
-def _resolve_secret_refs(data: dict[str, Any], env: Mapping[str, str]) -> None:
-    """Replace each secret key written ``${NAME}`` by the value of variable NAME (from the
-    environment or ``.env``); the key is left out when NAME is not set."""
+def _resolve_secret_refs(
+    data: dict[str, Any],
+    env: Mapping[str, str],
+    schema: ConfigSchema | None = None,
+    prefix: str = "",
+) -> None:
+    """Replace each secret key (by its name, or declared ``secret`` in ``schema``) written
+    ``${NAME}`` by the value of variable NAME (from the environment or ``.env``); the key is left
+    out when NAME is not set."""
     for key in list(data):
         value = data[key]
+        dotted = f"{prefix}{key}"
         if isinstance(value, dict):
-            _resolve_secret_refs(value, env)
+            _resolve_secret_refs(value, env, schema, dotted + ".")
         elif isinstance(value, list):
             for item in value:
                 if isinstance(item, dict):
-                    _resolve_secret_refs(item, env)
-        elif is_secret_key(str(key)):
+                    _resolve_secret_refs(item, env, schema, dotted + ".")
+        elif is_secret_key(str(key)) or (schema is not None and schema.is_secret(dotted)):
             ref = secret_reference(value)
             if ref is None:
                 continue
@@ -397,6 +404,8 @@ class Config(Mapping[str, Any]):
         data = copy.deepcopy(self.data)
         sources = dict(self.sources)
         _merge_under(data, sources, (), schema.defaults())
+        mark_config_secrets(data, schema)
+        _resolve_secret_refs(data, os.environ, schema)
         for dotted, problem in schema.problems(data):
             raise ConfigError(f"{self.where(dotted)}{dotted}: {problem}")
         mark_config_secrets(data, schema)

@@ -88,6 +88,14 @@ class AcmePlugin:
         )
 
 
+class Vault:
+    """A plugin with a key that is a secret only because it says so (not by its name)."""
+
+    @hookimpl
+    def hermes_register_config(self, register: Callable[[ConfigSection], None]) -> None:
+        register(ConfigSection("vault", [ConfigKey("pin_code", "string", secret=True)]))
+
+
 class Rival:
     """A plugin that declares a key the acme plugin already declares."""
 
@@ -412,16 +420,36 @@ def test_cli_masks_keys_a_plugin_declares_secret(
     # not a secret by its name, nor declared: shown as written (and warned about)
     assert "api_tkn: x" in hermes("config", "show").out
 
-    class Named:
-        @hookimpl
-        def hermes_register_config(self, register: Callable[[ConfigSection], None]) -> None:
-            register(ConfigSection("vault", [ConfigKey("pin_code", "string", secret=True)]))
-
     (tmp_path / "config.yaml").write_text("vault:\n  pin_code: abcdefghijklmnop\n")
-    run = hermes("config", "show", plugins=[("vault", Named())])
+    run = hermes("config", "show", plugins=[("vault", Vault())])
     assert run.code == 0, run.err
     assert "abcdefghijklmnop" not in run.out
     assert (
         "abcdefghijklmnop"
-        not in hermes("config", "get", "vault.pin_code", plugins=[("vault", Named())]).out
+        not in hermes("config", "get", "vault.pin_code", plugins=[("vault", Vault())]).out
     )
+
+
+def test_a_declared_secret_written_as_a_reference_takes_the_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hermes_hookspecs.secrets import secret_values
+
+    monkeypatch.setenv("VAULT_PIN", "pin-0123456789")
+    (tmp_path / "config.yaml").write_text("vault:\n  pin_code: ${VAULT_PIN}\n")
+    agent = make_agent(home=tmp_path, plugin_manager=manager(("vault", Vault())))
+    assert agent.config.get("vault.pin_code") == "pin-0123456789"
+    assert "pin-0123456789" in secret_values()
+
+
+def test_cli_set_stores_a_declared_secret_in_dotenv(
+    hermes: Callable[..., Run], tmp_path: Path
+) -> None:
+    run = hermes(
+        "config", "set", "vault.pin_code", "tok-abcdefghijkl", plugins=[("vault", Vault())]
+    )
+    assert run.code == 0, run.err
+    assert "VAULT_PIN_CODE=tok-abcdefghijkl" in (tmp_path / ".env").read_text()
+    assert "${VAULT_PIN_CODE}" in (tmp_path / "config.yaml").read_text()
+    assert "tok-abcdefghijkl" not in (tmp_path / "config.yaml").read_text()
+    assert "tok-abcdefghijkl" not in run.out
