@@ -221,11 +221,12 @@ class ConfigSchema:
         match = difflib.get_close_matches(leaf, siblings, n=1, cutoff=SUGGESTION_CUTOFF)
         if match:
             return f"{parent}.{match[0]}" if parent else match[0]
-        # Not a section the key is in: `terminal.cwd` is not a misspelt `terminal`.
+        # A misspelt section (`termnal.timeout`): the siblings were tried above, and a section
+        # the key is in is no suggestion (`terminal.cwd` is not a misspelt `terminal`).
         everything = [
             known
             for known in list(self.keys) + list(self._prefixes)
-            if not dotted.startswith(known + ".")
+            if known.rpartition(".")[0] != parent and not dotted.startswith(known + ".")
         ]
         match = difflib.get_close_matches(dotted, everything, n=1, cutoff=SUGGESTION_CUTOFF)
         return match[0] if match else None

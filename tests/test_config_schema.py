@@ -453,3 +453,21 @@ def test_cli_set_stores_a_declared_secret_in_dotenv(
     assert "${VAULT_PIN_CODE}" in (tmp_path / "config.yaml").read_text()
     assert "tok-abcdefghijkl" not in (tmp_path / "config.yaml").read_text()
     assert "tok-abcdefghijkl" not in run.out
+
+
+def test_suggestions_are_keys_alike_never_the_section_a_key_is_in() -> None:
+    schema = ConfigSchema()
+    schema.declare(
+        ConfigSection(
+            "terminal", [ConfigKey("backend", "string"), ConfigKey("timeout", "integer")]
+        ),
+        "core",
+    )
+    schema.declare(ConfigSection("", [ConfigKey("toolsets", "array")]), "core")
+    assert schema.closest("terminal.timout") == "terminal.timeout"
+    assert schema.closest("termnal.timeout") == "terminal.timeout"
+    assert schema.closest("toolset") == "toolsets"
+    assert schema.closest("terminal.cwd") is None
+    assert list(schema.unknown({"terminal": {"cwd": "/w"}})) == [
+        ("terminal.cwd", "config key 'terminal.cwd': no installed plugin declares it (kept)")
+    ]

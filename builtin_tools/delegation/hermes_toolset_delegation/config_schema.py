@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hermes_hookspecs import ConfigKey, ConfigSection, hookimpl
 
 _STRING = ("string", "null")
 
 
 @hookimpl
-def hermes_register_config(register):  # type: ignore[no-untyped-def]
+def hermes_register_config(register: Callable[[ConfigSection], None]) -> None:
     """Declare ``delegation.*``; the defaults are those of :class:`.settings.Settings`."""
     register(
         ConfigSection(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hermes_hookspecs import ConfigKey, ConfigSection, hookimpl
 
 TIMEOUT = ConfigKey("timeout", "integer", 180, "seconds a command may run", minimum=1, shared=True)
@@ -14,7 +16,7 @@ CWD = ConfigKey(
 
 
 @hookimpl
-def hermes_register_config(register):  # type: ignore[no-untyped-def]
+def hermes_register_config(register: Callable[[ConfigSection], None]) -> None:
     """Declare ``terminal.*`` and the terminal's approval rules."""
     register(
         ConfigSection(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hermes_hookspecs import ConfigKey, ConfigSection, hookimpl
 
 _FLAG = ("boolean", "string")
@@ -20,7 +22,7 @@ CONTAINER_KEYS = (
 
 
 @hookimpl
-def hermes_register_config(register):  # type: ignore[no-untyped-def]
+def hermes_register_config(register: Callable[[ConfigSection], None]) -> None:
     """Declare the ``terminal`` keys of the modal backend."""
     register(
         ConfigSection(

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hermes_hookspecs import ConfigKey, ConfigSection, hookimpl
 
 
 @hookimpl
-def hermes_register_config(register):  # type: ignore[no-untyped-def]
+def hermes_register_config(register: Callable[[ConfigSection], None]) -> None:
     """Declare ``gateway.*``; each platform's entry belongs to its adapter, so
     ``gateway.platforms`` is checked by the gateway when it starts."""
     register(

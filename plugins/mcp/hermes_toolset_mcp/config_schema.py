@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hermes_hookspecs import ConfigKey, ConfigSection, hookimpl
 
 
 @hookimpl
-def hermes_register_config(register):  # type: ignore[no-untyped-def]
+def hermes_register_config(register: Callable[[ConfigSection], None]) -> None:
     """Declare ``mcp_servers``: one entry per server, named by the user and checked by the
     plugin when the servers are read."""
     register(

@@ -82,8 +82,9 @@ def context(**kwargs) -> PromptContext:
 @pytest.mark.parametrize("name", ENTRY_POINTS)
 def test_each_layer_is_its_own_entry_point(name):
     record = load_plugin(name)
-    # prompt_identity also declares the prompt.* keys all the layers read
-    extra = ["hermes_register_config"] if name == "prompt_identity" else []
+    # the layers that read configuration keys declare them
+    declares = ("prompt_identity", "prompt_project_context", "prompt_environment")
+    extra = ["hermes_register_config"] if name in declares else []
     assert record.hooks == ["hermes_prompt_layers", *extra]
     assert record.dist == "hermes-prompt-defaults"
 
