@@ -33,7 +33,14 @@ from hermes_hookspecs import (
 from . import transcript
 from .approvals import ApprovalCallback, ApprovalGate
 from .compaction import Compactor, CompressionInterrupted
-from .config import Config, ConfigError, load_config, load_dotenv, resolve_home
+from .config import (
+    Config,
+    ConfigError,
+    load_config,
+    load_dotenv,
+    resolve_home,
+    warn_unknown_keys,
+)
 from .dispatch import DEFAULT_TOOL_TIMEOUT, REQUESTED_NAME, Dispatcher, normalize_calls
 from .engines import make_engine
 from .environments import EnvironmentManager
@@ -146,6 +153,10 @@ class Agent:
         self.plugins = plugins or PluginManager(
             disabled=cfg.get("plugins", {}).get("disabled") or ()
         )
+        # The plugins' own keys: their defaults under the values set, one check of it all.
+        self.config = self.config.with_schema(Registry.of(self.plugins).config_schema)
+        warn_unknown_keys(self.config)
+        cfg = self.config.data
         self.registry = Registry.of(self.plugins, cfg)
         self.events = Events(
             event_sink,

@@ -41,6 +41,10 @@ _LAZY: dict[str, str] = {
     "ApprovalDecision": "approval",
     "ApprovalRequest": "approval",
     "BLOCKED_MARKER": "refusals",
+    "CONFIG_TYPES": "config_schema",
+    "ConfigKey": "config_schema",
+    "ConfigSection": "config_schema",
+    "NO_DEFAULT": "config_schema",
     "Block": "calls",
     "BackgroundProcess": "environment",
     "CommandResult": "environment",
@@ -78,6 +82,7 @@ if TYPE_CHECKING:
     from .agents import OUTCOME_STATUSES, AgentOutcome, AgentRunner, AgentTask, CommandContext
     from .approval import APPROVAL_DECISIONS, ApprovalDecision, ApprovalRequest
     from .calls import Block, ToolCall, ToolContext, ToolResult
+    from .config_schema import CONFIG_TYPES, NO_DEFAULT, ConfigKey, ConfigSection
     from .constants import API_MODES, FINISH_REASONS
     from .context_engine import ContextEngine
     from .environment import BackgroundProcess, CommandResult, Environment, EnvironmentFactory
@@ -126,6 +131,9 @@ __all__ = [
     "CommandContext",
     "BLOCKED_MARKER",
     "BackgroundProcess",
+    "CONFIG_TYPES",
+    "ConfigKey",
+    "ConfigSection",
     "ERROR_KINDS",
     "RETRYABLE_KINDS",
     "REPORT_STATUSES",
@@ -150,6 +158,7 @@ __all__ = [
     "HermesError",
     "InboundMessage",
     "ModelClient",
+    "NO_DEFAULT",
     "ModelRequest",
     "ModelResponse",
     "PlatformAdapter",

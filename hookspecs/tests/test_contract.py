@@ -153,3 +153,27 @@ def test_context_engine_defaults():
     engine.set_context_window(1000)
     assert engine.status() == {"engine": "mine", "context_window": 1000}
     assert engine.tools() == [] and not engine.should_compress_preflight([])
+
+
+def test_config_declarations_check_themselves() -> None:
+    from hermes_hookspecs import CONFIG_TYPES, NO_DEFAULT, ConfigKey, ConfigSection
+
+    key = ConfigKey("retries", ("integer", "null"), 2, "times a lookup is retried", minimum=0)
+    assert key.type == ("integer", "null") and key.has_default and key.minimum == 0
+    assert ConfigKey("x").type == ("any",) and ConfigKey("x").default is NO_DEFAULT
+    assert not NO_DEFAULT and repr(NO_DEFAULT) == "NO_DEFAULT"
+    assert set(CONFIG_TYPES) >= {"string", "integer", "array", "object", "any"}
+    assert key == ConfigKey(
+        "retries", ("integer", "null"), 2, "times a lookup is retried", minimum=0
+    )
+    for bad in (
+        lambda: ConfigKey("x", "int"),
+        lambda: ConfigKey(""),
+        lambda: ConfigKey("a", items="list"),
+    ):
+        with pytest.raises(ValueError):
+            bad()
+    section = ConfigSection("acme.deep", [key], "doc", open=True)
+    assert section.path(key) == "acme.deep.retries" and section.open
+    with pytest.raises(ValueError):
+        ConfigSection("acme..deep")

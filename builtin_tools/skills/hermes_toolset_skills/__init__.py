@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_hookspecs import Tool, Toolset, hookimpl
 
+from .config_schema import hermes_register_config  # noqa: F401 - a hook of this plugin
+
 if TYPE_CHECKING:
     from hermes_hookspecs import PromptContext, PromptLayer, ToolContext
 

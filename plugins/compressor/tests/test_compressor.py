@@ -89,7 +89,7 @@ def summary_messages(messages):
 def test_registered_through_its_entry_point():
     record = load_plugin("compressor")
     assert record.dist == "hermes-engine-compressor"
-    assert record.hooks == ["hermes_register_context_engines"]
+    assert record.hooks == ["hermes_register_config", "hermes_register_context_engines"]
 
 
 def test_defaults_and_invalid_settings():

@@ -19,6 +19,7 @@ from typing import Any
 from hermes_hookspecs import hookimpl
 
 from . import current
+from .config_schema import hermes_register_config  # noqa: F401 - a hook of this plugin
 
 _pinned: Any = None
 _state_lock = threading.Lock()

@@ -21,6 +21,7 @@ from pathlib import Path
 from hermes_hookspecs import PromptContext, PromptLayer, hookimpl
 
 from ._text import max_chars, read_text, truncate_middle
+from .config_schema import project_context_keys  # noqa: F401 - a hook of this plugin
 
 NAME = "project_context"
 TIER = "context"
