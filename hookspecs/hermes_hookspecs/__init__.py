@@ -12,6 +12,7 @@ from .errors import (
     ERROR_KINDS,
     RETRYABLE_KINDS,
     AuthenticationError,
+    Cancelled,
     ContextOverflowError,
     EnvironmentUnavailable,
     HermesError,
@@ -41,6 +42,8 @@ _LAZY: dict[str, str] = {
     "ApprovalDecision": "approval",
     "ApprovalRequest": "approval",
     "BLOCKED_MARKER": "refusals",
+    "CONTEXT_SUMMARY_FLAG": "summaries",
+    "CONTEXT_SUMMARY_MARKER": "summaries",
     "Block": "calls",
     "BackgroundProcess": "environment",
     "CommandResult": "environment",
@@ -57,6 +60,8 @@ _LAZY: dict[str, str] = {
     "Provider": "providers",
     "ProviderSettings": "providers",
     "SessionInfo": "sessions",
+    "SearchHit": "sessions",
+    "SearchableSessionStore": "sessions",
     "SessionStore": "sessions",
     "StreamSink": "providers",
     "TIERS": "prompt",
@@ -70,6 +75,8 @@ _LAZY: dict[str, str] = {
     "Usage": "providers",
     "blocked": "refusals",
     "child_environ": "secrets",
+    "default_home": "home",
+    "is_context_summary": "summaries",
     "mark_secret": "secrets",
     "redact": "secrets",
 }
@@ -81,6 +88,7 @@ if TYPE_CHECKING:
     from .constants import API_MODES, FINISH_REASONS
     from .context_engine import ContextEngine
     from .environment import BackgroundProcess, CommandResult, Environment, EnvironmentFactory
+    from .home import default_home
     from .platforms import (
         Attachment,
         Gateway,
@@ -101,7 +109,8 @@ if TYPE_CHECKING:
     from .refusals import BLOCKED_MARKER, blocked
     from .reports import REPORT_STATUSES, PluginReport
     from .secrets import child_environ, mark_secret, redact
-    from .sessions import SessionInfo, SessionStore
+    from .sessions import SearchableSessionStore, SearchHit, SessionInfo, SessionStore
+    from .summaries import CONTEXT_SUMMARY_FLAG, CONTEXT_SUMMARY_MARKER, is_context_summary
     from .tools import TOOL_NAME_RE, Tool, ToolHandler, Toolset
 
 
@@ -126,6 +135,8 @@ __all__ = [
     "CommandContext",
     "BLOCKED_MARKER",
     "BackgroundProcess",
+    "CONTEXT_SUMMARY_FLAG",
+    "CONTEXT_SUMMARY_MARKER",
     "ERROR_KINDS",
     "RETRYABLE_KINDS",
     "REPORT_STATUSES",
@@ -140,6 +151,7 @@ __all__ = [
     "Attachment",
     "AuthenticationError",
     "Block",
+    "Cancelled",
     "CommandResult",
     "ContextEngine",
     "ContextOverflowError",
@@ -161,6 +173,8 @@ __all__ = [
     "PluginReport",
     "ProviderSettings",
     "RateLimitError",
+    "SearchHit",
+    "SearchableSessionStore",
     "SessionInfo",
     "SessionStore",
     "StreamSink",
@@ -175,8 +189,10 @@ __all__ = [
     "Usage",
     "blocked",
     "child_environ",
+    "default_home",
     "hookimpl",
     "hookspec",
+    "is_context_summary",
     "mark_secret",
     "redact",
 ]
