@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_hookspecs import HermesError
+from hermes_hookspecs.home import default_home
 from hermes_hookspecs.secrets import mark_secret
 
 from .config_keys import APPROVAL_MODES, core_sections
@@ -93,14 +94,7 @@ def resolve_home(profile: str | None = None, environ: Mapping[str, str] | None =
     A profile is a fully separate home at ``<home>/profiles/<profile>``. Nothing is created.
     Raises ConfigError for a profile name outside ``[A-Za-z0-9][A-Za-z0-9_.-]*``.
     """
-    env = os.environ if environ is None else environ
-    explicit = env.get("HERMES_HOME")
-    if explicit:
-        home = Path(explicit).expanduser()
-    elif env.get("HOME"):
-        home = Path(env["HOME"]) / ".hermes"
-    else:
-        home = Path.home() / ".hermes"
+    home = default_home(environ)
     if profile is None:
         return home
     if not re.fullmatch(_PROFILE_NAME, profile):

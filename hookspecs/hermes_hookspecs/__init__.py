@@ -12,6 +12,7 @@ from .errors import (
     ERROR_KINDS,
     RETRYABLE_KINDS,
     AuthenticationError,
+    Cancelled,
     ContextOverflowError,
     EnvironmentUnavailable,
     HermesError,
@@ -45,6 +46,8 @@ _LAZY: dict[str, str] = {
     "ConfigKey": "config_schema",
     "ConfigSection": "config_schema",
     "NO_DEFAULT": "config_schema",
+    "CONTEXT_SUMMARY_FLAG": "summaries",
+    "CONTEXT_SUMMARY_MARKER": "summaries",
     "Block": "calls",
     "BackgroundProcess": "environment",
     "CommandResult": "environment",
@@ -61,6 +64,8 @@ _LAZY: dict[str, str] = {
     "Provider": "providers",
     "ProviderSettings": "providers",
     "SessionInfo": "sessions",
+    "SearchHit": "sessions",
+    "SearchableSessionStore": "sessions",
     "SessionStore": "sessions",
     "StreamSink": "providers",
     "TIERS": "prompt",
@@ -74,6 +79,8 @@ _LAZY: dict[str, str] = {
     "Usage": "providers",
     "blocked": "refusals",
     "child_environ": "secrets",
+    "default_home": "home",
+    "is_context_summary": "summaries",
     "mark_secret": "secrets",
     "redact": "secrets",
 }
@@ -86,6 +93,7 @@ if TYPE_CHECKING:
     from .constants import API_MODES, FINISH_REASONS
     from .context_engine import ContextEngine
     from .environment import BackgroundProcess, CommandResult, Environment, EnvironmentFactory
+    from .home import default_home
     from .platforms import (
         Attachment,
         Gateway,
@@ -106,7 +114,8 @@ if TYPE_CHECKING:
     from .refusals import BLOCKED_MARKER, blocked
     from .reports import REPORT_STATUSES, PluginReport
     from .secrets import child_environ, mark_secret, redact
-    from .sessions import SessionInfo, SessionStore
+    from .sessions import SearchableSessionStore, SearchHit, SessionInfo, SessionStore
+    from .summaries import CONTEXT_SUMMARY_FLAG, CONTEXT_SUMMARY_MARKER, is_context_summary
     from .tools import TOOL_NAME_RE, Tool, ToolHandler, Toolset
 
 
@@ -134,6 +143,8 @@ __all__ = [
     "CONFIG_TYPES",
     "ConfigKey",
     "ConfigSection",
+    "CONTEXT_SUMMARY_FLAG",
+    "CONTEXT_SUMMARY_MARKER",
     "ERROR_KINDS",
     "RETRYABLE_KINDS",
     "REPORT_STATUSES",
@@ -148,6 +159,7 @@ __all__ = [
     "Attachment",
     "AuthenticationError",
     "Block",
+    "Cancelled",
     "CommandResult",
     "ContextEngine",
     "ContextOverflowError",
@@ -170,6 +182,8 @@ __all__ = [
     "PluginReport",
     "ProviderSettings",
     "RateLimitError",
+    "SearchHit",
+    "SearchableSessionStore",
     "SessionInfo",
     "SessionStore",
     "StreamSink",
@@ -184,8 +198,10 @@ __all__ = [
     "Usage",
     "blocked",
     "child_environ",
+    "default_home",
     "hookimpl",
     "hookspec",
+    "is_context_summary",
     "mark_secret",
     "redact",
 ]

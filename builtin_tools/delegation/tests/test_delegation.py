@@ -371,7 +371,7 @@ def test_memory_is_read_only_for_children(tmp_path):
         model=ScriptedModel(fn=model),
         plugins=["delegation", "memory"],
         config={"toolsets": ["delegation", "memory"]},
-        services={"hermes_home": str(tmp_path)},
+        home=tmp_path,
     )
     agent.chat("x")
     (child,) = _report(agent)["results"]
