@@ -16,6 +16,7 @@ from typing import Any
 
 from hermes_hookspecs import (
     TURN_RESULT_KEYS,
+    Cancelled,
     ContextEngine,
     ExitReason,
     HermesError,
@@ -35,13 +36,20 @@ from hermes_hookspecs import (
 
 from . import transcript
 from .approvals import ApprovalCallback, ApprovalGate
-from .compaction import Compactor, CompressionInterrupted
-from .config import Config, ConfigError, load_config, load_dotenv, resolve_home
+from .compaction import Compactor
+from .config import (
+    Config,
+    ConfigError,
+    load_config,
+    load_dotenv,
+    resolve_home,
+    warn_unknown_keys,
+)
 from .dispatch import DEFAULT_TOOL_TIMEOUT, REQUESTED_NAME, Dispatcher, normalize_calls
 from .engines import make_engine
 from .environments import EnvironmentManager
 from .events import Events, EventSink
-from .model_calls import AuxiliaryModels, Interrupted, ModelConnection
+from .model_calls import AuxiliaryModels, ModelConnection
 from .plugins import PluginManager
 from .pricing import estimate_cost
 from .prompt import collect_layers, join_layers
@@ -66,10 +74,6 @@ class AgentError(HermesError):
     """The agent could not produce an answer (``chat`` raises it with the turn's error)."""
 
 
-class _Interrupted(Exception):
-    pass
-
-
 def _new_id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:16]}"
 
@@ -84,6 +88,8 @@ class Agent:
     Callbacks: ``event_sink(Event)`` receives every event; the named callbacks receive one kind
     each (see :mod:`hermes_core.events`). ``clarify_callback(question, choices) -> str`` answers
     the clarify tool; ``approval_callback(request) -> decision`` asks a person to approve.
+    ``services`` is deprecated: string-keyed services for tools that still call
+    ``ToolContext.service``; tools read the typed fields of ``ToolContext`` instead.
     """
 
     def __init__(
@@ -134,6 +140,10 @@ class Agent:
         self.plugins = plugins or PluginManager(
             disabled=cfg.get("plugins", {}).get("disabled") or ()
         )
+        # The plugins' own keys: their defaults under the values set, one check of it all.
+        self.config = self.config.with_schema(Registry.of(self.plugins).config_schema)
+        warn_unknown_keys(self.config)
+        cfg = self.config.data
         self.registry = Registry.of(self.plugins, cfg)
         self.events = Events(
             event_sink,
@@ -193,6 +203,8 @@ class Agent:
         self.hermes_home = "" if home == os.devnull else home
         """The HERMES_HOME folder; empty for a configuration given as a mapping."""
         self.session_store: SessionStore = session_store or self._default_store()
+        # Deprecated: the string-keyed services of ``ToolContext.service`` for older tools; the
+        # contract's typed fields (``hermes_home``, ``session_store``, ``agents``) replace them.
         self.services: dict[str, Any] = {"session_store": self.session_store, "agent": self}
         if self.hermes_home:
             self.services["hermes_home"] = self.hermes_home
@@ -296,6 +308,9 @@ class Agent:
         ``auxiliary.<task>`` in config.yaml (``provider``, ``model``, ``base_url``, ``api_mode``,
         ``fallback_providers``) chooses the model; without it, or when it cannot be set up, the
         main model answers. Retries and fallbacks apply as for the main model.
+
+        :raises Cancelled: :meth:`interrupt` was called meanwhile.
+        :raises HermesError: the call failed.
         """
         return self.auxiliary.request(
             task, messages, max_tokens, session_id=self.session_id, cancel=self._cancel
@@ -382,7 +397,7 @@ class Agent:
             if transcript.validate(self.messages):  # e.g. a failed turn left two user messages
                 self.messages = transcript.repair(self.messages)
             self._loop(turn)
-        except (_Interrupted, CompressionInterrupted):
+        except Cancelled:  # an interrupt of a model call, a summary or a tool batch
             turn.finish("interrupted")
         except ProviderError as exc:
             provider = exc.provider or self.provider_name
@@ -411,7 +426,7 @@ class Agent:
         invalid_steps = 0  # steps in a row whose every tool call was invalid
         while True:
             if self._cancel.is_set():
-                raise _Interrupted
+                raise Cancelled("interrupted by the user")
             if turn.api_calls >= self.max_turns:
                 self._budget_summary(turn)
                 return
@@ -432,7 +447,7 @@ class Agent:
             invalid_steps = invalid_steps + 1 if all(o.invalid for o in outcomes) else 0
             self._step(turn, response, len(calls))
             if self._cancel.is_set():
-                raise _Interrupted
+                raise Cancelled("interrupted by the user")
             if invalid_steps >= self.max_invalid:
                 turn.finish(
                     "invalid_tool_calls",
@@ -518,8 +533,6 @@ class Agent:
 
             try:
                 response = self.connection.call(make_request, self._cancel)
-            except Interrupted:
-                raise _Interrupted from None
             except ProviderError as exc:
                 if exc.kind != "context_overflow" or self.engine is None or overflow_retried:
                     raise
@@ -634,6 +647,8 @@ class Agent:
             tool_name=call.name,
             config=self._read_only_config,
             services=self.services,
+            hermes_home=Path(self.hermes_home) if self.hermes_home else None,
+            session_store=self.session_store,
             cancel_event=self._cancel,
             environment_factory=lambda: self.environments.get(turn.task_id),
             clarifier=self._clarify,

@@ -11,24 +11,23 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from hermes_hookspecs import HermesError, ModelResponse, ProviderError, SessionInfo
+from hermes_hookspecs import (
+    CONTEXT_SUMMARY_FLAG,
+    Cancelled,
+    HermesError,
+    ModelResponse,
+    ProviderError,
+    SessionInfo,
+)
 
 from . import transcript
 from .context_windows import context_window, stated_window
+from .model_calls import INTERRUPTED
 
 if TYPE_CHECKING:
     from .agent import Agent
 
 log = logging.getLogger("hermes.agent")
-
-
-class CompressionInterrupted(Exception):
-    """The user interrupted a compaction; the transcript and the session are unchanged."""
-
-
-class _SummaryInterrupted(BaseException):
-    """The user interrupted an engine's summary request. A ``BaseException``, so that it passes
-    through an engine's own ``except Exception`` (which would fall back to another summary)."""
 
 
 class Compactor:
@@ -59,7 +58,7 @@ class Compactor:
         """Before a request: compress when a response asked for it or the engine's preflight
         estimate says so. A failing engine is reported and the request goes out uncompressed.
 
-        :raises CompressionInterrupted: the user interrupted the compaction.
+        :raises Cancelled: the user interrupted the compaction; nothing changed.
         """
         engine = self.agent.engine
         if engine is None:
@@ -82,7 +81,7 @@ class Compactor:
         smaller window and compress now (the caller retries once).
 
         :raises ProviderError: ``error``, when the engine failed.
-        :raises CompressionInterrupted: the user interrupted the compaction.
+        :raises Cancelled: the user interrupted the compaction; nothing changed.
         """
         self._learn_window(error, messages, tools)
         self.agent.events.emit(
@@ -138,7 +137,7 @@ class Compactor:
         parent = agent.session_id
         try:
             figures = self._compact(focus, failed)
-        except CompressionInterrupted:
+        except Cancelled:  # the public answer of ``Agent.compress`` stays a HermesError
             raise HermesError("compression interrupted; nothing changed") from None
         assert figures is not None  # ``failed`` always raises
         if figures["session_id"] == parent:
@@ -148,16 +147,15 @@ class Compactor:
     # --- the engine's hooks ----------------------------------------------------------------
 
     def summarize(self, messages: list[dict[str, Any]], max_tokens: int | None) -> str:
-        """``ContextEngine.summarize``: the compression model's answer to ``messages``."""
+        """``ContextEngine.summarize``: the compression model's answer to ``messages``.
+
+        :raises Cancelled: the user interrupted (it passes through an engine's own ``except
+            Exception``, so an interrupted summary is never taken for a failed one).
+        """
         agent = self.agent
         if agent._cancel.is_set():
-            raise _SummaryInterrupted
-        try:
-            response = agent.side_request("compression", messages, max_tokens)
-        except HermesError:
-            if agent._cancel.is_set():
-                raise _SummaryInterrupted from None
-            raise
+            raise Cancelled(INTERRUPTED)
+        response = agent.side_request("compression", messages, max_tokens)
         content = response.message.get("content")
         if isinstance(content, list):
             return "\n".join(
@@ -215,19 +213,19 @@ class Compactor:
         """Compress, then commit unless the user interrupted meanwhile; the figures, or ``None``
         when the engine failed and ``failed(exc)`` returned instead of raising.
 
-        :raises CompressionInterrupted: the user interrupted; nothing changed.
+        :raises Cancelled: the user interrupted; nothing changed.
         """
         self.sync_window()
         self.pending = False
         try:
             shortened = self._compressed(focus)
-        except _SummaryInterrupted:
-            raise CompressionInterrupted from None
         except Exception as exc:
+            if self.agent._cancel.is_set():  # an engine that reported the interrupt its way
+                raise Cancelled(INTERRUPTED) from None
             failed(exc)
             return None
         if self.agent._cancel.is_set():  # interrupted while the engine worked: nothing changes
-            raise CompressionInterrupted
+            raise Cancelled(INTERRUPTED)
         return self._commit(shortened)
 
     def _compressed(self, focus: str | None) -> list[dict[str, Any]]:
@@ -361,7 +359,8 @@ def _keep_latest_request(
     """``after``, with the user's latest request in ``before`` put back if an engine dropped it.
 
     ``request`` is the content of the latest user turn when the agent knows it; otherwise the
-    latest user message that is not marked ``_context_summary`` counts. A user message whose
+    latest user message that is not marked :data:`~hermes_hookspecs.CONTEXT_SUMMARY_FLAG` (nothing
+    but a summary) counts. A user message whose
     content ends with the request's content, or is the end of it (a summary an engine put in
     front of the request, in the same message, now or in an earlier compaction) keeps it.
     A dropped request goes back in front of the first message of ``after`` that came after it
@@ -370,7 +369,7 @@ def _keep_latest_request(
     index: int | None = None
     for i in range(len(before) - 1, -1, -1):
         message = before[i]
-        if message.get("role") != "user" or message.get("_context_summary"):
+        if message.get("role") != "user" or message.get(CONTEXT_SUMMARY_FLAG):
             continue
         if request is None or _keeps(message, request):
             index = i

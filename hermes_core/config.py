@@ -15,18 +15,25 @@ import dataclasses
 import os
 import re
 from collections.abc import Iterator, Mapping, MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes_hookspecs import API_MODES, HermesError
+from hermes_hookspecs import HermesError
+from hermes_hookspecs.home import default_home
 from hermes_hookspecs.secrets import mark_secret
 
+from .config_keys import APPROVAL_MODES, core_sections
+from .config_schema import CORE_OWNER, ConfigSchema, check, describe, from_text
+
 __all__ = [
+    "APPROVAL_MODES",
+    "CORE_SCHEMA",
     "DEFAULTS",
     "ENV_VARS",
     "Config",
     "ConfigError",
+    "ConfigWarning",
     "ensure_home",
     "is_secret_key",
     "load_config",
@@ -38,6 +45,7 @@ __all__ = [
     "store_value",
     "unset_value",
     "validate",
+    "warn_unknown_keys",
     "write_dotenv",
 ]
 
@@ -49,30 +57,16 @@ class ConfigError(HermesError):
     """A configuration file, environment variable or value is invalid; the message is one line."""
 
 
-DEFAULTS: dict[str, Any] = {
-    "model": {},
-    "agent": {
-        "max_turns": 90,
-        "tool_concurrency": 8,
-        "platform": "cli",
-        "tool_max_invalid": 3,
-        "api_max_retries": 3,
-        "retry_base_delay": 1.0,
-    },
-    "delegation": {"max_iterations": 50},
-    "compression": {
-        "enabled": True,
-        "threshold": 0.5,
-        "protect_first_n": 3,
-        "protect_last_n": 20,
-    },
-    # None means "the compressor engine when it is installed".
-    "context": {"engine": None},
-    "terminal": {"backend": "local", "timeout": 180},
-    "plugins": {"disabled": []},
-    "tools": {"max_result_chars": 100_000},
-    "approvals": {"mode": "manual"},
-}
+class ConfigWarning(UserWarning):
+    """A configuration key no installed plugin declares (shown once per process)."""
+
+
+CORE_SCHEMA: ConfigSchema = ConfigSchema((section, CORE_OWNER) for section in core_sections())
+"""The keys the core reads (see :mod:`hermes_core.config_keys`); plugins add theirs through
+``hermes_register_config`` (``Registry.config_schema``)."""
+
+DEFAULTS: dict[str, Any] = {"model": {}, **CORE_SCHEMA.defaults()}
+"""The core's defaults; each plugin's defaults come with its declarations."""
 
 ENV_VARS: dict[str, str] = {
     "HERMES_MODEL": "model.default",
@@ -86,83 +80,8 @@ ENV_VARS: dict[str, str] = {
     "HERMES_TERMINAL_BACKEND": "terminal.backend",
 }
 
-APPROVAL_MODES: tuple[str, ...] = ("manual", "deny", "yolo")
-
 _PROFILE_NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
 _DOTENV_KEY = r"[A-Za-z_][A-Za-z0-9_]*"
-
-
-class _Rule:
-    """What one schema key accepts (a plain class: dataclass creation is slow at start-up)."""
-
-    __slots__ = ("kind", "low", "low_open", "high", "choices", "nullable")
-
-    def __init__(
-        self,
-        kind: str,  # "str" | "int" | "number" | "bool" | "strlist" | "enum"
-        low: float | None = None,
-        low_open: bool = False,  # True: value must be > low; False: >= low
-        high: float | None = None,  # inclusive
-        choices: tuple[str, ...] = (),
-        nullable: bool = False,
-    ) -> None:
-        self.kind = kind
-        self.low = low
-        self.low_open = low_open
-        self.high = high
-        self.choices = choices
-        self.nullable = nullable
-
-
-_SCHEMA: dict[str, _Rule] = {
-    "model.default": _Rule("str"),
-    "model.provider": _Rule("str"),
-    "model.base_url": _Rule("str"),
-    "model.api_key": _Rule("str"),
-    "model.api_mode": _Rule("enum", choices=tuple(API_MODES)),
-    "model.context_length": _Rule("int", low=1),
-    "model.max_tokens": _Rule("int", low=1),
-    "model.timeout": _Rule("number", low=0, low_open=True),
-    "toolsets": _Rule("strlist"),
-    "disabled_toolsets": _Rule("strlist"),
-    "disabled_tools": _Rule("strlist"),
-    "agent.max_turns": _Rule("int", low=1),
-    "agent.tool_concurrency": _Rule("int", low=1),
-    "agent.stream": _Rule("bool"),
-    "agent.platform": _Rule("str"),
-    "agent.tool_max_invalid": _Rule("int", low=1),
-    "agent.api_max_retries": _Rule("int", low=0),
-    "agent.retry_base_delay": _Rule("number", low=0),
-    "agent.stale_timeout": _Rule("number", low=0),
-    "delegation.max_iterations": _Rule("int", low=1),
-    "compression.enabled": _Rule("bool"),
-    "compression.threshold": _Rule("number", low=0, low_open=True, high=1),
-    "compression.protect_first_n": _Rule("int", low=0),
-    "compression.protect_last_n": _Rule("int", low=0),
-    "context.engine": _Rule("str", nullable=True),
-    "terminal.backend": _Rule("str"),
-    "terminal.cwd": _Rule("str"),
-    "terminal.timeout": _Rule("int", low=1),
-    "terminal.lifetime_seconds": _Rule("int", low=0),
-    "terminal.env_passthrough": _Rule("strlist"),
-    "plugins.disabled": _Rule("strlist"),
-    "tools.max_result_chars": _Rule("int", low=100),
-    "approvals.mode": _Rule("enum", choices=APPROVAL_MODES),
-    "prompt_caching.cache_ttl": _Rule("enum", choices=("5m", "1h")),
-    "prompt_caching.enabled": _Rule("bool"),
-    "prompt.soul_max_chars": _Rule("int", low=100),
-    "prompt.project_context_max_chars": _Rule("int", low=100),
-}
-
-_SECTIONS = frozenset(key.split(".", 1)[0] for key in _SCHEMA if "." in key)
-
-_KIND_WORDS = {
-    "str": "a string",
-    "int": "an integer",
-    "number": "a number",
-    "bool": "true or false",
-    "strlist": "a list of strings",
-}
 
 
 # ---------------------------------------------------------------------------
@@ -175,14 +94,7 @@ def resolve_home(profile: str | None = None, environ: Mapping[str, str] | None =
     A profile is a fully separate home at ``<home>/profiles/<profile>``. Nothing is created.
     Raises ConfigError for a profile name outside ``[A-Za-z0-9][A-Za-z0-9_.-]*``.
     """
-    env = os.environ if environ is None else environ
-    explicit = env.get("HERMES_HOME")
-    if explicit:
-        home = Path(explicit).expanduser()
-    elif env.get("HOME"):
-        home = Path(env["HOME"]) / ".hermes"
-    else:
-        home = Path.home() / ".hermes"
+    home = default_home(environ)
     if profile is None:
         return home
     if not re.fullmatch(_PROFILE_NAME, profile):
@@ -357,38 +269,50 @@ def secret_reference(value: Any) -> str | None:
     return None
 
 
-def mark_config_secrets(data: Any) -> None:
+def mark_config_secrets(data: Any, schema: ConfigSchema | None = None, prefix: str = "") -> None:
     """Mark as secrets (``hermes_hookspecs.mark_secret``) the values of every secret key in a
-    configuration (at any depth, lists included) and the variables every ``key_env`` names."""
+    configuration (at any depth, lists included): keys secret by their name
+    (:func:`is_secret_key`) or declared ``secret`` in ``schema``; and the variables every
+    ``key_env`` names."""
     if isinstance(data, Mapping):
         for key, value in data.items():
+            dotted = f"{prefix}{key}"
             if str(key) == "key_env" and isinstance(value, str) and value:
                 mark_secret(name=value)
-            elif is_secret_key(str(key)) and isinstance(value, str):
+            elif isinstance(value, str) and (
+                is_secret_key(str(key)) or (schema is not None and schema.is_secret(dotted))
+            ):
                 ref = secret_reference(value)
                 if ref:
                     mark_secret(name=ref)
                 else:
                     mark_secret(value=value)
             else:
-                mark_config_secrets(value)
+                mark_config_secrets(value, schema, dotted + ".")
     elif isinstance(data, (list, tuple)):
         for item in data:
-            mark_config_secrets(item)
+            mark_config_secrets(item, schema, prefix)
 
 
-def _resolve_secret_refs(data: dict[str, Any], env: Mapping[str, str]) -> None:
-    """Replace each secret key written ``${NAME}`` by the value of variable NAME (from the
-    environment or ``.env``); the key is left out when NAME is not set."""
+def _resolve_secret_refs(
+    data: dict[str, Any],
+    env: Mapping[str, str],
+    schema: ConfigSchema | None = None,
+    prefix: str = "",
+) -> None:
+    """Replace each secret key (by its name, or declared ``secret`` in ``schema``) written
+    ``${NAME}`` by the value of variable NAME (from the environment or ``.env``); the key is left
+    out when NAME is not set."""
     for key in list(data):
         value = data[key]
+        dotted = f"{prefix}{key}"
         if isinstance(value, dict):
-            _resolve_secret_refs(value, env)
+            _resolve_secret_refs(value, env, schema, dotted + ".")
         elif isinstance(value, list):
             for item in value:
                 if isinstance(item, dict):
-                    _resolve_secret_refs(item, env)
-        elif is_secret_key(str(key)):
+                    _resolve_secret_refs(item, env, schema, dotted + ".")
+        elif is_secret_key(str(key)) or (schema is not None and schema.is_secret(dotted)):
             ref = secret_reference(value)
             if ref is None:
                 continue
@@ -415,6 +339,11 @@ class Config(Mapping[str, Any]):
     file_data: dict[str, Any]
     data: dict[str, Any]
     sources: dict[str, str]
+    lines: dict[str, int] = field(default_factory=dict)
+    """The line of each dotted key in config.yaml (for messages)."""
+    schema: ConfigSchema = CORE_SCHEMA
+    """The declarations the configuration was checked against: the core's, plus the loaded
+    plugins' after :meth:`with_schema`."""
 
     def get(self, dotted: str, default: Any = None) -> Any:
         """Return the effective value at a dotted key such as ``"agent.max_turns"``, or default."""
@@ -455,8 +384,47 @@ class Config(Mapping[str, Any]):
                     child = node[part] = {}
                 node = child
             node[leaf] = value
-        validate(data)
+        validate(data, schema=self.schema)
         return dataclasses.replace(self, data=data)
+
+    def with_schema(self, schema: ConfigSchema) -> Config:
+        """A copy checked against ``schema`` (the core's and the loaded plugins' declarations),
+        with the plugins' defaults under every value already set; ``self`` when it already was.
+
+        Raises ConfigError naming the key, where it was set, the value and the type expected.
+        Unknown keys are not errors (see :func:`warn_unknown_keys`)."""
+        if schema is self.schema:
+            return self
+        data = copy.deepcopy(self.data)
+        sources = dict(self.sources)
+        _merge_under(data, sources, (), schema.defaults())
+        mark_config_secrets(data, schema)
+        _resolve_secret_refs(data, os.environ, schema)
+        for dotted, problem in schema.problems(data):
+            raise ConfigError(f"{self.where(dotted)}{dotted}: {problem}")
+        mark_config_secrets(data, schema)
+        return dataclasses.replace(self, data=data, sources=sources, schema=schema)
+
+    def where(self, dotted: str) -> str:
+        """Where the value at ``dotted`` was set, as a message prefix (``path:line: ``,
+        ``environment variable NAME: ``, ``command line: ``), or ``""``."""
+        source = ""
+        parts = dotted.split(".")
+        for depth in range(len(parts), 0, -1):  # a value set as part of a mapping
+            source = self.sources.get(".".join(parts[:depth]), "")
+            if source:
+                break
+        if not source:  # a section: where its keys were set
+            inner = [v for k, v in self.sources.items() if k.startswith(dotted + ".")]
+            source = next((v for v in inner if v != "default"), "")
+        if source.startswith("env:"):
+            return f"environment variable {source[4:]}: "
+        if source == "cli":
+            return "command line: "
+        line = self.lines.get(dotted)
+        if source == "file" and line is not None and str(self.path) != os.devnull:
+            return f"{self.path}:{line}: "
+        return ""
 
 
 def load_config(
@@ -485,6 +453,7 @@ def load_config(
         validate(file_data, path, lines)
     else:
         file_data = copy.deepcopy(dict(file_data))
+        lines = {}
         validate(file_data)
 
     data: dict[str, Any] = {}
@@ -496,9 +465,9 @@ def load_config(
         raw = env.get(var)
         if not raw:  # unset and empty both mean "not given"
             continue
-        rule = _SCHEMA[dotted]
-        value = _from_text(rule, raw)
-        problem = _check(rule, value)
+        key = CORE_SCHEMA.keys[dotted].key
+        value = from_text(key, raw)
+        problem = check(key, value)
         if problem:
             raise ConfigError(f"environment variable {var} ({dotted}): {problem}")
         _merge(data, sources, tuple(dotted.split(".")), value, f"env:{var}")
@@ -507,21 +476,49 @@ def load_config(
     for dotted, value in (overrides or {}).items():
         if value is None:
             continue
-        known = _SCHEMA.get(dotted)
+        declared = CORE_SCHEMA.get(dotted)
         if isinstance(value, tuple):
             value = list(value)
-        elif known is not None and isinstance(value, str):
-            value = _from_text(known, value)
+        elif declared is not None and isinstance(value, str):
+            value = from_text(declared.key, value)
         _set_path(nested, _split_key(dotted), value, replace=True)
     nested = _normalize_model(nested)
-    for dotted, problem in _problems(nested):
+    for dotted, problem in CORE_SCHEMA.problems(nested):
         raise ConfigError(f"command line: {dotted}: {problem}")
     _merge(data, sources, (), nested, "cli")
 
     mark_config_secrets(data)
     _resolve_secret_refs(data, env if references is None else references)
     mark_config_secrets(data)
-    return Config(home=home, path=path, file_data=file_data, data=data, sources=sources)
+    return Config(
+        home=home, path=path, file_data=file_data, data=data, sources=sources, lines=lines
+    )
+
+
+_warned: set[str] = set()
+
+
+def warn_unknown_keys(config: Config) -> list[str]:
+    """Warn (:class:`ConfigWarning`, once per process for each line) about every key of the
+    configuration that neither the core nor a loaded plugin declares; return the lines.
+
+    A key close to a declared one names it (``unknown config key 'agnet' (did you mean
+    'agent'?)``); any other says no installed plugin declares it: it is kept, since the plugin
+    may simply not be installed here."""
+    import warnings
+
+    found = sorted(
+        config.schema.unknown(config.data),
+        key=lambda item: config.lines.get(item[0], 1 << 30),
+    )
+    lines = []
+    for dotted, message in found:
+        line = f"{config.where(dotted)}{message}"
+        lines.append(line)
+        if line not in _warned:
+            _warned.add(line)
+            warnings.warn(line, ConfigWarning, stacklevel=2)
+    return lines
 
 
 def _read_file(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
@@ -573,11 +570,22 @@ def _collect_lines(
 ) -> None:
     """Record the 1-based line of each mapping key under node, keyed by dotted path.
 
-    Raises ConfigError for a mapping that contains itself (through an alias), which no
-    configuration needs and which would make merging endless.
+    Raises ConfigError for a key written twice in one mapping (at any depth, inside lists too),
+    naming the key and both lines, and for a mapping that contains itself (through an alias),
+    which no configuration needs and which would make merging endless.
     """
     import yaml
 
+    if isinstance(node, yaml.SequenceNode):
+        if id(node) in active:
+            raise ConfigError(
+                f"{path}:{node.start_mark.line + 1}: invalid YAML: a list contains itself"
+            )
+        active.add(id(node))
+        for index, item in enumerate(node.value):
+            _collect_lines(item, f"{prefix.rstrip('.')}[{index}].", out, active, path)
+        active.discard(id(node))
+        return
     if not isinstance(node, yaml.MappingNode):
         return
     if id(node) in active:
@@ -585,10 +593,19 @@ def _collect_lines(
             f"{path}:{node.start_mark.line + 1}: invalid YAML: a mapping contains itself"
         )
     active.add(id(node))
+    seen: dict[str, int] = {}
     for key_node, value_node in node.value:
         if isinstance(key_node, yaml.ScalarNode):
+            line = key_node.start_mark.line + 1
             dotted = prefix + str(key_node.value)
-            out[dotted] = key_node.start_mark.line + 1
+            if key_node.tag != "tag:yaml.org,2002:merge":
+                first = seen.get(str(key_node.value))
+                if first is not None:
+                    raise ConfigError(
+                        f"{path}:{line}: duplicate key {dotted!r} (first written at line {first})"
+                    )
+                seen[str(key_node.value)] = line
+            out[dotted] = line
             _collect_lines(value_node, dotted + ".", out, active, path)
     active.discard(id(node))
 
@@ -601,12 +618,14 @@ def validate(
     data: Mapping[str, Any],
     path: Path | None = None,
     lines: Mapping[str, int] | None = None,
+    schema: ConfigSchema | None = None,
 ) -> None:
     """Raise ConfigError for the first schema violation in data (in data order); unknown keys pass.
 
-    ``path`` and ``lines`` (dotted key -> 1-based line) only make the message point at the spot.
+    ``schema`` defaults to the core's keys (:data:`CORE_SCHEMA`). ``path`` and ``lines``
+    (dotted key -> 1-based line) only make the message point at the spot.
     """
-    for dotted, problem in _problems(data):
+    for dotted, problem in (schema or CORE_SCHEMA).problems(data):
         line = (lines or {}).get(dotted)
         if path is not None and line is not None:
             where = f"{path}:{line}: "
@@ -617,118 +636,7 @@ def validate(
         raise ConfigError(f"{where}{dotted}: {problem}")
 
 
-def _problems(data: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
-    """Yield (dotted key, problem) for every schema violation, in the order keys appear."""
-    for key, value in data.items():
-        key = str(key)
-        if key in _SECTIONS:
-            if value is None:
-                continue  # a section whose keys are all commented out
-            if key == "model" and isinstance(value, str):
-                problem = _check(_SCHEMA["model.default"], value)
-            elif not isinstance(value, Mapping):
-                expected = "a mapping or a string" if key == "model" else "a mapping"
-                problem = f"expected {expected}, got {_describe(value)}"
-            else:
-                for sub, sub_value in value.items():
-                    dotted = f"{key}.{sub}"
-                    rule = _SCHEMA.get(dotted)
-                    sub_problem = _check(rule, sub_value) if rule else None
-                    if sub_problem:
-                        yield dotted, sub_problem
-                continue
-        elif key in _SCHEMA:
-            problem = _check(_SCHEMA[key], value)
-        else:
-            continue
-        if problem:
-            yield key, problem
-
-
-def _check(rule: _Rule, value: Any) -> str | None:
-    """Return what is wrong with value under rule, or None when it is fine."""
-    if rule.kind == "enum":
-        what = "one of " + ", ".join(repr(choice) for choice in rule.choices)
-    else:
-        what = _KIND_WORDS[rule.kind]
-    if rule.nullable:
-        what += " or null"
-    if value is None:
-        return None if rule.nullable else f"expected {what}, got null"
-
-    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if rule.kind == "str":
-        ok = isinstance(value, str)
-    elif rule.kind == "enum":
-        ok = isinstance(value, str) and value in rule.choices
-    elif rule.kind == "bool":
-        ok = isinstance(value, bool)
-    elif rule.kind == "int":
-        ok = is_number and isinstance(value, int)
-    elif rule.kind == "number":
-        ok = is_number
-    else:  # strlist
-        ok = isinstance(value, (list, tuple))
-        if ok:
-            for item in value:
-                if not isinstance(item, str):
-                    return f"expected {what}, got {_describe(item)} in the list"
-    if not ok:
-        return f"expected {what}, got {_describe(value)}"
-
-    if rule.kind in ("int", "number"):
-        too_low = rule.low is not None and (
-            value <= rule.low if rule.low_open else value < rule.low
-        )
-        too_high = rule.high is not None and value > rule.high
-        # `value != value` catches NaN, which compares false with every bound.
-        if too_low or too_high or value != value:
-            bounds = []
-            if rule.low is not None:
-                bounds.append(f"{'>' if rule.low_open else '>='} {rule.low:g}")
-            if rule.high is not None:
-                bounds.append(f"<= {rule.high:g}")
-            return f"expected {what} {' and '.join(bounds)}, got {_describe(value)}"
-    return None
-
-
-def _from_text(rule: _Rule, text: str) -> Any:
-    """Convert an environment-variable or flag string to the rule's type (left as is on failure)."""
-    if rule.kind == "int":
-        try:
-            return int(text.strip())
-        except ValueError:
-            return text
-    if rule.kind == "number":
-        try:
-            return float(text.strip())
-        except ValueError:
-            return text
-    if rule.kind == "bool":
-        lowered = text.strip().lower()
-        if lowered in ("1", "true", "yes", "on"):
-            return True
-        if lowered in ("0", "false", "no", "off"):
-            return False
-        return text
-    if rule.kind == "strlist":
-        return [part.strip() for part in text.split(",") if part.strip()]
-    return text
-
-
-def _describe(value: Any) -> str:
-    """A short YAML-flavoured description of a value for error messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (str, int, float)):
-        return repr(value)
-    if isinstance(value, (list, tuple)):
-        return "a list"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    return type(value).__name__
+_describe = describe
 
 
 def _one_line(value: object) -> str:
@@ -770,6 +678,23 @@ def _merge(
     for key in [key for key in sources if key.startswith(dotted + ".")]:
         del sources[key]
     sources[dotted] = origin
+
+
+def _merge_under(
+    data: dict[str, Any], sources: dict[str, str], at: tuple[str, ...], defaults: Mapping[str, Any]
+) -> None:
+    """Put the leaves of ``defaults`` into ``data`` wherever data has nothing yet (a default
+    never replaces a value); each one recorded as coming from ``default``."""
+    for key, value in defaults.items():
+        here = at + (str(key),)
+        if isinstance(value, Mapping) and value:
+            if key not in data or data[key] is None:
+                data[key] = {}
+            if isinstance(data[key], dict):
+                _merge_under(data[key], sources, here, value)
+        elif key not in data:
+            data[key] = copy.deepcopy(value)
+            sources[".".join(here)] = "default"
 
 
 def _ensure_mapping(
@@ -816,12 +741,12 @@ def _set_path(data: dict[str, Any], parts: list[str], value: Any, *, replace: bo
 # Editing the file
 
 
-def set_value(path: Path, dotted: str, raw: str) -> Any:
+def set_value(path: Path, dotted: str, raw: str, schema: ConfigSchema | None = None) -> Any:
     """Set one dotted key in a config file from its YAML text and return the parsed value.
 
     ``"40"`` becomes 40, ``"true"`` True, ``"[a, b]"`` a list. Missing mappings, folders and the
     file are created. Raises ConfigError (leaving the file untouched) when the text is not YAML or
-    the result would not be valid.
+    the result would not be valid under ``schema`` (default: the core's keys).
     """
     import yaml
 
@@ -832,15 +757,16 @@ def set_value(path: Path, dotted: str, raw: str) -> Any:
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or exc
         raise ConfigError(f"{dotted}: cannot parse {raw!r} as YAML: {_one_line(problem)}") from exc
-    store_value(path, dotted, value)
+    store_value(path, dotted, value, schema)
     return value
 
 
-def store_value(path: Path, dotted: str, value: Any) -> None:
+def store_value(path: Path, dotted: str, value: Any, schema: ConfigSchema | None = None) -> None:
     """Set one dotted key in a config file to ``value`` (plain data: mappings, lists, scalars).
 
     Missing mappings, folders and the file are created; key order is kept. Raises ConfigError
-    (leaving the file untouched) when the result would not be valid.
+    (leaving the file untouched) when the result would not be valid under ``schema`` (default:
+    the core's keys).
     """
     path = Path(path)
     parts = _split_key(dotted)
@@ -848,7 +774,7 @@ def store_value(path: Path, dotted: str, value: Any) -> None:
     if parts[0] == "model" and len(parts) > 1:
         data = _normalize_model(data)
     _set_path(data, parts, _plain(value), replace=False)
-    validate(data, path)
+    validate(data, path, schema=schema)
     save_config(path, data)
 
 

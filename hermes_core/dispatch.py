@@ -29,6 +29,7 @@ from hermes_hookspecs import (
     AgentRunner,
     AgentTask,
     Block,
+    Cancelled,
     Tool,
     ToolCall,
     ToolCancelled,
@@ -483,7 +484,7 @@ class Dispatcher:
         timeout = self.timeout_for(call.name, tool)
         try:
             value = self._invoke(tool, call, ctx, cancel, timeout)
-        except ToolCancelled:
+        except Cancelled:  # the host's interrupt, or the handler's own (ToolCancelled and others)
             return ToolResult(
                 "Error: interrupted by the user while this tool was running.", is_error=True
             )
@@ -557,7 +558,7 @@ class Dispatcher:
                 done.wait(STOP_GRACE_SECONDS)
                 raise ToolTimeout(call.name)
         error = outcome.get("error")
-        if isinstance(error, Exception):
+        if isinstance(error, (Exception, Cancelled)):
             raise error
         if error is not None:  # SystemExit and the like end the call, not the agent
             raise RuntimeError(f"{type(error).__name__}: {error}")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes_hookspecs import (
+    Cancelled,
     HermesError,
     ModelClient,
     ModelRequest,
@@ -36,8 +37,8 @@ FALLBACK_KINDS = frozenset(
 """Errors that move a turn to the next fallback provider (after retries, for retryable ones)."""
 
 
-class Interrupted(Exception):
-    """The user interrupted the call; nothing it produced may be kept."""
+INTERRUPTED = "interrupted by the user"
+"""The message of the :class:`Cancelled` an interrupted call raises."""
 
 
 @dataclass
@@ -124,7 +125,8 @@ class ModelConnection:
         Retryable errors are retried with jittered exponential backoff (``Retry-After`` wins);
         an auth error first asks ``hermes_refresh_credentials`` for a new key; then the fallback
         providers are tried in order. Raises the last :class:`ProviderError`, or
-        :class:`Interrupted` when ``cancel`` is set.
+        :class:`Cancelled` when ``cancel`` is set (nothing the call produced may be kept; an
+        interrupt is never retried and never moves to a fallback).
         """
         attempt = 0
         while True:
@@ -147,7 +149,7 @@ class ModelConnection:
                         f"in {delay:.1f}s",
                     )
                     if cancel.wait(delay):
-                        raise Interrupted from None
+                        raise Cancelled(INTERRUPTED) from None
                     continue
                 if exc.kind == "auth" and self._refresh_credentials():
                     attempt = 0
@@ -187,7 +189,7 @@ class ModelConnection:
                     if cancel.is_set():
                         request_cancel.set()
                         future.cancel()
-                        raise Interrupted from None
+                        raise Cancelled(INTERRUPTED) from None
                     if deadline is not None and time.monotonic() > deadline:
                         request_cancel.set()
                         future.cancel()
@@ -196,13 +198,13 @@ class ModelConnection:
                             kind="timeout",
                         ) from None
                 except Exception:
-                    if cancel.is_set():  # the client gave up because we interrupted it
-                        raise Interrupted from None
+                    if cancel.is_set():  # a client that reports the interrupt as an error
+                        raise Cancelled(INTERRUPTED) from None
                     raise
         finally:
             self.events.emit("thinking", active=False)
         if cancel.is_set():  # answered, but after the user asked to stop: drop it
-            raise Interrupted
+            raise Cancelled(INTERRUPTED)
         if not isinstance(response, ModelResponse):
             raise HermesError(f"model client returned {type(response).__name__}, not ModelResponse")
         return response
@@ -290,7 +292,8 @@ class AuxiliaryModels:
         """Ask the model of ``task`` to answer ``messages``, without tools (see
         ``Agent.side_request``); ``cancel`` interrupts the call.
 
-        :raises HermesError: the call failed or was interrupted.
+        :raises Cancelled: ``cancel`` was set meanwhile.
+        :raises HermesError: the call failed.
         """
         connection = self._connection(task)
         if connection is not self.main:
@@ -306,10 +309,7 @@ class AuxiliaryModels:
                 session_id=session_id,
             )
 
-        try:
-            return connection.call(make_request, cancel)
-        except Interrupted:
-            raise HermesError(f"side task {task!r} interrupted") from None
+        return connection.call(make_request, cancel)
 
     def close(self) -> None:
         """Close the connections set up for side tasks (not the main one)."""

@@ -20,6 +20,7 @@ from hermes_hookspecs import (
 )
 from hermes_hookspecs.secrets import mark_secret
 
+from .config_schema import ConfigSchema
 from .plugins import PluginManager, PluginRecord
 
 T = TypeVar("T")
@@ -84,6 +85,7 @@ class Registry:
         self._providers: dict[str, Registered[Provider]] | None = None
         self._engines: dict[str, Registered[type[ContextEngine]]] | None = None
         self._platform_adapters: dict[str, Registered[Callable[..., Any]]] | None = None
+        self._config_schema: ConfigSchema | None = None
 
     def _collect(self, hook: str, accept: Callable[..., None], **arguments: Any) -> None:
         for record, function in self.plugins.implementations(hook, load_order=True):
@@ -98,6 +100,21 @@ class Registry:
                 function(register=register, **arguments)
             except Exception as exc:
                 self.plugins.record_error(record, hook, exc)
+
+    # --- configuration keys ----------------------------------------------------------------
+
+    @property
+    def config_schema(self) -> ConfigSchema:
+        """The configuration keys of the core and of every loaded plugin, each with its owner
+        (``hermes_register_config``). A key that is already declared is refused and recorded
+        against the later plugin, naming both."""
+        if self._config_schema is None:
+            from .config import CORE_SCHEMA
+
+            schema = CORE_SCHEMA.copy()
+            self._collect("hermes_register_config", schema.declare_for)
+            self._config_schema = schema
+        return self._config_schema
 
     # --- toolsets --------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from hermes_hookspecs import HermesError
+from hermes_hookspecs import CONTEXT_SUMMARY_FLAG, HermesError
 
 __all__ = [
     "INTERRUPTED_RESULT",
@@ -168,8 +168,10 @@ def repair(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
       ``type`` ``"function"``, and JSON-string arguments (``"{}"`` for ``None``); calls without
       a function name are dropped;
     - consecutive user messages, and consecutive assistant messages without tool calls, are
-      merged (text joined with a blank line, content-part lists concatenated); an assistant
-      text message followed by an assistant message with tool calls is merged into the latter;
+      merged (text joined with a blank line, content-part lists concatenated; a context summary
+      merged with what the user wrote loses :data:`~hermes_hookspecs.CONTEXT_SUMMARY_FLAG`); an
+      assistant text message followed by an assistant message with tool calls is merged into the
+      latter;
     - an assistant message without tool calls and with ``None`` content gets ``""``.
     """
     copies: list[dict[str, Any]] = []
@@ -483,6 +485,8 @@ def _repair(messages: list[dict[str, Any]], keep_system: bool) -> list[dict[str,
             if tail == "user":
                 last = items[-1]
                 last["content"] = _join(last.get("content"), message.get("content"))
+                if not message.get(CONTEXT_SUMMARY_FLAG):  # no longer nothing but a summary
+                    last.pop(CONTEXT_SUMMARY_FLAG, None)
             else:
                 items.append(dict(message))
                 tail = "user"

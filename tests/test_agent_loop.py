@@ -395,7 +395,7 @@ def test_interrupt_during_tools_answers_every_call():
     assert_request_valid(agent.client.last_request)
 
 
-def test_tool_context_gives_ids_config_services_and_emit():
+def test_tool_context_gives_ids_config_the_store_and_emit():
     seen = {}
 
     def handler(args, ctx):
@@ -405,7 +405,7 @@ def test_tool_context_gives_ids_config_services_and_emit():
             call=ctx.call_id,
             tool=ctx.tool_name,
             turns=ctx.config["agent"]["max_turns"],
-            store=ctx.service("session_store"),
+            store=ctx.session_store,
         )
         ctx.emit("status", text="working")
         return "ok"
@@ -429,7 +429,7 @@ def test_every_completed_step_is_persisted_before_the_next():
     snapshots = []
 
     def handler(args, ctx):
-        stored = ctx.service("session_store").get_messages(ctx.session_id)
+        stored = ctx.session_store.get_messages(ctx.session_id)
         snapshots.append([m["role"] for m in stored])
         return "ok"
 

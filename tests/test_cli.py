@@ -579,7 +579,10 @@ def test_config_path(hermes: Callable[..., Run], hermes_home: Path) -> None:
     assert run.out.strip() == str(hermes_home / "config.yaml")
 
 
-def test_config_set_get_show_unset(hermes: Callable[..., Run], hermes_home: Path) -> None:
+def test_config_set_get_show_unset(
+    hermes: Callable[..., Run], hermes_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HERMES_PLUGINS", "delegation")  # it declares delegation.*
     assert hermes("config", "get", "agent.max_turns").out.strip() == "90"
 
     run = hermes("config", "set", "agent.max_turns", "5")
@@ -608,8 +611,9 @@ def test_config_set_get_show_unset(hermes: Callable[..., Run], hermes_home: Path
 
 
 def test_config_show_sources(hermes: Callable[..., Run], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERMES_PLUGINS", "delegation")  # it declares delegation.*
     hermes("config", "set", "agent.max_turns", "5")
-    hermes("config", "set", "delegation.max_iterations", "7")
+    assert hermes("config", "set", "delegation.max_iterations", "7").code == 0
     monkeypatch.setenv("HERMES_MAX_TURNS", "12")
     run = hermes("config", "show", "--sources")
     assert run.code == 0, run.err

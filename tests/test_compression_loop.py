@@ -14,7 +14,7 @@ import pytest
 from hermes_core.agent import Agent
 from hermes_core.cli.chat import _slash
 from hermes_core.context_windows import DEFAULT_CONTEXT_WINDOW
-from hermes_core.session_store import SQLiteSessionStore
+from hermes_core.session_store import MemorySessionStore, SQLiteSessionStore
 from hermes_core.testing import (
     Call,
     ScriptedModel,
@@ -26,6 +26,8 @@ from hermes_core.testing import (
     tool_call,
 )
 from hermes_hookspecs import (
+    CONTEXT_SUMMARY_FLAG,
+    CONTEXT_SUMMARY_MARKER,
     ContextEngine,
     ContextOverflowError,
     HermesError,
@@ -33,10 +35,12 @@ from hermes_hookspecs import (
     PromptLayer,
     Provider,
     RateLimitError,
+    SessionInfo,
     Tool,
     Toolset,
     Usage,
     hookimpl,
+    is_context_summary,
 )
 
 SUMMARY = "## Goal\nAudit the modules.\n## Done\nRead the early modules.\n## In progress\nThe rest."
@@ -588,3 +592,91 @@ def test_an_interrupt_during_compress_changes_nothing(when):
         agent.compress()
     assert agent.session_id == first and agent.messages == before
     assert agent.session_store.get_messages(first) == before
+
+
+# --- the context-summary marker of the contract ----------------------------------------------
+
+
+class SummaryKeeper(ContextEngine):
+    """Another engine: keeps every context summary (recognised through the contract) and the
+    last message, drops the rest."""
+
+    name = "summary-keeper"
+
+    def should_compress(self, prompt_tokens=None):
+        return False
+
+    def compress(self, messages, current_tokens=None, focus=None):
+        return [m for m in messages[:-1] if is_context_summary(m)] + messages[-1:]
+
+
+def test_a_summary_is_recognised_by_the_core_and_by_another_engine(tmp_path):
+    store = SQLiteSessionStore(tmp_path / "state.db")
+    script = Script(*[step for turn in range(3) for step in audit_turn(turn)])
+    agent = long_agent(store, script)  # a small window: the compressor summarises
+    for turn in range(3):
+        agent.chat(f"Audit module {turn}, file by file.")
+    [summary] = [m for m in agent.messages if is_context_summary(m)]
+    assert summary[CONTEXT_SUMMARY_FLAG] is True
+    assert str(summary["content"]).startswith(CONTEXT_SUMMARY_MARKER)
+    session = agent.session_id
+    agent.close()
+
+    # The session goes on with another engine, which keeps the compressor's summary.
+    again = make_agent(
+        model=ScriptedModel(fn=script),
+        plugins=[engine_plugin(SummaryKeeper), Files()],
+        config={"context": {"engine": "summary-keeper"}},
+        session_store=store,
+        session_id=session,
+    )
+    again.compress()
+    # The core does not take the summary for the user's request: the request the engine
+    # dropped is put back after it (in the same message, as roles must alternate), and the
+    # result is no longer marked as nothing but a summary.
+    (first, last) = again.messages
+    assert is_context_summary(first) and CONTEXT_SUMMARY_FLAG not in first
+    assert first["content"].startswith(summary["content"])
+    assert first["content"].endswith("Audit module 2, file by file.")
+    assert last["content"] == "module 2 looks fine"
+    again.close()
+    store.close()
+
+
+class LastOnly(ContextEngine):
+    """Keeps only the last message."""
+
+    name = "last-only"
+
+    def should_compress(self, prompt_tokens=None):
+        return False
+
+    def compress(self, messages, current_tokens=None, focus=None):
+        return messages[-1:]
+
+
+def test_the_core_never_takes_a_flagged_summary_for_the_users_request():
+    store = MemorySessionStore()
+    store.create_session(SessionInfo(id="s1", started_at=1.0))
+    for message in [
+        {"role": "user", "content": "Fix the login bug."},
+        {"role": "assistant", "content": "Which file?"},
+        {
+            "role": "user",
+            "content": f"{CONTEXT_SUMMARY_MARKER}\nThe user wants the login bug fixed.",
+            CONTEXT_SUMMARY_FLAG: True,
+        },
+        {"role": "assistant", "content": "Noted; looking at auth.py."},
+    ]:
+        store.append_message("s1", message)
+    agent = make_agent(
+        plugins=[engine_plugin(LastOnly)],
+        config={"context": {"engine": "last-only"}},
+        session_store=store,
+        session_id="s1",
+    )
+    agent.compress()
+    assert [m["content"] for m in agent.messages] == [
+        "Fix the login bug.",
+        "Noted; looking at auth.py.",
+    ]

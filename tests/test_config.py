@@ -23,9 +23,21 @@ from hermes_core.config import (
     unset_value,
     validate,
 )
+from hermes_core.config_schema import ConfigSchema
+from hermes_core.plugins import PluginManager
+from hermes_core.registry import Registry
 from hermes_hookspecs import API_MODES, HermesError
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def installed_schema() -> ConfigSchema:
+    """The keys of the core and of every installed plugin (the builtin ones declare
+    ``compression.*``, ``terminal.timeout``, ``delegation.*``...)."""
+    return Registry.of(PluginManager(environ={})).config_schema
+
+
+INSTALLED = installed_schema()
 
 
 def write(home: Path, text: str) -> Path:
@@ -163,7 +175,10 @@ def test_defaults_without_file(tmp_path: Path) -> None:
     assert config.data == DEFAULTS
     assert config.data is not DEFAULTS
     assert config.get("agent.max_turns") == 90
+    assert config.get("compression.threshold") is None  # the compressor plugin declares it
+    config = config.with_schema(INSTALLED)
     assert config.get("compression.threshold") == 0.5
+    assert config.sources["compression.threshold"] == "default"
     assert config.get("context.engine", "x") is None
     assert config.get("approvals.mode") == "manual"
     assert config.sources["agent.max_turns"] == "default"
@@ -287,7 +302,7 @@ def test_file_data_given_instead_of_file(tmp_path: Path) -> None:
 
 def test_get_and_section(tmp_path: Path) -> None:
     write(tmp_path, "terminal:\n  backend: ssh\n  ssh_host: box\n")
-    config = load_config(tmp_path, {})
+    config = load_config(tmp_path, {}).with_schema(INSTALLED)
     assert config.get("terminal.ssh_host") == "box"
     assert config.get("terminal.missing", 1) == 1
     assert config.get("terminal.backend.deeper", "d") == "d"
@@ -347,7 +362,7 @@ display:
 
 def test_existing_hermes_file_with_unknown_keys(tmp_path: Path) -> None:
     write(tmp_path, HERMES_STYLE)
-    config = load_config(tmp_path, {})
+    config = load_config(tmp_path, {}).with_schema(INSTALLED)
     assert config.file_data == yaml.safe_load(HERMES_STYLE)
     assert config.get("model.default") == "anthropic/claude-opus-4.6"
     assert config.get("compression.threshold") == 0.85
@@ -369,7 +384,7 @@ def test_model_string_shorthand(tmp_path: Path) -> None:
 
 def test_empty_sections_keep_defaults(tmp_path: Path) -> None:
     write(tmp_path, "agent:\n  # max_turns: 10\ncompression:\n")
-    config = load_config(tmp_path, {})
+    config = load_config(tmp_path, {}).with_schema(INSTALLED)
     assert config.get("agent.max_turns") == 90
     assert config.get("compression.enabled") is True
 
@@ -485,7 +500,7 @@ def test_section_must_be_mapping(tmp_path: Path) -> None:
 )
 def test_validate_rejects(data: dict, message: str) -> None:
     with pytest.raises(ConfigError) as info:
-        validate(data)
+        validate(data, schema=INSTALLED)
     assert str(info.value).startswith(message)
     assert isinstance(info.value, HermesError)
 

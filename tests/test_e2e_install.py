@@ -31,7 +31,7 @@ import sys
 import textwrap
 import tomllib
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, distribution, entry_points
 from importlib.metadata import version as installed_version
@@ -48,40 +48,6 @@ DIST = "hermes-e2e-acme-dice"
 MODULE = "acme_dice"
 EP_NAME = "dice"
 VERSION = "0.3.0"
-
-PYPROJECT = f"""\
-[build-system]
-requires = ["setuptools>=61"]
-build-backend = "setuptools.build_meta"
-
-[project]
-name = "{DIST}"
-version = "{VERSION}"
-description = "A throwaway third-party hermes toolset: dice rolls."
-requires-python = ">=3.11"
-dependencies = ["hermes-hookspecs"]
-
-[project.entry-points.hermes]
-{EP_NAME} = "{MODULE}"
-
-[tool.setuptools]
-py-modules = ["{MODULE}"]
-"""
-
-MODULE_SOURCE = """\
-from hermes_hookspecs import Tool, Toolset, hookimpl
-
-def roll_dice(args, ctx):
-    return f"rolled a {args['sides']} on a d{args['sides']}"
-
-@hookimpl
-def hermes_register_toolsets(register):
-    register(Toolset(name="dice", description="Dice rolls", tools=[
-        Tool(name="roll_dice", description="Roll one die with the given number of sides",
-             parameters={"type": "object", "properties": {"sides": {"type": "integer"}},
-                         "required": ["sides"]},
-             handler=roll_dice)]))
-"""
 
 
 def _pip(*args: str) -> subprocess.CompletedProcess[str]:
@@ -183,7 +149,9 @@ class Installed:
 
 
 @pytest.fixture(scope="module")
-def installed_dice(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
+def installed_dice(
+    tmp_path_factory: pytest.TempPathFactory, dice_plugin: Callable[..., Path]
+) -> Iterator[Installed]:
     """The throwaway dist, pip-installed into this environment; uninstalled afterwards."""
     if _is_installed():  # left behind by an aborted run: it is ours, take it away first
         _pip("uninstall", "-y", DIST)
@@ -191,9 +159,9 @@ def installed_dice(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Install
     assert not others, f"another installed dist already has a hermes entry point {EP_NAME!r}"
     assert importlib.util.find_spec(MODULE) is None, f"a module {MODULE!r} is already importable"
 
-    project = tmp_path_factory.mktemp("acme-dice")
-    (project / "pyproject.toml").write_text(PYPROJECT, encoding="utf-8")
-    (project / f"{MODULE}.py").write_text(MODULE_SOURCE, encoding="utf-8")
+    project = dice_plugin(
+        tmp_path_factory.mktemp("acme-dice"), dist=DIST, module=MODULE, version=VERSION
+    )
 
     problem = _source_build_problem()
     if problem is None:
@@ -279,12 +247,11 @@ def test_scripted_model_calls_the_installed_tool(
     assert_request_valid(second)
 
 
-def test_the_hand_built_wheel_is_a_valid_wheel(tmp_path: Path) -> None:
+def test_the_hand_built_wheel_is_a_valid_wheel(
+    tmp_path: Path, dice_plugin: Callable[..., Path]
+) -> None:
     """The fallback path must produce what pip expects, whichever path this machine takes."""
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "pyproject.toml").write_text(PYPROJECT, encoding="utf-8")
-    (project / f"{MODULE}.py").write_text(MODULE_SOURCE, encoding="utf-8")
+    project = dice_plugin(tmp_path / "project", dist=DIST, module=MODULE, version=VERSION)
     wheel = build_wheel_by_hand(project, tmp_path)
     assert wheel.name == f"{DIST.replace('-', '_')}-{VERSION}-py3-none-any.whl"
     with zipfile.ZipFile(wheel) as archive:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import types
 
 import pytest
@@ -71,6 +72,34 @@ def test_401_asks_for_fresh_credentials_once_then_succeeds(servers, monkeypatch)
     assert agent(primary, backup, extra=[refresher]).chat("q") == "welcome back"
     keys = [r.headers.get("authorization") for r in primary.model_requests]
     assert keys == ["Bearer expired-key", "Bearer fresh-key"]
+
+
+@pytest.mark.parametrize(
+    "step", [{"hang": True}, {"text": "x" * 400, "chunks": 200, "chunk_delay": 0.05}]
+)
+def test_an_interrupt_is_never_retried_nor_moved_to_the_fallback(servers, monkeypatch, step):
+    import threading
+
+    from hermes_core.testing import wait_until
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    primary, backup = servers
+    primary.add(step)
+    backup.add(text("answer from the fallback"))
+    bot = agent(primary, backup)
+    box = {}
+    worker = threading.Thread(target=lambda: box.update(r=bot.run_conversation("q")))
+    worker.start()
+    assert wait_until(lambda: len(primary.model_requests) == 1)
+    started = time.monotonic()
+    bot.interrupt()
+    worker.join(timeout=5)
+    assert time.monotonic() - started < 1.0
+    result = box["r"]
+    assert result["exit_reason"] == "interrupted" and result["error"] is None
+    assert len(primary.model_requests) == 1 and backup.requests == []
+    assert bot.connection.switches == []
+    assert [m["role"] for m in bot.messages] == ["user"]
 
 
 def _closed_port() -> int:

@@ -29,7 +29,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,40 +54,6 @@ def _find_dists() -> dict[str, Path]:
 
 
 DISTS = _find_dists()
-
-DICE_PYPROJECT = f"""\
-[build-system]
-requires = ["setuptools>=61"]
-build-backend = "setuptools.build_meta"
-
-[project]
-name = "{THIRD_PARTY}"
-version = "1.0.0"
-description = "Dice rolls for the hermes agent framework"
-requires-python = ">=3.11"
-dependencies = ["hermes-hookspecs>=0.1,<1"]
-
-[project.entry-points.hermes]
-dice = "acme_hermes_dice"
-
-[tool.setuptools]
-py-modules = ["acme_hermes_dice"]
-"""
-
-DICE_MODULE = """\
-from hermes_hookspecs import Tool, Toolset, hookimpl
-
-def roll_dice(args, ctx):
-    return f"rolled a {args['sides']} on a d{args['sides']}"
-
-@hookimpl
-def hermes_register_toolsets(register):
-    register(Toolset(name="dice", description="Dice rolls", tools=[
-        Tool(name="roll_dice", description="Roll one die with the given number of sides",
-             parameters={"type": "object", "properties": {"sides": {"type": "integer"}},
-                         "required": ["sides"]},
-             handler=roll_dice)]))
-"""
 
 
 def _run(cmd: list[str], *, timeout: float = 600, **kwargs: Any) -> subprocess.CompletedProcess:
@@ -294,12 +260,15 @@ def test_hermes_chat_answers_through_the_fake_model_server(
 
 
 def test_a_third_party_toolset_installs_from_the_wheelhouse(
-    published: Published, tmp_path: Path
+    published: Published, tmp_path: Path, dice_plugin: Callable[..., Path]
 ) -> None:
-    project = tmp_path / "acme-hermes-dice"
-    project.mkdir()
-    (project / "pyproject.toml").write_text(DICE_PYPROJECT, encoding="utf-8")
-    (project / "acme_hermes_dice.py").write_text(DICE_MODULE, encoding="utf-8")
+    project = dice_plugin(
+        tmp_path / "acme-hermes-dice",
+        dist=THIRD_PARTY,
+        module="acme_hermes_dice",
+        version="1.0.0",
+        requires="hermes-hookspecs>=0.1,<1",
+    )
     _build(project, published.wheelhouse, wheel_only=True)
     published.pip_install(THIRD_PARTY)
 

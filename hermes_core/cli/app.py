@@ -227,6 +227,33 @@ def main(
     """
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        return _run(args, debug, extra_plugins)
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    """Print a configuration warning as one ``hermes: warning:`` line; others as Python does."""
+    from ..config import ConfigWarning
+
+    if issubclass(category, ConfigWarning):
+        click.echo(f"hermes: warning: {message}", err=True)
+    else:
+        warnings_module = sys.modules["warnings"]
+        text = warnings_module.formatwarning(message, category, filename, lineno, line)
+        (file or sys.stderr).write(text)
+
+
+def _run(args: list[str], debug: bool, extra_plugins: Sequence[tuple[str, object]]) -> int:
     try:
         cli = build_cli(args, extra_plugins=extra_plugins)
         code = cli.main(args=args, prog_name="hermes", standalone_mode=False)

@@ -6,7 +6,7 @@ import json
 import platform
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -14,6 +14,9 @@ from hermes_hookspecs import HermesError
 
 from .. import __version__
 from .state import CliState
+
+if TYPE_CHECKING:
+    from ..config_schema import ConfigSchema
 
 
 def _state() -> CliState:
@@ -276,40 +279,62 @@ def config_path() -> None:
     click.echo(str(_state().home / "config.yaml"))
 
 
-def _masked(value: Any, key: str = "") -> Any:
+def _masked(value: Any, key: str = "", schema: ConfigSchema | None = None) -> Any:
     """``value`` (the value at dotted ``key``) with every secret in it masked: the values of
-    secret keys (``*api_key``, ``*token``, ``*secret``...) and any known secret value."""
+    secret keys (``*api_key``, ``*token``, ``*secret``..., and keys a plugin declares secret)
+    and any known secret value."""
     from hermes_hookspecs import redact
 
     from ..config import is_secret_key, secret_reference
     from .setup import mask_secret
 
     if isinstance(value, Mapping):
-        return {k: _masked(v, f"{key}.{k}" if key else str(k)) for k, v in value.items()}
+        return {k: _masked(v, f"{key}.{k}" if key else str(k), schema) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_masked(item, key) for item in value]
+        return [_masked(item, key, schema) for item in value]
     if isinstance(value, str):
-        if key and is_secret_key(key) and secret_reference(value) is None:
+        secret = is_secret_key(key) or (schema is not None and schema.is_secret(key))
+        if key and secret and secret_reference(value) is None:
             return mask_secret(value)
         return redact(value)
     return value
 
 
+def _schema(state: CliState) -> ConfigSchema:
+    """The keys of the core and the loaded plugins; the core's alone when the plugins cannot
+    load because the configuration they depend on is broken (so that ``set`` can repair it)."""
+    from ..config import CORE_SCHEMA, ConfigError
+
+    try:
+        return state.config_schema
+    except ConfigError:
+        return CORE_SCHEMA
+
+
 @config_group.command("show")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--sources", is_flag=True, help="Show where each value comes from.")
-def config_show(as_json: bool, sources: bool) -> None:
+@click.option(
+    "--defaults",
+    "defaults",
+    is_flag=True,
+    help="List every known key: type, default, the plugin that declares it, what it does.",
+)
+def config_show(as_json: bool, sources: bool, defaults: bool) -> None:
     """Print the effective configuration (secrets masked)."""
+    if defaults:
+        _show_declared(_schema(_state()), as_json)
+        return
     config = _state().config
     if sources:
         if as_json:
             _print_json(config.sources)
         else:
             for key, source in sorted(config.sources.items()):
-                shown = _masked(config.get(key), key)
+                shown = _masked(config.get(key), key, config.schema)
                 click.echo(f"{key} = {json.dumps(shown, default=str)}  ({source})")
         return
-    data = _masked(config.data)
+    data = _masked(config.data, "", config.schema)
     if as_json:
         _print_json(data)
         return
@@ -318,35 +343,88 @@ def config_show(as_json: bool, sources: bool) -> None:
     click.echo(yaml.safe_dump(data, sort_keys=False, allow_unicode=True).rstrip())
 
 
+def _show_declared(schema: ConfigSchema, as_json: bool) -> None:
+    """Print every declared key with its type, default, owner and doc."""
+    from ..config_schema import type_words
+
+    rows: list[dict[str, Any]] = []
+    for path in sorted(schema.keys):
+        declared = schema.keys[path]
+        key = declared.key
+        rows.append(
+            {
+                "key": path,
+                "type": type_words(key),
+                "default": key.default if key.has_default else None,
+                "has_default": key.has_default,
+                "plugin": declared.owner,
+                "secret": key.secret,
+                "doc": key.doc,
+            }
+        )
+    if as_json:
+        _print_json(rows)
+        return
+    _table(
+        [
+            [
+                r["key"],
+                r["type"],
+                json.dumps(r["default"], default=str) if r["has_default"] else "-",
+                r["plugin"],
+                r["doc"] + (" (secret)" if r["secret"] else ""),
+            ]
+            for r in rows
+        ],
+        ["KEY", "TYPE", "DEFAULT", "PLUGIN", "MEANING"],
+    )
+
+
 @config_group.command("get")
 @click.argument("key")
 def config_get(key: str) -> None:
     """Print the effective value of KEY (dotted, e.g. agent.max_turns; secrets masked)."""
     missing = object()
-    value = _state().config.get(key, missing)
+    config = _state().config
+    value = config.get(key, missing)
     if value is missing:
         raise HermesError(f"{key} is not set")
-    value = _masked(value, key)
+    value = _masked(value, key, config.schema)
     click.echo(value if isinstance(value, str) else json.dumps(value, default=str))
 
 
 @config_group.command("set")
 @click.argument("key")
 @click.argument("value", required=False)
-def config_set(key: str, value: str | None) -> None:
+@click.option(
+    "--force", is_flag=True, help="Write KEY even though no installed plugin declares it."
+)
+def config_set(key: str, value: str | None, force: bool = False) -> None:
     """Set KEY to VALUE in config.yaml (VALUE is read as YAML: 40, true, [a, b]).
 
-    A secret (model.api_key, any *api_key, *token, *secret, *password key) goes to
-    $HERMES_HOME/.env instead and is never printed; without VALUE it is asked for, hidden.
+    KEY must be one the core or an installed plugin declares (`hermes config show --defaults`
+    lists them); --force writes an unknown key anyway. VALUE is checked against the key's type
+    before anything is written. A secret (model.api_key, any *api_key, *token, *secret,
+    *password key, or a key a plugin declares secret) goes to $HERMES_HOME/.env instead and is
+    never printed; without VALUE it is asked for, hidden.
     """
-    from ..config import is_secret_key, set_value
+    from ..config import ConfigError, _split_key, is_secret_key, set_value
 
-    if is_secret_key(key):
-        _set_secret(_state(), key, value)
+    state = _state()
+    schema = _schema(state)
+    _split_key(key)
+    if not force and not schema.covers(key):
+        suggestion = schema.closest(key)
+        why = f"did you mean {suggestion!r}?" if suggestion else "no installed plugin declares it"
+        raise ConfigError(
+            f"unknown config key {key!r} ({why}); nothing written (--force writes it anyway)"
+        )
+    if is_secret_key(key) or schema.is_secret(key):
+        _set_secret(state, key, value)
         return
     if value is None:
         raise click.UsageError("Missing argument 'VALUE'.")
-    parsed = set_value(_state().home / "config.yaml", key, value)
+    parsed = set_value(state.home / "config.yaml", key, value, schema)
     click.echo(f"{key} = {json.dumps(parsed, default=str)}")
 
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hermes_hookspecs import HermesError, ModelRequest
+from hermes_hookspecs import Cancelled, HermesError, ModelRequest
 
 PROBE_TIMEOUT = 15.0
 """Seconds the provider probe waits for an answer."""
@@ -43,7 +43,7 @@ def probe_provider(
     def ask() -> None:
         try:
             outcome["response"] = client.complete(request)
-        except Exception as exc:  # reported as one line below
+        except (Exception, Cancelled) as exc:  # reported as one line below
             outcome["error"] = exc
 
     started = time.monotonic()

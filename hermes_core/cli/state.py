@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported on first use: `hermes --help` needs neither the registry nor yaml
     from ..config import Config
+    from ..config_schema import ConfigSchema
     from ..plugins import PluginManager
     from ..registry import Registry
     from ..runner import HostRunner
@@ -34,6 +35,7 @@ class CliState:
         self.overrides: dict[str, Any] = {}
         self._home: Path | None = None
         self._config: Config | None = None
+        self._core_config: Config | None = None
         self._plugins: PluginManager | None = None
         self._registry: Registry | None = None
         self._runner: HostRunner | None = None
@@ -49,33 +51,54 @@ class CliState:
         return self._home
 
     @property
-    def config(self) -> Config:
-        """The effective configuration, with command-line overrides applied."""
-        if self._config is None:
+    def core_config(self) -> Config:
+        """The configuration with command-line overrides applied, checked against the core's
+        keys only: what is needed to choose the plugins to load."""
+        if self._core_config is None:
             from ..config import load_config
 
-            self._config = load_config(self.home, overrides=self.overrides)
+            self._core_config = load_config(self.home, overrides=self.overrides)
+        return self._core_config
+
+    @property
+    def config(self) -> Config:
+        """The effective configuration, with command-line overrides applied, the plugins'
+        defaults, and checked against the keys of the core and of every loaded plugin (unknown
+        keys are warned about once)."""
+        if self._config is None:
+            from ..config import warn_unknown_keys
+
+            config = self.core_config.with_schema(self.config_schema)
+            warn_unknown_keys(config)
+            self._config = config
         return self._config
+
+    @property
+    def config_schema(self) -> ConfigSchema:
+        """The configuration keys of the core and of the loaded plugins."""
+        from ..registry import Registry
+
+        return Registry.of(self.plugins).config_schema
 
     def set_config(self, key: str, value: Any) -> None:
         """Write ``value`` at the dotted ``key`` of the home's config.yaml (validated, atomic)
         and read the configuration again."""
         from ..config import store_value
 
-        store_value(self.config.path, key, value)
+        store_value(self.config.path, key, value, self.config_schema)
         self.reload_config()
 
     def unset_config(self, key: str) -> bool:
         """Remove the dotted ``key`` from the home's config.yaml; False when it was not there."""
         from ..config import unset_value
 
-        removed = unset_value(self.config.path, key)
+        removed = unset_value(self.home / "config.yaml", key)
         self.reload_config()
         return removed
 
     def reload_config(self) -> Config:
         """Read the configuration again (after a command changed the file)."""
-        self._config = None
+        self._config = self._core_config = None
         return self.config
 
     @property
@@ -84,7 +107,7 @@ class CliState:
         if self._plugins is None:
             from ..plugins import PluginManager
 
-            disabled = self.config.get("plugins.disabled") or []
+            disabled = self.core_config.get("plugins.disabled") or []
             self._plugins = PluginManager(
                 only=self.plugin_names,
                 disabled=disabled,

@@ -1,5 +1,6 @@
 """Full-text search over the messages: query parsing, the two FTS5 indexes (words and
-trigrams), ranking, snippets, and the batched indexing of new messages."""
+trigrams), ranking, snippets, and the batched indexing of new messages. The hits are the
+contract's :class:`~hermes_hookspecs.SearchHit`."""
 
 from __future__ import annotations
 
@@ -8,32 +9,12 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from hermes_hookspecs import SearchHit as SearchHit  # also this module's name, for old imports
+
 from .codec import _UNSPACED, _strip_token
 
 _INDEXED_UPTO = "SELECT indexed_upto FROM search_state WHERE id = 1"
 _INDEX_STEP = 2000
-
-
-@dataclass
-class SearchHit:
-    """One message that matched a search.
-
-    :param session_id: the session it belongs to.
-    :param title: the session's title.
-    :param started_at: when the session started (UNIX time).
-    :param role: the message's role (``user``, ``assistant``, ``tool``).
-    :param snippet: a one-line excerpt with each match marked ``[`` ... ``]``.
-    :param message_id: the message's row id.
-    :param score: relevance, higher is better (only the order is meaningful).
-    """
-
-    session_id: str
-    title: str | None
-    started_at: float
-    role: str
-    snippet: str
-    message_id: int
-    score: float
 
 
 _WORD = re.compile(r"[^\W_]+")

@@ -73,7 +73,8 @@ _DELETE_STEP = 2000
 
 
 class SQLiteSessionStore(SQLiteConnections):
-    """Sessions and messages in one SQLite file, with full-text search.
+    """Sessions and messages in one SQLite file, with full-text search (implements
+    ``hermes_hookspecs.SearchableSessionStore``).
 
     Safe to share between threads (one connection per thread) and between processes (WAL,
     ``BEGIN IMMEDIATE`` writes, busy timeout and bounded retries).

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_hookspecs import ModelRequest, ModelResponse, ProviderError, Usage
+from hermes_hookspecs import Cancelled, ModelRequest, ModelResponse, ProviderError, Usage
 
 
 class ScriptExhausted(ProviderError):
@@ -143,7 +143,7 @@ class ScriptedModel:
 
     def _play(self, turn: Turn, request: ModelRequest) -> ModelResponse:
         if turn.delay and request.cancel.wait(turn.delay):
-            raise ProviderError("cancelled")
+            raise Cancelled("scripted: the model call was cancelled")
         if request.stream:
             for piece in _chunks(turn.reasoning or ""):
                 request.emit("reasoning_delta", text=piece)

@@ -12,6 +12,7 @@ from .errors import (
     ERROR_KINDS,
     RETRYABLE_KINDS,
     AuthenticationError,
+    Cancelled,
     ContextOverflowError,
     EnvironmentUnavailable,
     HermesError,
@@ -41,6 +42,12 @@ _LAZY: dict[str, str] = {
     "ApprovalDecision": "approval",
     "ApprovalRequest": "approval",
     "BLOCKED_MARKER": "refusals",
+    "CONFIG_TYPES": "config_schema",
+    "ConfigKey": "config_schema",
+    "ConfigSection": "config_schema",
+    "NO_DEFAULT": "config_schema",
+    "CONTEXT_SUMMARY_FLAG": "summaries",
+    "CONTEXT_SUMMARY_MARKER": "summaries",
     "Block": "calls",
     "BackgroundProcess": "environment",
     "CommandResult": "environment",
@@ -57,6 +64,8 @@ _LAZY: dict[str, str] = {
     "Provider": "providers",
     "ProviderSettings": "providers",
     "SessionInfo": "sessions",
+    "SearchHit": "sessions",
+    "SearchableSessionStore": "sessions",
     "SessionStore": "sessions",
     "StreamSink": "providers",
     "TIERS": "prompt",
@@ -74,6 +83,8 @@ _LAZY: dict[str, str] = {
     "Usage": "providers",
     "blocked": "refusals",
     "child_environ": "secrets",
+    "default_home": "home",
+    "is_context_summary": "summaries",
     "mark_secret": "secrets",
     "redact": "secrets",
 }
@@ -82,9 +93,11 @@ if TYPE_CHECKING:
     from .agents import OUTCOME_STATUSES, AgentOutcome, AgentRunner, AgentTask, CommandContext
     from .approval import APPROVAL_DECISIONS, ApprovalDecision, ApprovalRequest
     from .calls import Block, ToolCall, ToolContext, ToolResult
+    from .config_schema import CONFIG_TYPES, NO_DEFAULT, ConfigKey, ConfigSection
     from .constants import API_MODES, FINISH_REASONS
     from .context_engine import ContextEngine
     from .environment import BackgroundProcess, CommandResult, Environment, EnvironmentFactory
+    from .home import default_home
     from .platforms import (
         Attachment,
         Gateway,
@@ -105,7 +118,8 @@ if TYPE_CHECKING:
     from .refusals import BLOCKED_MARKER, blocked
     from .reports import REPORT_STATUSES, PluginReport
     from .secrets import child_environ, mark_secret, redact
-    from .sessions import SessionInfo, SessionStore
+    from .sessions import SearchableSessionStore, SearchHit, SessionInfo, SessionStore
+    from .summaries import CONTEXT_SUMMARY_FLAG, CONTEXT_SUMMARY_MARKER, is_context_summary
     from .tools import TOOL_NAME_RE, Tool, ToolHandler, Toolset
     from .turns import EXIT_REASONS, TURN_RESULT_KEYS, ExitReason, TurnResult
 
@@ -131,6 +145,11 @@ __all__ = [
     "CommandContext",
     "BLOCKED_MARKER",
     "BackgroundProcess",
+    "CONFIG_TYPES",
+    "ConfigKey",
+    "ConfigSection",
+    "CONTEXT_SUMMARY_FLAG",
+    "CONTEXT_SUMMARY_MARKER",
     "ERROR_KINDS",
     "RETRYABLE_KINDS",
     "REPORT_STATUSES",
@@ -145,6 +164,7 @@ __all__ = [
     "Attachment",
     "AuthenticationError",
     "Block",
+    "Cancelled",
     "CommandResult",
     "ContextEngine",
     "ContextOverflowError",
@@ -155,6 +175,7 @@ __all__ = [
     "HermesError",
     "InboundMessage",
     "ModelClient",
+    "NO_DEFAULT",
     "ModelRequest",
     "ModelResponse",
     "PlatformAdapter",
@@ -166,6 +187,8 @@ __all__ = [
     "PluginReport",
     "ProviderSettings",
     "RateLimitError",
+    "SearchHit",
+    "SearchableSessionStore",
     "SessionInfo",
     "SessionStore",
     "StreamSink",
@@ -184,8 +207,10 @@ __all__ = [
     "Usage",
     "blocked",
     "child_environ",
+    "default_home",
     "hookimpl",
     "hookspec",
+    "is_context_summary",
     "mark_secret",
     "redact",
 ]

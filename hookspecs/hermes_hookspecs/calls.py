@@ -4,8 +4,10 @@ handler receives."""
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .approval import ApprovalRequest
@@ -14,6 +16,7 @@ from .errors import HermesError, ToolCancelled
 if TYPE_CHECKING:
     from .agents import AgentRunner
     from .environment import Environment
+    from .sessions import SessionStore
 
 
 @dataclass
@@ -70,21 +73,28 @@ def _no_emit(event: str, data: dict[str, Any]) -> None:
 class ToolContext:
     """Everything a tool handler may use besides its arguments.
 
-    The host builds one per call. Handlers reach agent services (session store, memory, the agent
-    itself for delegation) through :meth:`service`, so agent-level tools are ordinary plugins.
+    The host builds one per call. What agent-level tools need (the home folder, the session
+    store, a runner for subagents) is a typed field, so they are ordinary plugins.
 
     :param task_id: the task this call belongs to (environments are kept per task).
     :param session_id: the session this call belongs to.
     :param call_id: the id of the tool call.
     :param tool_name: the name of the tool being called.
     :param config: the effective configuration (read-only mapping of nested dicts).
-    :param services: named services offered by the host (``session_store``, ``memory``,
-        ``agent``...). Missing services raise a clear error from :meth:`service`.
+    :param services: deprecated: named services offered by the host, read with
+        :meth:`service`. Use the typed fields (:attr:`hermes_home`, :attr:`session_store`,
+        :attr:`agents`) instead; the host still fills it for older tools.
     :param cancel_event: set when the user interrupts; long handlers should check
         :attr:`cancelled` and stop.
     :param agents: runs other agents (subagents) for this tool, set by the host; runs inherit the
         calling agent's configuration, plugins and session store, and their token usage and cost
         count towards the calling agent's. ``None`` when the host offers no runner.
+    :param hermes_home: the active hermes home folder (the active profile's), set by the host;
+        ``None`` when the agent runs without one (a configuration given as a mapping). Code with
+        no context to ask uses :func:`~hermes_hookspecs.default_home`.
+    :param session_store: the store that keeps the agent's sessions, set by the host (a
+        subagent's is its parent's); ``None`` when the host offers none. A store that can
+        search is a :class:`~hermes_hookspecs.SearchableSessionStore`.
     """
 
     task_id: str
@@ -99,6 +109,8 @@ class ToolContext:
     clarifier: Callable[[str, Sequence[str] | None], str] = _no_clarify
     emitter: Callable[[str, dict[str, Any]], None] = _no_emit
     agents: AgentRunner | None = None
+    hermes_home: Path | None = None
+    session_store: SessionStore | None = None
 
     @property
     def environment(self) -> Environment:
@@ -137,12 +149,26 @@ class ToolContext:
         self.emitter(event, data)
 
     def service(self, name: str) -> Any:
-        """Return the host service called ``name``; raise a clear error when it is missing."""
-        try:
+        """Deprecated: return the host service called ``name``; raise a clear error when it is
+        missing. Read the typed fields (``hermes_home``, ``session_store``, ``agents``) instead.
+        """
+        warnings.warn(
+            "ToolContext.service() is deprecated; use the typed fields "
+            "(ctx.hermes_home, ctx.session_store, ctx.agents)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        if name in self.services:
             return self.services[name]
-        except KeyError:
-            offered = ", ".join(sorted(self.services)) or "none"
-            raise HermesError(f"service {name!r} is not available (offered: {offered})") from None
+        typed: dict[str, Any] = {
+            "hermes_home": str(self.hermes_home) if self.hermes_home is not None else None,
+            "session_store": self.session_store,
+        }
+        if typed.get(name) is not None:
+            return typed[name]
+        offered = ", ".join(sorted({*self.services, *(k for k, v in typed.items() if v)}))
+        offered = offered or "none"
+        raise HermesError(f"service {name!r} is not available (offered: {offered})")
 
 
 @dataclass(frozen=True)

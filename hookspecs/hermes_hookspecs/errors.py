@@ -14,8 +14,27 @@ class ToolError(HermesError):
     """
 
 
-class ToolCancelled(HermesError):
-    """Raised by a tool handler (or the host) when the call was cancelled by an interrupt."""
+class Cancelled(BaseException):
+    """Work stopped because the user (or the host) interrupted it: a model call, a summary, a
+    tool call. Nothing the work produced is kept.
+
+    A provider's client raises it when ``ModelRequest.cancel`` is set during its call; the host
+    raises it for an interrupt of a model call, a context summary or a tool call, and ends the
+    turn as ``interrupted``. It is never a provider failure: it is not retried and never moves a
+    turn to a fallback provider.
+
+    Like :class:`asyncio.CancelledError` it derives from :class:`BaseException`, so that it passes
+    through the ``except Exception`` an engine or a tool keeps for its own failures (an
+    interrupted summary must not be taken for a failed one). Catch it by name.
+    """
+
+
+class ToolCancelled(HermesError, Cancelled):
+    """Raised by a tool handler (or the host) when the call was cancelled by an interrupt.
+
+    The tool call's kind of :class:`Cancelled`. It is also a :class:`HermesError` (so an
+    :class:`Exception`), as it always was: handlers that catch it keep working.
+    """
 
 
 class EnvironmentUnavailable(HermesError):

@@ -1,4 +1,4 @@
-"""Sessions: the record of a conversation, and the store that keeps it."""
+"""Sessions: the record of a conversation, the store that keeps it, and searching it."""
 
 from __future__ import annotations
 
@@ -58,4 +58,53 @@ class SessionStore(Protocol):
 
     def get_messages(self, session_id: str) -> list[dict[str, Any]]:
         """All messages of a session, in order."""
+        ...
+
+
+@dataclass
+class SearchHit:
+    """One stored message that matched a search of past sessions.
+
+    :param session_id: the session it belongs to.
+    :param title: the session's title.
+    :param started_at: when the session started (UNIX time).
+    :param role: the message's role (``user``, ``assistant``, ``tool``).
+    :param snippet: a one-line excerpt with each match marked ``[`` ... ``]``.
+    :param message_id: the message's id in the store (unique within it).
+    :param score: relevance, higher is better (only the order is meaningful).
+    """
+
+    session_id: str
+    title: str | None
+    started_at: float
+    role: str
+    snippet: str
+    message_id: int = 0
+    score: float = 0.0
+
+
+@runtime_checkable
+class SearchableSessionStore(SessionStore, Protocol):
+    """A :class:`SessionStore` that can also search the messages of every stored session.
+
+    ``isinstance(store, SearchableSessionStore)`` tells whether a store offers search.
+    """
+
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int = 20,
+        snippet_chars: int = 160,
+        exclude_session: str | None = None,
+    ) -> list[SearchHit]:
+        """The messages matching ``query``, best first.
+
+        ``query`` is plain words (not a query language): a message matches when it holds every
+        word (or, when none does, any of them); ``"quoted words"`` match as a phrase.
+
+        :param limit: at most this many hits.
+        :param snippet_chars: about this many characters of text in each snippet.
+        :param exclude_session: leave out this session's messages (e.g. the current one).
+        """
         ...

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # annotations only: importing the spec module stays cheap at 
     from .agents import AgentOutcome
     from .approval import ApprovalDecision, ApprovalRequest
     from .calls import Block, ToolCall, ToolContext, ToolResult
+    from .config_schema import ConfigSection
     from .context_engine import ContextEngine
     from .environment import EnvironmentFactory
     from .platforms import PlatformAdapterFactory
@@ -117,6 +118,28 @@ def hermes_register_platform_adapters(
         :class:`~hermes_hookspecs.PlatformAdapter`. It must import the platform's SDK inside the
         factory, not at module import. Duplicate names are an error naming both plugins.
     :return: nothing; return values are ignored.
+    """
+
+
+@hookspec
+def hermes_register_config(register: Callable[[ConfigSection], None]) -> None:
+    """Declare the configuration keys this plugin reads: their types, defaults and docs.
+
+    Called once per process, when the effective configuration is first built with the plugins
+    loaded (an agent is created, or a CLI command reads the configuration), before any other
+    hook sees that configuration.
+
+    :param register: call ``register(ConfigSection(name, keys=[ConfigKey(...), ...]))`` once per
+        section. The host attributes every key to the plugin, refuses a key that the core or
+        another plugin already declares (a one-line error naming both, recorded against the
+        later plugin; its other keys are kept), merges the declared defaults under
+        ``config.yaml``, and checks the effective configuration (file, environment, command
+        line) against every declaration: a value of the wrong type is a configuration error
+        naming the key, the value and the type expected; a key no plugin declares is a warning
+        naming the closest declared key. Keys declared ``secret`` are masked by
+        ``hermes config show``.
+    :return: nothing; return values are ignored. Declarations of several plugins are merged
+        into one schema; the sections they declare may overlap, their keys may not.
     """
 
 

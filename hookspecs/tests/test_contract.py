@@ -58,8 +58,12 @@ def test_tool_context_fails_closed_without_host():
         ctx.clarify("which?")
     with pytest.raises(hs.HermesError):
         ctx.environment  # noqa: B018
-    with pytest.raises(hs.HermesError, match="service 'memory' is not available"):
+    with (
+        pytest.warns(DeprecationWarning),
+        pytest.raises(hs.HermesError, match="service 'memory' is not available"),
+    ):
         ctx.service("memory")
+    assert ctx.hermes_home is None and ctx.session_store is None
 
 
 def test_tool_context_cancellation():
@@ -67,8 +71,51 @@ def test_tool_context_cancellation():
     ctx.check_cancelled()
     ctx.cancel_event.set()
     assert ctx.cancelled
-    with pytest.raises(hs.ToolCancelled):
+    with pytest.raises(hs.Cancelled) as info:
         ctx.check_cancelled()
+    assert isinstance(info.value, hs.ToolCancelled)
+
+
+def test_one_cancellation_type_passes_through_except_exception():
+    assert issubclass(hs.ToolCancelled, hs.Cancelled)
+    assert issubclass(hs.ToolCancelled, hs.HermesError)  # as it always was
+    assert not issubclass(hs.Cancelled, Exception)
+    assert not issubclass(hs.Cancelled, hs.ProviderError)
+    with pytest.raises(hs.Cancelled):
+        try:
+            raise hs.Cancelled("interrupted by the user")
+        except Exception:  # an engine's or a tool's own failure handling
+            pytest.fail("Cancelled was caught as an ordinary failure")
+
+
+def test_context_summaries_are_recognised_by_flag_or_marker():
+    marker = hs.CONTEXT_SUMMARY_MARKER
+    assert hs.is_context_summary({"role": "user", "content": "x", hs.CONTEXT_SUMMARY_FLAG: True})
+    assert hs.is_context_summary({"role": "user", "content": f"{marker}\nthe summary"})
+    assert hs.is_context_summary({"role": "user", "content": [{"type": "text", "text": marker}]})
+    assert not hs.is_context_summary({"role": "user", "content": "a question"})
+    assert not hs.is_context_summary({"role": "user", "content": [{"type": "image_url"}]})
+    assert not hs.is_context_summary({"role": "assistant", "content": None})
+
+
+def test_search_hits_and_the_searchable_protocol():
+    hit = hs.SearchHit(session_id="s", title=None, started_at=0.0, role="user", snippet="[x]")
+    assert hit.message_id == 0 and hit.score == 0.0
+
+    class Plain:
+        def create_session(self, session): ...
+        def get_session(self, session_id): ...
+        def update_session(self, session_id, **fields): ...
+        def append_message(self, session_id, message): ...
+        def get_messages(self, session_id): ...
+
+    class Searchable(Plain):
+        def search(self, query, *, limit=20, snippet_chars=160, exclude_session=None):
+            return [hit]
+
+    assert isinstance(Plain(), hs.SessionStore)
+    assert not isinstance(Plain(), hs.SearchableSessionStore)
+    assert isinstance(Searchable(), hs.SearchableSessionStore)
 
 
 def test_tool_context_routes_to_host_callables():
@@ -153,3 +200,27 @@ def test_context_engine_defaults():
     engine.set_context_window(1000)
     assert engine.status() == {"engine": "mine", "context_window": 1000}
     assert engine.tools() == [] and not engine.should_compress_preflight([])
+
+
+def test_config_declarations_check_themselves() -> None:
+    from hermes_hookspecs import CONFIG_TYPES, NO_DEFAULT, ConfigKey, ConfigSection
+
+    key = ConfigKey("retries", ("integer", "null"), 2, "times a lookup is retried", minimum=0)
+    assert key.type == ("integer", "null") and key.has_default and key.minimum == 0
+    assert ConfigKey("x").type == ("any",) and ConfigKey("x").default is NO_DEFAULT
+    assert not NO_DEFAULT and repr(NO_DEFAULT) == "NO_DEFAULT"
+    assert set(CONFIG_TYPES) >= {"string", "integer", "array", "object", "any"}
+    assert key == ConfigKey(
+        "retries", ("integer", "null"), 2, "times a lookup is retried", minimum=0
+    )
+    for bad in (
+        lambda: ConfigKey("x", "int"),
+        lambda: ConfigKey(""),
+        lambda: ConfigKey("a", items="list"),
+    ):
+        with pytest.raises(ValueError):
+            bad()
+    section = ConfigSection("acme.deep", [key], "doc", open=True)
+    assert section.path(key) == "acme.deep.retries" and section.open
+    with pytest.raises(ValueError):
+        ConfigSection("acme..deep")

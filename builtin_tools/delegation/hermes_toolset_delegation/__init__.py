@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_hookspecs import Block, Tool, Toolset, hookimpl
 
+from .config_schema import hermes_register_config  # noqa: F401 - a hook of this plugin
+
 if TYPE_CHECKING:
     from hermes_hookspecs import ToolCall, ToolContext
 

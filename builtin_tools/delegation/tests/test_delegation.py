@@ -26,6 +26,7 @@ from hermes_hookspecs import (
     ModelRequest,
     ProviderError,
     Tool,
+    ToolError,
     Toolset,
     Usage,
     hookimpl,
@@ -131,7 +132,11 @@ def _report(agent: Agent) -> dict[str, Any]:
 def test_loads_through_its_entry_point():
     record = load_plugin("delegation")
     assert record.dist == "hermes-toolset-delegation"
-    assert set(record.hooks) == {"hermes_register_toolsets", "hermes_pre_tool_call"}
+    assert set(record.hooks) == {
+        "hermes_register_config",
+        "hermes_register_toolsets",
+        "hermes_pre_tool_call",
+    }
 
 
 def test_a_child_has_its_own_transcript_budget_and_linked_session():
@@ -366,7 +371,7 @@ def test_memory_is_read_only_for_children(tmp_path):
         model=ScriptedModel(fn=model),
         plugins=["delegation", "memory"],
         config={"toolsets": ["delegation", "memory"]},
-        services={"hermes_home": str(tmp_path)},
+        home=tmp_path,
     )
     agent.chat("x")
     (child,) = _report(agent)["results"]
@@ -433,11 +438,19 @@ def test_bad_calls_are_explained_to_the_model(args, expected):
 
 
 def test_bad_config_is_explained():
+    from hermes_core.config import ConfigError
+
     model = ScriptedModel(tool_call("delegate_task", {"goal": "a"}), "sorry")
-    agent = _agent(model, delegation={"max_concurrent_children": 0})
-    agent.chat("x")
-    result = [m for m in agent.messages if m["role"] == "tool"][-1]["content"]
-    assert "delegation.max_concurrent_children" in result
+    # the declared keys are checked when the agent is made, before any model call
+    with pytest.raises(ConfigError, match=r"^delegation\.max_concurrent_children: expected an"):
+        _agent(model, delegation={"max_concurrent_children": 0})
+
+
+def test_bad_setting_reaching_the_tool_is_explained():
+    from hermes_toolset_delegation.settings import Settings
+
+    with pytest.raises(ToolError, match="delegation.max_concurrent_children"):
+        Settings.from_config({"delegation": {"max_concurrent_children": 0}})
 
 
 def test_with_the_openai_sdk_against_the_fake_server():

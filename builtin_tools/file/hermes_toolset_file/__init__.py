@@ -27,6 +27,7 @@ from hermes_hookspecs import (
     hookimpl,
 )
 
+from .config_schema import hermes_register_config  # noqa: F401 - a hook of this plugin
 from .search import DEFAULT_RESULTS, MAX_RESULTS, search_files, to_ere
 
 __all__ = [

@@ -36,7 +36,7 @@ def one(tmp_path, name, args, **kwargs):
 
 def test_loads_through_its_entry_point():
     record = load_plugin("file")
-    assert record.hooks == ["hermes_register_toolsets"]
+    assert record.hooks == ["hermes_register_config", "hermes_register_toolsets"]
     agent = make_agent(plugins=["file", "local"])
     assert agent.toolbox.names == ("patch", "read_file", "search_files", "write_file")
     agent.close()

@@ -9,9 +9,12 @@ a change made during a session shows from the next session on.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes_hookspecs import Tool, ToolError, Toolset, hookimpl
+
+from .config_schema import hermes_register_config  # noqa: F401 - a hook of this plugin
 
 if TYPE_CHECKING:
     from hermes_hookspecs import PromptContext, PromptLayer, ToolContext
@@ -68,13 +71,12 @@ GUIDANCE = (
 BAR = "═" * 46
 
 
-def tool_home(ctx: ToolContext) -> Any:
-    """The home folder a tool call works in: the host's ``hermes_home`` service when offered
-    (it knows the active profile), else ``$HERMES_HOME``, else ``~/.hermes``."""
-    from .store import resolve_home
+def tool_home(ctx: ToolContext) -> Path:
+    """The home folder a tool call works in: the host's (``ctx.hermes_home``, it knows the
+    active profile), else the default one (``$HERMES_HOME``, else ``~/.hermes``)."""
+    from hermes_hookspecs import default_home
 
-    services = getattr(ctx, "services", None) or {}
-    return resolve_home(services.get("hermes_home"))
+    return ctx.hermes_home or default_home()
 
 
 def memory(args: dict[str, Any], ctx: ToolContext) -> str:
@@ -179,11 +181,9 @@ def hermes_prompt_layers(context: PromptContext) -> list[PromptLayer] | None:
     snapshot, so writes during the session do not change it."""
     if TOOL_NAME not in context.tool_names:
         return None
-    from hermes_hookspecs import PromptLayer
+    from hermes_hookspecs import PromptLayer, default_home
 
-    from .store import resolve_home
-
-    home = resolve_home(context.hermes_home)
+    home = Path(context.hermes_home) if context.hermes_home else default_home()
     return [
         PromptLayer(name="memory.guidance", text=GUIDANCE, tier="stable", order=300),
         PromptLayer(

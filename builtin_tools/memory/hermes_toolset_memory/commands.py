@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -13,11 +14,15 @@ TARGET_HELP = "memory (MEMORY.md, the agent's notes) or user (USER.md, what it k
 
 
 def _store() -> Any:
-    """The store of the active home: the CLI's (``-p`` profiles included) when it tells it."""
-    from .store import MemoryStore, limits_from_config, resolve_home
+    """The store of the active home: the CLI's (``CommandContext.home``, ``-p`` profiles
+    included), else the default one."""
+    from hermes_hookspecs import default_home
+
+    from .store import MemoryStore, limits_from_config
 
     root = click.get_current_context().find_root().obj
-    home = resolve_home(getattr(root, "home", None))
+    found = getattr(root, "home", None)
+    home = Path(found) if found else default_home()
     try:
         config = getattr(getattr(root, "config", None), "data", None)
     except Exception:  # a broken config.yaml: the default limits still let the user look

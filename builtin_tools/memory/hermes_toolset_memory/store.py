@@ -62,16 +62,6 @@ class MemoryStoreError(Exception):
 # --- locations and settings -------------------------------------------------------------------
 
 
-def resolve_home(explicit: Any = None) -> Path:
-    """The hermes home folder: ``explicit`` when given, else ``$HERMES_HOME``, else
-    ``~/.hermes`` (as the core resolves it). ``os.devnull`` counts as not given: it is what a
-    host reports when it runs without a home folder."""
-    for candidate in (explicit, os.environ.get("HERMES_HOME")):
-        if candidate and os.fspath(candidate) != os.devnull:
-            return Path(os.fspath(candidate)).expanduser()
-    return Path.home() / ".hermes"
-
-
 def memories_dir(home: Path) -> Path:
     """``<home>/memories``."""
     return home / "memories"

@@ -33,7 +33,7 @@ def run_tool(home: Path, *calls: dict, config: dict | None = None) -> list[str]:
         text("done"),
         plugins=["memory"],
         config=config or {},
-        services={"hermes_home": str(home)},
+        home=home,
     )
     agent.chat("remember")
     return [m["content"] for m in agent.messages if m["role"] == "tool"]
@@ -266,7 +266,7 @@ def test_a_held_lock_makes_the_write_wait_then_fail_clearly(home, monkeypatch):
 
 def test_adds_in_one_parallel_batch_all_land(home):
     batch = tool_calls(*(("memory", add(f"note {i}")) for i in range(8)))
-    agent = make_agent(batch, text("ok"), plugins=["memory"], services={"hermes_home": str(home)})
+    agent = make_agent(batch, text("ok"), plugins=["memory"], home=home)
     agent.chat("remember all")
     entries = memory_file(home).read_text().strip().split("\n§\n")
     assert sorted(entries) == [f"note {i}" for i in range(8)]
@@ -275,13 +275,14 @@ def test_adds_in_one_parallel_batch_all_land(home):
 WRITER = textwrap.dedent(
     """
     import sys
+    from pathlib import Path
     from hermes_hookspecs import ToolContext
     from hermes_toolset_memory import memory
 
     home, tag, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
     ctx = ToolContext(
         task_id="t",
-        services={"hermes_home": home},
+        hermes_home=Path(home),
         config={"memory": {"memory_char_limit": 1_000_000}},
     )
     for i in range(count):
@@ -316,7 +317,7 @@ def test_the_snapshot_is_frozen_for_the_session_and_fresh_for_the_next(home):
         tool_call("memory", add("new note")),
         text("saved"),
         plugins=["memory"],
-        services={"hermes_home": str(home)},
+        home=home,
     )
     agent.chat("remember this")
     first, last = agent.client.requests[0], agent.client.last_request
@@ -326,7 +327,7 @@ def test_the_snapshot_is_frozen_for_the_session_and_fresh_for_the_next(home):
     assert "USER PROFILE (what you know about the user) [1% — 9/1,375 chars]" in last.system_prompt
     assert memory_file(home).read_text() == "old note\n§\nnew note\n"
 
-    later = make_agent(text("hi"), plugins=["memory"], services={"hermes_home": str(home)})
+    later = make_agent(text("hi"), plugins=["memory"], home=home)
     later.chat("hello")
     prompt = later.client.last_request.system_prompt
     assert "old note\n§\nnew note" in prompt
@@ -336,7 +337,7 @@ def test_the_snapshot_is_frozen_for_the_session_and_fresh_for_the_next(home):
 def test_the_layers_and_their_tiers(home):
     memory_file(home).parent.mkdir()
     memory_file(home).write_text("note\n")
-    agent = make_agent(text("hi"), plugins=["memory"], services={"hermes_home": str(home)})
+    agent = make_agent(text("hi"), plugins=["memory"], home=home)
     agent.chat("hello")
     layers = {b.layer.name: b.layer for b in agent.prompt_layers}
     assert layers["memory.guidance"].tier == "stable"
@@ -347,7 +348,7 @@ def test_the_layers_and_their_tiers(home):
 
 
 def test_empty_stores_add_only_the_guidance(home):
-    agent = make_agent(text("hi"), plugins=["memory"], services={"hermes_home": str(home)})
+    agent = make_agent(text("hi"), plugins=["memory"], home=home)
     agent.chat("hello")
     names = [b.layer.name for b in agent.prompt_layers]
     assert names == ["memory.guidance"]
@@ -378,7 +379,7 @@ def test_a_store_turned_off_is_neither_shown_nor_written(home):
         text("ok"),
         plugins=["memory"],
         config=config,
-        services={"hermes_home": str(home)},
+        home=home,
     )
     agent.chat("hi")
     assert "Name: Sam" not in (agent.client.last_request.system_prompt or "")

@@ -1,22 +1,28 @@
 """The ``session_search`` toolset: one tool that searches past conversations.
 
-It asks the host's ``session_store`` service (``ctx.service("session_store")``) to ``search``
-its full-text index, leaves out the current session (it is already in the model's context),
-groups the hits by session and returns, for each session, its id, title, date and a few
-highlighted snippets (matches marked ``[`` ... ``]``). Results and snippets are bounded so a
-search never floods the context.
+It asks the host's session store (``ctx.session_store``, when it is a
+:class:`~hermes_hookspecs.SearchableSessionStore`) to ``search`` its index, leaving out the
+current session (it is already in the model's context), groups the hits by session and returns,
+for each session, its id, title, date and a few highlighted snippets (matches marked ``[`` ...
+``]``). Results and snippets are bounded so a search never floods the context.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import inspect
 from typing import TYPE_CHECKING, Any
 
-from hermes_hookspecs import HermesError, Tool, ToolError, Toolset, hookimpl
+from hermes_hookspecs import (
+    HermesError,
+    SearchableSessionStore,
+    Tool,
+    ToolError,
+    Toolset,
+    hookimpl,
+)
 
 if TYPE_CHECKING:
-    from hermes_hookspecs import ToolContext
+    from hermes_hookspecs import SearchHit, ToolContext
 
 DEFAULT_SESSIONS = 5
 MAX_SESSIONS = 20
@@ -50,19 +56,6 @@ PARAMETERS: dict[str, Any] = {
 }
 
 
-def _search(store: Any, query: str, limit: int, exclude: str | None) -> list[Any]:
-    try:
-        accepts_exclude = "exclude_session" in inspect.signature(store.search).parameters
-    except (TypeError, ValueError):  # no signature to read: assume the plain protocol
-        accepts_exclude = False
-    if accepts_exclude:
-        return list(
-            store.search(query, limit=limit, snippet_chars=SNIPPET_CHARS, exclude_session=exclude)
-        )
-    hits = store.search(query, limit=limit, snippet_chars=SNIPPET_CHARS)
-    return [h for h in hits if getattr(h, "session_id", None) != exclude]
-
-
 def _date(timestamp: Any) -> str:
     try:
         return _dt.datetime.fromtimestamp(float(timestamp)).strftime("%Y-%m-%d %H:%M")
@@ -85,18 +78,22 @@ def session_search(args: dict[str, Any], ctx: ToolContext) -> str:
     except (TypeError, ValueError):
         raise ToolError("limit must be a whole number from 1 to 20") from None
     limit = max(1, min(limit, MAX_SESSIONS))
-    try:
-        store = ctx.service("session_store")
-    except HermesError:
-        raise ToolError("session search is unavailable: this agent has no session store") from None
-    if not callable(getattr(store, "search", None)):
+    store = ctx.session_store
+    if store is None:
+        raise ToolError("session search is unavailable: this agent has no session store")
+    if not isinstance(store, SearchableSessionStore):
         raise ToolError(
             f"session search is unavailable: the session store in use "
-            f"({type(store).__name__}) has no search index; past sessions are searchable when "
-            "they are kept in the SQLite store (state.db)"
+            f"({type(store).__name__}) cannot search; past sessions are searchable when "
+            "they are kept in a store that can (the SQLite store, state.db, does)"
         )
     try:
-        hits = _search(store, query, min(limit * HITS_PER_SESSION, 120), ctx.session_id)
+        hits: list[SearchHit] = store.search(
+            query,
+            limit=min(limit * HITS_PER_SESSION, 120),
+            snippet_chars=SNIPPET_CHARS,
+            exclude_session=ctx.session_id or None,
+        )
     except HermesError as exc:
         raise ToolError(f"session search failed: {exc}") from None
 

@@ -1,19 +1,27 @@
-"""The session_search toolset, through its real entry point, against a real SQLite store."""
+"""The session_search toolset, through its real entry point, against both of the host's stores
+(SQLite and in memory) through the contract's ``SearchableSessionStore``."""
 
 from __future__ import annotations
 
 import pytest
 
-from hermes_core.session_store import SQLiteSessionStore
+from hermes_core.session_store import MemorySessionStore, SQLiteSessionStore
 from hermes_core.testing import load_plugin, make_agent, text, tool_call
-from hermes_hookspecs import SessionInfo
+from hermes_hookspecs import SearchableSessionStore, SessionInfo, SessionStore
 
 
-@pytest.fixture
-def store(tmp_path):
+@pytest.fixture(params=["sqlite", "memory"])
+def store(request, tmp_path):
+    if request.param == "memory":
+        yield MemorySessionStore()
+        return
     store = SQLiteSessionStore(tmp_path / "state.db")
     yield store
     store.close()
+
+
+def test_both_stores_are_searchable(store):
+    assert isinstance(store, SearchableSessionStore)
 
 
 def past_session(store, session_id, *messages, started_at=1_700_000_000.0):
@@ -49,7 +57,8 @@ def test_finds_a_past_session_with_id_title_date_and_snippet(store):
     )
     _, result = run_search(store, query="postgres")
     assert "session past-1" in result
-    assert "Why is the postgres connection refused?" in result  # the title
+    if isinstance(store, SQLiteSessionStore):  # it titles a session by its first user message
+        assert "| Why is the postgres connection refused?" in result
     assert "2023-11-1" in result  # the date of started_at, local time
     assert "[postgres]" in result
 
@@ -128,16 +137,52 @@ def test_query_text_is_not_fts_syntax(store):
         assert not result.startswith("Error"), (query, result)
 
 
+class StoreWithoutSearch:
+    """A session store of the plain protocol: it keeps sessions but cannot search them."""
+
+    def __init__(self):
+        self.inner = MemorySessionStore()
+
+    def create_session(self, session):
+        self.inner.create_session(session)
+
+    def get_session(self, session_id):
+        return self.inner.get_session(session_id)
+
+    def update_session(self, session_id, **fields):
+        self.inner.update_session(session_id, **fields)
+
+    def append_message(self, session_id, message):
+        self.inner.append_message(session_id, message)
+
+    def get_messages(self, session_id):
+        return self.inner.get_messages(session_id)
+
+
 def test_a_store_without_search_is_a_clear_tool_error():
-    agent = make_agent(  # the default in-memory store has no search index
+    plain = StoreWithoutSearch()
+    assert isinstance(plain, SessionStore) and not isinstance(plain, SearchableSessionStore)
+    agent = make_agent(
         tool_call("session_search", {"query": "anything"}),
         text("done"),
         plugins=["session_search"],
+        session_store=plain,
     )
     agent.chat("search")
     result = agent.messages[2]["content"]
     assert result.startswith("Error: session search is unavailable")
-    assert "MemorySessionStore" in result
+    assert "StoreWithoutSearch" in result and "cannot search" in result
+
+
+def test_the_default_store_of_an_agent_without_a_home_searches_its_sessions():
+    agent = make_agent(text("noted"), plugins=["session_search"])
+    agent.chat("the flamingo password is pink")
+    agent.session = None
+    agent.session_id = "second"
+    agent.client.add(tool_call("session_search", {"query": "flamingo"}), text("done"))
+    agent.chat("what was the password?")
+    result = agent.messages[-2]["content"]
+    assert "[flamingo]" in result and "second" not in result.split("\n", 1)[1]
 
 
 def test_a_limit_out_of_range_is_refused_by_the_schema(store):
@@ -172,29 +217,3 @@ def test_a_big_result_stays_within_its_size_limit(store):
     assert len(result) <= 8000
     assert "more matching sessions not shown; narrow the query" in result
     assert 5 <= result.count("session past-") < 20
-
-
-class PlainStore:
-    """A store whose search() knows nothing of exclude_session (the plain protocol)."""
-
-    def __init__(self, inner):
-        self.inner = inner
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-    def search(self, query, limit=20, snippet_chars=160):
-        return self.inner.search(query, limit=limit, snippet_chars=snippet_chars)
-
-
-def test_a_store_without_exclude_session_still_leaves_out_the_current_session(store):
-    past_session(store, "past-1", {"role": "user", "content": "tell me about kubernetes"})
-    agent = make_agent(
-        tool_call("session_search", {"query": "kubernetes"}),
-        text("done"),
-        plugins=["session_search"],
-        session_store=PlainStore(store),
-    )
-    agent.chat("kubernetes again")
-    result = agent.messages[2]["content"]
-    assert "session past-1" in result and agent.session_id not in result

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_hookspecs import Tool, Toolset, hookimpl
 
+from .config_schema import hermes_register_config  # noqa: F401 - a hook of this plugin
+
 if TYPE_CHECKING:
     from hermes_hookspecs import PromptContext, PromptLayer, ToolContext
 
@@ -197,11 +199,13 @@ def hermes_prompt_layers(context: PromptContext) -> list[PromptLayer] | None:
     A malformed skill is left out with a logged warning; nothing here can break the prompt."""
     if "skill_view" not in context.tool_names:
         return None
-    from hermes_hookspecs import PromptLayer
+    from pathlib import Path
 
-    from .catalog import log, log_problems, resolve_home, scan, skills_root
+    from hermes_hookspecs import PromptLayer, default_home
 
-    root = skills_root(resolve_home(context.hermes_home))
+    from .catalog import log, log_problems, scan, skills_root
+
+    root = skills_root(Path(context.hermes_home) if context.hermes_home else default_home())
     try:
         every = scan(root)
         log_problems(every, root)

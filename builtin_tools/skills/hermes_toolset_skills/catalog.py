@@ -45,16 +45,6 @@ class SkillError(ToolError):
 # --- locations ------------------------------------------------------------------------------
 
 
-def resolve_home(explicit: Any = None) -> Path:
-    """The hermes home folder: ``explicit`` when given, else ``$HERMES_HOME``, else
-    ``~/.hermes`` (as the core resolves it). ``os.devnull`` counts as not given: it is what a
-    host reports when it runs without a home folder."""
-    for candidate in (explicit, os.environ.get("HERMES_HOME")):
-        if candidate and os.fspath(candidate) != os.devnull:
-            return Path(os.fspath(candidate)).expanduser()
-    return Path.home() / ".hermes"
-
-
 def skills_root(home: Path) -> Path:
     """``<home>/skills``."""
     return Path(home) / "skills"

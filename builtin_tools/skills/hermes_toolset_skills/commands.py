@@ -10,12 +10,14 @@ DESCRIPTION_WIDTH = 70
 
 
 def _root() -> Path:
-    """The skills folder of the active home: the CLI's (``-p`` profiles included) when it
-    tells it."""
-    from .catalog import resolve_home, skills_root
+    """The skills folder of the active home: the CLI's (``CommandContext.home``, ``-p`` profiles
+    included), else the default one."""
+    from hermes_hookspecs import default_home
 
-    state = click.get_current_context().find_root().obj
-    return skills_root(resolve_home(getattr(state, "home", None)))
+    from .catalog import skills_root
+
+    home = getattr(click.get_current_context().find_root().obj, "home", None)
+    return skills_root(Path(home) if home else default_home())
 
 
 def _where(path: Path, root: Path) -> str:

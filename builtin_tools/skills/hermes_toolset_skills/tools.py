@@ -7,6 +7,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from hermes_hookspecs import ToolContext, default_home
+
 from .catalog import (
     SKILL_FILE,
     Skill,
@@ -16,7 +18,6 @@ from .catalog import (
     find,
     inside,
     list_files,
-    resolve_home,
     scan,
     skills_root,
     validate_content,
@@ -25,11 +26,10 @@ from .catalog import (
 NEXT_SESSION = "The skills index in the system prompt shows the change from the next session."
 
 
-def root_of(ctx: Any) -> Path:
-    """``<home>/skills`` for a tool call: the host's ``hermes_home`` service when offered (it knows
-    the active profile), else ``$HERMES_HOME``, else ``~/.hermes``."""
-    services = getattr(ctx, "services", None) or {}
-    return skills_root(resolve_home(services.get("hermes_home")))
+def root_of(ctx: ToolContext) -> Path:
+    """``<home>/skills`` for a tool call: the host's home (``ctx.hermes_home``, it knows the
+    active profile), else the default one (``$HERMES_HOME``, else ``~/.hermes``)."""
+    return skills_root(ctx.hermes_home or default_home())
 
 
 # --- skills_list ------------------------------------------------------------------------------

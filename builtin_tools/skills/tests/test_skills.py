@@ -43,7 +43,7 @@ def run(home: Path, *calls: tuple[str, dict], config: dict | None = None) -> lis
         text("done"),
         plugins=["skills"],
         config=config or {},
-        services={"hermes_home": str(home)},
+        home=home,
     )
     agent.chat("go")
     return [m["content"] for m in agent.messages if m["role"] == "tool"]
@@ -62,9 +62,7 @@ def listing(**args) -> tuple[str, dict]:
 
 
 def prompt_of(home: Path, config: dict | None = None) -> str:
-    agent = make_agent(
-        text("hi"), plugins=["skills"], config=config or {}, services={"hermes_home": str(home)}
-    )
+    agent = make_agent(text("hi"), plugins=["skills"], config=config or {}, home=home)
     agent.chat("hello")
     return agent.client.last_request.system_prompt or ""
 
@@ -432,7 +430,7 @@ def test_writes_are_atomic(home, monkeypatch):
 def test_the_index_and_guidance_layers(home):
     put(home, "pdf-tools", skill_md("pdf-tools", "Fill and merge PDF forms."))
     put(home, "devops/deploy-k8s", skill_md("deploy-k8s", "Deploy to the cluster."))
-    agent = make_agent(text("hi"), plugins=["skills"], services={"hermes_home": str(home)})
+    agent = make_agent(text("hi"), plugins=["skills"], home=home)
     agent.chat("hello")
     layers = {b.layer.name: b.layer for b in agent.prompt_layers}
     assert layers["skills.guidance"].tier == "stable"
@@ -518,7 +516,7 @@ def test_a_skill_created_during_a_session_shows_in_the_next_one(home):
         ),
         text("saved"),
         plugins=["skills"],
-        services={"hermes_home": str(home)},
+        home=home,
     )
     agent.chat("save it")
     assert "fresh:" not in agent.client.last_request.system_prompt

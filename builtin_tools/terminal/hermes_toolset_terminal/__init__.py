@@ -44,6 +44,8 @@ from hermes_hookspecs import (
     hookimpl,
 )
 
+from .config_schema import hermes_register_config  # noqa: F401 - a hook of this plugin
+
 if TYPE_CHECKING:  # the checker is imported on first use: `hermes --help` loads this plugin
     from . import danger
 

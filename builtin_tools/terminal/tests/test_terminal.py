@@ -79,7 +79,11 @@ def recorded(*calls, tmp_path, config=None, **kwargs):
 
 def test_loads_through_its_entry_point():
     record = load_plugin("terminal")
-    assert sorted(record.hooks) == ["hermes_approve", "hermes_register_toolsets"]
+    assert sorted(record.hooks) == [
+        "hermes_approve",
+        "hermes_register_config",
+        "hermes_register_toolsets",
+    ]
     agent = make_agent(plugins=["terminal", "local"])
     assert agent.toolbox.names == ("process", "terminal")
     agent.close()

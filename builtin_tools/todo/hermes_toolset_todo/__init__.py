@@ -1,8 +1,9 @@
 """The ``todo`` toolset: one tool that keeps the agent's task list for the current session.
 
-The list lives in the session's metadata (``todo``) in the ``session_store`` service, so it is
-saved with the session and comes back when the session is resumed. Without a session store (a
-hand-built tool context) it is kept in this process, per session id.
+The list lives in the session's metadata (``todo``) in the host's session store
+(``ctx.session_store``), so it is saved with the session and comes back when the session is
+resumed. Without a session store (a hand-built tool context) it is kept in this process, per
+session id.
 
 The tool is ``sequential``: two todo calls in one batch are applied in the order the model wrote
 them.
@@ -15,7 +16,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from hermes_hookspecs import HermesError, Tool, ToolError, Toolset, hookimpl
+from hermes_hookspecs import Tool, ToolError, Toolset, hookimpl
 
 if TYPE_CHECKING:
     from hermes_hookspecs import ToolContext
@@ -205,16 +206,9 @@ def _clean(stored: Any) -> list[dict[str, str]]:
     return items
 
 
-def _store(ctx: ToolContext) -> Any:
-    try:
-        return ctx.service("session_store")
-    except HermesError:
-        return None
-
-
 def load(ctx: ToolContext) -> list[dict[str, str]]:
     """The session's list (a copy)."""
-    store = _store(ctx)
+    store = ctx.session_store
     session = store.get_session(ctx.session_id) if store is not None else None
     if session is None:
         return copy.deepcopy(_local.get(ctx.session_id, []))
@@ -223,7 +217,7 @@ def load(ctx: ToolContext) -> list[dict[str, str]]:
 
 def save(ctx: ToolContext, items: list[dict[str, str]]) -> None:
     """Store the session's list; a failure is a :class:`ToolError`."""
-    store = _store(ctx)
+    store = ctx.session_store
     if store is None or store.get_session(ctx.session_id) is None:
         _local[ctx.session_id] = copy.deepcopy(items)
         return

@@ -271,7 +271,7 @@ def test_a_store_that_fails_to_save_is_reported():
         def update_session(self, session_id, **fields):
             raise OSError("disk full")
 
-    ctx = ToolContext(task_id="t", session_id="s", services={"session_store": BrokenStore()})
+    ctx = ToolContext(task_id="t", session_id="s", session_store=BrokenStore())
     with pytest.raises(ToolError, match="the todo list could not be saved: disk full"):
         todo({"todos": [{"id": "1", "content": "A"}]}, ctx)
 
@@ -284,5 +284,5 @@ def test_malformed_stored_items_are_ignored():
             junk = [{"id": "1", "content": "ok", "status": "pending"}, {"id": 2}, "x"]
             return SessionInfo(id=session_id, metadata={METADATA_KEY: junk})
 
-    ctx = ToolContext(task_id="t", session_id="s", services={"session_store": Store()})
+    ctx = ToolContext(task_id="t", session_id="s", session_store=Store())
     assert todo({}, ctx) == "Todo list, 1 item: 1 pending [ ]\n[ ] 1: ok"

@@ -40,6 +40,7 @@ from hermes_env_common import (
 
 from hermes_hookspecs import EnvironmentUnavailable, hookimpl
 
+from .config_schema import hermes_register_config  # noqa: F401 - a hook of this plugin
 from .safety import (
     ALLOW_KEY,
     capability,

@@ -47,6 +47,7 @@ from hermes_hookspecs import (
 )
 from hermes_hookspecs.secrets import passthrough, secret_names
 
+from .config_schema import hermes_register_config  # noqa: F401 - a hook of this plugin
 from .guard import GATE_PREAMBLE, process_guard, spawn_gated
 
 __all__ = ["LocalEnvironment", "create", "hermes_register_environments"]

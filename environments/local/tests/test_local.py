@@ -48,7 +48,7 @@ def env(tmp_path):
 
 def test_loads_through_its_entry_point_and_reads_config(tmp_path):
     record = load_plugin("local")
-    assert record.hooks == ["hermes_register_environments"]
+    assert record.hooks == ["hermes_register_config", "hermes_register_environments"]
     agent = make_agent(plugins=["local"], config={"terminal": {"cwd": str(tmp_path), "timeout": 7}})
     try:
         environment = agent.environments.get("task-1")

@@ -36,6 +36,8 @@ from hermes_env_common import (
 
 from hermes_hookspecs import EnvironmentUnavailable, hookimpl
 
+from .config_schema import hermes_register_config  # noqa: F401 - a hook of this plugin
+
 __all__ = ["DEFAULT_IMAGE", "ModalEnvironment", "ModalSettings", "hermes_register_environments"]
 
 DEFAULT_IMAGE = "python:3.11-slim"

@@ -30,6 +30,8 @@ from hermes_env_common import Channel, ShellEnvironment, terminal_config
 
 from hermes_hookspecs import EnvironmentUnavailable, hookimpl
 
+from .config_schema import hermes_register_config  # noqa: F401 - a hook of this plugin
+
 __all__ = ["SSHEnvironment", "SSHSettings", "hermes_register_environments"]
 
 HOST_KEY_POLICIES = ("strict", "accept-new")

@@ -13,6 +13,7 @@ from typing import Any
 
 from hermes_hookspecs import (
     AuthenticationError,
+    Cancelled,
     ContextOverflowError,
     ProviderError,
     RateLimitError,
@@ -162,6 +163,6 @@ def stream_failure(exc: BaseException) -> ProviderError:
     )
 
 
-def cancelled() -> ProviderError:
-    """The error a cancelled call raises."""
-    return ProviderError("cancelled", kind="connection", retryable=False, provider=PROVIDER)
+def cancelled() -> Cancelled:
+    """What a cancelled call raises (``request.cancel`` was set): nothing of it is kept."""
+    return Cancelled(f"{PROVIDER}: the model call was cancelled")

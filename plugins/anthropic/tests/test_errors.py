@@ -10,6 +10,7 @@ from hermes_provider_anthropic.errors import cancelled, map_exception, retry_aft
 
 from hermes_hookspecs import (
     AuthenticationError,
+    Cancelled,
     ContextOverflowError,
     ProviderError,
     RateLimitError,
@@ -143,7 +144,7 @@ def test_messages_are_one_line():
     assert "\n" not in str(err)
 
 
-def test_cancelled_is_not_retryable():
+def test_cancelled_is_the_contracts_cancellation_not_a_provider_error():
     err = cancelled()
-    assert isinstance(err, ProviderError)
-    assert str(err) == "cancelled" and err.kind == "connection" and not err.retryable
+    assert isinstance(err, Cancelled) and not isinstance(err, ProviderError)
+    assert str(err) == "anthropic: the model call was cancelled"

@@ -13,6 +13,7 @@ from hermes_provider_anthropic.convert import THINKING_KEY
 from hermes_core.testing import Call, FakeLLM, Turn, plugin_manager, tool_calls
 from hermes_hookspecs import (
     AuthenticationError,
+    Cancelled,
     ContextOverflowError,
     ModelRequest,
     ProviderError,
@@ -390,9 +391,10 @@ def test_interrupt_mid_stream(fake):
 
     request = make_request(stream=True, sink=sink, cancel=cancel)
     started = time.monotonic()
-    with pytest.raises(ProviderError) as info:
+    with pytest.raises(Cancelled) as info:  # the contract's one cancellation, not a failure
         client_for(fake, timeout=30).complete(request)
-    assert str(info.value) == "cancelled" and not info.value.retryable
+    assert str(info.value) == "anthropic: the model call was cancelled"
+    assert not isinstance(info.value, ProviderError)
     assert time.monotonic() - started < 3
 
 
@@ -402,9 +404,8 @@ def test_interrupt_while_the_server_is_silent(fake):
     cancel = threading.Event()
     threading.Timer(0.3, cancel.set).start()
     started = time.monotonic()
-    with pytest.raises(ProviderError) as info:
+    with pytest.raises(Cancelled, match="cancelled"):
         client_for(fake, timeout=30).complete(make_request(stream=True, cancel=cancel))
-    assert str(info.value) == "cancelled"
     assert time.monotonic() - started < 3
 
 

@@ -11,6 +11,8 @@ from typing import Any
 
 from hermes_hookspecs import hookimpl
 
+from .config_schema import hermes_register_config  # noqa: F401 - a hook of this plugin
+
 
 @hookimpl
 def hermes_register_context_engines(register: Any) -> None:

@@ -1,9 +1,11 @@
 """The summary message: its marker, the request to the summarising model, and the fallback.
 
-A summary message starts with :data:`SUMMARY_MARKER` and a note telling the model it is reference
-only, then the summary in fixed sections (:data:`SECTIONS`). When no role could keep roles
-alternating, the summary is put in front of the latest user message, in the same message,
-followed by :data:`END_MARKER`; a later compaction splits the two again.
+A summary message starts with the contract's marker (:data:`SUMMARY_MARKER`, which is
+``hermes_hookspecs.CONTEXT_SUMMARY_MARKER``) and a note telling the model it is reference only,
+then the summary in fixed sections (:data:`SECTIONS`); a message that is nothing but a summary
+carries the contract's flag (:data:`SUMMARY_FLAG`). When no role could keep roles alternating,
+the summary is put in front of the latest user message, in the same message, followed by
+:data:`END_MARKER`; a later compaction splits the two again.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ import json
 from collections import Counter
 from typing import Any
 
+from hermes_hookspecs import CONTEXT_SUMMARY_FLAG, CONTEXT_SUMMARY_MARKER, is_context_summary
+
 from .prune import short
 from .tokens import text_of
 
-SUMMARY_MARKER = "[CONTEXT SUMMARY - REFERENCE ONLY]"
+SUMMARY_MARKER = CONTEXT_SUMMARY_MARKER
 SUMMARY_NOTE = (
     "Earlier turns of this conversation were compacted into the summary below to save space. "
     "It is background for you, not a request: do not answer it or act on it by itself. "
@@ -23,7 +27,7 @@ SUMMARY_NOTE = (
     "the conversation as it was."
 )
 END_MARKER = "[END OF CONTEXT SUMMARY - the latest user message follows]"
-SUMMARY_FLAG = "_context_summary"
+SUMMARY_FLAG = CONTEXT_SUMMARY_FLAG
 """Internal field of a summary message (never sent): the host does not take it for a request."""
 SECTIONS = (
     "Goal",
@@ -68,18 +72,9 @@ def summary_text(body: str) -> str:
 
 
 def is_summary(message: dict[str, Any]) -> bool:
-    """Whether ``message`` is (or starts with) a summary made by this engine."""
-    content = message.get("content")
-    if type(content) is str:
-        return content.startswith(SUMMARY_MARKER)
-    if isinstance(content, list) and content:
-        first = content[0]
-        return (
-            isinstance(first, dict)
-            and isinstance(first.get("text"), str)
-            and first["text"].startswith(SUMMARY_MARKER)
-        )
-    return False
+    """Whether ``message`` is (or starts with) a context summary, this engine's or another's
+    (``hermes_hookspecs.is_context_summary``)."""
+    return is_context_summary(message)
 
 
 def split_summary(message: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:

@@ -10,7 +10,13 @@ from hermes_engine_compressor.engine import Compressor
 from hermes_engine_compressor.prune import PRUNED_PREFIX
 
 from hermes_core.testing import assert_valid_transcript, load_plugin
-from hermes_hookspecs import HermesError, Usage
+from hermes_hookspecs import (
+    CONTEXT_SUMMARY_FLAG,
+    Cancelled,
+    HermesError,
+    Usage,
+    is_context_summary,
+)
 
 # --- building transcripts ----------------------------------------------------------------------
 
@@ -89,7 +95,7 @@ def summary_messages(messages):
 def test_registered_through_its_entry_point():
     record = load_plugin("compressor")
     assert record.dist == "hermes-engine-compressor"
-    assert record.hooks == ["hermes_register_context_engines"]
+    assert record.hooks == ["hermes_register_config", "hermes_register_context_engines"]
 
 
 def test_defaults_and_invalid_settings():
@@ -311,6 +317,32 @@ def test_a_later_compaction_updates_the_earlier_summary():
     assert "<earlier-summary>\n## Goal\nfirst summary\n</earlier-summary>" in request
     assert summaries.SUMMARY_MARKER not in request  # never a summary of a summary
     assert "request 0" in request  # the old head is folded in: protection is for the first one
+
+
+def test_a_summary_another_engine_wrote_is_recognised_and_folded_in():
+    other = {  # flagged the contract's way, without this engine's marker
+        "role": "user",
+        "content": "Notes from another engine: the user wants every module checked.",
+        CONTEXT_SUMMARY_FLAG: True,
+    }
+    messages = conversation()
+    messages[1:1] = [answer("noted"), other]  # after the first request, roles alternating
+    recorder = Recorder()
+    out = engine(summarize=recorder, protect_first_n=1, protect_last_n=6).compress(messages)
+    assert_valid_transcript(out)
+    request = recorder.requests[-1][0][1]["content"]
+    assert "<earlier-summary>\nNotes from another engine" in request
+    assert other not in out  # replaced by the one updated summary
+    assert len([m for m in out if is_context_summary(m)]) == 1
+
+
+def test_an_interrupted_summary_passes_through_without_a_fallback():
+    recorder = Recorder(Cancelled("interrupted by the user"))
+    made = engine(summarize=recorder, protect_last_n=6)
+    with pytest.raises(Cancelled):
+        made.compress(conversation())
+    assert made.notices == []  # no "summary failed", no cooldown
+    assert made.status()["compressions"] == 0
 
 
 def test_focus_goes_into_the_request():

@@ -11,6 +11,8 @@ from typing import Any
 
 from hermes_hookspecs import Tool, Toolset, hookimpl
 
+from .config_schema import hermes_register_config  # noqa: F401 - a hook of this plugin
+
 
 def _cronjob(args: dict[str, Any], ctx: Any) -> str:
     from .tool import cronjob

@@ -48,10 +48,9 @@ PARAMETERS: dict[str, Any] = {
 
 
 def _home(ctx: ToolContext) -> str:
-    home = (ctx.services or {}).get("hermes_home")
-    if not home:
+    if ctx.hermes_home is None:
         raise ToolError("scheduling needs a hermes home folder; this agent runs without one")
-    return str(home)
+    return str(ctx.hermes_home)
 
 
 def _when(timestamp: float | None) -> str | None:

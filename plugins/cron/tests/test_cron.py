@@ -202,7 +202,7 @@ def test_the_agent_schedules_with_the_cronjob_tool(tmp_path):
         tool_call("cronjob", {"action": "list"}),
         "Scheduled.",
         plugins=["cron"],
-        services={"hermes_home": str(tmp_path)},
+        home=tmp_path,
     )
     assert agent.chat("remind us of standup at 9 on weekdays") == "Scheduled."
     created, bad, listed = [m["content"] for m in agent.messages if m["role"] == "tool"]

@@ -12,6 +12,8 @@ from typing import Any
 
 from hermes_hookspecs import PlatformAdapter, hookimpl
 
+from .config_schema import hermes_register_config  # noqa: F401 - a hook of this plugin
+
 
 def _api_server(platform: str, settings: Any) -> PlatformAdapter:
     from .api_server import create

@@ -5,7 +5,6 @@ agent documents (see docs/hermes-plugins.md)."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 import threading
@@ -16,9 +15,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from hermes_hookspecs import hookimpl
+from hermes_hookspecs import default_home, hookimpl
 
 from . import current
+from .config_schema import hermes_register_config  # noqa: F401 - a hook of this plugin
 
 _pinned: Any = None
 _state_lock = threading.Lock()
@@ -65,13 +65,6 @@ def _as_mapping(config: Any) -> Mapping[str, Any]:
     return data if isinstance(data, Mapping) else {}
 
 
-def _env_home() -> Path:
-    explicit = os.environ.get("HERMES_HOME")
-    if explicit and explicit != os.devnull:
-        return Path(explicit).expanduser()
-    return Path.home() / ".hermes"
-
-
 def _argv_profile(argv: list[str]) -> str | None:
     """The ``-p``/``--profile`` of the command line, read before click parses it (the commands of
     Hermes agent plugins must be known before that)."""
@@ -97,11 +90,9 @@ def _where(context: Any = None) -> tuple[Path, Mapping[str, Any]]:
     if command is not None:
         return Path(command.home), _as_mapping(command.config)
     context = context if context is not None else current.tool_context()
-    if context is not None:
-        home = context.services.get("hermes_home") if hasattr(context, "services") else None
-        if home and home != os.devnull:
-            return Path(home), _as_mapping(context.config)
-    home = _env_home()
+    if context is not None and getattr(context, "hermes_home", None) is not None:
+        return Path(context.hermes_home), _as_mapping(context.config)
+    home = default_home()
     return home, _read_config(home)
 
 
@@ -202,7 +193,7 @@ def hermes_register_commands(cli: Any) -> None:
     from .cli_adapter import agent_plugins_group, argparse_command
 
     cli.add_command(agent_plugins_group(_host))
-    home = _env_home()
+    home = default_home()
     profile = _argv_profile(sys.argv[1:])
     if profile:
         home = home / "profiles" / profile

@@ -12,6 +12,8 @@ from typing import Any
 
 from hermes_hookspecs import Toolset, hookimpl
 
+from .config_schema import hermes_register_config  # noqa: F401 - a hook of this plugin
+
 __version__ = "0.1.0"
 
 

@@ -2,8 +2,9 @@
 
 The SDK is imported, and its client built, on the first request (or :meth:`OpenAIClient.prepare`),
 never when hermes starts. Each HTTP call runs on a worker thread while the calling thread hands
-streamed chunks to the converters and watches ``request.cancel``: an interrupt returns at once,
-even when the server has stopped sending, and the connection is shut down.
+streamed chunks to the converters and watches ``request.cancel``: an interrupt raises the
+contract's :class:`~hermes_hookspecs.Cancelled` at once, even when the server has stopped
+sending, and the connection is shut down.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from hermes_hookspecs import ModelRequest, ModelResponse, ProviderError
+from hermes_hookspecs import Cancelled, ModelRequest, ModelResponse, ProviderError
 
 from . import chat, responses
 from .errors import from_sdk
@@ -53,11 +54,9 @@ def shared_sdk(base_url: str, api_key: str, timeout: float | None) -> Any:
         return sdk
 
 
-class Cancelled(ProviderError):
-    """The call was interrupted (``request.cancel`` was set); nothing of it is kept."""
-
-    def __init__(self, provider: str | None = None) -> None:
-        super().__init__("cancelled", kind="connection", retryable=False, provider=provider)
+def cancelled(provider: str) -> Cancelled:
+    """What an interrupted call raises (``request.cancel`` was set): nothing of it is kept."""
+    return Cancelled(f"{provider}: the model call was cancelled")
 
 
 class _Call:
@@ -229,7 +228,7 @@ class OpenAIClient:
         here. Returns the result (non-streamed) and raises hermes errors only."""
         cancel = request.cancel
         if cancel.is_set():
-            raise Cancelled(self.settings.provider)
+            raise cancelled(self.settings.provider)
         call = _Call(opener, on_item is not None, cancel)
         call.thread.start()
         finished = False
@@ -239,10 +238,10 @@ class OpenAIClient:
                     kind, value = call.queue.get(timeout=POLL_SECONDS)
                 except queue.Empty:
                     if cancel.is_set():
-                        raise Cancelled(self.settings.provider) from None
+                        raise cancelled(self.settings.provider) from None
                     continue
                 if cancel.is_set():
-                    raise Cancelled(self.settings.provider)
+                    raise cancelled(self.settings.provider)
                 if kind == _ITEM:
                     assert on_item is not None
                     on_item(value)

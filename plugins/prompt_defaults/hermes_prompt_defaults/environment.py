@@ -15,6 +15,8 @@ from typing import Any, Final
 
 from hermes_hookspecs import PromptContext, PromptLayer, hookimpl
 
+from .config_schema import environment_keys  # noqa: F401 - a hook of this plugin
+
 NAME = "environment"
 TIER: Final = "stable"
 ORDER = 900

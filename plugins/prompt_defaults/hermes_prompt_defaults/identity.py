@@ -12,6 +12,7 @@ from typing import Final
 from hermes_hookspecs import PromptContext, PromptLayer, hookimpl
 
 from ._text import max_chars, read_text, truncate_middle
+from .config_schema import identity_keys  # noqa: F401 - a hook of this plugin
 
 NAME = "identity"
 TIER: Final = "stable"

@@ -22,6 +22,7 @@ from typing import Final
 from hermes_hookspecs import PromptContext, PromptLayer, hookimpl
 
 from ._text import max_chars, read_text, truncate_middle
+from .config_schema import project_context_keys  # noqa: F401 - a hook of this plugin
 
 NAME = "project_context"
 TIER: Final = "context"

@@ -82,7 +82,10 @@ def context(**kwargs) -> PromptContext:
 @pytest.mark.parametrize("name", ENTRY_POINTS)
 def test_each_layer_is_its_own_entry_point(name):
     record = load_plugin(name)
-    assert record.hooks == ["hermes_prompt_layers"]
+    # the layers that read configuration keys declare them
+    declares = ("prompt_identity", "prompt_project_context", "prompt_environment")
+    extra = ["hermes_register_config"] if name in declares else []
+    assert record.hooks == ["hermes_prompt_layers", *extra]
     assert record.dist == "hermes-prompt-defaults"
 
 

@@ -1,0 +1,28 @@
+"""The configuration keys the local backend reads."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from hermes_hookspecs import ConfigKey, ConfigSection, hookimpl
+
+
+@hookimpl
+def hermes_register_config(register: Callable[[ConfigSection], None]) -> None:
+    """Declare the ``terminal`` keys of the local backend."""
+    register(
+        ConfigSection(
+            "terminal",
+            [
+                ConfigKey(
+                    "timeout", "integer", 180, "seconds a command may run", minimum=1, shared=True
+                ),
+                ConfigKey(
+                    "cwd",
+                    "string",
+                    doc="working directory inside the execution environment",
+                    shared=True,
+                ),
+            ],
+        )
+    )

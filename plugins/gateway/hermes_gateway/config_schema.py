@@ -1,0 +1,58 @@
+"""The configuration keys the gateway reads (``gateway.*``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from hermes_hookspecs import ConfigKey, ConfigSection, hookimpl
+
+
+@hookimpl
+def hermes_register_config(register: Callable[[ConfigSection], None]) -> None:
+    """Declare ``gateway.*``; each platform's entry belongs to its adapter, so
+    ``gateway.platforms`` is checked by the gateway when it starts."""
+    register(
+        ConfigSection(
+            "gateway",
+            [
+                ConfigKey(
+                    "busy",
+                    "string",
+                    doc="a message for a busy session waits, or interrupts (unset: queue)",
+                    enum=("queue", "interrupt"),
+                ),
+                ConfigKey(
+                    "drain_timeout",
+                    "number",
+                    doc="seconds a shutdown waits for running turns (unset: 60)",
+                    minimum=0,
+                ),
+                ConfigKey(
+                    "max_concurrent_turns",
+                    "number",
+                    doc="turns running at once, over all sessions (unset: 32)",
+                    minimum=1,
+                ),
+                ConfigKey(
+                    "outbox_interval",
+                    "number",
+                    doc="seconds between deliveries of scheduled jobs' messages (unset: 5)",
+                    minimum=0,
+                ),
+                ConfigKey(
+                    "typing_interval",
+                    "number",
+                    doc="seconds between typing indicators (unset: 4)",
+                    minimum=0.1,
+                ),
+                ConfigKey(
+                    "edit_interval",
+                    "number",
+                    doc="least seconds between edits of a streamed answer (unset: 1)",
+                    minimum=0.05,
+                ),
+                ConfigKey("platforms", ("object", "null"), doc="the platforms to serve, by name"),
+            ],
+            doc="the messaging gateway (hermes gateway run)",
+        )
+    )
