@@ -1752,6 +1752,8 @@ def _unwrap_at(words: list[str], start: int) -> tuple[list[str], int] | None:
     """:func:`_unwrap` of ``words[start:]`` without copying: the words and the index where the
     wrapped command starts (past the end when there is none), or ``None``."""
     name = words[start] if start < len(words) else ""
+    if name in _RUN_WRAPPERS and start + 1 < len(words) and words[start + 1] in ("run", "exec"):
+        return _unwrap_runner(words, start)
     if name not in _WRAPPER_OPTIONS_WITH_ARGUMENT:
         return None
     if name == "command" and any(w in ("-v", "-V") for w in words[start + 1 : start + 2]):
@@ -1783,6 +1785,45 @@ def _unwrap_at(words: list[str], start: int) -> tuple[list[str], int] | None:
     if name == "chrt" and i < n and not words[i].isdigit():
         skip = 0
     return words, min(i + skip, n)
+
+
+# Project and environment managers that run a command: ``uv run``, ``poetry run``, ``conda run``…
+_RUN_WRAPPERS: dict[str, frozenset[str]] = {
+    "uv": frozenset(
+        "--with --with-requirements --with-editable --python -p --project --directory"
+        " --env-file --extra --group --package --index --index-url --cache-dir"
+        " --config-file".split()
+    ),  # fmt: skip
+    "poetry": frozenset(["-C", "--directory", "-P", "--project"]),
+    "pipenv": frozenset(),
+    "pdm": frozenset(["-p", "--project"]),
+    "hatch": frozenset(["-e", "--env"]),
+    "rye": frozenset(["--pyproject"]),
+    "conda": frozenset(["-n", "--name", "-p", "--prefix", "--cwd"]),
+    "mamba": frozenset(["-n", "--name", "-p", "--prefix", "--cwd"]),
+    "micromamba": frozenset(["-n", "--name", "-p", "--prefix", "--cwd"]),
+    "pixi": frozenset(["-e", "--environment", "--manifest-path"]),
+    "npx": frozenset(),
+}
+
+
+def _unwrap_runner(words: list[str], start: int) -> tuple[list[str], int]:
+    """``uv run [options] CMD…`` and the like: the command they run (a ``.py`` file is run by
+    Python)."""
+    with_argument = _RUN_WRAPPERS[words[start]]
+    i, n = start + 2, len(words)
+    while i < n:
+        word = words[i]
+        if word == "--":
+            i += 1
+            break
+        if word.startswith("-") and len(word) > 1:
+            i += 2 if word in with_argument else 1
+            continue
+        break
+    if i < n and words[i].endswith(".py"):
+        return [*words[:i], "python3", *words[i:]], i
+    return words, i
 
 
 def _strip_all(words: list[str]) -> list[str]:

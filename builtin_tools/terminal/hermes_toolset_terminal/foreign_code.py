@@ -41,6 +41,7 @@ _DYNAMIC_CODE = re.compile(
     r"|\bclass_eval\b|\b(?:public_)?send\s*\(\s*(?![:'\"])|\bcreate_function\b"
     r"|\$\w+\s*\(|\bdo\s+\$|\brequire\s+\$|\bassert\s*\(\s*\$"
 )
+_QUOTED = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"")
 _INTERPOLATED = re.compile(r"\$[\w{(]|#\{|@\w")
 
 
@@ -114,8 +115,11 @@ def scan_code(code: str) -> tuple[list[str], dict[str, list[str]]]:
         if what not in reasons and len(reasons) < 8:
             reasons.append(what)
 
+    quoted = [(m.start(), m.end()) for m in _QUOTED.finditer(code)]
     for match in _CALL.finditer(code):
         name = match.group()
+        if any(start < match.start() < end for start, end in quoted):
+            continue  # a word inside a string, not a call
         if name.lstrip(". \t").startswith("exec") and name.startswith(".") and not node_exec:
             continue  # a regular expression's .exec(): not a command
         end = match.end()
