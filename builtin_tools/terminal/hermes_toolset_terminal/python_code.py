@@ -200,9 +200,11 @@ _LOADERS = frozenset(
      "dill.load", "dill.loads", "cloudpickle.load", "cloudpickle.loads", "joblib.load",
      "shelve.open", "yaml.unsafe_load", "yaml.unsafe_load_all", "pandas.read_pickle",
      "jsonpickle.decode", "importlib.util.spec_from_file_location", "importlib.util.exec_module",
-     "importlib.machinery.SourceFileLoader", "code.interact", "code.InteractiveInterpreter",
-     "code.InteractiveConsole", "types.FunctionType", "types.CodeType", "sys._getframe",
-     "inspect.currentframe", "inspect.stack", "gc.get_objects", "gc.get_referrers"}
+     "importlib.machinery.SourceFileLoader", "importlib.util.module_from_spec", "imp.load_source",
+     "imp.load_module", "imp.load_compiled", "zipimport.zipimporter", "code.interact",
+     "code.InteractiveInterpreter", "code.InteractiveConsole", "types.FunctionType",
+     "types.CodeType", "sys._getframe", "inspect.currentframe", "inspect.stack",
+     "gc.get_objects", "gc.get_referrers"}
 )  # fmt: skip
 _REFLECTION = frozenset(
     {"__globals__", "__subclasses__", "__builtins__", "__import__", "__code__", "__closure__",
@@ -261,6 +263,7 @@ class _Module:
     mutated: set[str] = field(default_factory=set)
     functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
     functions_calls: dict[str, list[ast.Call]] = field(default_factory=dict)
+    handed: dict[str, list[ast.Call]] = field(default_factory=dict)
     mutable_names: set[str] | None = None
 
 
@@ -436,6 +439,12 @@ class _Reader:
         if isinstance(parent, ast.Call) and parent.func is node:
             return
         if isinstance(parent, ast.Attribute):
+            values = self._values(module, node)
+            if values and any(
+                isinstance(v, _Ref) and v.name in _SINKS and v.name not in _SENSITIVE_MODULES
+                for v in values
+            ):  # os.system.__call__(…): a function's attribute, not a module's
+                self.unsure("dynamic-command", module, node, "a command runner's attribute")
             return
         if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and all(
             isinstance(t, ast.Name) for t in _targets(parent)
@@ -699,7 +708,9 @@ class _Reader:
         bindings = module.bindings.get(name)
         if not bindings:
             return self._unbound(module, name)
-        if name in module.mutated:
+        if name in module.mutated or (
+            name in module.handed and self._changed_by_calls(module, name)
+        ):
             raise _Unknown(f"{name} is changed in place")
         self._evaluating.add(key)
         try:
@@ -713,6 +724,21 @@ class _Reader:
             return values
         finally:
             self._evaluating.discard(key)
+
+    def _changed_by_calls(self, module: _Module, name: str) -> bool:
+        """Whether a call ``name`` (a list or mapping) is handed to may change it: any call but
+        the checked ones (which only read their arguments) and plain reading functions."""
+        calls = module.handed.pop(name)
+        self._evaluating.add((id(module), name))
+        try:
+            for call in calls:
+                funcs = self._values(module, call.func)
+                if funcs is None or not all(_reads_only(f) for f in funcs):
+                    module.mutated.add(name)
+                    return True
+        finally:
+            self._evaluating.discard((id(module), name))
+        return False
 
     def _unbound(self, module: _Module, name: str) -> list[Any]:
         if name == "__file__":
@@ -756,6 +782,13 @@ class _Reader:
             return out
         if kind == "param":
             return self._parameter(module, binding)
+        if kind == "with":
+            entered = [
+                v.path for v in self.evaluate(module, binding.node) if isinstance(v, _Temporary)
+            ]
+            if not entered:
+                raise _Unknown(f"{name} is computed at run time")
+            return entered
         if kind == "def":
             return [_Ref(f"local.{module.name}.{name}")]
         raise _Unknown(f"{name} is computed at run time")
@@ -904,7 +937,7 @@ def _index(module: _Module) -> None:
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
             bind_target(node.target, lambda p, it=node.iter: _Binding("iter", it, p))
         elif isinstance(node, ast.withitem) and node.optional_vars is not None:
-            bind_target(node.optional_vars, lambda _p: _Binding("unknown"))
+            bind_target(node.optional_vars, lambda _p, e=node.context_expr: _Binding("with", e))
         elif isinstance(node, ast.ExceptHandler) and node.name:
             bind(node.name, _Binding("unknown"))
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -961,20 +994,39 @@ def _index(module: _Module) -> None:
             for target in node.targets:
                 if isinstance(target, ast.Name):
                     bind(target.id, _Binding("unknown"))
+    mutable = _escaping_names(module)
     for node in ast.walk(module.tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            base = node.func.value
-            if isinstance(base, ast.Name) and node.func.attr in _MUTATORS:
-                changed.add(base.id)
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            parent = parents.get(id(node))
-            if isinstance(parent, ast.Call) and parent.func is node:
-                calls.setdefault(node.id, []).append(parent)
-            else:
-                referenced.add(node.id)
-                if isinstance(parent, ast.Call) and node.id in _escaping_names(module):
-                    module.mutated.add(node.id)  # a list handed to a function may change
-    module.mutated |= changed & _escaping_names(module)
+        if isinstance(node, ast.Delete):
+            for target in node.targets:
+                base = target
+                while isinstance(base, (ast.Subscript, ast.Attribute)):
+                    base = base.value
+                if isinstance(base, ast.Name):
+                    changed.add(base.id)
+        if not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load):
+            continue
+        parent = parents.get(id(node))
+        if isinstance(parent, ast.Call) and parent.func is node:
+            calls.setdefault(node.id, []).append(parent)
+            continue
+        referenced.add(node.id)
+        if node.id not in mutable:
+            continue
+        if isinstance(parent, ast.Attribute):
+            call = parents.get(id(parent))
+            if not (isinstance(call, ast.Call) and call.func is parent
+                    and parent.attr in ("copy", "index", "count", "keys", "values", "items",
+                                        "get")):  # fmt: skip
+                changed.add(node.id)  # a method that may change it, or one handed around
+        elif isinstance(parent, (ast.Call, ast.keyword)):
+            call = parent if isinstance(parent, ast.Call) else parents.get(id(parent))
+            if isinstance(call, ast.Call):
+                module.handed.setdefault(node.id, []).append(call)
+        elif not isinstance(parent, (ast.Subscript, ast.For, ast.comprehension, ast.Compare,
+                                     ast.FormattedValue, ast.Expr, ast.If, ast.BoolOp,
+                                     ast.UnaryOp, ast.Starred)):  # fmt: skip
+            changed.add(node.id)  # aliased, returned, stored elsewhere: it may change
+    module.mutated |= changed & mutable
     module.functions_calls = {
         name: calls.get(name, []) for name in module.functions if name not in referenced
     }
@@ -1001,6 +1053,25 @@ def _escaping_names(module: _Module) -> set[str]:
 
 
 # --- the evaluator ------------------------------------------------------------------------------
+
+
+_READERS = frozenset(
+    {"builtins.print", "builtins.len", "builtins.sorted", "builtins.list", "builtins.tuple",
+     "builtins.set", "builtins.str", "builtins.repr", "builtins.enumerate", "builtins.any",
+     "builtins.all", "builtins.sum", "builtins.min", "builtins.max", "builtins.zip",
+     "builtins.isinstance", "builtins.dict", "json.dumps", "json.dump", "shlex.join",
+     "logging.info", "logging.debug", "logging.warning", "logging.error"}
+)  # fmt: skip
+
+
+def _reads_only(func: Any) -> bool:
+    """Whether calling ``func`` leaves the lists and mappings it is given as they were."""
+    if isinstance(func, _Method):
+        return isinstance(func.receiver, (str, bytes, _Path))
+    if isinstance(func, _Ref):
+        name = _MODULE_ALIASES.get(func.name, func.name)
+        return name in _HANDLERS or name in _PURE or name in _READERS
+    return False
 
 
 def _text(value: Any) -> str | None:
@@ -1467,6 +1538,13 @@ def _comprehension(reader: _Reader, module: _Module, node: Any) -> list[Any]:
     return results
 
 
+@dataclass(frozen=True)
+class _Temporary:
+    """A temporary folder object (``with tempfile.TemporaryDirectory() as d``: ``d``)."""
+
+    path: str
+
+
 def _pure_join(*parts: Any) -> Any:
     texts = [_text(p) for p in parts]
     if any(t is None for t in texts):
@@ -1553,6 +1631,8 @@ _PURE: dict[str, Callable[..., Any]] = {
     "pathlib.Path.home": lambda: _Path(_HOME),
     "pathlib.Path.cwd": lambda: _Path("."),
     "tempfile.gettempdir": lambda: "/tmp",
+    "tempfile.mkdtemp": lambda *a, **k: "/tmp/tmp.folder",
+    "tempfile.TemporaryDirectory": lambda *a, **k: _Temporary("/tmp/tmp.folder"),
     "shlex.split": lambda s, *a, **k: shlex.split(s),
     "shlex.quote": shlex.quote,
     "shlex.join": lambda parts: shlex.join([_text(p) or "" for p in parts]),
@@ -1625,7 +1705,7 @@ def _subprocess(reader: _Reader, module: _Module, node: ast.Call) -> None:
     where = _where(module, node)
     shells = reader._keyword(module, node, "shell", 8, False)
     executables = reader._keyword(module, node, "executable", 2, None)
-    cwds = reader._keyword(module, node, "cwd", 9, None)
+    cwds = reader._values(module, _argument(node, "cwd", 9)) or ["$PWD"]
     inputs = reader._keyword(module, node, "input", None, None)
     stdins = reader._keyword(module, node, "stdin", 3, None)
     if not node.args and not any(k.arg == "args" for k in node.keywords):
@@ -1636,7 +1716,7 @@ def _subprocess(reader: _Reader, module: _Module, node: ast.Call) -> None:
         [reader._argvs(module, argument), shells, executables, cwds, inputs]
     ):
         if cwd is not None and _text(cwd) is None:
-            raise _Unknown("a computed folder (cwd=)")
+            cwd = "$PWD"  # computed: relative paths there lead anywhere
         if executable is not None and _text(executable) is None:
             raise _Unknown("a computed program (executable=)")
         stdin_text = _text(given) if given is not None else None
@@ -1658,6 +1738,16 @@ def _subprocess(reader: _Reader, module: _Module, node: ast.Call) -> None:
             argv = [_text(executable) or argv[0], *argv[1:]]
         for where_cwd in reader.cwds(folder):
             reader.argv(argv, where, cwd=where_cwd, stdin=stdin_text)
+
+
+def _argument(node: ast.Call, name: str, position: int) -> ast.expr:
+    """The expression given for one argument of a call (``None`` when it is not given)."""
+    for keyword in node.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    if position < len(node.args):
+        return node.args[position]
+    return ast.Constant(None)
 
 
 def _exec(reader: _Reader, module: _Module, node: ast.Call) -> None:
@@ -1824,6 +1914,9 @@ def _exec_code(reader: _Reader, module: _Module, node: ast.Call) -> None:
             assert text is not None
             loaded = reader.load(text, module.name, module.path)
             if loaded is not None:
+                for name, bindings in module.bindings.items():  # it runs in the same names
+                    loaded.bindings.setdefault(name, bindings)
+                loaded.star_imports.extend(module.star_imports)
                 reader.run_module(loaded)
     finally:
         reader.exec_depth -= 1

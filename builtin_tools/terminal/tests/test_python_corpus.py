@@ -71,6 +71,9 @@ HARD_PROGRAMS = [
     "import os\nos.system('rm -rf /'",  # does not parse: the crude reading still finds it
     "import ctypes\nctypes.CDLL(None).system(b'rm -rf /')",
     "import os\nwhile True:\n    os.fork()",
+    "import shutil\nexec(\"shutil.rmtree('/')\")",
+    "import subprocess\ndef sh(c, where=None):\n    subprocess.run(c, shell=True, cwd=where)\n"
+    "sh('rm -rf ~')",
 ]
 
 APPROVE_PROGRAMS = [
@@ -135,6 +138,17 @@ APPROVE_PROGRAMS = [
         "script-dynamic-command",
     ),  # fmt: skip
     ("import os\nos.system(os.environ['CMD'])", "script-dynamic-command"),
+    (
+        "import subprocess\na = ['echo', 'hi']\nb = a\nb[0] = 'rm'\nsubprocess.run(a)",
+        "script-dynamic-command",
+    ),  # fmt: skip
+    (
+        "import subprocess\na = ['echo']\ndef f(x):\n    x.append('/')\nf(a)\nsubprocess.run(a)",
+        "script-dynamic-command",
+    ),  # fmt: skip
+    ("import os\nos.system.__call__('rm -rf /')", "script-dynamic-command"),
+    ("import subprocess\nsubprocess.run(['rm', '-rf', 'x'], cwd=input())", "recursive-delete"),
+    ("import tempfile, shutil\nd = tempfile.mkdtemp()\nshutil.rmtree(d)", "recursive-delete"),
     # undecidable: code built or loaded at run time
     ("exec(input())", "script-dynamic-code"),
     ("exec(open('payload.txt').read())", "script-dynamic-code"),
@@ -209,6 +223,10 @@ SAFE_PROGRAMS = [
     "import re\nm = re.compile('x').match('x')\nprint(m)",
     "'{x}'.format(**locals())",
     "import shutil\nprint(shutil.which('git'))",
+    "import subprocess\ncmd = ['git', 'status']\nsubprocess.run(cmd)\nprint(' '.join(cmd))",
+    "import subprocess\nsubprocess.run(['git', 'status'], cwd=input())",
+    "import tempfile, os\nwith tempfile.TemporaryDirectory() as d:\n"
+    "    open(os.path.join(d, 'x'), 'w').write('1')",
     "import urllib.request\nprint(urllib.request.urlopen('https://example.com').read()[:10])",
 ]
 
