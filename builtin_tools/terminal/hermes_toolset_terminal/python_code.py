@@ -49,6 +49,7 @@ import posixpath
 import shlex
 import string
 import sys
+from collections import deque
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,7 +64,7 @@ __all__ = [
     "python_command",
 ]
 
-MAX_SOURCE = 256_000
+MAX_SOURCE = 200_000
 """The most characters of Python (the program and its local modules together) read per command;
 more is uncheckable."""
 MAX_MODULES = 16
@@ -264,6 +265,8 @@ class _Module:
     functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
     functions_calls: dict[str, list[ast.Call]] = field(default_factory=dict)
     handed: dict[str, list[ast.Call]] = field(default_factory=dict)
+    nodes: list[ast.AST] = field(default_factory=list)
+    chdir_calls: list[ast.Call] = field(default_factory=list)
     mutable_names: set[str] | None = None
 
 
@@ -283,18 +286,22 @@ class _Reader:
         self.read = read
         self.list_folder = list_folder
         self.effects: list[Effect] = []
+        self._added: set[Effect] = set()
         self.budget = MAX_SOURCE
         self.modules: dict[str, _Module | None] = {}
         self.listings: dict[str, Collection[str] | None] = {}
         self.chdirs: list[str] = []
         self.exec_depth = 0
         self._evaluating: set[tuple[int, str]] = set()
+        self._names: dict[tuple[int, str], list[Any] | _Unknown] = {}
+        self._volatile = 0  # inside a comprehension: names are rebound, nothing is cached
         self.depth = 0
 
     # -- results -----------------------------------------------------------------------------
 
     def add(self, effect: Effect) -> None:
-        if effect not in self.effects and len(self.effects) < 2000:
+        if effect not in self._added and len(self.effects) < 2000:
+            self._added.add(effect)
             self.effects.append(effect)
 
     def unsure(self, kind: str, module: _Module, node: ast.AST, what: str) -> None:
@@ -322,7 +329,7 @@ class _Reader:
     def run_module(self, module: _Module) -> None:
         """Collect the effects of every call and reference in ``module``."""
         self.chdirs.extend(self._chdirs(module))
-        for node in ast.walk(module.tree):
+        for node in module.nodes:
             if isinstance(node, ast.Call):
                 self.call(module, node)
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -702,7 +709,22 @@ class _Reader:
         return values
 
     def name(self, module: _Module, name: str) -> list[Any]:
+        """The values ``name`` may have in ``module`` (every binding of it counted)."""
         key = (id(module), name)
+        if self._volatile:
+            return self._name(module, name, key)
+        cached = self._names.get(key)
+        if cached is None:
+            try:
+                cached = self._name(module, name, key)
+            except _Unknown as exc:
+                cached = exc
+            self._names[key] = cached
+        if isinstance(cached, _Unknown):
+            raise cached
+        return cached
+
+    def _name(self, module: _Module, name: str, key: tuple[int, str]) -> list[Any]:
         if key in self._evaluating:
             raise _Unknown(f"{name} depends on itself")
         bindings = module.bindings.get(name)
@@ -839,7 +861,7 @@ class _Reader:
 
     def _chdirs(self, module: _Module) -> list[str]:
         found = []
-        for node in ast.walk(module.tree):
+        for node in module.chdir_calls:
             if isinstance(node, ast.Call):
                 funcs = self._values(module, node.func) or []
                 if any(isinstance(f, _Ref) and f.name in ("os.chdir", "os.fchdir") for f in funcs):
@@ -885,6 +907,15 @@ def _targets(node: ast.AST) -> list[ast.expr]:
     return []
 
 
+_SKIPPED = (ast.expr_context, ast.operator, ast.boolop, ast.cmpop, ast.unaryop)
+_BINDERS = frozenset(
+    {ast.Call, ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.AugAssign, ast.For, ast.AsyncFor,
+     ast.comprehension, ast.withitem, ast.ExceptHandler, ast.FunctionDef, ast.AsyncFunctionDef,
+     ast.Lambda, ast.ClassDef, ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal,
+     ast.MatchAs, ast.MatchStar, ast.MatchMapping, ast.Delete}
+)  # fmt: skip
+
+
 def _index(module: _Module) -> None:
     """Record every binding of every name (all scopes together), the parent of every node,
     names changed in place, and the direct calls of each local function."""
@@ -916,10 +947,23 @@ def _index(module: _Module) -> None:
             if isinstance(base, ast.Name) and isinstance(target, ast.Subscript):
                 changed.add(base.id)
 
-    for node in ast.walk(module.tree):
+    nodes = module.nodes
+    todo = deque([module.tree])
+    while todo:  # every node, in the order ast.walk gives, with its parent
+        node = todo.popleft()
+        nodes.append(node)
         for child in ast.iter_child_nodes(node):
-            parents[id(child)] = node
-        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            if not isinstance(child, _SKIPPED):
+                parents[id(child)] = node
+                todo.append(child)
+    for node in nodes:
+        if type(node) not in _BINDERS:
+            continue
+        if isinstance(node, ast.Call):
+            func = node.func
+            if getattr(func, "attr", getattr(func, "id", "")) in ("chdir", "fchdir"):
+                module.chdir_calls.append(node)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             value = node.value
             if value is None:
                 continue
@@ -995,7 +1039,7 @@ def _index(module: _Module) -> None:
                 if isinstance(target, ast.Name):
                     bind(target.id, _Binding("unknown"))
     mutable = _escaping_names(module)
-    for node in ast.walk(module.tree):
+    for node in nodes:
         if isinstance(node, ast.Delete):
             for target in node.targets:
                 base = target
@@ -1527,9 +1571,11 @@ def _comprehension(reader: _Reader, module: _Module, node: Any) -> list[Any]:
             )
             if module.bindings[name] is saved:
                 raise _Unknown("a comprehension over computed values")
+            reader._volatile += 1
             try:
                 values = reader.evaluate(module, node.elt)
             finally:
+                reader._volatile -= 1
                 module.bindings[name] = saved
             if len(values) != 1:
                 raise _Unknown("a comprehension")
