@@ -1803,7 +1803,6 @@ _RUN_WRAPPERS: dict[str, frozenset[str]] = {
     "mamba": frozenset(["-n", "--name", "-p", "--prefix", "--cwd"]),
     "micromamba": frozenset(["-n", "--name", "-p", "--prefix", "--cwd"]),
     "pixi": frozenset(["-e", "--environment", "--manifest-path"]),
-    "npx": frozenset(),
 }
 
 

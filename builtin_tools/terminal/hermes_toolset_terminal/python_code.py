@@ -1730,7 +1730,8 @@ def _segment(module: _Module, node: ast.AST) -> str:
 
 
 def _where(module: _Module, node: ast.AST) -> str:
-    return f"{module.path}:{getattr(node, 'lineno', 0)}"
+    path = module.path.removeprefix("./") if module.path.startswith("./<") else module.path
+    return f"{path}:{getattr(node, 'lineno', 0)}"
 
 
 # --- the handlers of the sinks --------------------------------------------------------------------
