@@ -453,10 +453,12 @@ class _Reader:
             ):  # os.system.__call__(…): a function's attribute, not a module's
                 self.unsure("dynamic-command", module, node, "a command runner's attribute")
             return
-        if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and all(
-            isinstance(t, ast.Name) for t in _targets(parent)
+        if (
+            isinstance(parent, (ast.Assign, ast.AnnAssign, ast.NamedExpr))
+            and all(isinstance(t, ast.Name) for t in _targets(parent))
+            and not isinstance(module.parents.get(id(parent)), ast.ClassDef)
         ):
-            return  # an alias: calls through it are followed
+            return  # an alias: calls through it are followed (a class attribute is not)
         if isinstance(parent, ast.Call) and node in parent.args[:1]:
             func = self._values(module, parent.func)
             if func and all(isinstance(f, _Ref) and f.name in _INTROSPECTION for f in func):
@@ -516,6 +518,8 @@ class _Reader:
                             node,
                             str(exc) or "a value computed at run time",
                         )
+                elif name.startswith("sh.") and name.count(".") == 1:
+                    self._sh_command(module, node, name[3:])
                 elif name in _LOADERS or name.rsplit(".", 1)[0] in _LOADERS:
                     if not _safe_loader(node):
                         self.unsure("dynamic-code", module, node, "code loaded at run time")
@@ -541,6 +545,20 @@ class _Reader:
                 except _Unknown as exc:
                     self.unsure("dynamic-command", module, node, str(exc) or "a computed path")
 
+    def _sh_command(self, module: _Module, node: ast.Call, program: str) -> None:
+        """``sh.rm("-rf", "/")`` (the ``sh`` package runs the program named by the
+        attribute)."""
+        if program in ("Command", "which", "ErrorReturnCode", "RunningCommand", "contrib", "glob"):
+            return
+        try:
+            if any(isinstance(a, ast.Starred) for a in node.args):
+                raise _Unknown("arguments unpacked at run time")
+            words = [self._strings(module, a) for a in node.args]
+            for argv in _product(words):
+                self.argv([program.replace("_", "-"), *argv], _where(module, node))
+        except _Unknown as exc:
+            self.unsure("dynamic-command", module, node, str(exc))
+
     def _unknown_receiver(self, module: _Module, node: ast.Call) -> None:
         """A method of an object the reader cannot follow: pathlib's file-changing names and
         command runners' names are undecidable."""
@@ -556,6 +574,11 @@ class _Reader:
             receiver = self._values(module, func.value)
             if receiver is None or any(isinstance(r, _Path) for r in receiver):
                 self.unsure("dynamic-command", module, node, f"{name}() of a computed path")
+        elif name in ("execute", "executescript", "executemany") and node.args:
+            statements = self._values(module, node.args[0])  # SQL: judged by the SQL rules
+            for statement in statements or []:
+                if isinstance(statement, str):
+                    self.argv(["sqlite3", "database", statement], _where(module, node))
         elif name == "extractall":
             try:
                 targets = self._keyword(module, node, "path", 0, ".")

@@ -72,6 +72,10 @@ HARD_PROGRAMS = [
     "import ctypes\nctypes.CDLL(None).system(b'rm -rf /')",
     "import os\nwhile True:\n    os.fork()",
     "import shutil\nexec(\"shutil.rmtree('/')\")",
+    "import sh\nsh.rm('-rf', '/')",
+    "import os\nd = {'x': os.system}\nd['x']('rm -rf /')",
+    "import os, codecs\nos.system(codecs.decode('ez -es /', 'rot13'))",
+    "import os\nos.system('%c%c -rf /' % (114, 109))",
     "import subprocess\ndef sh(c, where=None):\n    subprocess.run(c, shell=True, cwd=where)\n"
     "sh('rm -rf ~')",
 ]
@@ -147,6 +151,8 @@ APPROVE_PROGRAMS = [
         "script-dynamic-command",
     ),  # fmt: skip
     ("import os\nos.system.__call__('rm -rf /')", "script-dynamic-command"),
+    ("import os\nclass A:\n    run = os.system\nA.run('rm -rf /')", "script-dynamic-command"),
+    ("import sqlite3\nsqlite3.connect('a.db').execute('DROP TABLE users')", "sql-drop"),
     ("import subprocess\nsubprocess.run(['rm', '-rf', 'x'], cwd=input())", "recursive-delete"),
     ("import tempfile, shutil\nd = tempfile.mkdtemp()\nshutil.rmtree(d)", "recursive-delete"),
     # undecidable: code built or loaded at run time
@@ -227,6 +233,10 @@ SAFE_PROGRAMS = [
     "import subprocess\nsubprocess.run(['git', 'status'], cwd=input())",
     "import tempfile, os\nwith tempfile.TemporaryDirectory() as d:\n"
     "    open(os.path.join(d, 'x'), 'w').write('1')",
+    "import sqlite3\nc = sqlite3.connect('a.db')\nc.execute('SELECT * FROM t WHERE id = ?', (1,))",
+    "import os, glob\nfor f in glob.glob('*.pyc'):\n    os.remove(f)",
+    "from pathlib import Path\nfor p in Path('.').glob('*.log'):\n    p.unlink()",
+    "import pandas as pd\ndf = pd.read_csv('a.csv').rename(columns={'a': 'b'})\ndf.to_csv('b.csv')",
     "import urllib.request\nprint(urllib.request.urlopen('https://example.com').read()[:10])",
 ]
 
