@@ -1025,6 +1025,9 @@ class _Analyser:
         not run unread: unreadable, too big, downloaded)."""
         path = self.normalise_path(path)
         written = self.result.written.get(path.removeprefix("./"))
+        if written == _REWRITTEN:  # a program wrote it: which version runs is not known
+            self.result.note("uncheckable")
+            return None
         if written is not None:  # written earlier in this command: read what was written
             return written
         if self.result.reader is None:
@@ -1130,7 +1133,7 @@ class _Analyser:
     ) -> None:
         """Analyse a Python program (:mod:`.python_code`) and see each of its effects as the
         shell command that does the same."""
-        from .python_code import effects
+        from .python_code import effects, written_paths
 
         reader, lister = self.result.reader, self.result.lister
 
@@ -1159,6 +1162,9 @@ class _Analyser:
         )
         dynamic: dict[str, list[str]] = {}
         unreadable = False
+        for effect in found:  # whatever the order: a file the program writes, then runs, or
+            for path in written_paths(effect):  # that runs later in this command, is unknown
+                self.result.written[self.normalise_path(path).removeprefix("./")] = _REWRITTEN
         for effect in found:
             if effect.kind in ("shell", "argv"):
                 text = effect.text if effect.kind == "shell" else _argv_text(effect)
@@ -1958,6 +1964,9 @@ _SHEBANG_SHELL = re.compile(rf"[/\s](?:{_SHELLS})(?:\s|$)")
 _PYTHON_NAMES = re.compile(r"^(?:python[\d.]*|pypy[\d.]*)$")
 _SHEBANG_PYTHON = re.compile(r"[/\s](?:python[\d.]*|pypy[\d.]*)(?:\s|$)")
 _SHEBANG_INTERPRETER = re.compile(rf"[/\s](?:{_INTERPRETERS})(?:\s|$)")
+
+
+_REWRITTEN = "\0written by a program"
 
 
 def _argv_text(effect: Any) -> str:

@@ -62,6 +62,7 @@ __all__ = [
     "FolderLister",
     "effects",
     "python_command",
+    "written_paths",
 ]
 
 MAX_SOURCE = 200_000
@@ -287,6 +288,8 @@ class _Reader:
         self.list_folder = list_folder
         self.effects: list[Effect] = []
         self._added: set[Effect] = set()
+        self.written: set[str] = set()
+        self.files_read: set[str] = set()
         self.budget = MAX_SOURCE
         self.modules: dict[str, _Module | None] = {}
         self.listings: dict[str, Collection[str] | None] = {}
@@ -300,6 +303,8 @@ class _Reader:
     # -- results -----------------------------------------------------------------------------
 
     def add(self, effect: Effect) -> None:
+        for path in written_paths(effect):
+            self.written.add(posixpath.normpath(path))
         if effect not in self._added and len(self.effects) < 2000:
             self._added.add(effect)
             self.effects.append(effect)
@@ -377,6 +382,7 @@ class _Reader:
     def _read(self, path: str) -> str | None:
         if self.read is None:
             return None
+        self.files_read.add(posixpath.normpath(path))
         try:
             return self.read(path)
         except Exception:  # a reader that fails reads nothing
@@ -2125,11 +2131,33 @@ def effects(
         found = reader.local_module(anchor, main_module)
         if found is not None and found.path.endswith("__init__.py"):
             reader.local_module(found, "__main__", 1)
+        _rewritten(reader)
         return reader.effects
     module = reader.load(source, "__main__", path)
     if module is not None:
         reader.run_module(module)
+    _rewritten(reader)
     return reader.effects
+
+
+def _rewritten(reader: _Reader) -> None:
+    """A program that writes one of the files the checker read for it (a local module it
+    imports, a file it runs) may run another version of it: uncheckable."""
+    changed = reader.written & reader.files_read
+    if changed:
+        reader.add(Effect("uncheckable", text=f"the program rewrites {sorted(changed)[0]}"))
+
+
+def written_paths(effect: Effect) -> list[str]:
+    """The files an effect writes (redirections, and the destination of ``cp``/``mv``/``ln``/
+    ``touch``/``truncate``/``curl -o``)."""
+    paths = [target for symbol, target in effect.redirects if ">" in symbol]
+    words = effect.words
+    if effect.kind == "argv" and words and words[0] in ("cp", "mv", "ln", "touch", "truncate"):
+        paths.append(words[-1])
+    if effect.kind == "argv" and words[:2] == ("curl", "-o") and len(words) > 2:
+        paths.append(words[2])
+    return paths
 
 
 @dataclass(frozen=True)
