@@ -264,8 +264,9 @@ FILES = {
     "/w/rewrite.py": "import subprocess\nopen('x.sh', 'w').write(open('p').read())\n"
     "subprocess.run(['bash', 'x.sh'])\n",
     "/w/x.sh": "echo harmless\n",
-    "/w/rewrite_import.py": "import importlib\nopen('helper.py', 'w').write(open('p').read())\n"
-    "importlib.import_module('helper')\n",
+    "/w/rewrite_import.py": "import importlib\nopen('plain.py', 'w').write(open('p').read())\n"
+    "importlib.import_module('plain')\n",
+    "/w/plain.py": "x = 1\n",
     "/w/gen.py": "import shutil\nshutil.copy('payload', 'out.sh')\n",
     "/w/out.sh": "echo harmless\n",
     "/w/report.py": "open('report.txt', 'w').write('done')\n",
