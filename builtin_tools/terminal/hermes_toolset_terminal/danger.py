@@ -1016,7 +1016,9 @@ class _Analyser:
             if _SHEBANG_PYTHON.search(first):
                 self.python_source(text, self.normalise_path(path), [path, *args], cwd)
             elif _SHEBANG_INTERPRETER.search(first):
-                self.foreign_code(text, cwd, whole_file=True)
+                language = _SHEBANG_INTERPRETER.search(first)
+                name = language.group().strip(" /") if language else ""
+                self.foreign_code(text, cwd, whole_file=True, language=name)
             return
         self.nested(text, cwd)
 
@@ -1070,18 +1072,20 @@ class _Analyser:
             if script and script != "-" and self.result.reader is not None:
                 text = self.script_text(script, command.cwd)
                 if text is not None:
-                    self.foreign_code(text, command.cwd, whole_file=True)
+                    self.foreign_code(text, command.cwd, whole_file=True, language=words[0])
             return
-        self.foreign_code(code, command.cwd)
+        self.foreign_code(code, command.cwd, language=words[0])
 
-    def foreign_code(self, code: str, cwd: str | None, whole_file: bool = False) -> None:
+    def foreign_code(
+        self, code: str, cwd: str | None, whole_file: bool = False, language: str = ""
+    ) -> None:
         """Code for perl, ruby, node, php…: the strings its command-running calls are given, as
         shell commands; such calls given anything else, and code built at run time, noted."""
         from .foreign_code import scan_code
 
         if not code:
             return
-        commands, dynamic = scan_code(code)
+        commands, dynamic = scan_code(code, language)
         for text in commands:
             self.nested(text, cwd)
         for kind, reasons in dynamic.items():
@@ -1364,7 +1368,7 @@ class _Analyser:
                 elif text is not None and _PYTHON_NAMES.match(name):
                     self.python_source(text, "<string>", ["-"], pipeline[i].cwd)
                 elif text is not None:
-                    self.foreign_code(text, pipeline[i].cwd)
+                    self.foreign_code(text, pipeline[i].cwd, language=name)
                 elif text is None and not downloading and not decoding:
                     self.result.note("pipe-to-shell")
             if name in _DOWNLOADERS or (name == "lynx" and "-source" in words):

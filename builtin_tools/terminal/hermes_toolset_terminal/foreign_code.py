@@ -39,8 +39,10 @@ _DYNAMIC_CODE = re.compile(
     r"\beval\s*\(?\s*(?![\s({'\"]|$)|\beval\s*\(\s*(?!['\"]|\))|\bnew\s+Function\s*\("
     r"|\bvm\s*\.\s*run\w*|\b(?:require|import)\s*\(\s*(?![\s'\"`])|\binstance_eval\b"
     r"|\bclass_eval\b|\b(?:public_)?send\s*\(\s*(?![:'\"])|\bcreate_function\b"
-    r"|\$\w+\s*\(|\bdo\s+\$|\brequire\s+\$|\bassert\s*\(\s*\$"
+    r"|\bdo\s+\$|\brequire\s+\$|\bassert\s*\(\s*\$"
 )
+_PHP_DYNAMIC = re.compile(r"\$\w+\s*\(|\bcall_user_func(?:_array)?\s*\(")
+_JAVASCRIPT = re.compile(r"^(?:node|nodejs|deno|bun)$")
 _QUOTED = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"")
 _INTERPOLATED = re.compile(r"\$[\w{(]|#\{|@\w")
 
@@ -103,11 +105,13 @@ def _literal_arguments(code: str, start: int) -> list[str] | None:
     return None
 
 
-def scan_code(code: str) -> tuple[list[str], dict[str, list[str]]]:
+def scan_code(code: str, language: str = "") -> tuple[list[str], dict[str, list[str]]]:
     """The shell commands ``code`` runs with plain strings, and what it does that cannot be
-    decided (``dynamic-command``/``dynamic-code`` → reasons)."""
+    decided (``dynamic-command``/``dynamic-code`` → reasons). ``language`` is the interpreter's
+    name (``perl``, ``node``…; ``""``: unknown, every language's forms are looked for)."""
     commands: list[str] = []
     dynamic: dict[str, list[str]] = {}
+    javascript = bool(_JAVASCRIPT.match(language))
     node_exec = "child_process" in code or "execSync" in code
 
     def unsure(kind: str, what: str) -> None:
@@ -137,7 +141,7 @@ def scan_code(code: str) -> tuple[list[str], dict[str, list[str]]]:
             commands.extend(f"rm -r -f {w}" if w else "rm -r -f ." for w in words[:1])
         else:
             commands.append(" ".join(words))
-    if not node_exec:
+    if not javascript and "child_process" not in code:  # backticks run commands
         for match in _BACKTICKS.finditer(code):
             body = next((g for g in match.groups() if g is not None), "")
             if match.group(4) is not None:
@@ -146,7 +150,9 @@ def scan_code(code: str) -> tuple[list[str], dict[str, list[str]]]:
                 unsure("dynamic-command", f"`{body[:60]}` (computed at run time)")
             else:
                 commands.append(body)
-    for match in _DYNAMIC_CODE.finditer(code):
-        snippet = " ".join(code[match.start() : match.start() + 60].split())
-        unsure("dynamic-code", snippet)
+    patterns = [_DYNAMIC_CODE] + ([_PHP_DYNAMIC] if language.startswith("php") else [])
+    for pattern in patterns:
+        for match in pattern.finditer(code):
+            snippet = " ".join(code[match.start() : match.start() + 60].split())
+            unsure("dynamic-code", snippet)
     return commands, dynamic
