@@ -60,6 +60,7 @@ __all__ = [
     "MAX_SOURCE",
     "Effect",
     "FolderLister",
+    "PythonCommand",
     "effects",
     "python_command",
     "written_paths",
@@ -1934,8 +1935,8 @@ def _chmod(reader: _Reader, module: _Module, node: ast.Call) -> None:
 def _chown(reader: _Reader, module: _Module, node: ast.Call) -> None:
     if not node.args:
         return
-    users = reader._keyword(module, node, "uid", 1, -1)
-    users = reader._keyword(module, node, "user", 1, users[0]) if not users else users
+    name = "user" if any(k.arg == "user" for k in node.keywords) else "uid"
+    users = reader._keyword(module, node, name, 1, -1)
     for path, user in _product([reader._paths(module, node.args[0]), users]):
         reader.argv(["chown", str(user), path], _where(module, node))
 
@@ -1948,9 +1949,8 @@ def _kill(reader: _Reader, module: _Module, node: ast.Call) -> None:
                               reader._values_or_raise(module, node.args[1])]):  # fmt: skip
         if not isinstance(pid, int) or not isinstance(sig, int):
             raise _Unknown("a computed process id")
-        target = str(-pid if name == "killpg" and pid > 0 else pid)
-        reader.argv(["kill", f"-{sig}", target if target != "0" or name != "killpg" else "-1"],
-                    _where(module, node))  # fmt: skip
+        target = f"-{pid}" if name == "killpg" else str(pid)  # a process group
+        reader.argv(["kill", f"-{sig}", target], _where(module, node))
 
 
 def _extract(reader: _Reader, module: _Module, node: ast.Call) -> None:
