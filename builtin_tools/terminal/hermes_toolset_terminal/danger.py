@@ -354,7 +354,9 @@ APPROVAL_RULES: tuple[Rule, ...] = (
     Rule(
         "interpreter-delete-tree",
         "an interpreter deleting a folder tree",
-        rf"^(?:{_INTERPRETERS})\s.*(?:\brmtree\b|\brm_rf?\b|FileUtils\.(?:rm|remove)"
+        # Python is read as Python (see python_code): its deletes are judged as rm -rf is
+        rf"^(?!(?:python[\d.]*|pypy[\d.]*)\s)(?:{_INTERPRETERS})\s.*(?:\brmtree\b|\brm_rf?\b"
+        r"|FileUtils\.(?:rm|remove)"
         r"|\brm(?:dir)?Sync\b|\bfs\.(?:promises\.)?rm(?:dir)?\b|remove_dir_all|RemoveAll"
         r"|File::Path|\bremove_tree\b|\brimraf\b|Remove-Item|\bdelete_tree\b)",
     ),
