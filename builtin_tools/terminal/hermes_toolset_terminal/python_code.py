@@ -290,9 +290,13 @@ class _Reader:
         self.effects: list[Effect] = []
         self._added: set[Effect] = set()
         self.written: set[str] = set()
+        self.root = "."
+        self.extra_paths: list[str] = []
+        self.sys_path_marker = ["\0sys.path"]
         self.files_read: set[str] = set()
         self.budget = MAX_SOURCE
         self.modules: dict[str, _Module | None] = {}
+        self.missing: set[str] = set()
         self.listings: dict[str, Collection[str] | None] = {}
         self.chdirs: list[str] = []
         self.exec_depth = 0
@@ -335,6 +339,7 @@ class _Reader:
     def run_module(self, module: _Module) -> None:
         """Collect the effects of every call and reference in ``module``."""
         self.chdirs.extend(self._chdirs(module))
+        self._sys_path(module)
         for node in module.nodes:
             if isinstance(node, ast.Call):
                 self.call(module, node)
@@ -354,15 +359,27 @@ class _Reader:
         if not parts:
             parts = ["__init__"]
         top = parts[0]
-        if level == 0 and not self._is_local(folder, top):
-            return None
+        if level:
+            places = [folder]
+        else:  # absolute: from the script's folder, then the folders it adds to sys.path
+            places = [f for f in self.search_path() if self._is_local(f, top)]
+        for place in places:
+            loaded, found = self._module_at(place, parts, dotted)
+            if found:
+                return loaded
+        return None
+
+    def _module_at(self, folder: str, parts: list[str], dotted: str) -> tuple[_Module | None, bool]:
+        """The module ``parts`` below ``folder`` (read on first use), and whether it exists."""
         key = posixpath.normpath(posixpath.join(folder or ".", *parts))
+        if key in self.missing:
+            return None, False
         if key in self.modules:
-            return self.modules[key]
+            return self.modules[key], True
         self.modules[key] = None
         if len(self.modules) > MAX_MODULES:
             self.add(Effect("uncheckable", text="more local modules than the checker reads"))
-            return None
+            return None, True
         candidates = [key + ".py", posixpath.join(key, "__init__.py")]
         source = None
         for candidate in candidates:
@@ -370,15 +387,46 @@ class _Reader:
             if source is not None:
                 break
         if source is None:
-            # listed but neither file reads: a namespace package (no code of its own) or a
-            # module the reader cannot read (which the shell reading of the folder would not
-            # list): nothing more is known
-            return None
+            # neither file reads: not there, or a namespace package (no code of its own)
+            del self.modules[key]
+            self.missing.add(key)
+            return None, False
         loaded = self.load(source, dotted, candidate)
         self.modules[key] = loaded
         if loaded is not None:
             self.run_module(loaded)
-        return loaded
+        return loaded, True
+
+    def search_path(self) -> list[str]:
+        """The folders absolute imports are looked for in: the script's, then the constant
+        folders the program adds to ``sys.path`` (a computed one is undecidable)."""
+        return [self.root, *self.extra_paths]
+
+    def _sys_path(self, module: _Module) -> None:
+        for node in module.nodes:
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            if node.func.attr not in ("insert", "append", "extend", "addsitedir"):
+                continue
+            target = self._values(module, node.func.value)
+            if not target or not any(
+                (isinstance(t, list) and t == self.sys_path_marker)
+                or (isinstance(t, _Ref) and t.name == "site")
+                for t in target
+            ):
+                continue
+            argument = node.args[-1] if node.args else None
+            values = self._values(module, argument) if argument is not None else None
+            if values is None:
+                self.unsure("dynamic-code", module, node, "modules found in a computed folder")
+                continue
+            for value in values:
+                for item in value if isinstance(value, (list, tuple)) else [value]:
+                    text = _text(item)
+                    if text is None:
+                        self.unsure("dynamic-code", module, node, "a computed module folder")
+                    elif text not in self.extra_paths:
+                        self.extra_paths.append(posixpath.normpath(text))
 
     def _read(self, path: str) -> str | None:
         if self.read is None:
@@ -1417,6 +1465,8 @@ def _attribute(reader: _Reader, module: _Module, node: ast.Attribute) -> list[An
             name = f"{base.name}.{node.attr}"
             if name == "sys.argv":
                 out.append(list(reader.sys_argv))
+            elif name == "sys.path":
+                out.append(reader.sys_path_marker)
             elif name in _CONSTANTS:
                 out.append(_CONSTANTS[name])
             elif name in ("signal.Signals.SIGKILL",):
@@ -2126,6 +2176,7 @@ def effects(
     """
     reader = _Reader(argv, read, list_folder)
     path = filename if not filename.startswith("<") else "./" + filename
+    reader.root = posixpath.dirname(path) or "."
     if main_module is not None:
         anchor = _Module("__main__", "./-m", ast.Module(body=[], type_ignores=[]))
         found = reader.local_module(anchor, main_module)
