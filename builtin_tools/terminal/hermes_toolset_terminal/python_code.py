@@ -882,6 +882,8 @@ class _Reader:
             return out
         if kind == "param":
             return self._parameter(module, binding)
+        if kind == "varargs":
+            return self._varargs(module, binding)
         if kind == "with":
             entered = [
                 v.path for v in self.evaluate(module, binding.node) if isinstance(v, _Temporary)
@@ -935,6 +937,25 @@ class _Reader:
             values = self.evaluate(module, default)
         if not values:
             raise _Unknown(f"a parameter of {fname}")
+        return values
+
+    def _varargs(self, module: _Module, binding: _Binding) -> list[Any]:
+        """``*args`` of a local function only ever called directly: the tuples of the extra
+        positional arguments of every call."""
+        function, skip = binding.node, binding.extra
+        fname = function.name
+        calls = module.functions_calls.get(fname)
+        if calls is None or fname in module.mutated or len(module.bindings.get(fname, [])) != 1:
+            raise _Unknown(f"the arguments of {fname}")
+        values: list[Any] = []
+        for call in calls:
+            if any(isinstance(a, ast.Starred) for a in call.args):
+                raise _Unknown(f"the arguments of {fname}")
+            for combination in _product([self.evaluate(module, a) for a in call.args[skip:]]):
+                if combination not in values:
+                    values.append(combination)
+        if not values:
+            raise _Unknown(f"the arguments of {fname}")
         return values
 
     def _chdirs(self, module: _Module) -> list[str]:
@@ -1076,9 +1097,10 @@ def _index(module: _Module) -> None:
             for arg, kw_default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True):
                 bind(arg.arg, _Binding("unknown") if kw_default is None else
                      _Binding("param", node, (None, kw_default, [arg.arg])))  # fmt: skip
-            for extra in (arguments.vararg, arguments.kwarg):
-                if extra is not None:
-                    bind(extra.arg, _Binding("unknown"))
+            if arguments.vararg is not None:
+                bind(arguments.vararg.arg, _Binding("varargs", node, len(positional)))
+            if arguments.kwarg is not None:
+                bind(arguments.kwarg.arg, _Binding("unknown"))
         elif isinstance(node, ast.Lambda):
             for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
                 bind(arg.arg, _Binding("unknown"))

@@ -73,6 +73,8 @@ HARD_PROGRAMS = [
     "import os\nwhile True:\n    os.fork()",
     "import shutil\nexec(\"shutil.rmtree('/')\")",
     "import sh\nsh.rm('-rf', '/')",
+    "import subprocess\ndef sh(*args):\n    subprocess.run(list(args))\n"
+    "sh('ls')\nsh('rm', '-rf', '/')",
     "import os\nd = {'x': os.system}\nd['x']('rm -rf /')",
     "import os, codecs\nos.system(codecs.decode('ez -es /', 'rot13'))",
     "import os\nos.system('%c%c -rf /' % (114, 109))",
@@ -229,6 +231,13 @@ SAFE_PROGRAMS = [
     "import re\nm = re.compile('x').match('x')\nprint(m)",
     "'{x}'.format(**locals())",
     "import shutil\nprint(shutil.which('git'))",
+    "import os, shutil, subprocess, sys\nROOT = os.path.dirname(os.path.abspath(__file__))\n"
+    "BUILD = os.path.join(ROOT, 'build')\ndef sh(*args):\n    print('$', ' '.join(args))\n"
+    "    subprocess.check_call(list(args), cwd=ROOT)\nif os.path.isdir(BUILD):\n"
+    "    shutil.rmtree(BUILD)\nos.makedirs(BUILD)\nsh('git', 'submodule', 'update', '--init')\n"
+    "sh(sys.executable, '-m', 'pip', 'install', '-e', '.')\nsh('python3', '-m', 'pytest', '-q')",
+    "import pathlib\nfor p in pathlib.Path('.').rglob('*.pyc'):\n    p.unlink()\n"
+    "for d in pathlib.Path('.').rglob('__pycache__'):\n    d.rmdir()",
     "import subprocess\ncmd = ['git', 'status']\nsubprocess.run(cmd)\nprint(' '.join(cmd))",
     "import subprocess\nsubprocess.run(['git', 'status'], cwd=input())",
     "import tempfile, os\nwith tempfile.TemporaryDirectory() as d:\n"
