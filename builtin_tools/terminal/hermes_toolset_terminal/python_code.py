@@ -66,7 +66,7 @@ __all__ = [
     "written_paths",
 ]
 
-MAX_SOURCE = 200_000
+MAX_SOURCE = 128_000
 """The most characters of Python (the program and its local modules together) read per command;
 more is uncheckable."""
 MAX_MODULES = 16
