@@ -1171,6 +1171,7 @@ class _Analyser:
         for effect in found:  # whatever the order: a file the program writes, then runs, or
             for path in written_paths(effect):  # that runs later in this command, is unknown
                 self.result.written[self.normalise_path(path).removeprefix("./")] = _REWRITTEN
+        seen: set[tuple[str, str | None]] = set()
         for effect in found:
             if effect.kind in ("shell", "argv"):
                 text = effect.text if effect.kind == "shell" else _argv_text(effect)
@@ -1178,7 +1179,10 @@ class _Analyser:
                     feed = ("cat /dev/stdin" if effect.stdin.startswith("\0")
                             else f"printf %s {shlex.quote(effect.stdin)}")  # fmt: skip
                     text = f"{feed} | {text}"
-                self.nested(text, self._moved(cwd, effect.cwd))
+                place = self._moved(cwd, effect.cwd)
+                if (text, place) not in seen:  # the same command on other lines: read once
+                    seen.add((text, place))
+                    self.nested(text, place)
             elif effect.kind == "uncheckable":
                 unreadable = True
             else:
