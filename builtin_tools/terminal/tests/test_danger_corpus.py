@@ -976,4 +976,6 @@ def test_a_long_command_is_checked_in_linear_time():
     command = (chunk * (20_000 // len(chunk) + 1))[:20_000]
     started = time.perf_counter()
     check(command, home=HOME)
-    assert time.perf_counter() - started < 1.0  # about 0.05 s; generous for a busy machine
+    # About 0.05 s (benchmarks/danger_checker.py measures it); the bound only catches a return
+    # of the super-linear shapes, which took a minute and more, on a machine of any load.
+    assert time.perf_counter() - started < 10.0
