@@ -99,9 +99,9 @@ class PipeEnvironment(ShellEnvironment):
     def __init__(self, tmp_path, **kwargs):
         super().__init__(task_id="t", workdir=str(tmp_path), **kwargs)
         self.opened = []
-        self._start()
+        self.prepare_shell()
 
-    def _open(self, argv, stdin):
+    def open_channel(self, argv, stdin):
         self.opened.append(argv)
         return PipeChannel(argv, stdin)
 

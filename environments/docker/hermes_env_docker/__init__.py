@@ -441,10 +441,10 @@ class DockerEnvironment(ShellEnvironment):
         self.container = self._find_or_create()
         self.where = f"docker container {self.container.name}"
         try:
-            self._start()
+            self.prepare_shell()
             if settings.persistent:
                 # the container stays; what the task started in it goes when hermes does
-                self._hold_lifeline()
+                self.hold_lifeline()
         except EnvironmentUnavailable:
             container = self.container
             try:
@@ -459,10 +459,10 @@ class DockerEnvironment(ShellEnvironment):
                 finally:
                     self._close_lifeline()
                     self.client.close()
-            self._teardown()
+            self.teardown()
             raise
         except BaseException:
-            self._teardown()
+            self.teardown()
             raise
 
     # --- the container ------------------------------------------------------------------------
@@ -641,7 +641,7 @@ class DockerEnvironment(ShellEnvironment):
 
     # --- the channel --------------------------------------------------------------------------
 
-    def _open(self, argv: list[str], stdin: bytes | None) -> Channel:
+    def open_channel(self, argv: list[str], stdin: bytes | None) -> Channel:
         docker = _import_docker()
         try:
             created = self.api.exec_create(
@@ -687,7 +687,7 @@ class DockerEnvironment(ShellEnvironment):
             _feed(raw.sendall, close_write, stdin)
         return _DockerChannel(self.api, created["Id"], sock)
 
-    def _open_held(self, argv: list[str]) -> Any:
+    def open_held(self, argv: list[str]) -> Any:
         """An exec whose input this process holds open: the engine closes it when the attach
         connection closes (clean-up, or hermes dies)."""
         docker = _import_docker()
@@ -710,7 +710,7 @@ class DockerEnvironment(ShellEnvironment):
 
     # --- clean-up -----------------------------------------------------------------------------
 
-    def _teardown(self) -> None:
+    def teardown(self) -> None:
         container, self.container = self.container, None
         try:
             if container is not None:
@@ -736,7 +736,7 @@ class DockerEnvironment(ShellEnvironment):
             super().cleanup()  # kill what runs, keep the files
             return
         self._closed = True
-        self._teardown()
+        self.teardown()
 
     # --- doctor -------------------------------------------------------------------------------
 

@@ -159,9 +159,9 @@ class ModalEnvironment(ShellEnvironment):
         self.sandbox = self._find_or_create()
         self.where = f"modal sandbox {getattr(self.sandbox, 'object_id', '?')}"
         try:
-            self._start()
+            self.prepare_shell()
         except BaseException:
-            self._teardown()
+            self.teardown()
             raise
 
     def sandbox_name(self) -> str:
@@ -198,7 +198,7 @@ class ModalEnvironment(ShellEnvironment):
         except Exception as exc:
             raise _unavailable(f"cannot create a sandbox from {s.image}", exc) from None
 
-    def _open(self, argv: list[str], stdin: bytes | None) -> Channel:
+    def open_channel(self, argv: list[str], stdin: bytes | None) -> Channel:
         modal = self.modal
         try:
             process = self.sandbox.exec(
@@ -225,7 +225,7 @@ class ModalEnvironment(ShellEnvironment):
             feed()
         return _ModalChannel(process)
 
-    def _teardown(self) -> None:
+    def teardown(self) -> None:
         sandbox, self.sandbox = self.sandbox, None
         if sandbox is not None and not self.settings.persistent:
             try:
@@ -242,7 +242,7 @@ class ModalEnvironment(ShellEnvironment):
             super().cleanup()
             return
         self._closed = True
-        self._teardown()
+        self.teardown()
 
     @classmethod
     def check(cls, config: Mapping[str, Any]) -> str:

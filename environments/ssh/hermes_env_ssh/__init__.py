@@ -291,11 +291,33 @@ class _SSHChannel(Channel):
                 self._release()
 
 
+class _HeldSession:
+    """A session channel whose input this process holds open (the lifeline's)."""
+
+    def __init__(self, chan: Any) -> None:
+        self._chan = chan
+
+    def close(self) -> None:
+        """Close the channel: the program on it reads end of file."""
+        try:
+            self._chan.close()
+        except Exception:  # noqa: BLE001 - the connection may be gone already
+            pass
+
+
 class SSHEnvironment(ShellEnvironment):
     """Commands of a task on a remote host; the factory registered as ``ssh``:
-    ``SSHEnvironment(config, task_id)``."""
+    ``SSHEnvironment(config, task_id)``.
+
+    Tied to this process: a lifeline session (:meth:`ShellEnvironment.hold_lifeline`) kills
+    every process the environment started on the host when the connection closes, which it does
+    when hermes dies in any way. A connection that drops is made again on next use; the
+    processes of the old one are stopped, the working directory and exports are kept when the
+    reconnection comes within :attr:`lifeline_grace` seconds.
+    """
 
     name = "ssh"
+    lifeline_grace = 60.0
 
     def __init__(self, config: Mapping[str, Any], task_id: str) -> None:
         settings = SSHSettings.from_config(config)
@@ -307,18 +329,24 @@ class SSHEnvironment(ShellEnvironment):
         )
         self.settings = settings
         self.where = f"ssh {settings.target}"
-        self._sessions = threading.BoundedSemaphore(settings.max_sessions)
+        # one session is the lifeline's, the others carry commands (at least two: a timed-out
+        # command's channel stays open while a second one kills it)
+        self._sessions = threading.BoundedSemaphore(max(2, settings.max_sessions - 1))
         self._connect_lock = threading.Lock()
+        self._renew_lock = threading.Lock()
+        self._renew_pending = False
         self.client = connect(settings)
         self.connections = 1
         try:
-            self._start()
+            self.prepare_shell()
+            self.hold_lifeline()
         except BaseException:
-            self._teardown()
+            self.teardown()
             raise
 
     def _transport(self) -> Any:
-        """The live transport; reconnects once when the connection dropped."""
+        """The live transport; reconnects once when the connection dropped (and notes that the
+        lifeline must be renewed)."""
         with self._connect_lock:
             transport = self.client.get_transport() if self.client is not None else None
             if transport is None or not transport.is_active():
@@ -330,39 +358,64 @@ class SSHEnvironment(ShellEnvironment):
                     pass
                 self.client = connect(self.settings)
                 self.connections += 1
+                self._renew_pending = True
                 transport = self.client.get_transport()
             return transport
 
-    def _open(self, argv: list[str], stdin: bytes | None) -> Channel:
-        paramiko = _import_paramiko()
-        if not self._sessions.acquire(timeout=120):
-            raise EnvironmentUnavailable(f"{self.where}: no free SSH session for 120 s")
-        try:
-            transport = self._transport()
+    def _renew_if_needed(self) -> None:
+        """After a reconnection: claim the state and hold a new lifeline, once."""
+        if not self._renew_pending:
+            return
+        with self._renew_lock:
+            if not self._renew_pending:
+                return
+            self._renew_pending = False
+            self.renew_lifeline()
+
+    def _drop_connection(self) -> None:
+        with self._connect_lock:
             try:
-                chan = transport.open_session(
-                    window_size=8 * 1024 * 1024,
-                    max_packet_size=32768,
-                    timeout=self.settings.connect_timeout,
-                )
-            except (paramiko.SSHException, OSError, EOFError):
-                # a dropped connection that looked alive: reconnect and try once more
                 self.client.close()
-                transport = self._transport()
-                chan = transport.open_session(
-                    window_size=8 * 1024 * 1024,
-                    max_packet_size=32768,
-                    timeout=self.settings.connect_timeout,
-                )
-            chan.exec_command("exec " + shlex.join(argv))
-        except EnvironmentUnavailable:
-            self._sessions.release()
-            raise
-        except Exception as exc:
-            self._sessions.release()
-            raise EnvironmentUnavailable(
-                f"{self.where}: cannot open a session on the connection: {exc}"
-            ) from None
+            except Exception:
+                pass
+
+    def _exec_session(self, transport: Any, command: str) -> Any:
+        chan = transport.open_session(
+            window_size=8 * 1024 * 1024,
+            max_packet_size=32768,
+            timeout=self.settings.connect_timeout,
+        )
+        chan.exec_command(command)
+        return chan
+
+    def open_channel(self, argv: list[str], stdin: bytes | None) -> Channel:
+        """Run ``argv`` on a new session channel of the task's connection (made again when it
+        dropped), with ``stdin`` fed from a thread."""
+        paramiko = _import_paramiko()
+        for attempt in (1, 2):
+            transport = self._transport()
+            self._renew_if_needed()
+            if not self._sessions.acquire(timeout=120):
+                raise EnvironmentUnavailable(f"{self.where}: no free SSH session for 120 s")
+            try:
+                chan = self._exec_session(transport, "exec " + shlex.join(argv))
+                break
+            except (paramiko.SSHException, OSError, EOFError) as exc:
+                self._sessions.release()
+                if attempt == 1:  # a dropped connection that looked alive: reconnect, once
+                    self._drop_connection()
+                    continue
+                raise EnvironmentUnavailable(
+                    f"{self.where}: cannot open a session on the connection: {exc}"
+                ) from None
+            except EnvironmentUnavailable:
+                self._sessions.release()
+                raise
+            except Exception as exc:
+                self._sessions.release()
+                raise EnvironmentUnavailable(
+                    f"{self.where}: cannot open a session on the connection: {exc}"
+                ) from None
         channel = _SSHChannel(chan, self._sessions.release, transport, self.where)
         if stdin:
 
@@ -384,7 +437,21 @@ class SSHEnvironment(ShellEnvironment):
             chan.shutdown_write()
         return channel
 
-    def _teardown(self) -> None:
+    def open_held(self, argv: list[str]) -> _HeldSession:
+        """Run ``argv`` on a session channel whose input stays open until it is closed or the
+        connection ends (sshd then closes the program's input)."""
+        paramiko = _import_paramiko()
+        transport = self._transport()
+        try:
+            chan = self._exec_session(transport, "exec " + shlex.join(argv))
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            raise EnvironmentUnavailable(
+                f"{self.where}: cannot start the process lifeline: {exc}"
+            ) from None
+        return _HeldSession(chan)
+
+    def teardown(self) -> None:
+        """Close the connection (the lifeline ends with it)."""
         client, self.client = self.client, None
         if client is not None:
             try:
