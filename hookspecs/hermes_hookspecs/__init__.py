@@ -13,6 +13,7 @@ from .errors import (
     RETRYABLE_KINDS,
     AuthenticationError,
     ContextOverflowError,
+    EnvironmentRefused,
     EnvironmentUnavailable,
     HermesError,
     ProviderError,
@@ -46,7 +47,9 @@ _LAZY: dict[str, str] = {
     "CommandResult": "environment",
     "ContextEngine": "context_engine",
     "Environment": "environment",
+    "EnvironmentConfigCheck": "environment",
     "EnvironmentFactory": "environment",
+    "EnvironmentProbe": "environment",
     "FINISH_REASONS": "constants",
     "ModelClient": "providers",
     "ModelRequest": "providers",
@@ -80,7 +83,14 @@ if TYPE_CHECKING:
     from .calls import Block, ToolCall, ToolContext, ToolResult
     from .constants import API_MODES, FINISH_REASONS
     from .context_engine import ContextEngine
-    from .environment import BackgroundProcess, CommandResult, Environment, EnvironmentFactory
+    from .environment import (
+        BackgroundProcess,
+        CommandResult,
+        Environment,
+        EnvironmentConfigCheck,
+        EnvironmentFactory,
+        EnvironmentProbe,
+    )
     from .platforms import (
         Attachment,
         Gateway,
@@ -144,7 +154,10 @@ __all__ = [
     "ContextEngine",
     "ContextOverflowError",
     "Environment",
+    "EnvironmentConfigCheck",
     "EnvironmentFactory",
+    "EnvironmentProbe",
+    "EnvironmentRefused",
     "EnvironmentUnavailable",
     "Gateway",
     "HermesError",

@@ -38,7 +38,14 @@ from __future__ import annotations
 
 from .channel import Channel, ExecOutcome, HeldInput
 from .scripts import LEFTOVER_NOTE
-from .settings import forwarded_environ, parse_bool, parse_memory_mb, safe_name, terminal_config
+from .settings import (
+    forwarded_environ,
+    module_installed,
+    parse_bool,
+    parse_memory_mb,
+    safe_name,
+    terminal_config,
+)
 from .shell import INTERNAL_TIMEOUT, ShellEnvironment
 
 __all__ = [
@@ -49,6 +56,7 @@ __all__ = [
     "HeldInput",
     "ShellEnvironment",
     "forwarded_environ",
+    "module_installed",
     "parse_bool",
     "parse_memory_mb",
     "safe_name",

@@ -274,17 +274,22 @@ def kill_tree(pid: int) -> str:
     return KILL_FUNCS + f"__hermes_kill 9 {int(pid)}\nexit 0"
 
 
-def _kill_tagged(env_ids: Iterable[str]) -> str:
+def _kill_tagged(env_ids: Iterable[str], *, lifelines: bool) -> str:
     """Kill (twice, for processes forked meanwhile) every process whose environment or command
-    line carries ``HERMES_ENV_ID=<id>`` for one of ``env_ids``. The command line counts so that
-    the command shells themselves (which export the id after they started) are found too."""
-    patterns = " ".join(f"-e {q('HERMES_ENV_ID=' + i)}" for i in env_ids)
+    line carries ``HERMES_ENV_ID=<id>`` for one of ``env_ids`` (and, with ``lifelines``, their
+    lifelines). The command line counts so that the command shells themselves (which export the
+    id after they started) are found too. One ``grep`` reads every process's files; the patterns
+    are written so that they do not match their own text (``[D]``), so neither this script nor
+    that ``grep`` finds itself."""
+    ids = list(env_ids)
+    patterns = [f"HERMES_ENV_I[D]={i}" for i in ids]
+    if lifelines:
+        patterns += [f"hermes-lifelin[e]-{i}" for i in ids]
+    options = " ".join(f"-e {q(p)}" for p in patterns)
     return (
         "for n in 1 2; do\n"
-        "  for d in /proc/[0-9]*; do\n"
-        '    p=${d#/proc/}; [ "$p" = "$$" ] && continue\n'
-        f'    grep -q {patterns} "$d/environ" "$d/cmdline" 2>/dev/null'
-        ' && kill -9 "$p" 2>/dev/null\n'
+        f"  for f in $(grep -l -s {options} /proc/[0-9]*/environ /proc/[0-9]*/cmdline); do\n"
+        '    p=${f#/proc/}; p=${p%%/*}; [ "$p" = "$$" ] || kill -9 "$p" 2>/dev/null\n'
         "  done\ndone\n"
     )
 
@@ -296,7 +301,7 @@ def kill_everything(pid_files: Iterable[str], env_ids: Iterable[str], state_dir:
     return (
         KILL_FUNCS
         + f'for p in {groups}; do [ -n "$p" ] && __hermes_kill 9 "$p"; done\n'
-        + _kill_tagged(env_ids)
+        + _kill_tagged(env_ids, lifelines=True)
         + f"rm -rf -- {q(state_dir)}\nexit 0\n"
     )
 
@@ -310,10 +315,11 @@ def lifeline(env_id: str, state_dir: str, grace: float) -> str:
     claim = q(f"{state_dir}/.claim-{env_id}")
     wait = f"sleep {grace:g}\n" if grace > 0 else ""
     return (
+        f"# hermes-lifeline-{env_id}\n"
         "exec >/dev/null 2>&1\n"
         "trap '' HUP INT PIPE\n"
         "while read -r __hermes_line; do :; done\n"
-        + _kill_tagged([env_id])
+        + _kill_tagged([env_id], lifelines=False)
         + wait
         + f"if [ -e {claim} ]; then rm -f -- {claim}; exit 0; fi\n"
         + f"rm -rf -- {q(state_dir)}\nexit 0\n"

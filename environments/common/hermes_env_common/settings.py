@@ -3,14 +3,23 @@ may get, yes/no flags, memory sizes and names that are safe for containers and s
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
+import sys
 from collections.abc import Mapping
 from typing import Any
 
 from hermes_hookspecs.secrets import passthrough
 
-__all__ = ["forwarded_environ", "parse_bool", "parse_memory_mb", "safe_name", "terminal_config"]
+__all__ = [
+    "forwarded_environ",
+    "module_installed",
+    "parse_bool",
+    "parse_memory_mb",
+    "safe_name",
+    "terminal_config",
+]
 
 ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 """What a variable name may look like (shell-safe)."""
@@ -71,3 +80,13 @@ def safe_name(text: str, limit: int = 40) -> str:
     """``text`` reduced to characters that are safe in container and sandbox names."""
     cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.") or "task"
     return cleaned[:limit]
+
+
+def module_installed(name: str) -> bool:
+    """Whether the module ``name`` (a backend's SDK) can be imported, without importing it."""
+    if name in sys.modules:
+        return sys.modules[name] is not None
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False

@@ -267,6 +267,39 @@ def test_check_fails_closed(tmp_path):
         DockerEnvironment.check({"terminal": {"docker_host": f"unix://{tmp_path}/none.sock"}})
 
 
+def test_check_config_finds_nothing_wrong_with_good_settings(docker_service):
+    assert DockerEnvironment.check_config(make_config(docker_service)) == []
+
+
+def test_check_config_names_each_problem_without_starting(tmp_path):
+    config = {
+        "terminal": {
+            "docker_image": "My Image",
+            "docker_privileged": True,
+            "docker_cap_add": ["SYS_ADMIN"],
+            "docker_host": f"unix://{tmp_path}/none.sock",
+        }
+    }
+    problems = DockerEnvironment.check_config(config)
+    assert len(problems) == 4, problems
+    assert "terminal.docker_privileged is true" in problems[0]
+    assert "terminal.docker_cap_add adds SYS_ADMIN" in problems[1]
+    assert "terminal.docker_allow_unsafe: true" in problems[0]
+    assert "'My Image' is not a valid image reference (it contains a space)" in problems[2]
+    assert "cannot reach a Docker engine" in problems[3]
+    assert DockerEnvironment.check_config({"terminal": {"docker_pull": "sometimes"}}) == [
+        "docker backend: bad setting: terminal.docker_pull must be missing, always or never"
+    ]
+    allowed = {**config["terminal"], "docker_allow_unsafe": True, "docker_image": "x:1"}
+    assert len(DockerEnvironment.check_config({"terminal": allowed})) == 1  # the engine
+
+
+def test_a_bad_image_name_is_a_clear_error_before_the_engine_is_asked(tmp_path):
+    config = {"terminal": {"docker_image": "Busybox", "docker_host": f"unix://{tmp_path}/x.sock"}}
+    with pytest.raises(EnvironmentUnavailable, match="repository names are lower case"):
+        DockerEnvironment(config, "bad-image")
+
+
 def test_registers_the_docker_backend():
     registered = {}
     hermes_register_environments(lambda name, factory: registered.setdefault(name, factory))

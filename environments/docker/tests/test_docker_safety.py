@@ -12,7 +12,7 @@ from hermes_env_docker import DockerEnvironment, DockerSettings
 from hermes_env_docker.safety import unsafe_mount
 
 from hermes_core.testing import make_agent, text, tool_call
-from hermes_hookspecs import EnvironmentUnavailable
+from hermes_hookspecs import EnvironmentRefused, EnvironmentUnavailable
 
 
 def config(service, **terminal):
@@ -27,8 +27,9 @@ def containers_of(client, task):
 
 def refusal(service, docker_client, task, **terminal) -> str:
     """The one-line refusal of ``terminal``; no container was made for ``task``."""
-    with pytest.raises(EnvironmentUnavailable) as caught:
+    with pytest.raises(EnvironmentRefused) as caught:
         DockerEnvironment(config(service, **terminal), task)
+    assert caught.value.rule == "docker-unsafe-settings"
     message = str(caught.value)
     assert "\n" not in message
     assert "terminal.docker_allow_unsafe: true" in message
@@ -355,6 +356,9 @@ def test_the_model_sees_the_refusal_and_nothing_runs(docker_service, docker_clie
         (result,) = [m["content"] for m in agent.messages if m["role"] == "tool"]
     finally:
         agent.close()
+    # a refusal by policy, not an outage: the model is told not to retry
+    assert result.startswith("BLOCKED: the execution environment was refused: docker backend")
+    assert "(rule docker-unsafe-settings)" in result and "Do not retry" in result
     assert "refusing unsafe settings" in result and "terminal.docker_allow_unsafe" in result
     assert "root folder" in result
     assert not canary.exists()

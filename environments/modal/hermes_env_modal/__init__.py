@@ -28,6 +28,7 @@ from typing import Any
 from hermes_env_common import (
     Channel,
     ShellEnvironment,
+    module_installed,
     parse_bool,
     parse_memory_mb,
     safe_name,
@@ -42,6 +43,10 @@ DEFAULT_IMAGE = "python:3.11-slim"
 DEFAULT_APP = "hermes-agent"
 DEFAULT_WORKDIR = "/workspace"
 DEFAULT_LIFETIME = 3600
+NO_CREDENTIALS = (
+    "modal backend: no Modal credentials; run `modal token new`, or set MODAL_TOKEN_ID and"
+    " MODAL_TOKEN_SECRET"
+)
 
 
 @dataclass
@@ -151,10 +156,7 @@ class ModalEnvironment(ShellEnvironment):
         self.settings = settings
         self.where = f"modal app {settings.app}"
         if not _has_credentials():
-            raise EnvironmentUnavailable(
-                "modal backend: no Modal credentials; run `modal token new`, or set"
-                " MODAL_TOKEN_ID and MODAL_TOKEN_SECRET"
-            )
+            raise EnvironmentUnavailable(NO_CREDENTIALS)
         self.modal = _import_modal()
         self.sandbox = self._find_or_create()
         self.where = f"modal sandbox {getattr(self.sandbox, 'object_id', '?')}"
@@ -245,16 +247,30 @@ class ModalEnvironment(ShellEnvironment):
         self.teardown()
 
     @classmethod
+    def check_config(cls, config: Mapping[str, Any]) -> list[str]:
+        """The problems of the modal settings, without creating a sandbox or calling Modal:
+        values that do not parse, the SDK missing, no credentials."""
+        try:
+            ModalSettings.from_config(config)
+        except EnvironmentUnavailable as exc:
+            return [str(exc)]
+        problems = []
+        if not module_installed("modal"):
+            problems.append(
+                "modal backend: the modal SDK is not installed; pip install hermes-env-modal"
+            )
+        if not _has_credentials():
+            problems.append(NO_CREDENTIALS)
+        return problems
+
+    @classmethod
     def check(cls, config: Mapping[str, Any]) -> str:
         """What ``hermes doctor`` reports: the SDK is installed and credentials are configured
         (creating a sandbox costs money, so the check stops there)."""
         settings = ModalSettings.from_config(config)
         modal = _import_modal()
         if not _has_credentials():
-            raise EnvironmentUnavailable(
-                "modal backend: no Modal credentials; run `modal token new`, or set"
-                " MODAL_TOKEN_ID and MODAL_TOKEN_SECRET"
-            )
+            raise EnvironmentUnavailable(NO_CREDENTIALS)
         version = getattr(modal, "__version__", "?")
         return f"modal SDK {version}, credentials configured, image {settings.image}"
 

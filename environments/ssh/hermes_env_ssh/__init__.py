@@ -26,13 +26,15 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_env_common import Channel, ShellEnvironment, terminal_config
+from hermes_env_common import Channel, ShellEnvironment, module_installed, terminal_config
 
-from hermes_hookspecs import EnvironmentUnavailable, hookimpl
+from hermes_hookspecs import EnvironmentRefused, EnvironmentUnavailable, hookimpl
 
 __all__ = ["SSHEnvironment", "SSHSettings", "hermes_register_environments"]
 
 HOST_KEY_POLICIES = ("strict", "accept-new")
+HOST_KEY_RULE = "ssh-host-key"
+"""The rule a refused host key names (:class:`~hermes_hookspecs.EnvironmentRefused`)."""
 
 
 @dataclass
@@ -162,6 +164,36 @@ def _load_key(paramiko: Any, settings: SSHSettings) -> Any:
         ) from None
 
 
+def _known_hosts_problems(settings: SSHSettings) -> list[str]:
+    """Why the known_hosts file cannot serve the host-key policy (empty: it can)."""
+    path = settings.known_hosts
+    name = _known_host_name(settings.host, settings.port)
+    if os.path.exists(path):
+        if not os.access(path, os.R_OK):
+            return [f"ssh backend: cannot read known_hosts file {path}"]
+        if settings.host_key_policy == "accept-new" and not os.access(path, os.W_OK):
+            return [
+                f"ssh backend: terminal.ssh_host_key_policy is accept-new but {path} is not"
+                " writable, so a new host key could not be recorded"
+            ]
+        return []
+    if settings.host_key_policy == "strict":
+        return [
+            f"ssh backend: known_hosts file {path} does not exist, so the host key of {name}"
+            f" cannot be checked; add the key (ssh-keyscan -p {settings.port} {settings.host}"
+            f" >> {path}, after checking its fingerprint) or set terminal.ssh_known_hosts"
+        ]
+    folder = os.path.dirname(path) or "."
+    while not os.path.exists(folder):
+        folder = os.path.dirname(folder) or "/"
+    if not os.access(folder, os.W_OK):
+        return [
+            f"ssh backend: terminal.ssh_host_key_policy is accept-new but {path} cannot be"
+            f" created ({folder} is not writable)"
+        ]
+    return []
+
+
 def connect(settings: SSHSettings) -> Any:
     """An authenticated ``paramiko.SSHClient``, with the host key checked; every failure is an
     :class:`EnvironmentUnavailable` that says what failed and how to fix it."""
@@ -217,21 +249,23 @@ def connect(settings: SSHSettings) -> Any:
         )
     except _UnknownHostKey as exc:
         client.close()
-        raise EnvironmentUnavailable(
+        raise EnvironmentRefused(
             f"ssh backend: the host key of {name} ({exc.key.get_name()}"
             f" {_fingerprint(exc.key)}) is not in {known_hosts}; strict host-key checking"
             f" refuses unknown hosts. Check the fingerprint with the host's owner, then add it"
             f" (ssh-keyscan -p {settings.port} {settings.host} >> {known_hosts}), or set"
-            " terminal.ssh_host_key_policy: accept-new to trust a host on first use"
+            " terminal.ssh_host_key_policy: accept-new to trust a host on first use",
+            rule=HOST_KEY_RULE,
         ) from None
     except paramiko.BadHostKeyException as exc:
         client.close()
-        raise EnvironmentUnavailable(
+        raise EnvironmentRefused(
             f"ssh backend: HOST KEY MISMATCH for {name}: the server sent"
             f" {_fingerprint(exc.key)} but {known_hosts} has {_fingerprint(exc.expected_key)}."
             " Someone may be intercepting the connection, or the host was reinstalled; refusing"
             f" to connect. Remove the old entry (ssh-keygen -R '{name}' -f {known_hosts}) only"
-            " once you know why it changed"
+            " once you know why it changed",
+            rule=HOST_KEY_RULE,
         ) from None
     except paramiko.AuthenticationException as exc:
         client.close()
@@ -458,6 +492,41 @@ class SSHEnvironment(ShellEnvironment):
                 client.close()
             except Exception:
                 pass
+
+    @classmethod
+    def check_config(cls, config: Mapping[str, Any]) -> list[str]:
+        """The problems of the ssh settings, without connecting: no host, a bad port or
+        policy, no user name to log in with, paramiko missing, a key file that is missing,
+        unreadable, encrypted without a passphrase or not a private key, a known_hosts file
+        that strict checking needs but is missing or unreadable, or that ``accept-new``
+        cannot write."""
+        term = terminal_config(config)
+        problems: list[str] = []
+        if not (term.get("ssh_user") or os.environ.get("TERMINAL_SSH_USER")):
+            try:
+                getpass.getuser()
+            except Exception:  # no login name, no passwd entry
+                problems.append(
+                    "ssh backend: no user to log in as; set terminal.ssh_user (or"
+                    " TERMINAL_SSH_USER)"
+                )
+                return problems
+        try:
+            settings = SSHSettings.from_config(config)
+        except EnvironmentUnavailable as exc:
+            return [str(exc)]
+        if not module_installed("paramiko"):
+            return ["ssh backend: paramiko is not installed; pip install hermes-env-ssh"]
+        if settings.key:
+            if os.path.exists(settings.key) and not os.access(settings.key, os.R_OK):
+                problems.append(f"ssh backend: cannot read key file {settings.key}")
+            else:
+                try:
+                    _load_key(_import_paramiko(), settings)
+                except EnvironmentUnavailable as exc:
+                    problems.append(str(exc))
+        problems += _known_hosts_problems(settings)
+        return problems
 
     @classmethod
     def check(cls, config: Mapping[str, Any]) -> str:

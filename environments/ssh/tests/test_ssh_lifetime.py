@@ -107,7 +107,7 @@ def test_remote_processes_die_when_hermes_is_killed(ssh_service, tmp_path):
 
 def test_cleanup_ends_the_lifeline(ssh_service):
     env = SSHEnvironment(make_config(ssh_service), f"lifeline-cleanup-{secrets.token_hex(3)}")
-    script_mark = f"HERMES_ENV_ID={env.env_id}"
+    script_mark = f"hermes-lifeline-{env.env_id}"
     assert wait_until(lambda: processes_marked(script_mark), 5)  # the lifeline waits
     env.cleanup()
     assert wait_until(lambda: not processes_marked(script_mark), 10)
@@ -131,7 +131,7 @@ def test_a_dropped_connection_stops_its_processes_and_keeps_the_state(ssh_servic
         assert env.connections == 2 and env.env_id != old_id
         assert env.poll(process_id).running is False
         # the new connection has a lifeline of its own
-        assert wait_until(lambda: processes_marked(f"HERMES_ENV_ID={env.env_id}"), 5)
+        assert wait_until(lambda: processes_marked(f"hermes-lifeline-{env.env_id}"), 5)
         env.run("cd .. && rm -rf drop-dir")
     finally:
         env.cleanup()
