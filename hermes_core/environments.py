@@ -87,14 +87,6 @@ class EnvironmentManager:
             self._envs[task_id] = env
             return env
 
-    def check_config(self) -> list[str]:
-        """The configured backend's configuration problems (nothing is started); an
-        uninstalled backend is one."""
-        registered = self.registry.environments.get(self.backend)
-        if registered is None:
-            return [f"execution backend {self.backend!r} is not installed"]
-        return config_problems(registered.value, self.config)
-
     def cleanup(self, task_id: str | None = None) -> None:
         """Clean up one task's environment, or all of them."""
         with self._lock:

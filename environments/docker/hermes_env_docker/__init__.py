@@ -651,6 +651,8 @@ class DockerEnvironment(ShellEnvironment):
     # --- the channel --------------------------------------------------------------------------
 
     def open_channel(self, argv: list[str], stdin: bytes | None) -> Channel:
+        """Run ``argv`` in the container with ``docker exec`` (as the configured user), with
+        ``stdin`` fed from a thread."""
         docker = _import_docker()
         try:
             created = self.api.exec_create(
@@ -720,6 +722,7 @@ class DockerEnvironment(ShellEnvironment):
     # --- clean-up -----------------------------------------------------------------------------
 
     def teardown(self) -> None:
+        """Remove the container (stop it when persistent), close the lifelines and the client."""
         container, self.container = self.container, None
         try:
             if container is not None:

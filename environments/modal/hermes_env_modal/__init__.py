@@ -201,6 +201,7 @@ class ModalEnvironment(ShellEnvironment):
             raise _unavailable(f"cannot create a sandbox from {s.image}", exc) from None
 
     def open_channel(self, argv: list[str], stdin: bytes | None) -> Channel:
+        """Run ``argv`` in the sandbox with ``Sandbox.exec``, with ``stdin`` fed from a thread."""
         modal = self.modal
         try:
             process = self.sandbox.exec(
@@ -228,6 +229,7 @@ class ModalEnvironment(ShellEnvironment):
         return _ModalChannel(process)
 
     def teardown(self) -> None:
+        """Terminate the sandbox (unless it is persistent)."""
         sandbox, self.sandbox = self.sandbox, None
         if sandbox is not None and not self.settings.persistent:
             try:
