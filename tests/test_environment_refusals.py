@@ -36,6 +36,7 @@ class Backends:
 
 CALLS = [
     ("terminal", {"command": "touch /rootfs/etc/owned"}),
+    ("process", {"action": "list"}),
     ("read_file", {"path": "notes.txt"}),
     ("write_file", {"path": "notes.txt", "content": "x"}),
     ("search_files", {"pattern": "TODO"}),
