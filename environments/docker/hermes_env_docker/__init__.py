@@ -459,6 +459,8 @@ class DockerEnvironment(ShellEnvironment):
             try:
                 container.reload()
                 stopped = container.status != "running"
+            except _import_docker().errors.NotFound:
+                stopped = True  # it exited and the engine removed it already (auto-remove)
             except Exception:
                 stopped = False
             if stopped and not self.settings.persistent:

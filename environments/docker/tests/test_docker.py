@@ -214,14 +214,14 @@ def test_image_without_a_shell_is_a_clear_error(docker_service, docker_client, t
         info = tarfile.TarInfo("README")
         info.size = 2
         tar.addfile(info, io.BytesIO(b"hi"))
-    docker_client.api.import_image_from_data(data.getvalue(), repository="local/no-shell")
+    docker_client.api.import_image_from_data(data.getvalue(), repository=f"local/no-shell-{RUN}")
     try:
         with pytest.raises(EnvironmentUnavailable, match="cannot start a container"):
             DockerEnvironment(
-                make_config(docker_service, docker_image="local/no-shell"), "no-shell"
+                make_config(docker_service, docker_image=f"local/no-shell-{RUN}"), "no-shell"
             )
     finally:
-        docker_client.images.remove("local/no-shell", force=True)
+        docker_client.images.remove(f"local/no-shell-{RUN}", force=True)
 
 
 @pytest.mark.parametrize(
