@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_hookspecs import (
     ApprovalRequest,
+    EnvironmentRefused,
     EnvironmentUnavailable,
     Tool,
     ToolCancelled,
@@ -320,8 +321,13 @@ def _guard(command: str, ctx: ToolContext, env: Any, workdir: str | None) -> Non
 
 
 def _environment(ctx: ToolContext) -> Any:
+    """The task's environment; one that cannot start is an error, one refused by a security
+    policy a refusal (``BLOCKED:``)."""
     try:
         return ctx.environment
+    except EnvironmentRefused as exc:
+        reason = f"the execution environment was refused: {exc}"
+        raise ToolError(blocked(exc.rule, reason)) from None
     except EnvironmentUnavailable as exc:
         raise ToolError(f"the execution environment is not available: {exc}") from None
 
