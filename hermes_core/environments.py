@@ -7,9 +7,43 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from hermes_hookspecs import Environment, EnvironmentUnavailable
+from hermes_hookspecs import Environment, EnvironmentUnavailable, HermesError
 
 from .registry import Registry
+
+
+def config_problems(factory: Any, config: Mapping[str, Any]) -> list[str]:
+    """What the factory's optional ``check_config(config)`` reports (see
+    :data:`hermes_hookspecs.EnvironmentConfigCheck`): one line per problem; ``[]`` when it
+    found none or the factory has no such check. A check that raises is itself a problem."""
+    check = getattr(factory, "check_config", None)
+    if not callable(check):
+        return []
+    try:
+        problems = check(config)
+    except HermesError as exc:
+        return [str(exc)]
+    except Exception as exc:  # a broken check must not hide the backend's real state
+        return [f"the configuration check failed: {type(exc).__name__}: {exc}"]
+    if isinstance(problems, str):
+        problems = [problems]
+    return [" ".join(str(p).split()) for p in problems or () if str(p).strip()]
+
+
+def probe(factory: Any, config: Mapping[str, Any]) -> str | None:
+    """The one-line report of the factory's optional live ``check(config)`` (see
+    :data:`hermes_hookspecs.EnvironmentProbe`); ``None`` when it has none. Raises
+    :class:`~hermes_hookspecs.HermesError` with what is wrong."""
+    check = getattr(factory, "check", None)
+    if not callable(check):
+        return None
+    try:
+        report = check(config)
+    except HermesError:
+        raise
+    except Exception as exc:
+        raise EnvironmentUnavailable(f"the probe failed: {type(exc).__name__}: {exc}") from exc
+    return " ".join(str(report).split())
 
 
 class EnvironmentManager:
@@ -44,9 +78,11 @@ class EnvironmentManager:
             except EnvironmentUnavailable:
                 raise
             except Exception as exc:
+                # the backend's own configuration check usually says it better than the failure
+                problems = config_problems(registered.value, self.config)
+                detail = "; ".join(problems) if problems else f"{type(exc).__name__}: {exc}"
                 raise EnvironmentUnavailable(
-                    f"execution backend {self.backend!r} could not start: "
-                    f"{type(exc).__name__}: {exc}"
+                    f"execution backend {self.backend!r} could not start: {detail}"
                 ) from exc
             self._envs[task_id] = created
             return created

@@ -86,7 +86,7 @@ def test_an_interrupt_is_never_retried_nor_moved_to_the_fallback(servers, monkey
     primary, backup = servers
     primary.add(step)
     backup.add(text("answer from the fallback"))
-    bot = agent(primary, backup)
+    bot = agent(primary, backup, stream=True)  # chunk delays apply to streamed answers only
     box = {}
     worker = threading.Thread(target=lambda: box.update(r=bot.run_conversation("q")))
     worker.start()

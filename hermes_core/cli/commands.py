@@ -511,13 +511,14 @@ def doctor(network: bool = True) -> None:
     """Check config, plugins, tools, provider and execution backend.
 
     The home folder must be writable, .env and state.db readable by their owner only, and the
-    provider must answer a one-token request (skipped with --no-network). Prints one line per
-    check and exits 1 when any failed.
+    provider must answer a one-token request (skipped with --no-network). The execution
+    backend's configuration is checked without starting it (one line per problem), then probed.
+    Prints one line per check and exits 1 when any failed.
     """
     from ..environments import EnvironmentManager
     from ..providers import resolve_provider
     from ..toolsets import UNLISTED, describe_tools, enabled_toolsets
-    from .doctor_checks import home_writable, private_files, probe_provider
+    from .doctor_checks import backend_report, home_writable, private_files, probe_provider
 
     state = _state()
     problems = 0
@@ -580,14 +581,8 @@ def doctor(network: bool = True) -> None:
     backend = EnvironmentManager(registry, config.data).backend
     registered_env = registry.environments.get(backend)
     if registered_env is not None:
-        check = getattr(registered_env.value, "check", None)
-        if callable(check):  # an optional probe: can the backend start with this config?
-            try:
-                report(True, f"execution backend {backend}: {check(config.data)}")
-            except HermesError as exc:
-                report(False, f"execution backend {backend}: {exc}")
-        else:
-            report(True, f"execution backend {backend}")
+        for ok, line in backend_report(backend, registered_env.value, config.data):
+            report(ok, line)
     else:
         from .install_hints import missing_backend_message
 

@@ -13,6 +13,8 @@ from typing import Any
 
 from hermes_hookspecs import Cancelled, HermesError, ModelRequest
 
+from ..environments import config_problems, probe
+
 PROBE_TIMEOUT = 15.0
 """Seconds the provider probe waits for an answer."""
 
@@ -122,3 +124,21 @@ def _holds_secret(path: Path) -> bool:
         return isinstance(node, str) and is_secret_key(key) and secret_reference(node) is None
 
     return walk(data, "")
+
+
+def backend_report(backend: str, factory: Any, config: Mapping[str, Any]) -> list[tuple[bool, str]]:
+    """The doctor's lines about the configured execution backend: one per problem its
+    configuration check found (nothing is started); when there is none, its live probe's
+    report (or just that the configuration is fine)."""
+    name = f"execution backend {backend}"
+    problems = config_problems(factory, config)
+    if problems:
+        return [(False, f"{name}: {problem}") for problem in problems]
+    try:
+        found = probe(factory, config)
+    except HermesError as exc:
+        return [(False, f"{name}: {exc}")]
+    checked = hasattr(factory, "check_config")
+    if found is None:
+        return [(True, f"{name}: configuration checked" if checked else name)]
+    return [(True, f"{name}: {found}")]

@@ -14,6 +14,7 @@ from .errors import (
     AuthenticationError,
     Cancelled,
     ContextOverflowError,
+    EnvironmentRefused,
     EnvironmentUnavailable,
     HermesError,
     ProviderError,
@@ -53,7 +54,9 @@ _LAZY: dict[str, str] = {
     "CommandResult": "environment",
     "ContextEngine": "context_engine",
     "Environment": "environment",
+    "EnvironmentConfigCheck": "environment",
     "EnvironmentFactory": "environment",
+    "EnvironmentProbe": "environment",
     "FINISH_REASONS": "constants",
     "ModelClient": "providers",
     "ModelRequest": "providers",
@@ -96,7 +99,14 @@ if TYPE_CHECKING:
     from .config_schema import CONFIG_TYPES, NO_DEFAULT, ConfigKey, ConfigSection
     from .constants import API_MODES, FINISH_REASONS
     from .context_engine import ContextEngine
-    from .environment import BackgroundProcess, CommandResult, Environment, EnvironmentFactory
+    from .environment import (
+        BackgroundProcess,
+        CommandResult,
+        Environment,
+        EnvironmentConfigCheck,
+        EnvironmentFactory,
+        EnvironmentProbe,
+    )
     from .home import default_home
     from .platforms import (
         Attachment,
@@ -169,7 +179,10 @@ __all__ = [
     "ContextEngine",
     "ContextOverflowError",
     "Environment",
+    "EnvironmentConfigCheck",
     "EnvironmentFactory",
+    "EnvironmentProbe",
+    "EnvironmentRefused",
     "EnvironmentUnavailable",
     "Gateway",
     "HermesError",

@@ -125,3 +125,20 @@ class Environment(abc.ABC):
 EnvironmentFactory = Callable[[Mapping[str, Any], str], Environment]
 """``factory(config, task_id) -> Environment``, registered under a backend name; ``config`` is
 the whole effective configuration (the backend reads its own keys from ``terminal``)."""
+
+EnvironmentConfigCheck = Callable[[Mapping[str, Any]], list[str]]
+"""``factory.check_config(config) -> list[str]``: an optional attribute of a registered factory
+(a ``classmethod`` or ``staticmethod`` when the factory is a class). It checks the backend's
+configuration and what the backend needs on this machine (an SDK installed, a key file readable,
+an engine answering) *without starting anything*: no container, sandbox or session. It returns
+one readable line per problem, each saying what is wrong and how to fix it; an empty list when
+it found none. It does not raise for a problem it can describe. ``hermes doctor`` reports each
+problem; the host also calls it when the factory fails with an unexpected exception, and reports
+its problems instead of that exception."""
+
+EnvironmentProbe = Callable[[Mapping[str, Any]], str]
+"""``factory.check(config) -> str``: an optional attribute of a registered factory, a live probe
+of whether the backend can start with this configuration (it may connect, log in, look up an
+image). It returns a one-line description of what it found, or raises
+:class:`~hermes_hookspecs.EnvironmentUnavailable` saying what is wrong and how to fix it.
+``hermes doctor`` calls it when :data:`EnvironmentConfigCheck` found no problem."""

@@ -44,6 +44,24 @@ class EnvironmentUnavailable(HermesError):
     """
 
 
+# --- an environment refused by a security policy ---------------------------------------------
+
+
+class EnvironmentRefused(EnvironmentUnavailable):
+    """The configured execution environment is refused by a security policy (sandbox settings
+    that would reach the host, an unknown or changed host key): not a failure that goes away
+    when retried. Tools report it to the model as a refusal made by
+    :func:`~hermes_hookspecs.blocked` with :attr:`rule`.
+
+    :param message: one readable line: what was refused, why, and the setting that allows it.
+    :param rule: a short identifier of the policy (``"docker-unsafe-settings"``).
+    """
+
+    def __init__(self, message: str, *, rule: str = "environment-policy") -> None:
+        super().__init__(message)
+        self.rule = rule
+
+
 ERROR_KINDS: tuple[str, ...] = (
     "rate_limit",  # 429
     "billing",  # 402, quota exhausted

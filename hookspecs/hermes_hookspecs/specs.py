@@ -75,6 +75,10 @@ def hermes_register_environments(register: Callable[[str, EnvironmentFactory], N
         ``terminal.backend``, ``factory(config, task_id)`` returns an
         :class:`~hermes_hookspecs.Environment`. It must import heavy clients (docker, paramiko...)
         inside the factory, not at module import. Duplicate names are an error naming both plugins.
+        A factory may carry ``check_config(config) -> list[str]``
+        (:data:`~hermes_hookspecs.EnvironmentConfigCheck`: problems found without starting
+        anything) and ``check(config) -> str`` (:data:`~hermes_hookspecs.EnvironmentProbe`: a
+        live probe); ``hermes doctor`` calls them.
     :return: nothing; return values are ignored.
     """
 

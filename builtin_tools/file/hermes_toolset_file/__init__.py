@@ -19,11 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_hookspecs import (
+    EnvironmentRefused,
     EnvironmentUnavailable,
     Tool,
     ToolContext,
     ToolError,
     Toolset,
+    blocked,
     hookimpl,
 )
 
@@ -66,8 +68,13 @@ def _guard() -> Any:
 
 
 def _environment(ctx: ToolContext) -> Any:
+    """The task's environment; one that cannot start is an error, one refused by a security
+    policy a refusal (``BLOCKED:``)."""
     try:
         return ctx.environment
+    except EnvironmentRefused as exc:
+        reason = f"the execution environment was refused: {exc}"
+        raise ToolError(blocked(exc.rule, reason)) from None
     except EnvironmentUnavailable as exc:
         raise ToolError(f"the execution environment is not available: {exc}") from None
 

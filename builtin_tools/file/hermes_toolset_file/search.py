@@ -25,7 +25,13 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from hermes_hookspecs import EnvironmentUnavailable, ToolContext, ToolError, blocked
+from hermes_hookspecs import (
+    EnvironmentRefused,
+    EnvironmentUnavailable,
+    ToolContext,
+    ToolError,
+    blocked,
+)
 
 __all__ = ["SKIPPED_DIRS", "search_files", "to_ere"]
 
@@ -186,8 +192,13 @@ def _list(env: Any, real_root: str, given: str) -> _Listing:
 
 
 def _environment(ctx: ToolContext) -> Any:
+    """The task's environment; one that cannot start is an error, one refused by a security
+    policy a refusal (``BLOCKED:``)."""
     try:
         return ctx.environment
+    except EnvironmentRefused as exc:
+        reason = f"the execution environment was refused: {exc}"
+        raise ToolError(blocked(exc.rule, reason)) from None
     except EnvironmentUnavailable as exc:
         raise ToolError(f"the execution environment is not available: {exc}") from None
 

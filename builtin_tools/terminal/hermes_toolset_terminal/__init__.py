@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_hookspecs import (
     ApprovalRequest,
+    EnvironmentRefused,
     EnvironmentUnavailable,
     Tool,
     ToolCancelled,
@@ -239,6 +240,27 @@ def _script_reader(env: Any, base: str | None) -> danger.ScriptReader:
     return read
 
 
+def _module_lister(env: Any, base: str | None) -> danger.FolderLister:
+    """Lists the Python modules of a folder in the environment (``x.py`` files and folders
+    holding Python files), so a program's imports are looked up with one listing per folder."""
+
+    def names(folder: str) -> set[str] | None:
+        if folder.startswith("~"):
+            folder = os.path.expanduser(folder)
+        if not folder.startswith("/") and base:
+            folder = posixpath.join(base, folder)
+        try:
+            files = [str(p) for p in env.list_files("*.py", cwd=folder)]
+            nested = [str(p) for p in env.list_files("*/*.py", cwd=folder)]
+        except (OSError, ValueError, NotImplementedError):
+            return None
+        found = {posixpath.basename(p)[:-3] for p in files if p.endswith(".py")}
+        found |= {posixpath.basename(posixpath.dirname(p)) for p in nested} - {""}
+        return found
+
+    return names
+
+
 def _guard(command: str, ctx: ToolContext, env: Any, workdir: str | None) -> None:
     """Refuse hard blocks (builtin or configured); ask about everything else that matched,
     with a key naming each rule and its target; refuse what is not approved."""
@@ -249,8 +271,9 @@ def _guard(command: str, ctx: ToolContext, env: Any, workdir: str | None) -> Non
     current = getattr(env, "cwd", None)
     base = start or (workdir if workdir else current if isinstance(current, str) else None)
     reader = _script_reader(env, base)
+    lister = _module_lister(env, base)
     try:
-        views = danger.normalise(command, cwd=start, read_script=reader)
+        views = danger.normalise(command, cwd=start, read_script=reader, list_folder=lister)
         findings = danger.check(command, danger.RULES + tuple(rules), allow=allow, normalised=views)
         if views.deletes and not any(f.hard for f in findings):
             from .operands import resolve_deletes
@@ -258,7 +281,9 @@ def _guard(command: str, ctx: ToolContext, env: Any, workdir: str | None) -> Non
             resolved = resolve_deletes(env, views.deletes, workdir, ctx.config)
             if any(resolved.get(p, p) is not None for p in views.deletes):
                 # a second reading, seeing each operand where it really leads
-                views = danger.normalise(command, cwd=start, read_script=reader, resolved=resolved)
+                views = danger.normalise(
+                    command, cwd=start, read_script=reader, resolved=resolved, list_folder=lister
+                )
                 findings = danger.check(
                     command, danger.RULES + tuple(rules), allow=allow, normalised=views
                 )
@@ -296,8 +321,13 @@ def _guard(command: str, ctx: ToolContext, env: Any, workdir: str | None) -> Non
 
 
 def _environment(ctx: ToolContext) -> Any:
+    """The task's environment; one that cannot start is an error, one refused by a security
+    policy a refusal (``BLOCKED:``)."""
     try:
         return ctx.environment
+    except EnvironmentRefused as exc:
+        reason = f"the execution environment was refused: {exc}"
+        raise ToolError(blocked(exc.rule, reason)) from None
     except EnvironmentUnavailable as exc:
         raise ToolError(f"the execution environment is not available: {exc}") from None
 

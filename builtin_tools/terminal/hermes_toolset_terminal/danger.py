@@ -45,7 +45,8 @@ import binascii
 import os
 import posixpath
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import shlex
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -55,6 +56,7 @@ __all__ = [
     "Finding",
     "Normalised",
     "Rule",
+    "FolderLister",
     "ScriptReader",
     "MAX_DELETES",
     "UNCHECKABLE",
@@ -338,9 +340,23 @@ APPROVAL_RULES: tuple[Rule, ...] = (
     ),
     Rule("root-shell", "starting a root shell", r"^root-shell$"),
     Rule(
+        "script-dynamic-command",
+        "a script (Python, or inline perl/ruby/node/php) runs a program, or deletes, moves,"
+        " writes or re-permissions files, with names computed at run time",
+        r"^script-dynamic-command: ",
+    ),
+    Rule(
+        "script-dynamic-code",
+        "a script runs code it builds or loads at run time (exec/eval of computed text,"
+        " dynamic imports, reflection, native code, unpickling)",
+        r"^script-dynamic-code: ",
+    ),
+    Rule(
         "interpreter-delete-tree",
         "an interpreter deleting a folder tree",
-        rf"^(?:{_INTERPRETERS})\s.*(?:\brmtree\b|\brm_rf?\b|FileUtils\.(?:rm|remove)"
+        # Python is read as Python (see python_code): its deletes are judged as rm -rf is
+        rf"^(?!(?:python[\d.]*|pypy[\d.]*)\s)(?:{_INTERPRETERS})\s.*(?:\brmtree\b|\brm_rf?\b"
+        r"|FileUtils\.(?:rm|remove)"
         r"|\brm(?:dir)?Sync\b|\bfs\.(?:promises\.)?rm(?:dir)?\b|remove_dir_all|RemoveAll"
         r"|File::Path|\bremove_tree\b|\brimraf\b|Remove-Item|\bdelete_tree\b)",
     ),
@@ -530,6 +546,10 @@ def compile_allow(patterns: Iterable[Any] | None) -> list[re.Pattern[str]]:
 ScriptReader = Callable[[str], "str | None"]
 """Reads a script file a command runs (``bash x.sh``, ``./x.sh``, ``source x``): its text, or
 ``None`` when it cannot be read (which makes the command need approval)."""
+FolderLister = Callable[[str], "Collection[str] | None"]
+"""Lists the Python module names a folder holds (``helper`` for ``helper.py``, ``pkg`` for a
+folder with Python files), or ``None`` when it cannot tell; local modules a Python program
+imports are then found without trying to read every imported name."""
 
 
 @dataclass
@@ -548,6 +568,7 @@ class Normalised:
     notes: list[str] = field(default_factory=list)
     budget: int = 0
     reader: ScriptReader | None = None
+    lister: FolderLister | None = None
     downloaded: set[str] = field(default_factory=set)
     written: dict[str, str] = field(default_factory=dict)
     links: dict[str, str] = field(default_factory=dict)
@@ -983,40 +1004,63 @@ class _Analyser:
         elif "/" in program and (
             not program.startswith(("$(", "`", "/")) or program.endswith((".sh", ".bash"))
         ):
-            self.script_file(program, command.cwd)
+            self.script_file(program, command.cwd, words[1:])
 
-    def script_file(self, path: str, cwd: str | None) -> None:
-        """Read a script file the command runs and analyse it as if its lines were typed."""
+    def script_file(self, path: str, cwd: str | None, args: Sequence[str] = ()) -> None:
+        """Read a script file the command runs and analyse it as if its lines were typed (a
+        Python script as Python, another interpreter's as its code)."""
+        text = self.script_text(path, cwd)
+        if text is None:
+            return
+        first = text.split("\n", 1)[0]
+        if "\0" in text[:4096]:
+            return  # a binary: not a script
+        if first.startswith("#!") and not _SHEBANG_SHELL.search(first):
+            if _SHEBANG_PYTHON.search(first):
+                self.python_source(text, self.normalise_path(path), [path, *args], cwd)
+            elif _SHEBANG_INTERPRETER.search(first):
+                language = _SHEBANG_INTERPRETER.search(first)
+                name = language.group().strip(" /") if language else ""
+                self.foreign_code(text, cwd, whole_file=True, language=name)
+            return
+        self.nested(text, cwd)
+
+    def script_text(self, path: str, cwd: str | None) -> str | None:
+        """The text of a script file the command runs, or ``None`` (noting why when it must
+        not run unread: unreadable, too big, downloaded)."""
         path = self.normalise_path(path)
         written = self.result.written.get(path.removeprefix("./"))
+        if written == _REWRITTEN:  # a program wrote it: which version runs is not known
+            self.result.note("uncheckable")
+            return None
         if written is not None:  # written earlier in this command: read what was written
-            self.nested(written, cwd)
-            return
+            return written
         if self.result.reader is None:
-            return
+            return None
         if path in self.result.downloaded or path.rsplit("/", 1)[-1] in self.result.downloaded:
             self.result.note("download-then-run")
-            return
+            return None
         if cwd and not path.startswith(("/", "~")):
             path = posixpath.join(cwd, path)
         if path.startswith("$") or self.depth >= _MAX_DEPTH:
             self.result.note("uncheckable")
-            return
+            return None
         try:
             text = self.result.reader(path)
         except Exception:  # a reader that fails leaves the script unread: fail closed
             text = None
         if text is None or len(text) > _MAX_SCRIPT:
             self.result.note("uncheckable")
-            return
-        first = text.split("\n", 1)[0]
-        if "\0" in text[:4096] or (first.startswith("#!") and not _SHEBANG_SHELL.search(first)):
-            return  # a binary or another language's script: not shell text
-        self.nested(text, cwd)
+            return None
+        return text
 
     def interpreter_code(self, words: list[str], command: _Command) -> None:
-        """Look into inline code given to an interpreter: commands it runs through a shell and
-        folders it deletes."""
+        """Look into the code an interpreter runs: Python read as Python (inline, a script file,
+        stdin, ``-m`` of a local module); for the others, inline code: commands it runs through
+        a shell, folders it deletes, and commands run with computed values."""
+        if _PYTHON_NAMES.match(words[0]):
+            self.python(words, command)
+            return
         code = None
         for i, arg in enumerate(words[1:], 1):
             if arg in ("-c", "-e", "-E", "--eval", "-p", "--print", "-r", "eval") and i + 1 < len(
@@ -1026,19 +1070,139 @@ class _Analyser:
                 break
         if code is None:
             code = command.stdin_text
+        if code is None:
+            script = _first_operand(words[1:])
+            if script and script != "-" and self.result.reader is not None:
+                text = self.script_text(script, command.cwd)
+                if text is not None:
+                    self.foreign_code(text, command.cwd, whole_file=True, language=words[0])
+            return
+        self.foreign_code(code, command.cwd, language=words[0])
+
+    def foreign_code(
+        self, code: str, cwd: str | None, whole_file: bool = False, language: str = ""
+    ) -> None:
+        """Code for perl, ruby, node, php…: the strings its command-running calls are given, as
+        shell commands; such calls given anything else, and code built at run time, noted."""
+        from .foreign_code import scan_code
+
         if not code:
+            return
+        commands, dynamic = scan_code(code, language)
+        for text in commands:
+            self.nested(text, cwd)
+        for kind, reasons in dynamic.items():
+            self.result.note(f"script-{kind}: " + "; ".join(reasons[:3]))
+        if whole_file:
             return
         literals = [next(g for g in m.groups() if g is not None) for m in _LITERAL.finditer(code)]
         if _SPAWNS.search(code):
             for literal in literals:
-                self.nested(literal, command.cwd)
+                self.nested(literal, cwd)
             if len(literals) > 1:
-                self.nested(" ".join(literals), command.cwd)
+                self.nested(" ".join(literals), cwd)
         if _TREE_DELETE.search(code):
             if _HOME_CALL.search(code):
                 literals.append("~")
             for literal in literals:
                 self.result.add("rm -r " + self.normalise_path(literal))
+
+    def python(self, words: list[str], command: _Command) -> None:
+        """``python [options] -c CODE | -m MODULE | FILE | -`` (and stdin): read the program."""
+        from .python_code import python_command
+
+        parsed = python_command(words[1:])
+        if parsed.code is not None:
+            self.python_source(parsed.code, "<string>", parsed.argv, command.cwd)
+        elif parsed.module is not None:
+            if self.result.reader is not None:
+                self.python_source("", "<string>", parsed.argv, command.cwd, parsed.module)
+        elif parsed.script is not None:
+            text = self.script_text(parsed.script, command.cwd)
+            if text is not None:
+                path = self.normalise_path(parsed.script)
+                self.python_source(text, path, parsed.argv, command.cwd)
+        else:
+            text = command.stdin_text
+            inputs = [t for op, t in command.redirects if "<" in op and op not in ("<&", "<<<")]
+            if text is None and inputs:
+                text = self.script_text(inputs[-1], command.cwd)
+            if text is not None:
+                self.python_source(text, "<string>", parsed.argv, command.cwd)
+
+    def python_source(
+        self,
+        source: str,
+        filename: str,
+        argv: Sequence[str],
+        cwd: str | None,
+        module: str | None = None,
+    ) -> None:
+        """Analyse a Python program (:mod:`.python_code`) and see each of its effects as the
+        shell command that does the same."""
+        from .python_code import effects, written_paths
+
+        reader, lister = self.result.reader, self.result.lister
+
+        def place(path: str) -> str:
+            path = self.normalise_path(path)
+            if cwd and not path.startswith(("/", "~")):
+                path = posixpath.join(cwd, path)
+            return path
+
+        def read(path: str) -> str | None:
+            if reader is None:
+                return None
+            text = reader(place(path))
+            return text[:_MAX_SCRIPT] if text else text
+
+        def listing(folder: str) -> Any:
+            return lister(place(folder or ".")) if lister is not None else None
+
+        found = effects(
+            source,
+            filename=filename,
+            argv=argv,
+            read=read if reader is not None else None,
+            list_folder=listing if lister is not None else None,
+            main_module=module,
+        )
+        dynamic: dict[str, list[str]] = {}
+        unreadable = False
+        for effect in found:  # whatever the order: a file the program writes, then runs, or
+            for path in written_paths(effect):  # that runs later in this command, is unknown
+                self.result.written[self.normalise_path(path).removeprefix("./")] = _REWRITTEN
+        seen: set[tuple[str, str | None]] = set()
+        for effect in found:
+            if effect.kind in ("shell", "argv"):
+                text = effect.text if effect.kind == "shell" else _argv_text(effect)
+                if effect.stdin is not None:
+                    feed = ("cat /dev/stdin" if effect.stdin.startswith("\0")
+                            else f"printf %s {shlex.quote(effect.stdin)}")  # fmt: skip
+                    text = f"{feed} | {text}"
+                moved = self._moved(cwd, effect.cwd)
+                if (text, moved) not in seen:  # the same command on other lines: read once
+                    seen.add((text, moved))
+                    self.nested(text, moved)
+            elif effect.kind == "uncheckable":
+                unreadable = True
+            else:
+                dynamic.setdefault(effect.kind, []).append(f"{effect.text} ({effect.where})")
+        for kind, reasons in dynamic.items():
+            more = f"; and {len(reasons) - 3} more" if len(reasons) > 3 else ""
+            self.result.note(f"script-{kind}: " + "; ".join(reasons[:3]) + more)
+        if unreadable:
+            self.result.note("uncheckable")
+            self.foreign_code(source, cwd)  # still find the plain strings it would run
+
+    def _moved(self, cwd: str | None, chosen: str | None) -> str | None:
+        """The folder an effect happens in: ``chosen`` (a program's ``os.chdir``/``cwd=``)
+        from ``cwd``, read as ``cd`` would."""
+        if chosen is None:
+            return cwd
+        moved = _Analyser(self.result, self.home, self.depth, cwd)
+        moved._cd("cd", [chosen])
+        return moved.cwd
 
     def delete_views(self, words: list[str], tail: list[str], cwd: str | None) -> None:
         """Record the operands of a delete command, and see the command with each operand
@@ -1208,6 +1372,10 @@ class _Analyser:
                 text = folds[i]
                 if text is not None and _SHELL_NAMES.match(name):
                     self.nested(text, pipeline[i].cwd)
+                elif text is not None and _PYTHON_NAMES.match(name):
+                    self.python_source(text, "<string>", ["-"], pipeline[i].cwd)
+                elif text is not None:
+                    self.foreign_code(text, pipeline[i].cwd, language=name)
                 elif text is None and not downloading and not decoding:
                     self.result.note("pipe-to-shell")
             if name in _DOWNLOADERS or (name == "lynx" and "-source" in words):
@@ -1601,6 +1769,8 @@ def _unwrap_at(words: list[str], start: int) -> tuple[list[str], int] | None:
     """:func:`_unwrap` of ``words[start:]`` without copying: the words and the index where the
     wrapped command starts (past the end when there is none), or ``None``."""
     name = words[start] if start < len(words) else ""
+    if name in _RUN_WRAPPERS and start + 1 < len(words) and words[start + 1] in ("run", "exec"):
+        return _unwrap_runner(words, start)
     if name not in _WRAPPER_OPTIONS_WITH_ARGUMENT:
         return None
     if name == "command" and any(w in ("-v", "-V") for w in words[start + 1 : start + 2]):
@@ -1632,6 +1802,44 @@ def _unwrap_at(words: list[str], start: int) -> tuple[list[str], int] | None:
     if name == "chrt" and i < n and not words[i].isdigit():
         skip = 0
     return words, min(i + skip, n)
+
+
+# Project and environment managers that run a command: ``uv run``, ``poetry run``, ``conda run``…
+_RUN_WRAPPERS: dict[str, frozenset[str]] = {
+    "uv": frozenset(
+        "--with --with-requirements --with-editable --python -p --project --directory"
+        " --env-file --extra --group --package --index --index-url --cache-dir"
+        " --config-file".split()
+    ),  # fmt: skip
+    "poetry": frozenset(["-C", "--directory", "-P", "--project"]),
+    "pipenv": frozenset(),
+    "pdm": frozenset(["-p", "--project"]),
+    "hatch": frozenset(["-e", "--env"]),
+    "rye": frozenset(["--pyproject"]),
+    "conda": frozenset(["-n", "--name", "-p", "--prefix", "--cwd"]),
+    "mamba": frozenset(["-n", "--name", "-p", "--prefix", "--cwd"]),
+    "micromamba": frozenset(["-n", "--name", "-p", "--prefix", "--cwd"]),
+    "pixi": frozenset(["-e", "--environment", "--manifest-path"]),
+}
+
+
+def _unwrap_runner(words: list[str], start: int) -> tuple[list[str], int]:
+    """``uv run [options] CMD…`` and the like: the command they run (a ``.py`` file is run by
+    Python)."""
+    with_argument = _RUN_WRAPPERS[words[start]]
+    i, n = start + 2, len(words)
+    while i < n:
+        word = words[i]
+        if word == "--":
+            i += 1
+            break
+        if word.startswith("-") and len(word) > 1:
+            i += 2 if word in with_argument else 1
+            continue
+        break
+    if i < n and words[i].endswith(".py"):
+        return [*words[:i], "python3", *words[i:]], i
+    return words, i
 
 
 def _strip_all(words: list[str]) -> list[str]:
@@ -1764,6 +1972,22 @@ _STDIN_READERS = re.compile(
     r"|cockroach|cqlsh|mongo(?:sh)?|redis-cli|snowsql|trino|presto|usql|bq)$"
 )
 _SHEBANG_SHELL = re.compile(rf"[/\s](?:{_SHELLS})(?:\s|$)")
+_PYTHON_NAMES = re.compile(r"^(?:python[\d.]*|pypy[\d.]*)$")
+_SHEBANG_PYTHON = re.compile(r"[/\s](?:python[\d.]*|pypy[\d.]*)(?:\s|$)")
+_SHEBANG_INTERPRETER = re.compile(rf"[/\s](?:{_INTERPRETERS})(?:\s|$)")
+
+
+_REWRITTEN = "\0written by a program"
+
+
+def _argv_text(effect: Any) -> str:
+    """A program's arguments and redirections (an effect of :mod:`.python_code`) as shell
+    text that the parser reads back as the same words."""
+    parts = [shlex.quote(word) for word in effect.words]
+    parts += [f"{symbol} {shlex.quote(target)}" for symbol, target in effect.redirects]
+    return " ".join(parts)
+
+
 _LITERAL = re.compile(r"'((?:[^'\\\n]|\\.)*)'|\"((?:[^\"\\\n]|\\.)*)\"|`([^`]*)`")
 _SPAWNS = re.compile(
     r"\b(?:system|popen\d?|subprocess|spawn\w*|exec\w*|check_output|check_call|call|run"
@@ -2016,6 +2240,7 @@ def normalise(
     cwd: str | None = None,
     read_script: ScriptReader | None = None,
     resolved: Mapping[str, str | None] | None = None,
+    list_folder: FolderLister | None = None,
 ) -> Normalised:
     """All the views of ``command`` (see the module docstring).
 
@@ -2026,8 +2251,11 @@ def normalise(
     :param resolved: where the delete operands of a first reading (its ``deletes``) really
         lead: an absolute path, seen as well as the operand, or ``None`` (seen as written); an
         operand it does not hold makes the command uncheckable.
+    :param list_folder: lists the Python modules of a folder (see :data:`FolderLister`).
     """
-    result = Normalised(budget=2 * len(command) + 10_000, reader=read_script, command=command)
+    result = Normalised(
+        budget=2 * len(command) + 10_000, reader=read_script, lister=list_folder, command=command
+    )
     result.resolved = resolved
     if home is None:
         home = os.environ.get("HOME") or None
@@ -2052,9 +2280,12 @@ def scan(
     cwd: str | None = None,
     read_script: ScriptReader | None = None,
     normalised: Normalised | None = None,
+    list_folder: FolderLister | None = None,
 ) -> list[Finding]:
     """Every rule that matches ``command`` (each rule once), hard blocks first."""
-    views = normalised or normalise(command, home=home, cwd=cwd, read_script=read_script)
+    views = normalised or normalise(
+        command, home=home, cwd=cwd, read_script=read_script, list_folder=list_folder
+    )
     findings: list[Finding] = []
     flat = " ".join(command.split())
     for rule in sorted(rules, key=lambda r: not r.hard):
@@ -2082,6 +2313,7 @@ def check(
     cwd: str | None = None,
     read_script: ScriptReader | None = None,
     normalised: Normalised | None = None,
+    list_folder: FolderLister | None = None,
 ) -> list[Finding]:
     """What stands between ``command`` and running it: the hard blocks that match (never
     allowed), or else the approval rules that match and that no ``allow`` pattern excuses.
@@ -2089,11 +2321,17 @@ def check(
     An ``allow`` pattern excuses a finding when it matches the normalised text the rule matched
     in (one simple command or pipeline), so ``git push --force`` in the allow list does not
     excuse the ``rm -rf`` in ``git push --force && rm -rf build``. ``cwd`` and
-    ``read_script`` are as for :func:`normalise`; ``normalised`` is a reading of ``command``
-    made already.
+    ``read_script``/``list_folder`` are as for :func:`normalise`; ``normalised`` is a reading
+    of ``command`` made already.
     """
     findings = scan(
-        command, rules, home=home, cwd=cwd, read_script=read_script, normalised=normalised
+        command,
+        rules,
+        home=home,
+        cwd=cwd,
+        read_script=read_script,
+        normalised=normalised,
+        list_folder=list_folder,
     )
     hard = [f for f in findings if f.hard]
     if hard:

@@ -436,6 +436,112 @@ def workspace(tmp_path):
     return work, canary
 
 
+PYTHON_SCRIPTS = {
+    "rmtree.py": "import shutil\nshutil.rmtree('../canary')\n",
+    "system.py": "import os\nos.system('rm -rf ../canary')\n",
+    "argv.py": "import subprocess\nsubprocess.run(['rm', '-rf', '../canary'], check=True)\n",
+    "folded.py": "import os, base64\nos.system(base64.b64decode({!r}).decode())\n".format(
+        base64.b64encode(b"rm -rf ../canary").decode()
+    ),
+    "globbed.py": "import shutil\nfrom pathlib import Path\n"
+    "for p in Path('..').glob('can*'):\n    shutil.rmtree(p)\n",
+    "alias.py": "import shutil as s\nfrom functools import partial\n"
+    "partial(s.rmtree, '../canary')()\n",
+    "computed.py": "import shutil\nshutil.rmtree(open('target.txt').read().strip())\n",
+    "uses_helper.py": "import helper\nhelper.clean()\n",
+    "helper.py": "import shutil\ndef clean():\n    shutil.rmtree('../canary')\n",
+    "exec_file.py": "exec(open('payload.txt').read())\n",
+    "shebang": "#!/usr/bin/env python3\nimport shutil\nshutil.rmtree('../canary')\n",
+}
+PYTHON_ATTACKS = [
+    "python3 rmtree.py",
+    "python3 system.py",
+    "python3 argv.py",
+    "python3 folded.py",
+    "python3 globbed.py",
+    "python3 alias.py",
+    "python3 computed.py",
+    "python3 uses_helper.py",
+    "python3 exec_file.py",
+    "./shebang",
+    "env python3 -u rmtree.py",
+    "python3 < rmtree.py",
+    "python3 - <<'EOF'\nimport shutil\nshutil.rmtree('../canary')\nEOF",
+    "perl -e 'system(\"rm -rf ../canary\")'",
+    "ruby -e 'system(ARGV[0])' 'rm -rf ../canary'",
+]
+
+
+@pytest.fixture
+def python_workspace(workspace):
+    """The workspace with Python programs that would delete or empty the canary."""
+    work, canary = workspace
+    for name, program in PYTHON_SCRIPTS.items():
+        (work / name).write_text(program)
+    (work / "shebang").chmod(0o755)
+    (work / "target.txt").write_text("../canary\n")
+    (work / "payload.txt").write_text("import shutil\nshutil.rmtree('../canary')\n")
+    return work, canary
+
+
+@pytest.mark.parametrize("command", PYTHON_ATTACKS)
+def test_a_python_program_that_would_touch_the_canary_is_refused(
+    python_workspace, tmp_path, command
+):
+    work, canary = python_workspace
+    [out] = run({"command": command}, tmp_path=tmp_path, config={"terminal": {"cwd": str(work)}})
+    assert (canary / "precious.txt").read_text() == "keep me", out
+    assert refusal(out).startswith("BLOCKED: ") and "(rule " in out
+
+
+def test_a_safe_python_program_runs_without_asking(python_workspace, tmp_path):
+    work, canary = python_workspace
+    (work / "build").mkdir()
+    (work / "ok.py").write_text(
+        "import json, shutil, subprocess\nfrom pathlib import Path\n"
+        "shutil.rmtree('build')\nPath('out.json').write_text(json.dumps({'n': 2 + 2}))\n"
+        "print(subprocess.run(['echo', 'from', 'child'], capture_output=True, text=True)"
+        ".stdout.strip())\nprint(Path('target.txt').read_text().strip())\n"
+    )
+    asked = []
+    [out] = run(
+        {"command": "python3 ok.py"},
+        tmp_path=tmp_path,
+        config={"terminal": {"cwd": str(work)}},
+        approval_callback=lambda request: asked.append(request) or "deny",
+    )
+    assert out.startswith("from child\n../canary\n[exit code: 0"), out
+    assert not asked and not (work / "build").exists()
+    assert (work / "out.json").read_text() == '{"n": 4}'
+    assert (canary / "precious.txt").read_text() == "keep me"
+
+
+def test_a_local_module_shadowing_a_standard_one_is_read(python_workspace, tmp_path):
+    work, canary = python_workspace
+    (work / "main.py").write_text("import json\nprint(json.dumps(1))\n")
+    (work / "json.py").write_text("import shutil\nshutil.rmtree('../canary')\ndumps = str\n")
+    [out] = run(
+        {"command": "python3 main.py"},
+        tmp_path=tmp_path,
+        config={"terminal": {"cwd": str(work)}},
+    )
+    assert "(rule recursive-delete)" in refusal(out)
+    assert (canary / "precious.txt").read_text() == "keep me"
+
+
+def test_an_approved_python_program_runs(python_workspace, tmp_path):
+    work, canary = python_workspace
+    asked = []
+    [out] = run(
+        {"command": "python3 computed.py"},
+        tmp_path=tmp_path,
+        config={"terminal": {"cwd": str(work)}},
+        approval_callback=lambda request: asked.append(request) or "once",
+    )
+    assert "[exit code: 0" in out and not canary.exists()
+    assert asked and "script-dynamic-command" in asked[0].reason
+
+
 @pytest.mark.parametrize("command", DISGUISES)
 def test_disguised_delete_with_no_approver_leaves_the_canary(workspace, tmp_path, command):
     work, canary = workspace

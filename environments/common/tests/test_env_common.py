@@ -99,9 +99,9 @@ class PipeEnvironment(ShellEnvironment):
     def __init__(self, tmp_path, **kwargs):
         super().__init__(task_id="t", workdir=str(tmp_path), **kwargs)
         self.opened = []
-        self._start()
+        self.prepare_shell()
 
-    def _open(self, argv, stdin):
+    def open_channel(self, argv, stdin):
         self.opened.append(argv)
         return PipeChannel(argv, stdin)
 
@@ -172,3 +172,52 @@ def test_forwarded_environ_is_only_what_env_passthrough_names():
     assert forwarded_environ({}, environ) == {}
     config = {"terminal": {"env_passthrough": ["GITHUB_TOKEN", "LANG", "UNSET", "bad name"]}}
     assert forwarded_environ(config, environ) == {"GITHUB_TOKEN": "t", "LANG": "C"}
+
+
+def test_a_backend_written_against_the_old_names_still_works(tmp_path):
+    closed = []
+    with pytest.warns(DeprecationWarning) as warned:
+
+        class OldBackend(ShellEnvironment):
+            def __init__(self, path):
+                super().__init__(task_id="old", workdir=str(path))
+                self._start()
+
+            def _open(self, argv, stdin):
+                return PipeChannel(argv, stdin)
+
+            def _teardown(self):
+                closed.append(True)
+
+    assert sorted(str(w.message) for w in warned) == [
+        "OldBackend._open is deprecated: name it open_channel",
+        "OldBackend._teardown is deprecated: name it teardown",
+    ]
+    env = OldBackend(tmp_path)
+    try:
+        assert env.run("echo old names").output.strip() == "old names"
+        assert env._exec("echo $((6 * 7))").output.strip() == b"42"
+        assert env.open_held(["true"]) is None
+    finally:
+        env.cleanup()
+    assert closed == [True]
+
+
+def test_a_backend_without_open_channel_is_refused():
+    class Incomplete(ShellEnvironment):
+        pass
+
+    with pytest.raises(TypeError, match="must implement open_channel"):
+        Incomplete(task_id="t")
+
+
+def test_run_script_reports_pid_and_marker(tmp_path):
+    env = PipeEnvironment(tmp_path)
+    try:
+        outcome = env.run_script("echo out; echo err >&2; exit 3")
+        assert outcome.output == b"out\nerr\n" and outcome.exit_code == 3
+        assert outcome.finished and not outcome.timed_out and outcome.pid > 0
+        slow = env.run_script("echo before; sleep 30", timeout=0.5)
+        assert slow.timed_out and slow.exit_code == -1 and slow.output == b"before\n"
+    finally:
+        env.cleanup()

@@ -32,15 +32,17 @@ from typing import Any
 from hermes_env_common import (
     Channel,
     ShellEnvironment,
+    module_installed,
     parse_bool,
     parse_memory_mb,
     safe_name,
     terminal_config,
 )
 
-from hermes_hookspecs import EnvironmentUnavailable, hookimpl
+from hermes_hookspecs import EnvironmentRefused, EnvironmentUnavailable, hookimpl
 
 from .config_schema import hermes_register_config  # noqa: F401 - a hook of this plugin
+from .reference import image_problem
 from .safety import (
     ALLOW_KEY,
     capability,
@@ -59,6 +61,9 @@ log = logging.getLogger("hermes.environments")
 DEFAULT_IMAGE = "python:3.11-slim"
 """The image used when ``terminal.docker_image`` is not set: Debian with Python 3.11, bash and
 coreutils. Any image with ``/bin/sh`` works."""
+
+REFUSAL_RULE = "docker-unsafe-settings"
+"""The rule a refusal of unsafe settings names (:class:`~hermes_hookspecs.EnvironmentRefused`)."""
 
 DEFAULT_WORKDIR = "/workspace"
 DEFAULT_CPU = 1.0
@@ -106,9 +111,9 @@ class DockerSettings:
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> DockerSettings:
-        """Read and check the settings; a bad value, or an unsafe one without
-        ``terminal.docker_allow_unsafe``, is an :class:`EnvironmentUnavailable` (one line that
-        names the key)."""
+        """Read and check the settings; a bad value is an :class:`EnvironmentUnavailable`, an
+        unsafe one without ``terminal.docker_allow_unsafe`` an :class:`EnvironmentRefused`
+        (one line that names the key)."""
         term = terminal_config(config)
         unsafe: list[str] = []
         try:
@@ -149,10 +154,11 @@ class DockerSettings:
             raise EnvironmentUnavailable(f"docker backend: bad setting: {exc}") from None
         settings.unsafe = settings._unsafe_reasons() + unsafe
         if settings.unsafe and not settings.allow_unsafe:
-            raise EnvironmentUnavailable(
+            raise EnvironmentRefused(
                 "docker backend: refusing unsafe settings: "
                 + "; ".join(settings.unsafe)
-                + f"; set {ALLOW_KEY}: true to allow them"
+                + f"; set {ALLOW_KEY}: true to allow them",
+                rule=REFUSAL_RULE,
             )
         return settings
 
@@ -421,6 +427,9 @@ class DockerEnvironment(ShellEnvironment):
 
     def __init__(self, config: Mapping[str, Any], task_id: str) -> None:
         settings = DockerSettings.from_config(config)
+        problem = image_problem(settings.image)
+        if problem:
+            raise EnvironmentUnavailable(f"docker backend: {problem}")
         if settings.unsafe:
             log.warning(
                 "docker backend: unsafe settings allowed by terminal.docker_allow_unsafe: %s",
@@ -442,15 +451,17 @@ class DockerEnvironment(ShellEnvironment):
         self.container = self._find_or_create()
         self.where = f"docker container {self.container.name}"
         try:
-            self._start()
+            self.prepare_shell()
             if settings.persistent:
                 # the container stays; what the task started in it goes when hermes does
-                self._hold_lifeline()
+                self.hold_lifeline()
         except EnvironmentUnavailable:
             container = self.container
             try:
                 container.reload()
                 stopped = container.status != "running"
+            except _import_docker().errors.NotFound:
+                stopped = True  # it exited and the engine removed it already (auto-remove)
             except Exception:
                 stopped = False
             if stopped and not self.settings.persistent:
@@ -460,10 +471,10 @@ class DockerEnvironment(ShellEnvironment):
                 finally:
                     self._close_lifeline()
                     self.client.close()
-            self._teardown()
+            self.teardown()
             raise
         except BaseException:
-            self._teardown()
+            self.teardown()
             raise
 
     # --- the container ------------------------------------------------------------------------
@@ -642,7 +653,9 @@ class DockerEnvironment(ShellEnvironment):
 
     # --- the channel --------------------------------------------------------------------------
 
-    def _open(self, argv: list[str], stdin: bytes | None) -> Channel:
+    def open_channel(self, argv: list[str], stdin: bytes | None) -> Channel:
+        """Run ``argv`` in the container with ``docker exec`` (as the configured user), with
+        ``stdin`` fed from a thread."""
         docker = _import_docker()
         try:
             created = self.api.exec_create(
@@ -688,7 +701,7 @@ class DockerEnvironment(ShellEnvironment):
             _feed(raw.sendall, close_write, stdin)
         return _DockerChannel(self.api, created["Id"], sock)
 
-    def _open_held(self, argv: list[str]) -> Any:
+    def open_held(self, argv: list[str]) -> Any:
         """An exec whose input this process holds open: the engine closes it when the attach
         connection closes (clean-up, or hermes dies)."""
         docker = _import_docker()
@@ -711,7 +724,8 @@ class DockerEnvironment(ShellEnvironment):
 
     # --- clean-up -----------------------------------------------------------------------------
 
-    def _teardown(self) -> None:
+    def teardown(self) -> None:
+        """Remove the container (stop it when persistent), close the lifelines and the client."""
         container, self.container = self.container, None
         try:
             if container is not None:
@@ -737,9 +751,46 @@ class DockerEnvironment(ShellEnvironment):
             super().cleanup()  # kill what runs, keep the files
             return
         self._closed = True
-        self._teardown()
+        self.teardown()
 
     # --- doctor -------------------------------------------------------------------------------
+
+    @classmethod
+    def check_config(cls, config: Mapping[str, Any]) -> list[str]:
+        """The problems of the docker settings, without creating anything: values that do not
+        parse, unsafe settings not allowed by ``terminal.docker_allow_unsafe`` (one line
+        each), an image name that is not a reference, the SDK missing, the engine not
+        answering."""
+        try:
+            settings = DockerSettings.from_config(config)
+        except EnvironmentRefused:
+            term = dict(terminal_config(config))
+            term["docker_allow_unsafe"] = True
+            settings = DockerSettings.from_config({**config, "terminal": term})
+            settings.allow_unsafe = False
+        except EnvironmentUnavailable as exc:
+            return [str(exc)]
+        problems = []
+        if not settings.allow_unsafe:
+            problems += [
+                f"docker backend: unsafe setting refused: {reason}; set {ALLOW_KEY}: true to"
+                " allow it"
+                for reason in settings.unsafe
+            ]
+        problem = image_problem(settings.image)
+        if problem:
+            problems.append(f"docker backend: {problem}")
+        if not module_installed("docker"):
+            problems.append(
+                "docker backend: the docker SDK is not installed; pip install hermes-env-docker"
+            )
+            return problems
+        try:
+            client, _ = _client(settings)
+            client.close()
+        except EnvironmentUnavailable as exc:
+            problems.append(str(exc))
+        return problems
 
     @classmethod
     def check(cls, config: Mapping[str, Any]) -> str:

@@ -3,6 +3,7 @@ shared behaviour suite, then the container settings, clean-up, persistence and t
 
 from __future__ import annotations
 
+import secrets
 import subprocess
 import sys
 import time
@@ -13,6 +14,9 @@ from hermes_env_docker import DockerEnvironment, DockerSettings, hermes_register
 
 from hermes_core.testing.environment_suite import EnvironmentBehaviour
 from hermes_hookspecs import EnvironmentUnavailable
+
+RUN = secrets.token_hex(3)
+"""Part of the task ids of this test run: other runs may use the same engine at the same time."""
 
 
 def make_config(service, **terminal):
@@ -129,7 +133,7 @@ def test_output_cannot_forge_the_end_marker(make_env):
 def test_cleanup_removes_the_container(docker_service, docker_client):
     import docker
 
-    env = DockerEnvironment(make_config(docker_service), "removed")
+    env = DockerEnvironment(make_config(docker_service), f"removed-{RUN}")
     name = env.container.name
     env.start_background("sleep 300")
     env.cleanup()
@@ -141,7 +145,7 @@ def test_cleanup_removes_the_container(docker_service, docker_client):
 
 def test_persistent_container_is_kept_and_found_again(docker_service, docker_client):
     config = make_config(docker_service, container_persistent=True)
-    first = DockerEnvironment(config, "persistent-task")
+    first = DockerEnvironment(config, f"persistent-task-{RUN}")
     try:
         first.write_file("kept.txt", b"still here")
         container_id = first.container.id
@@ -149,7 +153,7 @@ def test_persistent_container_is_kept_and_found_again(docker_service, docker_cli
         first.cleanup()
         container = docker_client.containers.get(container_id)
         assert container.status in {"exited", "created"}
-        second = DockerEnvironment(config, "persistent-task")
+        second = DockerEnvironment(config, f"persistent-task-{RUN}")
         try:
             assert second.container.id == container_id
             assert second.read_file("/workspace/kept.txt") == b"still here"
@@ -160,12 +164,12 @@ def test_persistent_container_is_kept_and_found_again(docker_service, docker_cli
 
 
 def test_persistent_name_taken_by_a_foreign_container(docker_service, docker_client):
-    name = "hermes-foreign-task"
+    name = f"hermes-foreign-task-{RUN}"
     foreign = docker_client.containers.create(docker_service["image"], ["true"], name=name)
     try:
         with pytest.raises(EnvironmentUnavailable, match="did not create it"):
             DockerEnvironment(
-                make_config(docker_service, container_persistent=True), "foreign-task"
+                make_config(docker_service, container_persistent=True), f"foreign-task-{RUN}"
             )
     finally:
         foreign.remove(force=True)
@@ -176,7 +180,7 @@ def test_no_container_is_left_behind(docker_service, docker_client):
     leftovers = [
         c.name
         for c in docker_client.containers.list(all=True, filters={"label": "hermes.managed=1"})
-        if c.labels.get("hermes.task", "").startswith(("removed", "persistent-task"))
+        if c.labels.get("hermes.task", "").startswith((f"removed-{RUN}", f"persistent-task-{RUN}"))
     ]
     assert leftovers == []
 
@@ -210,14 +214,14 @@ def test_image_without_a_shell_is_a_clear_error(docker_service, docker_client, t
         info = tarfile.TarInfo("README")
         info.size = 2
         tar.addfile(info, io.BytesIO(b"hi"))
-    docker_client.api.import_image_from_data(data.getvalue(), repository="local/no-shell")
+    docker_client.api.import_image_from_data(data.getvalue(), repository=f"local/no-shell-{RUN}")
     try:
         with pytest.raises(EnvironmentUnavailable, match="cannot start a container"):
             DockerEnvironment(
-                make_config(docker_service, docker_image="local/no-shell"), "no-shell"
+                make_config(docker_service, docker_image=f"local/no-shell-{RUN}"), "no-shell"
             )
     finally:
-        docker_client.images.remove("local/no-shell", force=True)
+        docker_client.images.remove(f"local/no-shell-{RUN}", force=True)
 
 
 @pytest.mark.parametrize(
@@ -265,6 +269,39 @@ def test_check_reports_the_engine(docker_service):
 def test_check_fails_closed(tmp_path):
     with pytest.raises(EnvironmentUnavailable, match="cannot reach"):
         DockerEnvironment.check({"terminal": {"docker_host": f"unix://{tmp_path}/none.sock"}})
+
+
+def test_check_config_finds_nothing_wrong_with_good_settings(docker_service):
+    assert DockerEnvironment.check_config(make_config(docker_service)) == []
+
+
+def test_check_config_names_each_problem_without_starting(tmp_path):
+    config = {
+        "terminal": {
+            "docker_image": "My Image",
+            "docker_privileged": True,
+            "docker_cap_add": ["SYS_ADMIN"],
+            "docker_host": f"unix://{tmp_path}/none.sock",
+        }
+    }
+    problems = DockerEnvironment.check_config(config)
+    assert len(problems) == 4, problems
+    assert "terminal.docker_privileged is true" in problems[0]
+    assert "terminal.docker_cap_add adds SYS_ADMIN" in problems[1]
+    assert "terminal.docker_allow_unsafe: true" in problems[0]
+    assert "'My Image' is not a valid image reference (it contains a space)" in problems[2]
+    assert "cannot reach a Docker engine" in problems[3]
+    assert DockerEnvironment.check_config({"terminal": {"docker_pull": "sometimes"}}) == [
+        "docker backend: bad setting: terminal.docker_pull must be missing, always or never"
+    ]
+    allowed = {**config["terminal"], "docker_allow_unsafe": True, "docker_image": "x:1"}
+    assert len(DockerEnvironment.check_config({"terminal": allowed})) == 1  # the engine
+
+
+def test_a_bad_image_name_is_a_clear_error_before_the_engine_is_asked(tmp_path):
+    config = {"terminal": {"docker_image": "Busybox", "docker_host": f"unix://{tmp_path}/x.sock"}}
+    with pytest.raises(EnvironmentUnavailable, match="repository names are lower case"):
+        DockerEnvironment(config, "bad-image")
 
 
 def test_registers_the_docker_backend():

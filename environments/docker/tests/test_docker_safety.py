@@ -5,6 +5,7 @@ container reach the host unless ``terminal.docker_allow_unsafe`` is true."""
 from __future__ import annotations
 
 import os
+import secrets
 from urllib.parse import urlparse
 
 import pytest
@@ -12,7 +13,10 @@ from hermes_env_docker import DockerEnvironment, DockerSettings
 from hermes_env_docker.safety import unsafe_mount
 
 from hermes_core.testing import make_agent, text, tool_call
-from hermes_hookspecs import EnvironmentUnavailable
+from hermes_hookspecs import EnvironmentRefused, EnvironmentUnavailable
+
+RUN = secrets.token_hex(3)
+"""Part of the task ids of this test run: other runs may use the same engine at the same time."""
 
 
 def config(service, **terminal):
@@ -27,8 +31,9 @@ def containers_of(client, task):
 
 def refusal(service, docker_client, task, **terminal) -> str:
     """The one-line refusal of ``terminal``; no container was made for ``task``."""
-    with pytest.raises(EnvironmentUnavailable) as caught:
+    with pytest.raises(EnvironmentRefused) as caught:
         DockerEnvironment(config(service, **terminal), task)
+    assert caught.value.rule == "docker-unsafe-settings"
     message = str(caught.value)
     assert "\n" not in message
     assert "terminal.docker_allow_unsafe: true" in message
@@ -355,6 +360,9 @@ def test_the_model_sees_the_refusal_and_nothing_runs(docker_service, docker_clie
         (result,) = [m["content"] for m in agent.messages if m["role"] == "tool"]
     finally:
         agent.close()
+    # a refusal by policy, not an outage: the model is told not to retry
+    assert result.startswith("BLOCKED: the execution environment was refused: docker backend")
+    assert "(rule docker-unsafe-settings)" in result and "Do not retry" in result
     assert "refusing unsafe settings" in result and "terminal.docker_allow_unsafe" in result
     assert "root folder" in result
     assert not canary.exists()
@@ -425,19 +433,19 @@ def test_persistent_container_made_with_unsafe_settings_is_not_reused_without_th
         docker_cap_add=["SYS_PTRACE"],
         docker_allow_unsafe=True,
     )
-    first = DockerEnvironment(unsafe, "persistent-settings")
+    first = DockerEnvironment(unsafe, f"persistent-settings-{RUN}")
     container_id = first.container.id
     try:
         first.write_file("kept.txt", b"kept")
         first.cleanup()
         plain = config(docker_service, container_persistent=True)
         with pytest.raises(EnvironmentUnavailable) as caught:
-            DockerEnvironment(plain, "persistent-settings")
+            DockerEnvironment(plain, f"persistent-settings-{RUN}")
         message = str(caught.value)
         assert "created with other settings" in message and "docker rm -f" in message
         assert "\n" not in message
         assert docker_client.containers.get(container_id).status != "running"
-        again = DockerEnvironment(unsafe, "persistent-settings")
+        again = DockerEnvironment(unsafe, f"persistent-settings-{RUN}")
         try:
             assert again.container.id == container_id
             assert again.read_file("/workspace/kept.txt") == b"kept"
@@ -471,7 +479,7 @@ import json, sys, threading, time
 from hermes_env_docker import DockerEnvironment
 config = {"terminal": {"docker_host": sys.argv[1], "docker_image": sys.argv[2],
                        "container_persistent": True}}
-env = DockerEnvironment(config, "persistent-tied")
+env = DockerEnvironment(config, "persistent-tied-" + sys.argv[3])
 env.start_background("exec sleep 301")
 threading.Thread(target=env.run, args=("sleep 302",), daemon=True).start()
 while "sleep 302" not in env.run("ps -o args 2>/dev/null || ps").output:
@@ -493,7 +501,7 @@ def test_persistent_container_stays_but_its_processes_go_when_hermes_is_killed(
     script = tmp_path / "hermes_like.py"
     script.write_text(PERSISTENT_PROGRAM)
     proc = subprocess.Popen(
-        [sys.executable, str(script), docker_service["host"], docker_service["image"]],
+        [sys.executable, str(script), docker_service["host"], docker_service["image"], RUN],
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -50,7 +50,14 @@ from hermes_hookspecs.secrets import passthrough, secret_names
 from .config_schema import hermes_register_config  # noqa: F401 - a hook of this plugin
 from .guard import GATE_PREAMBLE, process_guard, spawn_gated
 
-__all__ = ["LocalEnvironment", "create", "hermes_register_environments"]
+__all__ = [
+    "BACKEND",
+    "LocalBackend",
+    "LocalEnvironment",
+    "check_config",
+    "create",
+    "hermes_register_environments",
+]
 
 DEFAULT_TIMEOUT = 180.0
 LEFTOVER_GRACE = 0.2
@@ -735,7 +742,56 @@ def create(config: Mapping[str, Any], task_id: str) -> LocalEnvironment:
     )
 
 
+def check_config(config: Mapping[str, Any]) -> list[str]:
+    """The problems of the local settings, without starting anything: ``terminal.cwd`` is
+    not an existing folder, ``terminal.timeout`` is not a number of seconds, bash is not on
+    ``PATH``."""
+    terminal = config.get("terminal") or {}
+    problems = []
+    cwd = terminal.get("cwd")
+    if cwd not in (None, "", "."):
+        path = os.path.abspath(os.path.expanduser(str(cwd)))
+        if not os.path.exists(path):
+            problems.append(
+                f"the local working directory {path!r} does not exist; set terminal.cwd to an"
+                " existing folder"
+            )
+        elif not os.path.isdir(path):
+            problems.append(f"terminal.cwd {path!r} is not a folder; set it to a folder")
+    timeout = terminal.get("timeout")
+    if timeout not in (None, ""):
+        try:
+            if isinstance(timeout, bool) or float(timeout) <= 0:
+                raise ValueError
+        except (TypeError, ValueError):
+            problems.append(f"terminal.timeout must be a number of seconds, got {timeout!r}")
+    if shutil.which("bash") is None:
+        problems.append("the local environment needs bash on PATH; install bash")
+    return problems
+
+
+class LocalBackend:
+    """The ``local`` backend as it is registered: ``factory(config, task_id)`` (see
+    :func:`create`) with its configuration check."""
+
+    def __call__(self, config: Mapping[str, Any], task_id: str) -> LocalEnvironment:
+        """A new local environment for ``task_id``; see :func:`create`."""
+        problems = check_config(config)
+        if problems:
+            raise EnvironmentUnavailable("; ".join(problems))
+        return create(config, task_id)
+
+    @staticmethod
+    def check_config(config: Mapping[str, Any]) -> list[str]:
+        """See :func:`check_config`."""
+        return check_config(config)
+
+
+BACKEND = LocalBackend()
+"""The registered factory."""
+
+
 @hookimpl
 def hermes_register_environments(register: Any) -> None:
     """Register the ``local`` backend."""
-    register("local", create)
+    register("local", BACKEND)

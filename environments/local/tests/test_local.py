@@ -5,7 +5,14 @@ from __future__ import annotations
 import time
 
 import pytest
-from hermes_env_local import LocalEnvironment, _parse_exports, _umask, create
+from hermes_env_local import (
+    BACKEND,
+    LocalEnvironment,
+    _parse_exports,
+    _umask,
+    check_config,
+    create,
+)
 
 from hermes_core.testing import load_plugin, make_agent
 from hermes_core.testing.environment_suite import EnvironmentBehaviour, wait_for
@@ -66,6 +73,24 @@ def test_config_defaults_and_missing_folder(tmp_path, monkeypatch):
     assert create({"terminal": {"cwd": "."}}, "t").cwd == str(tmp_path)
     with pytest.raises(EnvironmentUnavailable, match="does not exist; set terminal.cwd"):
         create({"terminal": {"cwd": str(tmp_path / "nope")}}, "t")
+
+
+def test_check_config(tmp_path):
+    assert check_config({}) == [] and check_config({"terminal": {"cwd": str(tmp_path)}}) == []
+    [missing] = check_config({"terminal": {"cwd": str(tmp_path / "nope")}})
+    assert "does not exist; set terminal.cwd" in missing
+    (tmp_path / "file").write_text("")
+    [not_a_folder] = check_config({"terminal": {"cwd": str(tmp_path / "file")}})
+    assert "is not a folder" in not_a_folder
+    [timeout] = check_config({"terminal": {"timeout": "soon"}})
+    assert timeout == "terminal.timeout must be a number of seconds, got 'soon'"
+
+
+def test_the_registered_factory_checks_first(tmp_path):
+    assert BACKEND.check_config is not None
+    with pytest.raises(EnvironmentUnavailable, match="terminal.timeout must be a number"):
+        BACKEND({"terminal": {"cwd": str(tmp_path), "timeout": "soon"}}, "t")
+    assert BACKEND({"terminal": {"cwd": str(tmp_path)}}, "t").cwd == str(tmp_path)
 
 
 def test_timeout_kills_the_whole_process_group(env, tmp_path):

@@ -28,6 +28,7 @@ from typing import Any
 from hermes_env_common import (
     Channel,
     ShellEnvironment,
+    module_installed,
     parse_bool,
     parse_memory_mb,
     safe_name,
@@ -44,6 +45,10 @@ DEFAULT_IMAGE = "python:3.11-slim"
 DEFAULT_APP = "hermes-agent"
 DEFAULT_WORKDIR = "/workspace"
 DEFAULT_LIFETIME = 3600
+NO_CREDENTIALS = (
+    "modal backend: no Modal credentials; run `modal token new`, or set MODAL_TOKEN_ID and"
+    " MODAL_TOKEN_SECRET"
+)
 
 
 @dataclass
@@ -153,17 +158,14 @@ class ModalEnvironment(ShellEnvironment):
         self.settings = settings
         self.where = f"modal app {settings.app}"
         if not _has_credentials():
-            raise EnvironmentUnavailable(
-                "modal backend: no Modal credentials; run `modal token new`, or set"
-                " MODAL_TOKEN_ID and MODAL_TOKEN_SECRET"
-            )
+            raise EnvironmentUnavailable(NO_CREDENTIALS)
         self.modal = _import_modal()
         self.sandbox = self._find_or_create()
         self.where = f"modal sandbox {getattr(self.sandbox, 'object_id', '?')}"
         try:
-            self._start()
+            self.prepare_shell()
         except BaseException:
-            self._teardown()
+            self.teardown()
             raise
 
     def sandbox_name(self) -> str:
@@ -200,7 +202,8 @@ class ModalEnvironment(ShellEnvironment):
         except Exception as exc:
             raise _unavailable(f"cannot create a sandbox from {s.image}", exc) from None
 
-    def _open(self, argv: list[str], stdin: bytes | None) -> Channel:
+    def open_channel(self, argv: list[str], stdin: bytes | None) -> Channel:
+        """Run ``argv`` in the sandbox with ``Sandbox.exec``, with ``stdin`` fed from a thread."""
         modal = self.modal
         try:
             process = self.sandbox.exec(
@@ -227,7 +230,8 @@ class ModalEnvironment(ShellEnvironment):
             feed()
         return _ModalChannel(process)
 
-    def _teardown(self) -> None:
+    def teardown(self) -> None:
+        """Terminate the sandbox (unless it is persistent)."""
         sandbox, self.sandbox = self.sandbox, None
         if sandbox is not None and not self.settings.persistent:
             try:
@@ -244,7 +248,24 @@ class ModalEnvironment(ShellEnvironment):
             super().cleanup()
             return
         self._closed = True
-        self._teardown()
+        self.teardown()
+
+    @classmethod
+    def check_config(cls, config: Mapping[str, Any]) -> list[str]:
+        """The problems of the modal settings, without creating a sandbox or calling Modal:
+        values that do not parse, the SDK missing, no credentials."""
+        try:
+            ModalSettings.from_config(config)
+        except EnvironmentUnavailable as exc:
+            return [str(exc)]
+        problems = []
+        if not module_installed("modal"):
+            problems.append(
+                "modal backend: the modal SDK is not installed; pip install hermes-env-modal"
+            )
+        if not _has_credentials():
+            problems.append(NO_CREDENTIALS)
+        return problems
 
     @classmethod
     def check(cls, config: Mapping[str, Any]) -> str:
@@ -253,10 +274,7 @@ class ModalEnvironment(ShellEnvironment):
         settings = ModalSettings.from_config(config)
         modal = _import_modal()
         if not _has_credentials():
-            raise EnvironmentUnavailable(
-                "modal backend: no Modal credentials; run `modal token new`, or set"
-                " MODAL_TOKEN_ID and MODAL_TOKEN_SECRET"
-            )
+            raise EnvironmentUnavailable(NO_CREDENTIALS)
         version = getattr(modal, "__version__", "?")
         return f"modal SDK {version}, credentials configured, image {settings.image}"
 

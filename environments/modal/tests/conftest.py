@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -110,7 +111,9 @@ class FakeSandbox:
 
     def __init__(self, kwargs: dict[str, Any]) -> None:
         self.kwargs = kwargs
-        self.object_id = f"sb-fake-{len(FakeSandbox.created)}"
+        # unique beyond this process: terminate() kills by this id, and other test runs on the
+        # same machine make fake sandboxes too
+        self.object_id = f"sb-fake-{secrets.token_hex(6)}-{len(FakeSandbox.created)}"
         self.tmp = tempfile.mkdtemp(prefix="fake-modal-tmp-")  # the sandbox's own /tmp
         self.execs: list[FakeProcess] = []
         self.exec_calls: list[dict[str, Any]] = []

@@ -173,6 +173,20 @@ def test_check(fake_modal, monkeypatch, tmp_path):
         ModalEnvironment.check({})
 
 
+def test_check_config(fake_modal, monkeypatch, tmp_path):
+    assert ModalEnvironment.check_config({}) == []
+    assert ModalEnvironment.check_config(make_config(tmp_path, lifetime_seconds="long")) == [
+        "modal backend: bad setting: invalid literal for int() with base 10: 'long'"
+    ]
+    monkeypatch.delenv("MODAL_TOKEN_ID")
+    monkeypatch.setenv("MODAL_CONFIG_PATH", str(tmp_path / "absent.toml"))
+    monkeypatch.setitem(sys.modules, "modal", None)  # not installed
+    problems = ModalEnvironment.check_config({})
+    assert len(problems) == 2
+    assert "the modal SDK is not installed" in problems[0]
+    assert "no Modal credentials" in problems[1]
+
+
 def test_registers_the_modal_backend():
     registered = {}
     hermes_register_environments(lambda name, factory: registered.setdefault(name, factory))

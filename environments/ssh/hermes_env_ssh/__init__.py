@@ -26,15 +26,17 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_env_common import Channel, ShellEnvironment, terminal_config
+from hermes_env_common import Channel, ShellEnvironment, module_installed, terminal_config
 
-from hermes_hookspecs import EnvironmentUnavailable, hookimpl
+from hermes_hookspecs import EnvironmentRefused, EnvironmentUnavailable, hookimpl
 
 from .config_schema import hermes_register_config  # noqa: F401 - a hook of this plugin
 
 __all__ = ["SSHEnvironment", "SSHSettings", "hermes_register_environments"]
 
 HOST_KEY_POLICIES = ("strict", "accept-new")
+HOST_KEY_RULE = "ssh-host-key"
+"""The rule a refused host key names (:class:`~hermes_hookspecs.EnvironmentRefused`)."""
 
 
 @dataclass
@@ -164,6 +166,36 @@ def _load_key(paramiko: Any, settings: SSHSettings) -> Any:
         ) from None
 
 
+def _known_hosts_problems(settings: SSHSettings) -> list[str]:
+    """Why the known_hosts file cannot serve the host-key policy (empty: it can)."""
+    path = settings.known_hosts
+    name = _known_host_name(settings.host, settings.port)
+    if os.path.exists(path):
+        if not os.access(path, os.R_OK):
+            return [f"ssh backend: cannot read known_hosts file {path}"]
+        if settings.host_key_policy == "accept-new" and not os.access(path, os.W_OK):
+            return [
+                f"ssh backend: terminal.ssh_host_key_policy is accept-new but {path} is not"
+                " writable, so a new host key could not be recorded"
+            ]
+        return []
+    if settings.host_key_policy == "strict":
+        return [
+            f"ssh backend: known_hosts file {path} does not exist, so the host key of {name}"
+            f" cannot be checked; add the key (ssh-keyscan -p {settings.port} {settings.host}"
+            f" >> {path}, after checking its fingerprint) or set terminal.ssh_known_hosts"
+        ]
+    folder = os.path.dirname(path) or "."
+    while not os.path.exists(folder):
+        folder = os.path.dirname(folder) or "/"
+    if not os.access(folder, os.W_OK):
+        return [
+            f"ssh backend: terminal.ssh_host_key_policy is accept-new but {path} cannot be"
+            f" created ({folder} is not writable)"
+        ]
+    return []
+
+
 def connect(settings: SSHSettings) -> Any:
     """An authenticated ``paramiko.SSHClient``, with the host key checked; every failure is an
     :class:`EnvironmentUnavailable` that says what failed and how to fix it."""
@@ -221,21 +253,23 @@ def connect(settings: SSHSettings) -> Any:
         )
     except _UnknownHostKey as exc:
         client.close()
-        raise EnvironmentUnavailable(
+        raise EnvironmentRefused(
             f"ssh backend: the host key of {name} ({exc.key.get_name()}"
             f" {_fingerprint(exc.key)}) is not in {known_hosts}; strict host-key checking"
             f" refuses unknown hosts. Check the fingerprint with the host's owner, then add it"
             f" (ssh-keyscan -p {settings.port} {settings.host} >> {known_hosts}), or set"
-            " terminal.ssh_host_key_policy: accept-new to trust a host on first use"
+            " terminal.ssh_host_key_policy: accept-new to trust a host on first use",
+            rule=HOST_KEY_RULE,
         ) from None
     except paramiko.BadHostKeyException as exc:
         client.close()
-        raise EnvironmentUnavailable(
+        raise EnvironmentRefused(
             f"ssh backend: HOST KEY MISMATCH for {name}: the server sent"
             f" {_fingerprint(exc.key)} but {known_hosts} has {_fingerprint(exc.expected_key)}."
             " Someone may be intercepting the connection, or the host was reinstalled; refusing"
             f" to connect. Remove the old entry (ssh-keygen -R '{name}' -f {known_hosts}) only"
-            " once you know why it changed"
+            " once you know why it changed",
+            rule=HOST_KEY_RULE,
         ) from None
     except paramiko.AuthenticationException as exc:
         client.close()
@@ -296,11 +330,33 @@ class _SSHChannel(Channel):
                 self._release()
 
 
+class _HeldSession:
+    """A session channel whose input this process holds open (the lifeline's)."""
+
+    def __init__(self, chan: Any) -> None:
+        self._chan = chan
+
+    def close(self) -> None:
+        """Close the channel: the program on it reads end of file."""
+        try:
+            self._chan.close()
+        except Exception:  # noqa: BLE001 - the connection may be gone already
+            pass
+
+
 class SSHEnvironment(ShellEnvironment):
     """Commands of a task on a remote host; the factory registered as ``ssh``:
-    ``SSHEnvironment(config, task_id)``."""
+    ``SSHEnvironment(config, task_id)``.
+
+    Tied to this process: a lifeline session (:meth:`ShellEnvironment.hold_lifeline`) kills
+    every process the environment started on the host when the connection closes, which it does
+    when hermes dies in any way. A connection that drops is made again on next use; the
+    processes of the old one are stopped, the working directory and exports are kept when the
+    reconnection comes within :attr:`lifeline_grace` seconds.
+    """
 
     name = "ssh"
+    lifeline_grace = 60.0
 
     def __init__(self, config: Mapping[str, Any], task_id: str) -> None:
         settings = SSHSettings.from_config(config)
@@ -312,18 +368,24 @@ class SSHEnvironment(ShellEnvironment):
         )
         self.settings = settings
         self.where = f"ssh {settings.target}"
-        self._sessions = threading.BoundedSemaphore(settings.max_sessions)
+        # one session is the lifeline's, the others carry commands (at least two: a timed-out
+        # command's channel stays open while a second one kills it)
+        self._sessions = threading.BoundedSemaphore(max(2, settings.max_sessions - 1))
         self._connect_lock = threading.Lock()
+        self._renew_lock = threading.Lock()
+        self._renew_pending = False
         self.client = connect(settings)
         self.connections = 1
         try:
-            self._start()
+            self.prepare_shell()
+            self.hold_lifeline()
         except BaseException:
-            self._teardown()
+            self.teardown()
             raise
 
     def _transport(self) -> Any:
-        """The live transport; reconnects once when the connection dropped."""
+        """The live transport; reconnects once when the connection dropped (and notes that the
+        lifeline must be renewed)."""
         with self._connect_lock:
             transport = self.client.get_transport() if self.client is not None else None
             if transport is None or not transport.is_active():
@@ -335,39 +397,64 @@ class SSHEnvironment(ShellEnvironment):
                     pass
                 self.client = connect(self.settings)
                 self.connections += 1
+                self._renew_pending = True
                 transport = self.client.get_transport()
             return transport
 
-    def _open(self, argv: list[str], stdin: bytes | None) -> Channel:
-        paramiko = _import_paramiko()
-        if not self._sessions.acquire(timeout=120):
-            raise EnvironmentUnavailable(f"{self.where}: no free SSH session for 120 s")
-        try:
-            transport = self._transport()
+    def _renew_if_needed(self) -> None:
+        """After a reconnection: claim the state and hold a new lifeline, once."""
+        if not self._renew_pending:
+            return
+        with self._renew_lock:
+            if not self._renew_pending:
+                return
+            self._renew_pending = False
+            self.renew_lifeline()
+
+    def _drop_connection(self) -> None:
+        with self._connect_lock:
             try:
-                chan = transport.open_session(
-                    window_size=8 * 1024 * 1024,
-                    max_packet_size=32768,
-                    timeout=self.settings.connect_timeout,
-                )
-            except (paramiko.SSHException, OSError, EOFError):
-                # a dropped connection that looked alive: reconnect and try once more
                 self.client.close()
-                transport = self._transport()
-                chan = transport.open_session(
-                    window_size=8 * 1024 * 1024,
-                    max_packet_size=32768,
-                    timeout=self.settings.connect_timeout,
-                )
-            chan.exec_command("exec " + shlex.join(argv))
-        except EnvironmentUnavailable:
-            self._sessions.release()
-            raise
-        except Exception as exc:
-            self._sessions.release()
-            raise EnvironmentUnavailable(
-                f"{self.where}: cannot open a session on the connection: {exc}"
-            ) from None
+            except Exception:
+                pass
+
+    def _exec_session(self, transport: Any, command: str) -> Any:
+        chan = transport.open_session(
+            window_size=8 * 1024 * 1024,
+            max_packet_size=32768,
+            timeout=self.settings.connect_timeout,
+        )
+        chan.exec_command(command)
+        return chan
+
+    def open_channel(self, argv: list[str], stdin: bytes | None) -> Channel:
+        """Run ``argv`` on a new session channel of the task's connection (made again when it
+        dropped), with ``stdin`` fed from a thread."""
+        paramiko = _import_paramiko()
+        for attempt in (1, 2):
+            transport = self._transport()
+            self._renew_if_needed()
+            if not self._sessions.acquire(timeout=120):
+                raise EnvironmentUnavailable(f"{self.where}: no free SSH session for 120 s")
+            try:
+                chan = self._exec_session(transport, "exec " + shlex.join(argv))
+                break
+            except (paramiko.SSHException, OSError, EOFError) as exc:
+                self._sessions.release()
+                if attempt == 1:  # a dropped connection that looked alive: reconnect, once
+                    self._drop_connection()
+                    continue
+                raise EnvironmentUnavailable(
+                    f"{self.where}: cannot open a session on the connection: {exc}"
+                ) from None
+            except EnvironmentUnavailable:
+                self._sessions.release()
+                raise
+            except Exception as exc:
+                self._sessions.release()
+                raise EnvironmentUnavailable(
+                    f"{self.where}: cannot open a session on the connection: {exc}"
+                ) from None
         channel = _SSHChannel(chan, self._sessions.release, transport, self.where)
         if stdin:
 
@@ -389,13 +476,62 @@ class SSHEnvironment(ShellEnvironment):
             chan.shutdown_write()
         return channel
 
-    def _teardown(self) -> None:
+    def open_held(self, argv: list[str]) -> _HeldSession:
+        """Run ``argv`` on a session channel whose input stays open until it is closed or the
+        connection ends (sshd then closes the program's input)."""
+        paramiko = _import_paramiko()
+        transport = self._transport()
+        try:
+            chan = self._exec_session(transport, "exec " + shlex.join(argv))
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            raise EnvironmentUnavailable(
+                f"{self.where}: cannot start the process lifeline: {exc}"
+            ) from None
+        return _HeldSession(chan)
+
+    def teardown(self) -> None:
+        """Close the connection (the lifeline ends with it)."""
         client, self.client = self.client, None
         if client is not None:
             try:
                 client.close()
             except Exception:
                 pass
+
+    @classmethod
+    def check_config(cls, config: Mapping[str, Any]) -> list[str]:
+        """The problems of the ssh settings, without connecting: no host, a bad port or
+        policy, no user name to log in with, paramiko missing, a key file that is missing,
+        unreadable, encrypted without a passphrase or not a private key, a known_hosts file
+        that strict checking needs but is missing or unreadable, or that ``accept-new``
+        cannot write."""
+        term = terminal_config(config)
+        problems: list[str] = []
+        if not (term.get("ssh_user") or os.environ.get("TERMINAL_SSH_USER")):
+            try:
+                getpass.getuser()
+            except Exception:  # no login name, no passwd entry
+                problems.append(
+                    "ssh backend: no user to log in as; set terminal.ssh_user (or"
+                    " TERMINAL_SSH_USER)"
+                )
+                return problems
+        try:
+            settings = SSHSettings.from_config(config)
+        except EnvironmentUnavailable as exc:
+            return [str(exc)]
+        if not module_installed("paramiko"):
+            return ["ssh backend: paramiko is not installed; pip install hermes-env-ssh"]
+        if settings.key:
+            if os.path.exists(settings.key) and not os.access(settings.key, os.R_OK):
+                problems.append(f"ssh backend: cannot read key file {settings.key}")
+            else:
+                try:
+                    _load_key(_import_paramiko(), settings)
+                except EnvironmentUnavailable as exc:
+                    problems.append(str(exc))
+        problems += _known_hosts_problems(settings)
+        return problems
 
     @classmethod
     def check(cls, config: Mapping[str, Any]) -> str:

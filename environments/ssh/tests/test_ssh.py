@@ -14,7 +14,7 @@ import pytest
 from hermes_env_ssh import SSHEnvironment, SSHSettings, hermes_register_environments
 
 from hermes_core.testing.environment_suite import EnvironmentBehaviour
-from hermes_hookspecs import EnvironmentUnavailable
+from hermes_hookspecs import EnvironmentRefused, EnvironmentUnavailable
 
 
 def make_config(service, **terminal):
@@ -149,8 +149,9 @@ def test_output_cannot_forge_the_end_marker(make_env):
 def test_unknown_host_key_is_refused(ssh_service, tmp_path):
     known = tmp_path / "known_hosts"
     known.write_text("")
-    with pytest.raises(EnvironmentUnavailable) as caught:
+    with pytest.raises(EnvironmentRefused) as caught:
         SSHEnvironment(make_config(ssh_service, ssh_known_hosts=str(known)), "unknown-key")
+    assert caught.value.rule == "ssh-host-key"
     message = str(caught.value)
     assert "is not in" in message and "SHA256:" in message
     assert "ssh-keyscan" in message and "accept-new" in message
@@ -168,7 +169,7 @@ def test_changed_host_key_is_refused(ssh_service, tmp_path):
     other_public = Path(ssh_service["key"] + ".pub").read_text().split()[:2]
     known = tmp_path / "known_hosts"
     known.write_text(f"{entry} {' '.join(other_public)}\n")
-    with pytest.raises(EnvironmentUnavailable, match="HOST KEY MISMATCH"):
+    with pytest.raises(EnvironmentRefused, match="HOST KEY MISMATCH"):
         SSHEnvironment(make_config(ssh_service, ssh_known_hosts=str(known)), "changed-key")
 
 
@@ -269,6 +270,27 @@ def test_check_fails_closed(ssh_service, tmp_path):
     known.write_text("")
     with pytest.raises(EnvironmentUnavailable, match="is not in"):
         SSHEnvironment.check(make_config(ssh_service, ssh_known_hosts=str(known)))
+
+
+def test_check_config_finds_nothing_wrong_with_good_settings(ssh_service):
+    assert SSHEnvironment.check_config(make_config(ssh_service)) == []
+
+
+def test_check_config_names_the_problem_without_connecting(ssh_service, tmp_path, monkeypatch):
+    def problems(**terminal):
+        return SSHEnvironment.check_config(make_config(ssh_service, ssh_port=1, **terminal))
+
+    assert "key file" in problems(ssh_key=str(tmp_path / "none"))[0]
+    assert "does not exist" in problems(ssh_key=str(tmp_path / "none"))[0]
+    assert "not a usable private key" in problems(ssh_key=ssh_service["key"] + ".pub")[0]
+    [missing] = problems(ssh_known_hosts=str(tmp_path / "nope" / "known_hosts"))
+    assert "known_hosts file" in missing and "does not exist" in missing
+    assert problems(ssh_known_hosts=str(tmp_path / "new"), ssh_host_key_policy="accept-new") == []
+    [policy] = problems(ssh_host_key_policy="trusting")
+    assert "ssh_host_key_policy must be one of strict, accept-new" in policy
+    monkeypatch.delenv("TERMINAL_SSH_HOST", raising=False)
+    [no_host] = SSHEnvironment.check_config({"terminal": {}})
+    assert "no host configured" in no_host
 
 
 def test_registers_the_ssh_backend():
