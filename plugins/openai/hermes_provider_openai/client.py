@@ -184,7 +184,7 @@ class OpenAIClient:
 
     def _chat(self, request: ModelRequest) -> ModelResponse:
         body = chat.build_body(request, self.settings)
-        opener = self._opener(lambda sdk: sdk.chat.completions.create, body, "messages")
+        opener = self._opener(lambda sdk: sdk.chat.completions.create, body, messages=[])
         if request.stream:
             accumulator = chat.ChatStream(request)
             self._run(request, opener, accumulator.feed)
@@ -205,15 +205,21 @@ class OpenAIClient:
         return responses.parse_response(self._run(request, opener))
 
     def _opener(
-        self, method: Callable[[Any], Callable[..., Any]], body: dict[str, Any], *named: str
+        self,
+        method: Callable[[Any], Callable[..., Any]],
+        body: dict[str, Any],
+        **placeholders: Any,
     ) -> Callable[[], Any]:
-        """A call of the SDK method ``method(sdk)`` with ``model``, ``stream`` and ``named`` as
-        arguments and the rest of ``body`` as extra body fields (so options the SDK does not
-        know pass through). The SDK is imported by the first call, on the worker thread."""
+        """A call of the SDK method ``method(sdk)`` with ``model`` and ``stream`` as arguments
+        and the rest of ``body`` as extra body fields. The SDK sends extra body fields as they
+        are, over the arguments of the same name: options it does not know pass through, and
+        the transcript is not walked by its per-field type transform, whose cost grows with
+        every message (for plain JSON values, as ours are, it changes nothing). A method that
+        requires an argument our body carries gets it as a ``placeholders`` value, which the
+        body's field replaces on the wire. The SDK is imported by the first call, on the
+        worker thread."""
         rest = dict(body)
-        kwargs: dict[str, Any] = {"model": rest.pop("model")}
-        for name in named:
-            kwargs[name] = rest.pop(name)
+        kwargs: dict[str, Any] = {"model": rest.pop("model"), **placeholders}
         if rest.pop("stream", False):
             kwargs["stream"] = True
         kwargs["extra_body"] = rest

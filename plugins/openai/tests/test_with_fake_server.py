@@ -112,6 +112,47 @@ def test_options_and_max_tokens_reach_the_server(fake):
     assert (body["max_tokens"], body["temperature"], body["seed"], body["top_k"]) == (77, 0.1, 5, 3)
 
 
+HISTORY = [
+    {"role": "system", "content": "sys"},
+    {"role": "user", "content": [
+        {"type": "text", "text": "what is in it? ü"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+    ]},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function",
+         "function": {"name": "get_weather", "arguments": ARGUMENTS}},
+    ]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
+    {"role": "user", "content": "and tomorrow?"},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_body_goes_on_the_wire_as_built(fake, stream):
+    """The transcript and tools travel as extra body fields, past the SDK's per-field type
+    transform: the server gets exactly the body we built, and that transform would have
+    changed nothing in it."""
+    from hermes_provider_openai import chat
+    from openai._utils import maybe_transform
+    from openai.types.chat import completion_create_params as params
+
+    fake.add("ok")
+    client = client_for(fake)
+    request = ModelRequest(
+        model="m", messages=[dict(m) for m in HISTORY], tools=TOOLS, stream=stream
+    )
+    client.complete(request)
+    built = chat.build_body(request, client.settings)
+    assert fake.last_request.json == json.loads(json.dumps(built))
+    assert fake.last_request.json["messages"] == HISTORY
+    kind = (
+        params.CompletionCreateParamsStreaming
+        if stream
+        else params.CompletionCreateParamsNonStreaming
+    )
+    assert maybe_transform(built, kind) == built
+
+
 def test_the_sdk_client_is_reused(fake):
     fake.add("one", "two")
     client = client_for(fake)
