@@ -20,6 +20,8 @@ from .settings import GatewaySettings, PlatformSettings
 
 NOT_FOR_GATEWAY = ("clarify",)
 """Toolsets a gateway session never gets: the model cannot stop to ask the user a question."""
+SEND_WAIT = 30.0
+"""Seconds a streamed answer's last send or edit may take once the turn is over."""
 COMMANDS = ("new", "reset", "stop", "status")
 """The ``/commands`` a chat message may be; any other text goes to the agent."""
 
@@ -340,6 +342,7 @@ class _StreamedReply:
         self.shown = ""
         self.message_id: str | None = None
         self._task: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
 
     def add(self, piece: str) -> None:
         """Append streamed text (called on the event loop)."""
@@ -348,9 +351,10 @@ class _StreamedReply:
             self._task = asyncio.ensure_future(self._flush_every())
 
     async def _flush_every(self) -> None:
-        while True:
+        while not self._stopping.is_set():
             await self._show(self.text)
-            await asyncio.sleep(self.interval)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), self.interval)
 
     async def _show(self, text: str) -> None:
         if not text or text == self.shown:
@@ -364,8 +368,12 @@ class _StreamedReply:
         self.shown = text
 
     async def stop(self) -> None:
-        """Stop editing as the text grows."""
+        """Stop editing as the text grows. A send or edit under way is finished first (cut
+        short, a message the platform got would be sent again by :meth:`finish`), unless it
+        hangs for ``SEND_WAIT`` seconds."""
+        self._stopping.set()
         if self._task is not None:
+            await asyncio.wait({self._task}, timeout=SEND_WAIT)
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task

@@ -120,6 +120,7 @@ class Receiver:
     def __init__(self) -> None:
         self.posts: list[tuple[dict[str, str], bytes]] = []
         self.status = 200
+        self.answer_delay = 0.0
         self._changed = threading.Condition()
         receiver = self
 
@@ -129,6 +130,7 @@ class Receiver:
                 with receiver._changed:
                     receiver.posts.append(({k.lower(): v for k, v in self.headers.items()}, body))
                     receiver._changed.notify_all()
+                time.sleep(receiver.answer_delay)
                 self.send_response(receiver.status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
@@ -650,6 +652,32 @@ def test_streaming_edits_the_answer_as_it_grows(tmp_path, receiver):
         served.stop()
     for edit in receiver.events("edit"):
         assert edit["message_id"] == first["message_id"]
+
+
+def test_a_turn_that_ends_during_the_first_streamed_send_sends_one_message(tmp_path, receiver):
+    # the turn is over while the platform is still taking the first piece: that send is let
+    # finish, and the whole answer goes out as its edit, never as a second message
+    receiver.answer_delay = 0.6
+
+    def answer(request: Any) -> Any:
+        request.emit("text_delta", text="thinking... ")  # its send starts now
+        time.sleep(0.2)
+        return Turn(text="the whole answer, streamed")
+
+    model = ScriptedModel(fn=answer)
+    runner = make_runner(tmp_path, model)
+    config = {"edit_interval": 0.05, "platforms": _hook(receiver, stream=True)}
+    served = serve_gateway(tmp_path, runner, config)
+    try:
+        _post(served, {"chat_id": "c", "user_id": "alice", "text": "go"})
+        [first] = receiver.wait_for(1)
+        assert wait_until(
+            lambda: (receiver.events("edit") or [first])[-1]["text"] == "the whole answer, streamed"
+        )
+        receiver.answer_delay = 0.0
+    finally:
+        served.stop()
+    assert len(receiver.events("message")) == 1
 
 
 def test_one_gateway_serves_the_api_and_the_webhook_at_once(tmp_path, receiver):

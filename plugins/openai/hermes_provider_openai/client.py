@@ -53,6 +53,64 @@ def shared_sdk(base_url: str, api_key: str, timeout: float | None) -> Any:
         return sdk
 
 
+class CallThreads:
+    """The threads SDK calls run on, reused from call to call: a call goes to an idle thread,
+    or to a new one when none is idle (a call never waits for another to end), and a thread
+    idle for ``idle_seconds`` ends. Starting a thread per call cost its start-up and, with many
+    threads busy, a wait for the interpreter's lock before it could run."""
+
+    def __init__(self, name: str, *, idle_seconds: float = 60.0) -> None:
+        self.name = name
+        self.idle_seconds = idle_seconds
+        self._lock = threading.Lock()
+        self._idle: list[queue.SimpleQueue[Callable[[], None]]] = []
+        self._busy = 0
+
+    @property
+    def busy(self) -> int:
+        """Calls running now."""
+        return self._busy
+
+    def run(self, work: Callable[[], None]) -> None:
+        """Start ``work()`` (which must not raise) on an idle thread or a new one."""
+        with self._lock:
+            inbox = self._idle.pop() if self._idle else None
+            self._busy += 1
+        if inbox is not None:
+            inbox.put(work)
+            return
+        try:
+            threading.Thread(target=self._loop, args=(work,), name=self.name, daemon=True).start()
+        except BaseException:
+            with self._lock:
+                self._busy -= 1
+            raise
+
+    def _loop(self, work: Callable[[], None] | None) -> None:
+        inbox: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        while work is not None:
+            try:
+                work()
+            except BaseException:  # work reports its own errors; the thread carries on
+                pass
+            work = None  # the finished call is not kept alive while the thread waits
+            with self._lock:
+                self._busy -= 1
+                self._idle.append(inbox)
+            try:
+                work = inbox.get(timeout=self.idle_seconds)
+            except queue.Empty:
+                with self._lock:
+                    if inbox in self._idle:  # nobody chose this thread meanwhile: it ends
+                        self._idle.remove(inbox)
+                        return
+                work = inbox.get()  # chosen just as it timed out: the call is on its way
+
+
+CALL_THREADS = CallThreads("hermes-openai-call")
+"""The threads every client of this process runs its SDK calls on."""
+
+
 class Cancelled(ProviderError):
     """The call was interrupted (``request.cancel`` was set); nothing of it is kept."""
 
@@ -61,7 +119,8 @@ class Cancelled(ProviderError):
 
 
 class _Call:
-    """One SDK call on a worker thread, with its results handed over through a queue."""
+    """One SDK call on a worker thread (of :data:`CALL_THREADS`), with its results handed over
+    through a queue."""
 
     def __init__(self, opener: Callable[[], Any], streaming: bool, cancel: threading.Event):
         self.opener = opener
@@ -70,7 +129,6 @@ class _Call:
         self.stopped = threading.Event()
         self.stream: Any = None
         self.queue: queue.SimpleQueue[tuple[int, Any]] = queue.SimpleQueue()
-        self.thread = threading.Thread(target=self._work, name="hermes-openai-call", daemon=True)
 
     def _work(self) -> None:
         try:
@@ -237,7 +295,7 @@ class OpenAIClient:
         if cancel.is_set():
             raise Cancelled(self.settings.provider)
         call = _Call(opener, on_item is not None, cancel)
-        call.thread.start()
+        CALL_THREADS.run(call._work)
         finished = False
         try:
             while True:

@@ -382,8 +382,10 @@ def test_a_broken_stream_is_a_retryable_error(fake, mode, stream):
     assert info.value.kind == "connection" and info.value.retryable
 
 
-def _call_threads():
-    return {t for t in threading.enumerate() if t.name == "hermes-openai-call"}
+def _busy_call_threads():
+    from hermes_provider_openai.client import CALL_THREADS
+
+    return CALL_THREADS.busy
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -399,7 +401,7 @@ def test_interrupt_mid_stream(fake, mode, step):
     fake.add(step)
     client = client_for(fake, mode)
     client.prepare()
-    before = _call_threads()
+    before = _busy_call_threads()
     events = []
     request = ModelRequest(
         model="m",
@@ -418,8 +420,8 @@ def test_interrupt_mid_stream(fake, mode, step):
     assert str(info.value) == "cancelled"
     assert 0.35 < elapsed < 1.0
     assert any(e == "text_delta" for e, _ in events)  # it was cut mid-stream
-    # the connection is shut: the worker thread ends although the server never finishes
-    assert wait_until(lambda: not (_call_threads() - before), timeout=3)
+    # the connection is shut: the worker thread is free again although the server never finishes
+    assert wait_until(lambda: _busy_call_threads() == before, timeout=3)
 
 
 def test_interrupt_while_waiting_for_a_whole_answer(fake):
@@ -488,3 +490,28 @@ def test_the_codex_backend_is_always_streamed_on_the_wire(fake):
     assert fake.last_request.path == "/chatgpt.com/backend-api/codex/responses"
     assert fake.last_request.stream is True
     assert events == []  # the caller did not ask for deltas
+
+
+def test_calls_reuse_their_threads_and_never_wait_for_one(fake):
+    from hermes_provider_openai.client import CALL_THREADS
+
+    fake.add("one", "two", *([{"text": "slow", "delay": 1.0}] * 3))
+    client = client_for(fake)
+    ask(client)
+    named = lambda: {t for t in threading.enumerate() if t.name == CALL_THREADS.name}  # noqa: E731
+    threads = named()
+    ask(client)
+    assert named() == threads  # the second call ran on a thread of the first
+    # three at once: none waits for another's thread to be free
+    answers: list[str] = []
+    callers = [
+        threading.Thread(target=lambda: answers.append(ask(client).message["content"]))
+        for _ in range(3)
+    ]
+    for caller in callers:
+        caller.start()
+    assert wait_until(lambda: len(fake.requests) == 5 and CALL_THREADS.busy == 3)
+    for caller in callers:
+        caller.join()
+    assert answers == ["slow"] * 3
+    assert wait_until(lambda: CALL_THREADS.busy == 0)

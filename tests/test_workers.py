@@ -1,0 +1,48 @@
+"""The process's reused threads for blocking calls (hermes_core.workers)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from hermes_core.testing import wait_until
+from hermes_core.workers import Workers
+
+
+def test_a_call_runs_on_an_idle_thread_when_there_is_one():
+    workers = Workers("test-workers")
+    first = workers.submit(threading.get_ident).result(timeout=5)
+    assert wait_until(lambda: workers.idle == 1)
+    assert workers.submit(threading.get_ident).result(timeout=5) == first
+    assert workers.busy == 0
+
+
+def test_calls_never_wait_for_each_other():
+    workers = Workers("test-workers")
+    together = threading.Barrier(4)
+    futures = [workers.submit(together.wait, 5) for _ in range(4)]
+    assert sorted(f.result(timeout=10) for f in futures) == [0, 1, 2, 3]
+
+
+def test_a_calls_exception_is_its_futures_and_the_thread_carries_on():
+    workers = Workers("test-workers")
+
+    def fail() -> None:
+        raise ValueError("broken")
+
+    with pytest.raises(ValueError, match="broken"):
+        workers.submit(fail).result(timeout=5)
+    assert workers.submit(lambda x: x * 2, 21).result(timeout=5) == 42
+
+
+def test_an_idle_thread_ends():
+    workers = Workers("test-idle-workers", idle_seconds=0.05)
+    workers.submit(lambda: None).result(timeout=5)
+    assert wait_until(
+        lambda: (
+            workers.idle == 0
+            and not any(t.name == "test-idle-workers" for t in threading.enumerate())
+        )
+    )
+    assert workers.submit(lambda: "again").result(timeout=5) == "again"
