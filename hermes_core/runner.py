@@ -133,8 +133,11 @@ class HostRunner:
                 services=self.services,
                 approval_callback=task.approval,
             )
-        if task.session_id is None or self.session_store.get_session(agent.session_id) is None:
-            # A new session, stored now so that it carries its parent link and source.
+        if task.parent_session_id is not None and (
+            task.session_id is None or self.session_store.get_session(agent.session_id) is None
+        ):
+            # A new session with a parent link, stored now so that it carries the link (the
+            # agent stores any other new session itself, with the same fields: no read here).
             session = SessionInfo(
                 id=agent.session_id,
                 source=task.source,
