@@ -15,6 +15,7 @@ from typing import Any
 
 from hermes_hookspecs import AgentOutcome, AgentRunner, AgentTask, InboundMessage, PlatformAdapter
 
+from . import memory
 from .routes import RouteStore, route_key
 from .settings import GatewaySettings, PlatformSettings
 
@@ -94,6 +95,7 @@ class GatewayCore:
         )
         self._turns: set[asyncio.Future[AgentOutcome]] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._first_turn_done = False
 
     # --- what adapters call (hermes_hookspecs.Gateway) ----------------------------------------
 
@@ -226,7 +228,7 @@ class GatewayCore:
         self._turns.add(future)
         # The session stays locked until the thread is done, even when the caller gives up.
         future.add_done_callback(
-            lambda f: (self._turns.discard(f), self._release(session_id, lane))
+            lambda f: (self._turns.discard(f), self._release(session_id, lane), self._settle())
         )
         try:
             return await asyncio.shield(future)
@@ -235,6 +237,14 @@ class GatewayCore:
             raise
         except Exception as exc:  # a runner must not raise; if one does, it is the outcome
             return AgentOutcome(session_id=session_id, text="", status="error", error=str(exc))
+
+    def _settle(self) -> None:
+        """After the first turn (which imported the provider's SDK), freeze what it made alive
+        (see :mod:`hermes_gateway.memory`)."""
+        if not self._first_turn_done:
+            self._first_turn_done = True
+            if self.settings.gc_freeze:
+                memory.refreeze()
 
     def _stop(self, session_id: str | None) -> bool:
         """Interrupt the session's running turn and drop the ones waiting; whether one ran."""

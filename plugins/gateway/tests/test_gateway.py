@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from hermes_gateway.core import command_of, prompt_of
 from hermes_gateway.serve import GatewayThread, build
+from hermes_gateway.settings import GatewaySettingsError, load_settings
 
 from hermes_core.registry import Registry
 from hermes_core.runner import HostRunner
@@ -817,3 +818,42 @@ def test_sigterm_finishes_the_running_turn_and_exits_cleanly(tmp_path):
 def _listening(port: int) -> bool:
     with socket.socket() as probe:
         return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_while_serving_the_long_lived_objects_are_out_of_the_collectors_way(tmp_path):
+    import gc
+
+    gc.unfreeze()
+    runner = make_runner(tmp_path, ScriptedModel(fn=lambda request: "ok"))
+    served = serve_gateway(tmp_path, runner, {"platforms": _api()})
+    try:
+        at_start = gc.get_freeze_count()
+        assert at_start > 0
+        _client(served).chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "x"}]
+        )
+        # the first turn's new long-lived objects (the SDK's, here the client's) are frozen too
+        assert wait_until(lambda: gc.get_freeze_count() > at_start)
+    finally:
+        served.stop()
+    assert gc.get_freeze_count() == 0  # handed back once no gateway serves
+
+
+def test_the_freeze_can_be_turned_off(tmp_path):
+    import gc
+
+    gc.unfreeze()
+    runner = make_runner(tmp_path, ScriptedModel(fn=lambda request: "ok"))
+    served = serve_gateway(tmp_path, runner, {"platforms": _api(), "gc_freeze": False})
+    try:
+        _client(served).chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "x"}]
+        )
+        assert gc.get_freeze_count() == 0
+    finally:
+        served.stop()
+
+
+def test_gc_freeze_must_be_a_flag():
+    with pytest.raises(GatewaySettingsError, match=r"gateway.gc_freeze must be true or false"):
+        load_settings({"gateway": {"gc_freeze": "yes"}})
