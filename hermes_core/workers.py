@@ -11,8 +11,10 @@ ends.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import os
 import queue
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -33,6 +35,13 @@ class Workers:
         self.idle_seconds = idle_seconds
         self._lock = threading.Lock()
         self._idle: list[queue.SimpleQueue[_Job]] = []
+        self._busy = 0
+        _ALL.add(self)
+
+    def _forget_threads(self) -> None:
+        """In a forked child: the parent's threads do not exist here."""
+        self._lock = threading.Lock()
+        self._idle = []
         self._busy = 0
 
     @property
@@ -86,3 +95,15 @@ class Workers:
                         self._idle.remove(inbox)
                         return
                 job = inbox.get()  # chosen just as it timed out: the call is on its way
+
+
+_ALL: weakref.WeakSet[Workers] = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    for workers in list(_ALL):
+        workers._forget_threads()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 
 import pytest
@@ -46,3 +47,19 @@ def test_an_idle_thread_ends():
         )
     )
     assert workers.submit(lambda: "again").result(timeout=5) == "again"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_runs_calls_on_threads_of_its_own():
+    workers = Workers("test-fork-workers")
+    workers.submit(lambda: None).result(timeout=5)
+    assert wait_until(lambda: workers.idle == 1)  # a parent's thread waits for work
+    pid = os.fork()
+    if pid == 0:  # the child: that thread does not exist here
+        try:
+            ok = workers.submit(lambda: 42).result(timeout=5) == 42
+        except BaseException:
+            ok = False
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

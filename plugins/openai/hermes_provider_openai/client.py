@@ -8,6 +8,7 @@ even when the server has stopped sending, and the connection is shut down.
 
 from __future__ import annotations
 
+import os
 import queue
 import socket
 import threading
@@ -64,6 +65,13 @@ class CallThreads:
         self.idle_seconds = idle_seconds
         self._lock = threading.Lock()
         self._idle: list[queue.SimpleQueue[Callable[[], None]]] = []
+        self._busy = 0
+        if hasattr(os, "register_at_fork"):  # a forked child has none of the parent's threads
+            os.register_at_fork(after_in_child=self._forget_threads)
+
+    def _forget_threads(self) -> None:
+        self._lock = threading.Lock()
+        self._idle = []
         self._busy = 0
 
     @property

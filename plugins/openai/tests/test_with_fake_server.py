@@ -515,3 +515,21 @@ def test_calls_reuse_their_threads_and_never_wait_for_one(fake):
         caller.join()
     assert answers == ["slow"] * 3
     assert wait_until(lambda: CALL_THREADS.busy == 0)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_forked_child_runs_calls_on_threads_of_its_own(fake):
+    import os
+
+    from hermes_provider_openai.client import CALL_THREADS
+
+    fake.add("one")
+    ask(client_for(fake))  # leaves a thread of this process waiting for the next call
+    assert wait_until(lambda: CALL_THREADS.busy == 0)
+    pid = os.fork()
+    if pid == 0:  # the child: that thread does not exist here
+        ran = threading.Event()
+        CALL_THREADS.run(ran.set)
+        os._exit(0 if ran.wait(5) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
