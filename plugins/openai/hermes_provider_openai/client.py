@@ -9,6 +9,7 @@ sending, and the connection is shut down.
 
 from __future__ import annotations
 
+import os
 import queue
 import socket
 import threading
@@ -54,13 +55,79 @@ def shared_sdk(base_url: str, api_key: str, timeout: float | None) -> Any:
         return sdk
 
 
+class CallThreads:
+    """The threads SDK calls run on, reused from call to call: a call goes to an idle thread,
+    or to a new one when none is idle (a call never waits for another to end), and a thread
+    idle for ``idle_seconds`` ends. Starting a thread per call cost its start-up and, with many
+    threads busy, a wait for the interpreter's lock before it could run."""
+
+    def __init__(self, name: str, *, idle_seconds: float = 60.0) -> None:
+        self.name = name
+        self.idle_seconds = idle_seconds
+        self._lock = threading.Lock()
+        self._idle: list[queue.SimpleQueue[Callable[[], None]]] = []
+        self._busy = 0
+        if hasattr(os, "register_at_fork"):  # a forked child has none of the parent's threads
+            os.register_at_fork(after_in_child=self._forget_threads)
+
+    def _forget_threads(self) -> None:
+        self._lock = threading.Lock()
+        self._idle = []
+        self._busy = 0
+
+    @property
+    def busy(self) -> int:
+        """Calls running now."""
+        return self._busy
+
+    def run(self, work: Callable[[], None]) -> None:
+        """Start ``work()`` (which must not raise) on an idle thread or a new one."""
+        with self._lock:
+            inbox = self._idle.pop() if self._idle else None
+            self._busy += 1
+        if inbox is not None:
+            inbox.put(work)
+            return
+        try:
+            threading.Thread(target=self._loop, args=(work,), name=self.name, daemon=True).start()
+        except BaseException:
+            with self._lock:
+                self._busy -= 1
+            raise
+
+    def _loop(self, work: Callable[[], None] | None) -> None:
+        inbox: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        while work is not None:
+            try:
+                work()
+            except BaseException:  # work reports its own errors; the thread carries on
+                pass
+            work = None  # the finished call is not kept alive while the thread waits
+            with self._lock:
+                self._busy -= 1
+                self._idle.append(inbox)
+            try:
+                work = inbox.get(timeout=self.idle_seconds)
+            except queue.Empty:
+                with self._lock:
+                    if inbox in self._idle:  # nobody chose this thread meanwhile: it ends
+                        self._idle.remove(inbox)
+                        return
+                work = inbox.get()  # chosen just as it timed out: the call is on its way
+
+
+CALL_THREADS = CallThreads("hermes-openai-call")
+"""The threads every client of this process runs its SDK calls on."""
+
+
 def cancelled(provider: str) -> Cancelled:
     """What an interrupted call raises (``request.cancel`` was set): nothing of it is kept."""
     return Cancelled(f"{provider}: the model call was cancelled")
 
 
 class _Call:
-    """One SDK call on a worker thread, with its results handed over through a queue."""
+    """One SDK call on a worker thread (of :data:`CALL_THREADS`), with its results handed over
+    through a queue."""
 
     def __init__(self, opener: Callable[[], Any], streaming: bool, cancel: threading.Event):
         self.opener = opener
@@ -69,7 +136,6 @@ class _Call:
         self.stopped = threading.Event()
         self.stream: Any = None
         self.queue: queue.SimpleQueue[tuple[int, Any]] = queue.SimpleQueue()
-        self.thread = threading.Thread(target=self._work, name="hermes-openai-call", daemon=True)
 
     def _work(self) -> None:
         try:
@@ -183,7 +249,7 @@ class OpenAIClient:
 
     def _chat(self, request: ModelRequest) -> ModelResponse:
         body = chat.build_body(request, self.settings)
-        opener = self._opener(lambda sdk: sdk.chat.completions.create, body, "messages")
+        opener = self._opener(lambda sdk: sdk.chat.completions.create, body, messages=[])
         if request.stream:
             accumulator = chat.ChatStream(request)
             self._run(request, opener, accumulator.feed)
@@ -204,15 +270,21 @@ class OpenAIClient:
         return responses.parse_response(self._run(request, opener))
 
     def _opener(
-        self, method: Callable[[Any], Callable[..., Any]], body: dict[str, Any], *named: str
+        self,
+        method: Callable[[Any], Callable[..., Any]],
+        body: dict[str, Any],
+        **placeholders: Any,
     ) -> Callable[[], Any]:
-        """A call of the SDK method ``method(sdk)`` with ``model``, ``stream`` and ``named`` as
-        arguments and the rest of ``body`` as extra body fields (so options the SDK does not
-        know pass through). The SDK is imported by the first call, on the worker thread."""
+        """A call of the SDK method ``method(sdk)`` with ``model`` and ``stream`` as arguments
+        and the rest of ``body`` as extra body fields. The SDK sends extra body fields as they
+        are, over the arguments of the same name: options it does not know pass through, and
+        the transcript is not walked by its per-field type transform, whose cost grows with
+        every message (for plain JSON values, as ours are, it changes nothing). A method that
+        requires an argument our body carries gets it as a ``placeholders`` value, which the
+        body's field replaces on the wire. The SDK is imported by the first call, on the
+        worker thread."""
         rest = dict(body)
-        kwargs: dict[str, Any] = {"model": rest.pop("model")}
-        for name in named:
-            kwargs[name] = rest.pop(name)
+        kwargs: dict[str, Any] = {"model": rest.pop("model"), **placeholders}
         if rest.pop("stream", False):
             kwargs["stream"] = True
         kwargs["extra_body"] = rest
@@ -230,7 +302,7 @@ class OpenAIClient:
         if cancel.is_set():
             raise cancelled(self.settings.provider)
         call = _Call(opener, on_item is not None, cancel)
-        call.thread.start()
+        CALL_THREADS.run(call._work)
         finished = False
         try:
             while True:
