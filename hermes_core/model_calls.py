@@ -22,13 +22,13 @@ from hermes_hookspecs import (
     ProviderSettings,
 )
 from hermes_hookspecs.secrets import mark_secret
+from hermes_hookspecs.threads import Workers
 
 from . import transcript
 from .events import Events
 from .plugins import PluginManager
 from .providers import client_factory, fallback_configs, resolve_provider
 from .registry import Registry
-from .workers import Workers
 
 POLL_SECONDS = 0.05
 MODEL_WORKERS = Workers("hermes-model")

@@ -9,7 +9,6 @@ sending, and the connection is shut down.
 
 from __future__ import annotations
 
-import os
 import queue
 import socket
 import threading
@@ -17,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hermes_hookspecs import Cancelled, ModelRequest, ModelResponse, ProviderError
+from hermes_hookspecs.threads import Workers
 
 from . import chat, responses
 from .errors import from_sdk
@@ -55,68 +55,7 @@ def shared_sdk(base_url: str, api_key: str, timeout: float | None) -> Any:
         return sdk
 
 
-class CallThreads:
-    """The threads SDK calls run on, reused from call to call: a call goes to an idle thread,
-    or to a new one when none is idle (a call never waits for another to end), and a thread
-    idle for ``idle_seconds`` ends. Starting a thread per call cost its start-up and, with many
-    threads busy, a wait for the interpreter's lock before it could run."""
-
-    def __init__(self, name: str, *, idle_seconds: float = 60.0) -> None:
-        self.name = name
-        self.idle_seconds = idle_seconds
-        self._lock = threading.Lock()
-        self._idle: list[queue.SimpleQueue[Callable[[], None]]] = []
-        self._busy = 0
-        if hasattr(os, "register_at_fork"):  # a forked child has none of the parent's threads
-            os.register_at_fork(after_in_child=self._forget_threads)
-
-    def _forget_threads(self) -> None:
-        self._lock = threading.Lock()
-        self._idle = []
-        self._busy = 0
-
-    @property
-    def busy(self) -> int:
-        """Calls running now."""
-        return self._busy
-
-    def run(self, work: Callable[[], None]) -> None:
-        """Start ``work()`` (which must not raise) on an idle thread or a new one."""
-        with self._lock:
-            inbox = self._idle.pop() if self._idle else None
-            self._busy += 1
-        if inbox is not None:
-            inbox.put(work)
-            return
-        try:
-            threading.Thread(target=self._loop, args=(work,), name=self.name, daemon=True).start()
-        except BaseException:
-            with self._lock:
-                self._busy -= 1
-            raise
-
-    def _loop(self, work: Callable[[], None] | None) -> None:
-        inbox: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-        while work is not None:
-            try:
-                work()
-            except BaseException:  # work reports its own errors; the thread carries on
-                pass
-            work = None  # the finished call is not kept alive while the thread waits
-            with self._lock:
-                self._busy -= 1
-                self._idle.append(inbox)
-            try:
-                work = inbox.get(timeout=self.idle_seconds)
-            except queue.Empty:
-                with self._lock:
-                    if inbox in self._idle:  # nobody chose this thread meanwhile: it ends
-                        self._idle.remove(inbox)
-                        return
-                work = inbox.get()  # chosen just as it timed out: the call is on its way
-
-
-CALL_THREADS = CallThreads("hermes-openai-call")
+CALL_THREADS = Workers("hermes-openai-call")
 """The threads every client of this process runs its SDK calls on."""
 
 
@@ -302,7 +241,7 @@ class OpenAIClient:
         if cancel.is_set():
             raise cancelled(self.settings.provider)
         call = _Call(opener, on_item is not None, cancel)
-        CALL_THREADS.run(call._work)
+        CALL_THREADS.submit(call._work)
         finished = False
         try:
             while True:

@@ -1,4 +1,4 @@
-"""The process's reused threads for blocking calls (hermes_core.workers)."""
+"""The process's reused threads for blocking calls (hermes_hookspecs.threads)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from hermes_core.testing import wait_until
-from hermes_core.workers import Workers
+from hermes_hookspecs.threads import Workers
 
 
 def test_a_call_runs_on_an_idle_thread_when_there_is_one():

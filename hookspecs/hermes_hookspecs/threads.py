@@ -1,11 +1,13 @@
-"""Threads for blocking calls, shared by the whole process and reused from call to call.
+"""Threads for blocking calls, reused from call to call: for the host's tool handlers and model
+calls, and for plugins that run blocking SDK calls (the dependency rule keeps plugins out of
+the core, so the one implementation lives here).
 
 Starting a thread per call costs its start-up and, with many threads busy, a wait for the
 interpreter's lock before the new thread can even report that it runs; a gateway serving fifty
-conversations made two per turn. A fixed pool would instead let calls queue behind ones that
-never return (a client that ignores its cancel flag). :class:`Workers` has neither problem:
-a call goes to an idle thread, or to a new one when none is idle, and a thread idle for a while
-ends.
+conversations made several per turn. A fixed pool would instead let calls queue behind ones
+that never return (a handler or client that ignores its cancel flag). :class:`Workers` has
+neither problem: a call goes to an idle thread, or to a new one when none is idle, and a
+thread idle for a while ends. Safe across ``fork``: a child starts threads of its own.
 """
 
 from __future__ import annotations
