@@ -364,6 +364,8 @@ class Agent:
         system_message: str | None = None,
         conversation_history: list[dict[str, Any]] | None = None,
         task_id: str | None = None,
+        *,
+        cancel_event: threading.Event | None = None,
     ) -> TurnResult:
         """Run one user turn to the end and return its result, a
         :class:`~hermes_hookspecs.TurnResult`: ``final_response`` (str or None), ``messages``
@@ -375,9 +377,12 @@ class Agent:
 
         ``system_message`` is used when the session's system prompt is first built; later turns
         reuse the stored prompt byte for byte.
+
+        ``cancel_event``, when given, interrupts the turn once set, as :meth:`interrupt` does
+        (which then sets it); by default each turn has a fresh one.
         """
         task_id = task_id or _new_id("task")
-        self._cancel = threading.Event()
+        self._cancel = cancel_event if cancel_event is not None else threading.Event()
         self.connection.start_turn()
         switches_before = len(self.connection.switches)
         turn = _Turn(task_id)

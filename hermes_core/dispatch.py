@@ -14,7 +14,6 @@ import concurrent.futures as cf
 import contextvars
 import inspect
 import json
-import queue
 import threading
 import time
 import uuid
@@ -40,6 +39,7 @@ from hermes_hookspecs import (
     redact,
 )
 from hermes_hookspecs.refusals import is_blocked
+from hermes_hookspecs.threads import Workers
 
 from .approvals import ApprovalGate, refusal
 from .events import Events
@@ -97,54 +97,10 @@ class AsyncBridge:
                     raise ToolCancelled("interrupted by the user") from None
 
 
-class HandlerThreads:
-    """Daemon threads that run tool handlers, kept idle for reuse: starting a thread per call
-    costs more than the loop's own work for a quick tool. A handler that never returns keeps
-    its thread; another is started for the next call, so a stuck handler delays nothing."""
-
-    IDLE_SECONDS = 60.0
-    """How long an idle thread waits for more work before it ends."""
-
-    _instance: HandlerThreads | None = None
-    _lock = threading.Lock()
-
-    def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-        self._idle = 0
-        self._count = threading.Lock()
-
-    @classmethod
-    def shared(cls) -> HandlerThreads:
-        """The process-wide set of handler threads."""
-        with cls._lock:
-            if cls._instance is None:
-                cls._instance = cls()
-            return cls._instance
-
-    def submit(self, job: Callable[[], None]) -> None:
-        """Run ``job`` on an idle thread, or on a new one when none is idle."""
-        with self._count:
-            start = self._idle == 0
-            if not start:
-                self._idle -= 1
-        self._jobs.put(job)
-        if start:
-            threading.Thread(target=self._serve, name="hermes-tool", daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                job = self._jobs.get(timeout=self.IDLE_SECONDS)
-            except queue.Empty:
-                with self._count:
-                    # gone quiet: leave, unless a job was queued for this idle thread just now
-                    if self._idle > 0:
-                        self._idle -= 1
-                        return
-                continue
-            job()
-            with self._count:
-                self._idle += 1
+HANDLER_THREADS = Workers("hermes-tool")
+"""The threads tool handlers run on, reused from call to call: starting a thread per call costs
+more than the loop's own work for a quick tool, and a handler that never returns keeps its
+thread while the next call gets another."""
 
 
 @dataclass
@@ -547,7 +503,7 @@ class Dispatcher:
                 done.set()
 
         context = contextvars.copy_context()
-        HandlerThreads.shared().submit(lambda: context.run(work))
+        HANDLER_THREADS.submit(context.run, work)
         while not done.wait(POLL_SECONDS):
             if cancel.is_set():
                 stop.set()

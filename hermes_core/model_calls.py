@@ -22,6 +22,7 @@ from hermes_hookspecs import (
     ProviderSettings,
 )
 from hermes_hookspecs.secrets import mark_secret
+from hermes_hookspecs.threads import Workers
 
 from . import transcript
 from .events import Events
@@ -30,6 +31,9 @@ from .providers import client_factory, fallback_configs, resolve_provider
 from .registry import Registry
 
 POLL_SECONDS = 0.05
+MODEL_WORKERS = Workers("hermes-model")
+"""The threads model calls run on, shared by every agent of the process (a gateway builds one
+agent per message: a pool per agent started a thread per turn)."""
 MAX_BACKOFF_SECONDS = 60.0
 FALLBACK_KINDS = frozenset(
     {"rate_limit", "billing", "overloaded", "server", "auth", "model_not_found"}
@@ -91,7 +95,6 @@ class ModelConnection:
         self.active = self.primary
         self.switches: list[dict[str, Any]] = []
         self._fallbacks_left: list[dict[str, Any]] | None = None
-        self._pool = cf.ThreadPoolExecutor(4, thread_name_prefix="hermes-model")
 
     def _connect(self, model_config: Mapping[str, Any]) -> ActiveModel:
         provider, settings = resolve_provider(self.registry, model_config)
@@ -106,8 +109,8 @@ class ModelConnection:
         self._fallbacks_left = None
 
     def close(self) -> None:
-        """Stop the worker threads."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        """Release the connection (its calls ran on the process's shared model workers, which
+        keep running for other agents)."""
 
     def prepare(self) -> None:
         """Let the client import its SDK now (called in the background by interactive UIs)."""
@@ -180,7 +183,7 @@ class ModelConnection:
         self.events.emit("thinking", active=True)
         deadline = time.monotonic() + self.stale_timeout if self.stale_timeout else None
         try:
-            future = self._pool.submit(self.active.client.complete, request)
+            future = MODEL_WORKERS.submit(self.active.client.complete, request)
             while True:
                 try:
                     response = future.result(timeout=POLL_SECONDS)

@@ -40,7 +40,8 @@ _STATUS = {
 }
 """``run_conversation`` exit reasons -> outcome statuses; every other reason is ``error``."""
 
-_CANCEL_POLL = 0.05
+_MAX_CACHED_CONFIGS = 32
+"""Distinct task configurations a runner keeps ready (see ``HostRunner._config``)."""
 _SERVICES_NOT_INHERITED = frozenset({"agent", "session_store", "hermes_home"})
 _ACCOUNT_LOCK = threading.Lock()
 
@@ -75,6 +76,8 @@ class HostRunner:
             k: v for k, v in (services or {}).items() if k not in _SERVICES_NOT_INHERITED
         }
         self._build_lock = threading.Lock()
+        self._configs: dict[tuple[Any, ...], Config] = {}
+        self._configs_lock = threading.Lock()
 
     def run(self, task: AgentTask) -> AgentOutcome:
         """Run ``task`` to the end; what goes wrong inside it is an outcome, never an exception."""
@@ -90,22 +93,9 @@ class HostRunner:
             return self._failed(task, str(exc), started)
         except Exception as exc:  # a plugin's bug while building must not crash the caller
             return self._failed(task, f"{type(exc).__name__}: {exc}", started)
-        done = threading.Event()
-        watcher = None
-        if cancel is not None:
-            watcher = threading.Thread(
-                target=_forward_cancel,
-                args=(cancel, done, agent),
-                daemon=True,
-                name="hermes-run-cancel",
-            )
-            watcher.start()
-        try:
-            result = agent.run_conversation(task.prompt, system_message=task.system_context)
-        finally:
-            done.set()
-            if watcher is not None:
-                watcher.join()
+        result = agent.run_conversation(
+            task.prompt, system_message=task.system_context, cancel_event=cancel
+        )
         status = _STATUS.get(result["exit_reason"], "error")
         if status == "completed" and result["final_response"] is None:
             status = "error"
@@ -130,32 +120,24 @@ class HostRunner:
     def _build(self, task: AgentTask) -> Agent:
         from .agent import Agent
 
-        config = self.config.with_overrides(task.config_overrides)
-        if task.exclude_toolsets:
-            config = self._excluding(config, task.exclude_toolsets)
-        self._check_toolsets(config, task)
+        config = self._config(task)
         direct = self.client is not None and task.provider is None and task.base_url is None
         with self._build_lock:  # registries fill lazily on first use: one agent at a time
             agent = Agent(
                 config=config,
                 plugins=self.plugins,
                 client=self.client if direct else None,
-                model=task.model,
-                provider=task.provider,
-                base_url=task.base_url,
-                api_mode=task.api_mode,
-                toolsets=list(task.toolsets) if task.toolsets is not None else None,
-                max_turns=task.max_iterations,
-                stream=True if task.on_text_delta is not None else None,
                 stream_delta_callback=task.on_text_delta,
                 session_store=self.session_store,
                 session_id=task.session_id,
-                platform=task.source,
                 services=self.services,
                 approval_callback=task.approval,
             )
-        if task.session_id is None or self.session_store.get_session(agent.session_id) is None:
-            # A new session, stored now so that it carries its parent link and source.
+        if task.parent_session_id is not None and (
+            task.session_id is None or self.session_store.get_session(agent.session_id) is None
+        ):
+            # A new session with a parent link, stored now so that it carries the link (the
+            # agent stores any other new session itself, with the same fields: no read here).
             session = SessionInfo(
                 id=agent.session_id,
                 source=task.source,
@@ -170,6 +152,45 @@ class HostRunner:
                 agent.close("error")
                 raise
         return agent
+
+    def _config(self, task: AgentTask) -> Config:
+        """The configuration of ``task``'s run: the runner's, then the task's
+        ``config_overrides``, its excluded toolsets and its model, toolset, budget, streaming and
+        source fields on top (the agent is built with nothing left to override). Tasks without
+        ``config_overrides`` that differ in no field share one cached copy: a copy costs a deep
+        copy and a validation of the whole configuration, and a gateway makes one per message."""
+        fields = {
+            "model.default": task.model,
+            "model.provider": task.provider,
+            "model.base_url": task.base_url,
+            "model.api_mode": task.api_mode,
+            "toolsets": list(task.toolsets) if task.toolsets is not None else None,
+            "agent.max_turns": task.max_iterations,
+            "agent.stream": True if task.on_text_delta is not None else None,
+            "agent.platform": task.source,
+        }
+        fields = {k: v for k, v in fields.items() if v is not None}
+        key = None
+        if not task.config_overrides:
+            key = (
+                tuple(task.exclude_toolsets),
+                tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in fields.items()),
+            )
+            with self._configs_lock:
+                cached = self._configs.get(key)
+            if cached is not None:  # cached once checked: the check depends on the key only
+                return cached
+        config = self.config.with_overrides(task.config_overrides)
+        if task.exclude_toolsets:
+            config = self._excluding(config, task.exclude_toolsets)
+        self._check_toolsets(config, task)
+        config = config.with_overrides(fields)
+        if key is not None:
+            with self._configs_lock:
+                if len(self._configs) >= _MAX_CACHED_CONFIGS:
+                    self._configs.pop(next(iter(self._configs)))
+                self._configs[key] = config
+        return config
 
     def _excluding(self, config: Config, names: Sequence[str]) -> Config:
         """``config`` with the installed toolsets among ``names`` added to ``disabled_toolsets``."""
@@ -255,15 +276,6 @@ class ChildRunner(HostRunner):
                 f"toolset(s) {', '.join(extra)} are not available to the calling agent, so not "
                 f"to its subagents either (available: {offered})"
             )
-
-
-def _forward_cancel(cancel: threading.Event, done: threading.Event, agent: Agent) -> None:
-    """Interrupt ``agent`` once ``cancel`` is set, until the run is over (an interrupt that
-    lands between two turns' set-up is repeated, so it is never lost). Waits on ``done``, so the
-    run's end is never held up by the watcher."""
-    while not done.wait(_CANCEL_POLL):
-        if cancel.is_set():
-            agent.interrupt()
 
 
 def new_session_id() -> str:

@@ -362,6 +362,32 @@ def test_interrupt_during_model_call_leaves_no_trace():
     assert [m["role"] for m in agent.messages] == ["user"]
 
 
+def test_a_callers_cancel_event_interrupts_the_turn_and_interrupt_sets_it():
+    agent = make_agent(text("too late", delay=5), "next", text("late again", delay=5))
+    cancel = threading.Event()
+    box = {}
+    worker = threading.Thread(
+        target=lambda: box.update(r=agent.run_conversation("q", cancel_event=cancel))
+    )
+    worker.start()
+    assert wait_until(lambda: len(agent.client.requests) == 1)
+    cancel.set()
+    worker.join(timeout=3)
+    assert box["r"]["exit_reason"] == "interrupted"
+    assert [m["role"] for m in agent.messages] == ["user"]
+    # the next turn has a fresh event of its own: the earlier interrupt does not apply
+    assert agent.run_conversation("again")["final_response"] == "next"
+    own = threading.Event()
+    worker = threading.Thread(
+        target=lambda: box.update(r=agent.run_conversation("q", cancel_event=own))
+    )
+    worker.start()
+    assert wait_until(lambda: len(agent.client.requests) == 3)
+    agent.interrupt()
+    worker.join(timeout=3)
+    assert own.is_set() and box["r"]["exit_reason"] == "interrupted"
+
+
 def test_interrupt_during_tools_answers_every_call():
     started = threading.Event()
 

@@ -279,3 +279,33 @@ def test_excluded_toolsets_are_never_offered_and_unknown_names_ignored(tmp_path)
     )
     assert outcome.status == "completed"
     assert model.last_request.tool_names == []
+
+
+def test_runs_with_different_fields_never_share_them(tmp_path):
+    # the runner keeps one configuration per distinct set of task fields: a task's toolsets,
+    # budget, source and overrides apply to its own run only, however the runs alternate
+    def answer(request: Any) -> Any:
+        if "risky" in request.tool_names and request.messages[-1]["role"] == "user":
+            return tool_call("risky")
+        return "ok"
+
+    model = ScriptedModel(fn=answer)
+    runner = _runner(model, _Plugin(), tmp_path)
+    store = runner.session_store
+    tasks = [
+        AgentTask(prompt="a", toolsets=["runner-test"], source="one", max_iterations=1),
+        AgentTask(prompt="b", toolsets=[], source="two"),
+        AgentTask(prompt="c", toolsets=["runner-test"], source="one", max_iterations=1),
+        AgentTask(prompt="d", config_overrides={"toolsets": []}),
+        AgentTask(prompt="e", source="two"),
+        AgentTask(prompt="f", source="two", exclude_toolsets=["runner-test"]),
+        AgentTask(prompt="g", toolsets=["runner-test"], source="two"),
+    ]
+    outcomes = [runner.run(task) for task in tasks]
+    statuses = [o.status for o in outcomes]
+    assert statuses == ["max_iterations", "completed"] * 2 + ["completed"] * 3
+    offered = [bool(request.tool_names) for request in model.requests]
+    # a, c: a tool call, then the budget summary (no tools); e, g: a tool call, then the answer
+    assert offered == [True, False, False, True, False, False, True, True, False, True, True]
+    sources = [store.get_session(o.session_id).source for o in outcomes]
+    assert sources == ["one", "two", "one", "library", "two", "two", "two"]

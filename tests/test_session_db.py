@@ -299,6 +299,17 @@ def test_newest_in_lineage_follows_compression_children(store):
     assert store.newest_in_lineage("ghost") == "ghost"  # a new id passes through
 
 
+def test_following_a_lineage_looks_up_children_by_parent_not_by_source(store):
+    # a gateway's state.db holds thousands of sessions of one source: each turn looks up its
+    # session's lineage, which must go through the parent index, never over that source
+    from hermes_core.session_store.sqlite_store import _NEWEST_IN_LINEAGE
+
+    with sqlite3.connect(store.path) as conn:
+        plan = [r[3] for r in conn.execute(f"EXPLAIN QUERY PLAN {_NEWEST_IN_LINEAGE}", ("a",))]
+    assert any("sessions_by_parent" in step for step in plan), plan
+    assert not any("sessions_by_source" in step for step in plan), plan
+
+
 def test_a_lineage_cycle_does_not_hang(store):
     new_session(store, "a", started_at=1.0, parent_session_id="b")
     new_session(store, "b", started_at=2.0, parent_session_id="a")

@@ -70,6 +70,16 @@ from .search import (
 log = logging.getLogger("hermes.sessions")
 
 _DELETE_STEP = 2000
+_NEWEST_IN_LINEAGE = (
+    "WITH RECURSIVE lineage(id) AS (SELECT ? UNION "
+    "SELECT s.id FROM sessions s JOIN lineage l ON s.parent_session_id = l.id "
+    "JOIN sessions p ON p.id = l.id WHERE +s.source = p.source) "
+    "SELECT s.id FROM lineage l JOIN sessions s ON s.id = l.id "
+    "ORDER BY s.started_at DESC, s.rowid DESC LIMIT 1"
+)
+"""The newest session of a lineage. ``+s.source``: each step finds children through the parent
+index; through the source index it would walk every session of that source (a gateway's
+thousands), on every turn."""
 
 
 class SQLiteSessionStore(SQLiteConnections):
@@ -310,14 +320,7 @@ class SQLiteSessionStore(SQLiteConnections):
         subagent's session (source ``subagent``), also linked to its parent, does not."""
 
         def newest(conn: sqlite3.Connection) -> str | None:
-            row = conn.execute(
-                "WITH RECURSIVE lineage(id) AS (SELECT ? UNION "
-                "SELECT s.id FROM sessions s JOIN lineage l ON s.parent_session_id = l.id "
-                "JOIN sessions p ON p.id = l.id WHERE s.source = p.source) "
-                "SELECT s.id FROM lineage l JOIN sessions s ON s.id = l.id "
-                "ORDER BY s.started_at DESC, s.rowid DESC LIMIT 1",
-                (session_id,),
-            ).fetchone()
+            row = conn.execute(_NEWEST_IN_LINEAGE, (session_id,)).fetchone()
             return row[0] if row else None
 
         return self._run(newest, write=False, what="follow a session's lineage") or session_id

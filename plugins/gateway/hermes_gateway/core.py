@@ -15,11 +15,14 @@ from typing import Any
 
 from hermes_hookspecs import AgentOutcome, AgentRunner, AgentTask, InboundMessage, PlatformAdapter
 
+from . import memory
 from .routes import RouteStore, route_key
 from .settings import GatewaySettings, PlatformSettings
 
 NOT_FOR_GATEWAY = ("clarify",)
 """Toolsets a gateway session never gets: the model cannot stop to ask the user a question."""
+SEND_WAIT = 30.0
+"""Seconds a streamed answer's last send or edit may take once the turn is over."""
 COMMANDS = ("new", "reset", "stop", "status")
 """The ``/commands`` a chat message may be; any other text goes to the agent."""
 
@@ -92,6 +95,7 @@ class GatewayCore:
         )
         self._turns: set[asyncio.Future[AgentOutcome]] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._first_turn_done = False
 
     # --- what adapters call (hermes_hookspecs.Gateway) ----------------------------------------
 
@@ -226,6 +230,7 @@ class GatewayCore:
         def finished(done: asyncio.Future[AgentOutcome]) -> None:
             self._turns.discard(done)
             self._release(session_id, lane)
+            self._settle()
 
         # The session stays locked until the thread is done, even when the caller gives up.
         future.add_done_callback(finished)
@@ -236,6 +241,14 @@ class GatewayCore:
             raise
         except Exception as exc:  # a runner must not raise; if one does, it is the outcome
             return AgentOutcome(session_id=session_id, text="", status="error", error=str(exc))
+
+    def _settle(self) -> None:
+        """After the first turn (which imported the provider's SDK), freeze what it made alive
+        (see :mod:`hermes_gateway.memory`)."""
+        if not self._first_turn_done:
+            self._first_turn_done = True
+            if self.settings.gc_freeze:
+                memory.refreeze()
 
     def _stop(self, session_id: str | None) -> bool:
         """Interrupt the session's running turn and drop the ones waiting; whether one ran."""
@@ -343,6 +356,7 @@ class _StreamedReply:
         self.shown = ""
         self.message_id: str | None = None
         self._task: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
 
     def add(self, piece: str) -> None:
         """Append streamed text (called on the event loop)."""
@@ -351,9 +365,10 @@ class _StreamedReply:
             self._task = asyncio.ensure_future(self._flush_every())
 
     async def _flush_every(self) -> None:
-        while True:
+        while not self._stopping.is_set():
             await self._show(self.text)
-            await asyncio.sleep(self.interval)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), self.interval)
 
     async def _show(self, text: str) -> None:
         if not text or text == self.shown:
@@ -367,8 +382,12 @@ class _StreamedReply:
         self.shown = text
 
     async def stop(self) -> None:
-        """Stop editing as the text grows."""
+        """Stop editing as the text grows. A send or edit under way is finished first (cut
+        short, a message the platform got would be sent again by :meth:`finish`), unless it
+        hangs for ``SEND_WAIT`` seconds."""
+        self._stopping.set()
         if self._task is not None:
+            await asyncio.wait({self._task}, timeout=SEND_WAIT)
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task

@@ -13,6 +13,7 @@ from typing import Any
 
 from hermes_hookspecs import AgentRunner, HermesError, PlatformAdapter, PlatformAdapterFactory
 
+from . import memory
 from .core import GatewayCore
 from .outbox import keep_delivering
 from .routes import RouteStore
@@ -74,6 +75,7 @@ async def serve(
     connected: list[PlatformAdapter] = []
     signals: list[signal.Signals] = []
     outbox: asyncio.Task[None] | None = None
+    frozen = False
     try:
         for name, adapter in gateway.adapters.items():
             await adapter.connect(gateway)
@@ -93,6 +95,9 @@ async def serve(
                     log,
                 )
             )
+        if gateway.settings.gc_freeze:
+            memory.hold()
+            frozen = True
         if ready is not None:
             ready(gateway)
         await stop.wait()
@@ -112,6 +117,8 @@ async def serve(
                 await adapter.disconnect()
             except Exception as exc:
                 log(f"gateway: error while disconnecting: {exc}")
+        if frozen:
+            memory.release()
         log("gateway: stopped")
 
 

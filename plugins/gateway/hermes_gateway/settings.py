@@ -48,6 +48,7 @@ class GatewaySettings:
     outbox_interval: float = 5.0
     typing_interval: float = 4.0
     edit_interval: float = 1.0
+    gc_freeze: bool = True
 
 
 def _number(section: Mapping[str, Any], key: str, default: float, low: float) -> float:
@@ -57,6 +58,13 @@ def _number(section: Mapping[str, Any], key: str, default: float, low: float) ->
             f"config gateway.{key} must be a number of at least {low:g}, not {value!r}"
         )
     return float(value)
+
+
+def _flag(section: Mapping[str, Any], key: str, default: bool) -> bool:
+    value = section.get(key, default)
+    if not isinstance(value, bool):
+        raise GatewaySettingsError(f"config gateway.{key} must be true or false, not {value!r}")
+    return value
 
 
 def _platform(name: str, entry: Any) -> PlatformSettings:
@@ -110,4 +118,5 @@ def load_settings(config: Mapping[str, Any]) -> GatewaySettings:
         outbox_interval=_number(section, "outbox_interval", 5.0, 0),
         typing_interval=_number(section, "typing_interval", 4.0, 0.1),
         edit_interval=_number(section, "edit_interval", 1.0, 0.05),
+        gc_freeze=_flag(section, "gc_freeze", True),
     )

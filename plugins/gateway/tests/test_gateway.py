@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from hermes_gateway.core import command_of, prompt_of
 from hermes_gateway.serve import GatewayThread, build
+from hermes_gateway.settings import GatewaySettingsError, load_settings
 
 from hermes_core.registry import Registry
 from hermes_core.runner import HostRunner
@@ -120,6 +121,7 @@ class Receiver:
     def __init__(self) -> None:
         self.posts: list[tuple[dict[str, str], bytes]] = []
         self.status = 200
+        self.answer_delay = 0.0
         self._changed = threading.Condition()
         receiver = self
 
@@ -129,6 +131,7 @@ class Receiver:
                 with receiver._changed:
                     receiver.posts.append(({k.lower(): v for k, v in self.headers.items()}, body))
                     receiver._changed.notify_all()
+                time.sleep(receiver.answer_delay)
                 self.send_response(receiver.status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
@@ -652,6 +655,32 @@ def test_streaming_edits_the_answer_as_it_grows(tmp_path, receiver):
         assert edit["message_id"] == first["message_id"]
 
 
+def test_a_turn_that_ends_during_the_first_streamed_send_sends_one_message(tmp_path, receiver):
+    # the turn is over while the platform is still taking the first piece: that send is let
+    # finish, and the whole answer goes out as its edit, never as a second message
+    receiver.answer_delay = 0.6
+
+    def answer(request: Any) -> Any:
+        request.emit("text_delta", text="thinking... ")  # its send starts now
+        time.sleep(0.2)
+        return Turn(text="the whole answer, streamed")
+
+    model = ScriptedModel(fn=answer)
+    runner = make_runner(tmp_path, model)
+    config = {"edit_interval": 0.05, "platforms": _hook(receiver, stream=True)}
+    served = serve_gateway(tmp_path, runner, config)
+    try:
+        _post(served, {"chat_id": "c", "user_id": "alice", "text": "go"})
+        [first] = receiver.wait_for(1)
+        assert wait_until(
+            lambda: (receiver.events("edit") or [first])[-1]["text"] == "the whole answer, streamed"
+        )
+        receiver.answer_delay = 0.0
+    finally:
+        served.stop()
+    assert len(receiver.events("message")) == 1
+
+
 def test_one_gateway_serves_the_api_and_the_webhook_at_once(tmp_path, receiver):
     model = ScriptedModel(fn=_slow(0.5))
     runner = make_runner(tmp_path, model)
@@ -789,3 +818,42 @@ def test_sigterm_finishes_the_running_turn_and_exits_cleanly(tmp_path):
 def _listening(port: int) -> bool:
     with socket.socket() as probe:
         return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_while_serving_the_long_lived_objects_are_out_of_the_collectors_way(tmp_path):
+    import gc
+
+    gc.unfreeze()
+    runner = make_runner(tmp_path, ScriptedModel(fn=lambda request: "ok"))
+    served = serve_gateway(tmp_path, runner, {"platforms": _api()})
+    try:
+        at_start = gc.get_freeze_count()
+        assert at_start > 0
+        _client(served).chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "x"}]
+        )
+        # the first turn's new long-lived objects (the SDK's, here the client's) are frozen too
+        assert wait_until(lambda: gc.get_freeze_count() > at_start)
+    finally:
+        served.stop()
+    assert gc.get_freeze_count() == 0  # handed back once no gateway serves
+
+
+def test_the_freeze_can_be_turned_off(tmp_path):
+    import gc
+
+    gc.unfreeze()
+    runner = make_runner(tmp_path, ScriptedModel(fn=lambda request: "ok"))
+    served = serve_gateway(tmp_path, runner, {"platforms": _api(), "gc_freeze": False})
+    try:
+        _client(served).chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "x"}]
+        )
+        assert gc.get_freeze_count() == 0
+    finally:
+        served.stop()
+
+
+def test_gc_freeze_must_be_a_flag():
+    with pytest.raises(GatewaySettingsError, match=r"gateway.gc_freeze must be true or false"):
+        load_settings({"gateway": {"gc_freeze": "yes"}})

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hermes_hookspecs import Cancelled, ModelRequest, ModelResponse, ProviderError
+from hermes_hookspecs.threads import Workers
 
 from . import chat, responses
 from .errors import from_sdk
@@ -54,13 +55,18 @@ def shared_sdk(base_url: str, api_key: str, timeout: float | None) -> Any:
         return sdk
 
 
+CALL_THREADS = Workers("hermes-openai-call")
+"""The threads every client of this process runs its SDK calls on."""
+
+
 def cancelled(provider: str) -> Cancelled:
     """What an interrupted call raises (``request.cancel`` was set): nothing of it is kept."""
     return Cancelled(f"{provider}: the model call was cancelled")
 
 
 class _Call:
-    """One SDK call on a worker thread, with its results handed over through a queue."""
+    """One SDK call on a worker thread (of :data:`CALL_THREADS`), with its results handed over
+    through a queue."""
 
     def __init__(self, opener: Callable[[], Any], streaming: bool, cancel: threading.Event):
         self.opener = opener
@@ -69,7 +75,6 @@ class _Call:
         self.stopped = threading.Event()
         self.stream: Any = None
         self.queue: queue.SimpleQueue[tuple[int, Any]] = queue.SimpleQueue()
-        self.thread = threading.Thread(target=self._work, name="hermes-openai-call", daemon=True)
 
     def _work(self) -> None:
         try:
@@ -183,7 +188,7 @@ class OpenAIClient:
 
     def _chat(self, request: ModelRequest) -> ModelResponse:
         body = chat.build_body(request, self.settings)
-        opener = self._opener(lambda sdk: sdk.chat.completions.create, body, "messages")
+        opener = self._opener(lambda sdk: sdk.chat.completions.create, body, messages=[])
         if request.stream:
             accumulator = chat.ChatStream(request)
             self._run(request, opener, accumulator.feed)
@@ -204,15 +209,21 @@ class OpenAIClient:
         return responses.parse_response(self._run(request, opener))
 
     def _opener(
-        self, method: Callable[[Any], Callable[..., Any]], body: dict[str, Any], *named: str
+        self,
+        method: Callable[[Any], Callable[..., Any]],
+        body: dict[str, Any],
+        **placeholders: Any,
     ) -> Callable[[], Any]:
-        """A call of the SDK method ``method(sdk)`` with ``model``, ``stream`` and ``named`` as
-        arguments and the rest of ``body`` as extra body fields (so options the SDK does not
-        know pass through). The SDK is imported by the first call, on the worker thread."""
+        """A call of the SDK method ``method(sdk)`` with ``model`` and ``stream`` as arguments
+        and the rest of ``body`` as extra body fields. The SDK sends extra body fields as they
+        are, over the arguments of the same name: options it does not know pass through, and
+        the transcript is not walked by its per-field type transform, whose cost grows with
+        every message (for plain JSON values, as ours are, it changes nothing). A method that
+        requires an argument our body carries gets it as a ``placeholders`` value, which the
+        body's field replaces on the wire. The SDK is imported by the first call, on the
+        worker thread."""
         rest = dict(body)
-        kwargs: dict[str, Any] = {"model": rest.pop("model")}
-        for name in named:
-            kwargs[name] = rest.pop(name)
+        kwargs: dict[str, Any] = {"model": rest.pop("model"), **placeholders}
         if rest.pop("stream", False):
             kwargs["stream"] = True
         kwargs["extra_body"] = rest
@@ -230,7 +241,7 @@ class OpenAIClient:
         if cancel.is_set():
             raise cancelled(self.settings.provider)
         call = _Call(opener, on_item is not None, cancel)
-        call.thread.start()
+        CALL_THREADS.submit(call._work)
         finished = False
         try:
             while True:

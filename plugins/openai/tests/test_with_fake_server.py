@@ -113,6 +113,47 @@ def test_options_and_max_tokens_reach_the_server(fake):
     assert (body["max_tokens"], body["temperature"], body["seed"], body["top_k"]) == (77, 0.1, 5, 3)
 
 
+HISTORY = [
+    {"role": "system", "content": "sys"},
+    {"role": "user", "content": [
+        {"type": "text", "text": "what is in it? ü"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+    ]},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function",
+         "function": {"name": "get_weather", "arguments": ARGUMENTS}},
+    ]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
+    {"role": "user", "content": "and tomorrow?"},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_body_goes_on_the_wire_as_built(fake, stream):
+    """The transcript and tools travel as extra body fields, past the SDK's per-field type
+    transform: the server gets exactly the body we built, and that transform would have
+    changed nothing in it."""
+    from hermes_provider_openai import chat
+    from openai._utils import maybe_transform
+    from openai.types.chat import completion_create_params as params
+
+    fake.add("ok")
+    client = client_for(fake)
+    request = ModelRequest(
+        model="m", messages=[dict(m) for m in HISTORY], tools=TOOLS, stream=stream
+    )
+    client.complete(request)
+    built = chat.build_body(request, client.settings)
+    assert fake.last_request.json == json.loads(json.dumps(built))
+    assert fake.last_request.json["messages"] == HISTORY
+    kind = (
+        params.CompletionCreateParamsStreaming
+        if stream
+        else params.CompletionCreateParamsNonStreaming
+    )
+    assert maybe_transform(built, kind) == built
+
+
 def test_the_sdk_client_is_reused(fake):
     fake.add("one", "two")
     client = client_for(fake)
@@ -342,8 +383,10 @@ def test_a_broken_stream_is_a_retryable_error(fake, mode, stream):
     assert info.value.kind == "connection" and info.value.retryable
 
 
-def _call_threads():
-    return {t for t in threading.enumerate() if t.name == "hermes-openai-call"}
+def _busy_call_threads():
+    from hermes_provider_openai.client import CALL_THREADS
+
+    return CALL_THREADS.busy
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -359,7 +402,7 @@ def test_interrupt_mid_stream(fake, mode, step):
     fake.add(step)
     client = client_for(fake, mode)
     client.prepare()
-    before = _call_threads()
+    before = _busy_call_threads()
     events = []
     request = ModelRequest(
         model="m",
@@ -378,8 +421,8 @@ def test_interrupt_mid_stream(fake, mode, step):
     assert str(info.value).endswith(": the model call was cancelled")
     assert 0.35 < elapsed < 1.0
     assert any(e == "text_delta" for e, _ in events)  # it was cut mid-stream
-    # the connection is shut: the worker thread ends although the server never finishes
-    assert wait_until(lambda: not (_call_threads() - before), timeout=3)
+    # the connection is shut: the worker thread is free again although the server never finishes
+    assert wait_until(lambda: _busy_call_threads() == before, timeout=3)
 
 
 def test_interrupt_while_waiting_for_a_whole_answer(fake):
@@ -448,3 +491,46 @@ def test_the_codex_backend_is_always_streamed_on_the_wire(fake):
     assert fake.last_request.path == "/chatgpt.com/backend-api/codex/responses"
     assert fake.last_request.stream is True
     assert events == []  # the caller did not ask for deltas
+
+
+def test_calls_reuse_their_threads_and_never_wait_for_one(fake):
+    from hermes_provider_openai.client import CALL_THREADS
+
+    fake.add("one", "two", *([{"text": "slow", "delay": 1.0}] * 3))
+    client = client_for(fake)
+    ask(client)
+    named = lambda: {t for t in threading.enumerate() if t.name == CALL_THREADS.name}  # noqa: E731
+    threads = named()
+    ask(client)
+    assert named() == threads  # the second call ran on a thread of the first
+    # three at once: none waits for another's thread to be free
+    answers: list[str] = []
+    callers = [
+        threading.Thread(target=lambda: answers.append(ask(client).message["content"]))
+        for _ in range(3)
+    ]
+    for caller in callers:
+        caller.start()
+    assert wait_until(lambda: len(fake.requests) == 5 and CALL_THREADS.busy == 3)
+    for caller in callers:
+        caller.join()
+    assert answers == ["slow"] * 3
+    assert wait_until(lambda: CALL_THREADS.busy == 0)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_forked_child_runs_calls_on_threads_of_its_own(fake):
+    import os
+
+    from hermes_provider_openai.client import CALL_THREADS
+
+    fake.add("one")
+    ask(client_for(fake))  # leaves a thread of this process waiting for the next call
+    assert wait_until(lambda: CALL_THREADS.busy == 0)
+    pid = os.fork()
+    if pid == 0:  # the child: that thread does not exist here
+        ran = threading.Event()
+        CALL_THREADS.submit(ran.set)
+        os._exit(0 if ran.wait(5) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
