@@ -991,6 +991,25 @@ def test_doctor_with_an_invalid_config_exits_1(
     assert "Traceback" not in run.out + run.err
 
 
+def test_doctor_names_a_misspelt_key_as_a_problem_and_an_undeclared_section_as_a_note(
+    hermes: Callable[..., Run], hermes_home: Path
+) -> None:
+    hermes("config", "set", "model.provider", "scripted")
+    config = hermes_home / "config.yaml"
+    config.write_text(
+        config.read_text(encoding="utf-8") + "agnet:\n  max_turns: 3\nstations:\n  a: 1\n",
+        encoding="utf-8",
+    )
+    plugins = [("scripted-provider", scripted_provider_plugin(ScriptedModel(text("ok"))))]
+    run = hermes("doctor", "--no-network", plugins=plugins)
+    assert run.code == 1
+    [error] = [line for line in run.lines if line.startswith("ERR")]
+    assert "unknown config key 'agnet' (did you mean 'agent'?)" in error
+    assert any(line.startswith("--") and "'stations'" in line for line in run.lines)
+    assert run.lines[-1] == "1 problem(s) found"
+    assert "agnet" not in run.err  # one line each, not a warning as well
+
+
 # --- plugin commands ------------------------------------------------------------------------------
 
 

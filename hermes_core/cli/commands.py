@@ -510,11 +510,15 @@ def config_unset(key: str) -> None:
 def doctor(network: bool = True) -> None:
     """Check config, plugins, tools, provider and execution backend.
 
-    The home folder must be writable, .env and state.db readable by their owner only, and the
-    provider must answer a one-token request (skipped with --no-network). The execution
-    backend's configuration is checked without starting it (one line per problem), then probed.
-    Prints one line per check and exits 1 when any failed.
+    The home folder must be writable, .env and state.db readable by their owner only, no key
+    of config.yaml may be a misspelling of a known one, and the provider must answer a
+    one-token request (skipped with --no-network). The execution backend's configuration is
+    checked without starting it (one line per problem), then probed. Prints one line per check
+    and exits 1 when any failed.
     """
+    import warnings
+
+    from ..config import ConfigWarning, warn_unknown_keys
     from ..environments import EnvironmentManager
     from ..providers import resolve_provider
     from ..toolsets import UNLISTED, describe_tools, enabled_toolsets
@@ -533,11 +537,21 @@ def doctor(network: bool = True) -> None:
     for ok, line in private_files(state.home, state.home / "config.yaml"):
         report(ok, line)
     try:
-        config = state.config
+        with warnings.catch_warnings():  # reported below as lines of their own
+            warnings.simplefilter("ignore", ConfigWarning)
+            config = state.config
         report(True, f"config {config.path}" + ("" if config.path.exists() else " (not created)"))
     except HermesError as exc:
         report(False, str(exc))
         raise click.exceptions.Exit(1) from None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConfigWarning)
+        unknown = warn_unknown_keys(config)
+    for line in unknown:
+        if "did you mean" in line:  # a misspelt key: its setting is not applied
+            report(False, line)
+        else:
+            click.echo(f"--   {line}")
     registry = state.registry
     _ = registry.toolsets, registry.providers, registry.environments, registry.engines
     _ = registry.platform_adapters
