@@ -15,8 +15,10 @@ from types import MappingProxyType
 from typing import Any
 
 from hermes_hookspecs import (
+    TURN_RESULT_KEYS,
     Cancelled,
     ContextEngine,
+    ExitReason,
     HermesError,
     ModelClient,
     ModelRequest,
@@ -28,6 +30,7 @@ from hermes_hookspecs import (
     ToolCall,
     ToolContext,
     ToolError,
+    TurnResult,
     Usage,
 )
 
@@ -62,24 +65,9 @@ BUDGET_SUMMARY_PROMPT = (
 )
 
 
-RESULT_KEYS: frozenset[str] = frozenset(
-    {
-        "final_response",
-        "messages",
-        "session_id",
-        "task_id",
-        "api_calls",
-        "usage",
-        "completed",
-        "interrupted",
-        "exit_reason",
-        "error",
-        "model",
-        "provider",
-        "estimated_cost_usd",
-    }
-)
-"""The keys of the dict ``run_conversation`` returns, on every path."""
+RESULT_KEYS: frozenset[str] = TURN_RESULT_KEYS
+"""The keys of the :class:`~hermes_hookspecs.TurnResult` ``run_conversation`` returns, on every
+path (``hermes_hookspecs.TURN_RESULT_KEYS``)."""
 
 
 class AgentError(HermesError):
@@ -378,14 +366,14 @@ class Agent:
         task_id: str | None = None,
         *,
         cancel_event: threading.Event | None = None,
-    ) -> dict[str, Any]:
-        """Run one user turn to the end and return its result.
-
-        The result always has: ``final_response`` (str or None), ``messages`` (the transcript,
-        without the system prompt), ``session_id``, ``task_id``, ``api_calls``, ``usage``
-        (input/output/cache/reasoning tokens of this turn), ``completed``, ``interrupted``,
-        ``exit_reason`` (``completed``, ``max_turns``, ``interrupted``, ``invalid_tool_calls``,
-        ``provider_error``, ``error``), ``error`` (one line or None), ``model`` and ``provider``.
+    ) -> TurnResult:
+        """Run one user turn to the end and return its result, a
+        :class:`~hermes_hookspecs.TurnResult`: ``final_response`` (str or None), ``messages``
+        (the transcript, without the system prompt), ``session_id``, ``task_id``, ``api_calls``,
+        ``usage`` (input/output/cache/reasoning tokens of this turn), ``completed``,
+        ``interrupted``, ``exit_reason`` (``completed``, ``max_turns``, ``interrupted``,
+        ``invalid_tool_calls``, ``provider_error``, ``error``), ``error`` (one line or None),
+        ``model`` and ``provider``.
 
         ``system_message`` is used when the session's system prompt is first built; later turns
         reuse the stored prompt byte for byte.
@@ -716,14 +704,14 @@ class _Turn:
         self.usage = Usage()
         self.final_response: str | None = None
         self.cost_usd: float | None = None
-        self.exit_reason = "error"
+        self.exit_reason: ExitReason = "error"
         self.error: str | None = None
 
-    def finish(self, exit_reason: str, error: str | None = None) -> None:
+    def finish(self, exit_reason: ExitReason, error: str | None = None) -> None:
         self.exit_reason = exit_reason
         self.error = error
 
-    def result(self, agent: Agent) -> dict[str, Any]:
+    def result(self, agent: Agent) -> TurnResult:
         return {
             "final_response": self.final_response,
             "messages": list(agent.messages),

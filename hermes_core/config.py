@@ -553,7 +553,7 @@ def _parse_yaml(text: str, path: Path) -> tuple[dict[str, Any], dict[str, int]]:
         raise ConfigError(f"{path}: invalid YAML: {_one_line(exc)}") from exc
     finally:
         loader.dispose()
-    if data is None:
+    if node is None or data is None:
         return {}, {}
     if not isinstance(data, dict):
         line = node.start_mark.line + 1

@@ -4,13 +4,15 @@ manager, the tool dispatcher and the approval gate); plugins declare theirs thro
 
 from __future__ import annotations
 
+from typing import Any
+
 from hermes_hookspecs import API_MODES
 from hermes_hookspecs.config_schema import ConfigKey, ConfigSection
 
 APPROVAL_MODES: tuple[str, ...] = ("manual", "deny", "yolo")
 """The values of ``approvals.mode``."""
 
-_STRINGS = {"type": "array", "items": "string"}
+_STRINGS: dict[str, Any] = {"type": "array", "items": "string"}
 
 
 def core_sections() -> list[ConfigSection]:

@@ -74,7 +74,7 @@ class EnvironmentManager:
                     " install its plugin or change terminal.backend"
                 )
             try:
-                env = registered.value(self.config, task_id)
+                created: Environment = registered.value(self.config, task_id)
             except EnvironmentUnavailable:
                 raise
             except Exception as exc:
@@ -84,8 +84,8 @@ class EnvironmentManager:
                 raise EnvironmentUnavailable(
                     f"execution backend {self.backend!r} could not start: {detail}"
                 ) from exc
-            self._envs[task_id] = env
-            return env
+            self._envs[task_id] = created
+            return created
 
     def cleanup(self, task_id: str | None = None) -> None:
         """Clean up one task's environment, or all of them."""

@@ -174,7 +174,7 @@ class ModelConnection:
         """Seconds to wait before retry ``attempt`` (1-based)."""
         if retry_after is not None and retry_after >= 0:
             return min(retry_after, MAX_BACKOFF_SECONDS)
-        base = self.retry_delay * (2 ** (attempt - 1))
+        base = self.retry_delay * (2.0 ** (attempt - 1))
         return min(base * (0.5 + random.random() / 2), MAX_BACKOFF_SECONDS)
 
     def _call_once(
@@ -289,7 +289,7 @@ class AuxiliaryModels:
         messages: list[dict[str, Any]],
         max_tokens: int | None,
         *,
-        session_id: str | None,
+        session_id: str,
         cancel: threading.Event,
     ) -> ModelResponse:
         """Ask the model of ``task`` to answer ``messages``, without tools (see

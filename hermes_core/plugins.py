@@ -4,6 +4,7 @@ calls hooks so that one broken plugin never takes the others down."""
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import sys
 import time
@@ -121,6 +122,11 @@ def reset_entry_point_cache() -> None:
 
 def _split_names(value: str | None) -> list[str]:
     return [n.strip() for n in (value or "").split(",") if n.strip()]
+
+
+def _given(obj: object) -> object:
+    """``obj`` itself: the loader of a plugin object registered in-process."""
+    return obj
 
 
 def _describe(exc: BaseException) -> str:
@@ -249,14 +255,14 @@ class PluginManager:
                 record.status = "disabled"
                 self.records[name] = record
                 continue
-            self._guarded_register(record, lambda m=module_name: importlib.import_module(m))
+            self._guarded_register(record, functools.partial(importlib.import_module, module_name))
         if entry_points:
             for ep in discover_entry_points():
                 self._load_entry_point(ep)
         for name, obj in extra:
             module = getattr(obj, "__name__", type(obj).__name__)
             record = PluginRecord(name=name, module=module, source="in-process")
-            self._guarded_register(record, lambda o=obj: o)
+            self._guarded_register(record, functools.partial(_given, obj))
         self.pm.check_pending()
         failed = [r for r in self.records.values() if r.status == "error"]
         if self.strict and failed:

@@ -67,7 +67,7 @@ class Registry:
         registry = getattr(plugins, "_registry", None)
         if registry is None:
             registry = cls(plugins)
-            plugins._registry = registry  # type: ignore[attr-defined]
+            plugins._registry = registry  # type: ignore[attr-defined]  # one per plugin manager
         if config is not None and registry.config is None:
             registry.config = config
         return registry
@@ -155,7 +155,11 @@ class Registry:
 
         toolsets = self.toolsets
         with ThreadPoolExecutor(max_workers=min(8, len(names))) as pool:
-            futures = {n: pool.submit(toolsets[n].value.discover) for n in names}  # type: ignore[arg-type]
+            futures = {}
+            for name in names:
+                discover = toolsets[name].value.discover
+                if discover is not None:  # always, for the names ``discover`` passes
+                    futures[name] = pool.submit(discover)
         for name, future in futures.items():
             try:
                 found = list(future.result())

@@ -8,7 +8,7 @@ can act on, such as ``$.city: expected string, got integer``. Annotations (``def
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypeGuard
 
 __all__ = ["MAX_PROBLEMS", "check"]
 
@@ -331,7 +331,7 @@ class _Checker:
                 self.add(path, f"matches {matches} of the oneOf schemas, expected exactly one")
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[float]:
     """Whether a schema bound is usable as a number."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 

@@ -104,7 +104,7 @@ def dangling_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return []
     calls = opener.get("tool_calls")
     ids, defect = _inspect_calls(calls, None)
-    if defect is not None or not ids:
+    if defect is not None or not ids or not isinstance(calls, (list, tuple)):
         return []
     answered = [m.get("tool_call_id") for m in messages[start:end]]
     if answered != ids[: len(answered)]:
@@ -450,7 +450,7 @@ def _diagnose_calls(
 # --- repair -----------------------------------------------------------------------------------
 
 
-class _Batch(dict):  # type: ignore[type-arg]
+class _Batch(dict[str, dict[str, Any] | None]):
     """The results that follow an assistant message with tool calls.
 
     Maps each call id, in call order, to its result message (``None`` until one is found).
@@ -505,7 +505,7 @@ def _repair(messages: list[dict[str, Any]], keep_system: bool) -> list[dict[str,
                 if tail == "assistant":
                     # Assistant dicts at the tail never have tool calls: a batch follows those.
                     new["content"] = _join(items.pop().get("content"), new.get("content"))
-                batch = _Batch.fromkeys(ids)
+                batch = _Batch(dict.fromkeys(ids))
                 items.append(new)
                 items.append(batch)
                 tail = "tool"
@@ -559,10 +559,11 @@ def _repair_calls(raw: Any, index: int) -> tuple[list[dict[str, Any]], list[str]
         if not isinstance(name, str) or not name:
             continue
         assert isinstance(call, dict) and isinstance(function, dict)
-        call_id = call.get("id")
+        given_id = call.get("id")
+        usable = isinstance(given_id, str) and bool(given_id) and given_id not in ids
+        call_id: str | None = given_id if usable else None
         arguments = function.get("arguments")
-        has_id = isinstance(call_id, str) and bool(call_id) and call_id not in ids
-        if has_id and call.get("type") == "function" and isinstance(arguments, str):
+        if call_id is not None and call.get("type") == "function" and isinstance(arguments, str):
             ids.append(call_id)
             fixed.append(call)
             continue
@@ -571,7 +572,7 @@ def _repair_calls(raw: Any, index: int) -> tuple[list[dict[str, Any]], list[str]
                 arguments = "{}"
             else:
                 arguments = json.dumps(arguments, ensure_ascii=False, default=str)
-        if not has_id:
+        if call_id is None:
             call_id = _generated_id(index, position, name, arguments)
         ids.append(call_id)
         function = {**function, "arguments": arguments}

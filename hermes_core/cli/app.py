@@ -139,7 +139,7 @@ def build_cli(
     @click.option("--debug", is_flag=True, help="Show tracebacks and debug logs.")
     @click.version_option(__version__, "--version", prog_name="hermes")
     @click.pass_context
-    def cli(ctx: click.Context, **_: Any) -> None:
+    def cli(ctx: click.Context, /, **_: Any) -> None:
         """hermes: an AI agent whose tools, providers and environments are plugins.
 
         Run without a command for an interactive chat; `hermes chat -q TEXT` answers once.
@@ -153,7 +153,7 @@ def build_cli(
         if logging.lastResort is not None:  # prints warnings when logging is not configured
             redact_log_handlers([logging.lastResort])
         if ctx.invoked_subcommand is None:
-            ctx.invoke(cli.get_command(ctx, "chat"))  # type: ignore[arg-type]
+            ctx.invoke(cli.get_command(ctx, "chat"))  # type: ignore[arg-type]  # a builtin: never None
 
     _add_plugin_commands(cli, state)
     return cli
@@ -187,13 +187,13 @@ def redact_log_handlers(handlers: Sequence[Any]) -> None:
             handler.addFilter(RedactSecrets())
 
 
-def _add_plugin_commands(cli: click.Group, state: CliState) -> None:
+def _add_plugin_commands(cli: HermesGroup, state: CliState) -> None:
     """Let plugins add commands; a plugin cannot replace a builtin or another plugin's command."""
     try:
         plugins = state.plugins
     except HermesError:
         return  # a broken config must not make `hermes config ...` unusable; commands report it
-    owners: dict[str, str] = cli.plugin_commands  # type: ignore[attr-defined]
+    owners = cli.plugin_commands
     for record, hook in plugins.implementations("hermes_register_commands", load_order=True):
         before = dict(cli.commands)
         try:

@@ -8,7 +8,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -16,12 +16,18 @@ from hermes_hookspecs import API_MODES, ApprovalRequest, HermesError
 
 from .state import CliState
 
+if TYPE_CHECKING:
+    from hermes_hookspecs import TurnResult
+
+    from ..agent import Agent
+
 SPINNER = "|/-\\"
 T = TypeVar("T")
 
 
 def _state() -> CliState:
-    return click.get_current_context().find_root().obj  # type: ignore[no-any-return]
+    state: CliState = click.get_current_context().find_root().obj
+    return state
 
 
 class Display:
@@ -145,7 +151,7 @@ def make_agent(
     stream: bool,
     session_id: str | None = None,
     store: Any = None,
-) -> Any:
+) -> Agent:
     """Build the agent for a chat command from the CLI state."""
     from ..agent import Agent
 
@@ -238,10 +244,10 @@ def _session_to_resume(store: Any, resume: str | None, continue_: bool) -> str |
     if resume and continue_:
         raise HermesError("use either --resume ID or --continue, not both")
     if continue_:
-        latest = store.latest_session_id()
+        latest: str | None = store.latest_session_id()
         if latest is None:
             raise HermesError("no session to continue yet; start one with `hermes chat`")
-        return latest  # type: ignore[no-any-return]
+        return latest
     if resume:
         from .sessions_cmd import resolve_session
 
@@ -297,7 +303,7 @@ def _interactive(
 ) -> None:
     display = Display(interactive=True, stream=stream)
 
-    def new_agent(session: str | None) -> Any:
+    def new_agent(session: str | None) -> Agent:
         return make_agent(
             state,
             interactive=True,
@@ -371,17 +377,17 @@ def announce_plugin_failures(state: CliState) -> None:
         )
 
 
-def _prepare_quietly(agent: Any) -> None:
+def _prepare_quietly(agent: Agent) -> None:
     try:
         agent.connection.prepare()
     except Exception:  # the first real call reports any problem properly
         pass
 
 
-def _turn(agent: Any, display: Display, line: str) -> None:
+def _turn(agent: Agent, display: Display, line: str) -> None:
     display.streamed = False
     done = threading.Event()
-    holder: dict[str, Any] = {}
+    holder: dict[str, TurnResult] = {}
 
     def work() -> None:
         holder["result"] = agent.run_conversation(line)
@@ -408,7 +414,7 @@ def _turn(agent: Any, display: Display, line: str) -> None:
         click.echo(result["final_response"])
 
 
-def _slash(line: str, agent: Any, store: Any) -> bool | str:
+def _slash(line: str, agent: Agent, store: Any) -> bool | str:
     """Handle a /command: True to leave the chat, a session id to switch to (``""``: a new
     session), False to go on."""
     words = line.split()
@@ -491,7 +497,7 @@ def _table(rows: list[tuple[str, str]]) -> str:
     return "\n".join(f"  {name:<{width}}  {value:>{value_width}}" for name, value in rows)
 
 
-def _compress(agent: Any, focus: str | None) -> None:
+def _compress(agent: Agent, focus: str | None) -> None:
     """``/compress [focus]``: compress now and say what it did."""
     current = agent.session_id
     try:

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
 
 def _state() -> CliState:
-    return click.get_current_context().find_root().obj  # type: ignore[no-any-return]
+    state: CliState = click.get_current_context().find_root().obj
+    return state
 
 
 def _print_json(value: Any) -> None:
@@ -237,7 +238,7 @@ def providers_group() -> None:
 def providers_list(as_json: bool) -> None:
     """List installed providers: name, API mode, default endpoint, key variable, plugin."""
     state = _state()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, reg in sorted(state.registry.providers.items()):
         p = reg.value
         rows.append(
@@ -346,7 +347,7 @@ def _show_declared(schema: ConfigSchema, as_json: bool) -> None:
     """Print every declared key with its type, default, owner and doc."""
     from ..config_schema import type_words
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     for path in sorted(schema.keys):
         declared = schema.keys[path]
         key = declared.key

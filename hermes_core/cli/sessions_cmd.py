@@ -15,7 +15,8 @@ from .state import CliState
 
 
 def _state() -> CliState:
-    return click.get_current_context().find_root().obj  # type: ignore[no-any-return]
+    state: CliState = click.get_current_context().find_root().obj
+    return state
 
 
 def open_store(state: CliState) -> Any:

@@ -13,7 +13,8 @@ from .state import CliState
 
 
 def _state() -> CliState:
-    return click.get_current_context().find_root().obj  # type: ignore[no-any-return]
+    state: CliState = click.get_current_context().find_root().obj
+    return state
 
 
 def _set_model(state: CliState, provider: str, model: str | None, base_url: str | None) -> None:
@@ -100,7 +101,7 @@ def setup(
     if api_key and not chosen.key_env:
         raise HermesError(f"provider {provider!r} takes no API key")
     _set_model(state, provider, model or None, base_url or None)
-    if api_key:
+    if api_key and chosen.key_env:
         write_dotenv(state.home / ".env", {chosen.key_env: api_key})
         click.echo(f"saved {chosen.key_env} in {state.home / '.env'} (mode 600)")
     click.echo(

@@ -75,7 +75,8 @@ def _pack_layout(keys: list[str]) -> str:
 
 def _unpack_layout(text: str) -> list[str]:
     if text.startswith("["):
-        return json.loads(text)  # type: ignore[no-any-return]
+        keys: list[str] = json.loads(text)
+        return keys
     return text.split(_LAYOUT_SEP) if text else []
 
 

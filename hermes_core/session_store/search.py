@@ -9,7 +9,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_hookspecs import SearchHit
+from hermes_hookspecs import SearchHit as SearchHit  # also this module's name, for old imports
 
 from .codec import _UNSPACED, _strip_token
 

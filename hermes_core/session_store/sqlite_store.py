@@ -27,6 +27,7 @@ With ``synchronous=NORMAL`` in WAL mode a committed write survives the process b
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -242,7 +243,7 @@ class SQLiteSessionStore(SQLiteConnections):
         while limit is None or done < limit:
             step = _INDEX_STEP if limit is None else min(_INDEX_STEP, limit - done)
             count = self._run(
-                lambda c, step=step: _index_step(c, step),
+                functools.partial(_index_step, count=step),
                 write=True,
                 what="index messages for search",
             )
@@ -298,11 +299,7 @@ class SQLiteSessionStore(SQLiteConnections):
         pattern = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         for where, value in (("id LIKE ? ESCAPE '\\'", pattern), ("lower(title) = lower(?)", ref)):
             rows = self._run(
-                lambda c, w=where, v=value: c.execute(
-                    f"SELECT {_SESSION_SELECT} FROM sessions WHERE {w} "
-                    "ORDER BY started_at DESC, rowid DESC LIMIT ?",
-                    (v, max(1, int(limit))),
-                ).fetchall(),
+                functools.partial(_sessions_where, where=where, value=value, limit=limit),
                 write=False,
                 what="find sessions",
             )
@@ -487,3 +484,12 @@ class SQLiteSessionStore(SQLiteConnections):
 
 def _unknown(session_id: str) -> SessionStoreError:
     return SessionStoreError(f"no session {session_id!r}; {FIND_IDS_HINT}")
+
+
+def _sessions_where(conn: sqlite3.Connection, where: str, value: str, limit: int) -> list[Any]:
+    """The rows of the sessions matching one ``where`` clause (one ``?``), newest first."""
+    return conn.execute(
+        f"SELECT {_SESSION_SELECT} FROM sessions WHERE {where} "
+        "ORDER BY started_at DESC, rowid DESC LIMIT ?",
+        (value, max(1, int(limit))),
+    ).fetchall()

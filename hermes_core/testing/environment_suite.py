@@ -52,6 +52,7 @@ Contract details the suite pins down (beyond the docstrings of ``Environment``):
 
 from __future__ import annotations
 
+import functools
 import shlex
 import time
 from collections.abc import Callable, Iterator
@@ -148,7 +149,10 @@ class EnvironmentBehaviour:
 
     def wait_finished(self, env: Environment, pid: str, timeout: float = 10.0) -> BackgroundProcess:
         """Wait until background process ``pid`` ended and return its state."""
-        return wait_for(lambda: p if not (p := env.poll(pid)).running else None, timeout)
+        finished: BackgroundProcess = wait_for(
+            lambda: p if not (p := env.poll(pid)).running else None, timeout
+        )
+        return finished
 
     def read_all(self, env: Environment, pid: str) -> str:
         """All the output of a background process, read in pieces until no more comes."""
@@ -518,9 +522,13 @@ class EnvironmentBehaviour:
         env.cleanup()
         if observer is None:
             pytest.skip("no observer environment to check that the processes stopped")
+
+        def gone(pid: int) -> bool:
+            return not self.alive(observer, pid)
+
         try:
             for pid in pids:
-                wait_for(lambda pid=pid: not self.alive(observer, pid), timeout=self.timeout_slack)
+                wait_for(functools.partial(gone, pid), timeout=self.timeout_slack)
         finally:
             observer.run(f"rm -rf {shlex.quote(tmp)}")
 

@@ -79,6 +79,10 @@ _LAZY: dict[str, str] = {
     "ToolHandler": "tools",
     "ToolResult": "calls",
     "Toolset": "tools",
+    "EXIT_REASONS": "turns",
+    "ExitReason": "turns",
+    "TURN_RESULT_KEYS": "turns",
+    "TurnResult": "turns",
     "Usage": "providers",
     "blocked": "refusals",
     "child_environ": "secrets",
@@ -127,6 +131,7 @@ if TYPE_CHECKING:
     from .sessions import SearchableSessionStore, SearchHit, SessionInfo, SessionStore
     from .summaries import CONTEXT_SUMMARY_FLAG, CONTEXT_SUMMARY_MARKER, is_context_summary
     from .tools import TOOL_NAME_RE, Tool, ToolHandler, Toolset
+    from .turns import EXIT_REASONS, TURN_RESULT_KEYS, ExitReason, TurnResult
 
 
 def __getattr__(name: str) -> Any:
@@ -208,6 +213,10 @@ __all__ = [
     "ToolHandler",
     "ToolResult",
     "Toolset",
+    "EXIT_REASONS",
+    "ExitReason",
+    "TURN_RESULT_KEYS",
+    "TurnResult",
     "Usage",
     "blocked",
     "child_environ",

@@ -87,7 +87,7 @@ def _settings(ctx: ToolContext) -> Mapping[str, Any]:
 def _read_bytes(env: Any, where: str, path: str) -> bytes:
     """The bytes of the file at ``where`` (resolved); messages name it ``path``."""
     try:
-        data = env.read_file(where)
+        data: bytes = env.read_file(where)
     except FileNotFoundError:
         raise ToolError(f"file not found: {path}") from None
     except IsADirectoryError:
@@ -246,7 +246,8 @@ def _replace(text: str, old: str, new: str, replace_all: bool, path: str) -> tup
     if count == 0:
         raise ToolError(f"old_string was not found in {path}.{_closest(text, old)}")
     if count > 1 and not replace_all:
-        starts, at = [], text.find(old)
+        starts: list[str] = []
+        at = text.find(old)
         while at >= 0 and len(starts) < 10:
             starts.append(str(_line_of(text, at)))
             at = text.find(old, at + 1)
@@ -363,7 +364,7 @@ def apply_unified_diff(text: str | None, patch: FilePatch, path: str) -> str:
     """Apply one file's hunks to ``text`` (``None`` for a new file); fail clearly when a hunk
     does not match. Hunks may sit anywhere in the file (their line numbers only break ties)."""
     lines = [] if text is None else text.split("\n")
-    trailing = bool(text) and text.endswith("\n")
+    trailing = text is not None and text.endswith("\n")
     if trailing:
         lines.pop()
     shift = 0

@@ -115,14 +115,14 @@ def read_concerns(
     paths: Iterable[str | None], *, home: str = "", hermes_homes: Iterable[str] = ()
 ) -> list[Concern]:
     """The rules reading a file at any of ``paths`` (its spellings) falls under, each once."""
-    paths = [p for p in paths if p]
-    spellings = _spellings(paths, home)
+    given = [p for p in paths if p]
+    spellings = _spellings(given, home)
     concerns = []
     if any(_ANY_READ_RULE.search(s) for s in spellings):  # one search for the usual no
         found = [r for r in READ_RULES if any(r.regex.search(s) for s in spellings)]
         concerns = [Concern(r.id, r.description) for r in found]
     if not any(c.rule == "read-hermes-secrets" for c in concerns) and any(
-        _hermes_secret(p, h) for p in paths for h in hermes_homes
+        _hermes_secret(p, h) for p in given for h in hermes_homes
     ):
         concerns.append(Concern("read-hermes-secrets", "hermes' secrets ($HERMES_HOME/.env)"))
     return concerns
@@ -140,16 +140,16 @@ def write_concerns(
 ) -> list[Concern]:
     """The terminal's write rules that writing a file at any of ``paths`` falls under, plus the
     hermes home folder itself, each once."""
-    paths = [p for p in paths if p]
+    given = [p for p in paths if p]
     concerns: list[Concern] = []
-    for path in paths:
+    for path in given:
         for finding in _findings(sensitive_path(path, home=home or None)):
             rule = getattr(getattr(finding, "rule", None), "id", None) or "write-sensitive-path"
             described = getattr(finding, "description", "") or "writes to a sensitive path"
             if all(c.rule != rule for c in concerns):
                 concerns.append(Concern(str(rule), str(described)))
     if not any(c.rule == "write-hermes-config" for c in concerns) and any(
-        _inside(p, h) for p in paths for h in hermes_homes if h.rstrip("/")
+        _inside(p, h) for p in given for h in hermes_homes if h.rstrip("/")
     ):
         concerns.append(Concern("write-hermes-config", "writes to hermes' own configuration"))
     return concerns

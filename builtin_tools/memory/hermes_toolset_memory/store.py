@@ -222,7 +222,7 @@ def locked(folder: Path, timeout: float | None = None) -> Iterator[None]:
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # the module or None: checked before each use
 
 
 def _acquire(fd: int, timeout: float, folder: Path) -> None:

@@ -57,16 +57,16 @@ def list_skills(category: str | None, as_json: bool) -> None:
         click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
         return
     if usable:
-        rows = [["NAME", "CATEGORY", "DESCRIPTION"]]
+        table = [["NAME", "CATEGORY", "DESCRIPTION"]]
         for s in usable:
             description = s.description
             if not s.for_this_platform():
                 description = f"[{', '.join(s.platforms or [])} only] {description}"
             if len(description) > DESCRIPTION_WIDTH:
                 description = description[: DESCRIPTION_WIDTH - 1] + "…"
-            rows.append([s.name, s.category or "-", description])
-        widths = [max(len(r[i]) for r in rows) for i in range(3)]
-        for row in rows:
+            table.append([s.name, s.category or "-", description])
+        widths = [max(len(r[i]) for r in table) for i in range(3)]
+        for row in table:
             click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
     noun = "skill" if len(usable) == 1 else "skills"
     scope = f" in category {category!r}" if category else ""

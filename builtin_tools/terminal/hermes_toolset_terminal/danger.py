@@ -661,7 +661,8 @@ def _expand_braces(word: str, limit: int = 64) -> list[str]:
         return [word]
     if len(word) > 512:
         return [word]  # rules see the unexpanded word; expanding long ones costs too much
-    pending, out = [word], []
+    pending = [word]
+    out: list[str] = []
     while pending and len(out) + len(pending) < limit:
         current = pending.pop(0)
         match = _BRACE.search(current)
@@ -1179,10 +1180,10 @@ class _Analyser:
                     feed = ("cat /dev/stdin" if effect.stdin.startswith("\0")
                             else f"printf %s {shlex.quote(effect.stdin)}")  # fmt: skip
                     text = f"{feed} | {text}"
-                place = self._moved(cwd, effect.cwd)
-                if (text, place) not in seen:  # the same command on other lines: read once
-                    seen.add((text, place))
-                    self.nested(text, place)
+                moved = self._moved(cwd, effect.cwd)
+                if (text, moved) not in seen:  # the same command on other lines: read once
+                    seen.add((text, moved))
+                    self.nested(text, moved)
             elif effect.kind == "uncheckable":
                 unreadable = True
             else:

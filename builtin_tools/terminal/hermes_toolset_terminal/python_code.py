@@ -44,6 +44,7 @@ import ast
 import base64
 import binascii
 import codecs
+import operator
 import os
 import posixpath
 import shlex
@@ -959,7 +960,7 @@ class _Reader:
         return values
 
     def _chdirs(self, module: _Module) -> list[str]:
-        found = []
+        found: list[str] = []
         for node in module.chdir_calls:
             if isinstance(node, ast.Call):
                 funcs = self._values(module, node.func) or []
@@ -996,6 +997,12 @@ _BUILTIN_NAMES = frozenset(
 
 
 # --- indexing a module ----------------------------------------------------------------------------
+
+
+def _binder(kind: str, node: Any, with_path: bool = True) -> Callable[[tuple[int, ...]], _Binding]:
+    """The binding of ``kind`` to ``node`` for each name of an unpacked target; ``with_path``:
+    the name's position in the target is the binding's ``extra``."""
+    return lambda path: _Binding(kind, node, path if with_path else None)
 
 
 def _targets(node: ast.AST) -> list[ast.expr]:
@@ -1047,7 +1054,7 @@ def _index(module: _Module) -> None:
                 changed.add(base.id)
 
     nodes = module.nodes
-    todo = deque([module.tree])
+    todo: deque[ast.AST] = deque([module.tree])
     while todo:  # every node, in the order ast.walk gives, with its parent
         node = todo.popleft()
         nodes.append(node)
@@ -1070,7 +1077,7 @@ def _index(module: _Module) -> None:
                 if isinstance(target, ast.Name):
                     bind(target.id, _Binding("expr", value))
                 else:
-                    bind_target(target, lambda p, v=value: _Binding("unpack", v, p))
+                    bind_target(target, _binder("unpack", value))
         elif isinstance(node, ast.NamedExpr):
             bind(node.target.id, _Binding("expr", node.value))
         elif isinstance(node, ast.AugAssign):
@@ -1078,9 +1085,9 @@ def _index(module: _Module) -> None:
             if isinstance(node.target, ast.Name):
                 changed.add(node.target.id)
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-            bind_target(node.target, lambda p, it=node.iter: _Binding("iter", it, p))
+            bind_target(node.target, _binder("iter", node.iter))
         elif isinstance(node, ast.withitem) and node.optional_vars is not None:
-            bind_target(node.optional_vars, lambda _p, e=node.context_expr: _Binding("with", e))
+            bind_target(node.optional_vars, _binder("with", node.context_expr, with_path=False))
         elif isinstance(node, ast.ExceptHandler) and node.name:
             bind(node.name, _Binding("unknown"))
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -1142,11 +1149,11 @@ def _index(module: _Module) -> None:
     for node in nodes:
         if isinstance(node, ast.Delete):
             for target in node.targets:
-                base = target
-                while isinstance(base, (ast.Subscript, ast.Attribute)):
-                    base = base.value
-                if isinstance(base, ast.Name):
-                    changed.add(base.id)
+                deleted = target
+                while isinstance(deleted, (ast.Subscript, ast.Attribute)):
+                    deleted = deleted.value
+                if isinstance(deleted, ast.Name):
+                    changed.add(deleted.id)
         if not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load):
             continue
         parent = parents.get(id(node))
@@ -1319,7 +1326,7 @@ def _evaluate(reader: _Reader, module: _Module, node: ast.AST) -> list[Any]:
     if isinstance(node, ast.FormattedValue):
         values = ev(module, node.value)
         spec = [""] if node.format_spec is None else ev(module, node.format_spec)
-        out = []
+        out: list[Any] = []
         for value, fmt in _product([values, spec]):
             if not isinstance(value, (str, int, float, bytes)) and not isinstance(value, _Path):
                 raise _Unknown("formatting a value computed at run time")
@@ -1384,7 +1391,7 @@ def _evaluate(reader: _Reader, module: _Module, node: ast.AST) -> list[Any]:
 def _binop(reader: _Reader, module: _Module, node: ast.BinOp) -> list[Any]:
     left = reader.evaluate(module, node.left)
     right = reader.evaluate(module, node.right)
-    out = []
+    out: list[Any] = []
     for a, b in _product([left, right]):
         if isinstance(node.op, ast.Div) and isinstance(a, _Path):
             tail = _text(b)
@@ -1396,7 +1403,7 @@ def _binop(reader: _Reader, module: _Module, node: ast.BinOp) -> list[Any]:
         elif isinstance(node.op, ast.Add) and (
             isinstance(a, (str, bytes, list, tuple, int, float)) and type(a) is type(b)
         ):
-            out.append(_check_size(a + b))
+            out.append(_check_size(operator.add(a, b)))  # a and b: one type
         elif isinstance(node.op, ast.Mod) and isinstance(a, (str, bytes)):
             if isinstance(b, (list, dict)) or isinstance(b, _Path):
                 raise _Unknown("formatting a computed value")
@@ -1430,7 +1437,7 @@ def _subscript(reader: _Reader, module: _Module, node: ast.Subscript) -> list[An
             reader.evaluate(module, p) if p is not None else [None]
             for p in (node.slice.lower, node.slice.upper, node.slice.step)
         ]
-        out = []
+        out: list[Any] = []
         for base, lower, upper, step in _product([bases, *parts]):
             if not isinstance(base, (str, bytes, list, tuple)):
                 raise _Unknown("a slice of a computed value")
@@ -1481,7 +1488,7 @@ for _signal in ("SIGKILL", "SIGTERM", "SIGINT", "SIGHUP", "SIGSTOP", "SIGUSR1"):
 
 
 def _attribute(reader: _Reader, module: _Module, node: ast.Attribute) -> list[Any]:
-    out = []
+    out: list[Any] = []
     for base in reader.evaluate(module, node.value):
         if isinstance(base, _Ref):
             name = f"{base.name}.{node.attr}"
@@ -1537,7 +1544,7 @@ def _call_value(reader: _Reader, module: _Module, node: ast.Call) -> list[Any]:
         k.arg is None for k in node.keywords
     ):
         raise _Unknown("arguments unpacked at run time")
-    out = []
+    out: list[Any] = []
     for func in reader.evaluate(module, node.func):
         if isinstance(func, _Method):
             out.extend(_method_value(reader, module, node, func))
@@ -1561,7 +1568,7 @@ def _call_value(reader: _Reader, module: _Module, node: ast.Call) -> list[Any]:
         if pure is None:
             raise _Unknown(f"the result of {name}()")
         args = [reader.evaluate(module, a) for a in node.args]
-        keywords = {k.arg: reader.evaluate(module, k.value) for k in node.keywords}
+        keywords = {k.arg: reader.evaluate(module, k.value) for k in node.keywords if k.arg}
         names = list(keywords)
         for combination in _product(args + [keywords[k] for k in names]):
             positional = combination[: len(args)]
@@ -1577,10 +1584,10 @@ def _call_value(reader: _Reader, module: _Module, node: ast.Call) -> list[Any]:
 
 def _method_value(reader: _Reader, module: _Module, node: ast.Call, method: _Method) -> list[Any]:
     args = [reader.evaluate(module, a) for a in node.args]
-    keywords = {k.arg: reader.evaluate(module, k.value) for k in node.keywords}
+    keywords = {k.arg: reader.evaluate(module, k.value) for k in node.keywords if k.arg}
     names = list(keywords)
     receiver, name = method.receiver, method.name
-    out = []
+    out: list[Any] = []
     for combination in _product(args + [keywords[k] for k in names]):
         positional = list(combination[: len(args)])
         named = dict(zip(names, combination[len(args) :], strict=True))

@@ -135,7 +135,8 @@ class ShellEnvironment(Environment):
         connection closes with it), the program reads end of file. ``None``: the backend
         cannot (the default)."""
         if self._overrides("_open_held"):
-            return self._open_held(argv)  # type: ignore[no-any-return]
+            held: HeldInput | None = self._open_held(argv)  # the old name of this extension
+            return held
         return None
 
     def teardown(self) -> None:

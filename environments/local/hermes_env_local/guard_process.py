@@ -29,7 +29,7 @@ ROUNDS = 3
 
 def _members(ids: set[int]) -> list[int]:
     """Processes whose process group or session is one of ``ids`` (Linux ``/proc``)."""
-    found = []
+    found: list[int] = []
     try:
         entries = os.listdir("/proc")
     except OSError:

@@ -199,7 +199,9 @@ def _known_hosts_problems(settings: SSHSettings) -> list[str]:
 def connect(settings: SSHSettings) -> Any:
     """An authenticated ``paramiko.SSHClient``, with the host key checked; every failure is an
     :class:`EnvironmentUnavailable` that says what failed and how to fix it."""
-    paramiko = _import_paramiko()
+    _import_paramiko()  # one readable line when it is missing
+    import paramiko
+
     known_hosts = settings.known_hosts
     name = _known_host_name(settings.host, settings.port)
     pkey = _load_key(paramiko, settings) if settings.key else None
@@ -291,7 +293,8 @@ def connect(settings: SSHSettings) -> Any:
             f"ssh backend: SSH handshake with {settings.host}:{settings.port} failed: {exc}"
         ) from None
     transport = client.get_transport()
-    transport.set_keepalive(30)
+    if transport is not None:  # always, once connected
+        transport.set_keepalive(30)
     return client
 
 

@@ -140,7 +140,7 @@ def message_events(answer: Answer, ex: Exchange) -> Iterator[Event]:
     yield "ping", {"type": "ping"}
     for index, block in enumerate(_blocks(answer, ex)):
         if block["type"] == "thinking":
-            first = {"type": "thinking", "thinking": "", "signature": ""}
+            first: dict[str, Any] = {"type": "thinking", "thinking": "", "signature": ""}
             deltas = [
                 {"type": "thinking_delta", "thinking": p} for p in answer.pieces(block["thinking"])
             ]

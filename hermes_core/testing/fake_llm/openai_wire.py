@@ -151,7 +151,7 @@ def chat_events(answer: Answer, ex: Exchange) -> Iterator[Event]:
     for piece in answer.pieces(answer.text):
         yield chunk({"content": piece})
     for index, call in enumerate(answer.calls):
-        head = {
+        head: dict[str, Any] = {
             "index": index,
             "id": ex.call_id(call, index, "call_"),
             "type": "function",
@@ -321,7 +321,7 @@ def response_events(answer: Answer, ex: Exchange) -> Iterator[Event]:
                 item={"id": item["id"], "type": "reasoning", "summary": []},
             )
             text = item["summary"][0]["text"]
-            part = {"type": "summary_text", "text": ""}
+            part: dict[str, Any] = {"type": "summary_text", "text": ""}
             yield event("response.reasoning_summary_part.added", **at, summary_index=0, part=part)
             for piece in answer.pieces(text):
                 yield event(

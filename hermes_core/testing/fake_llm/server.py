@@ -442,7 +442,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _read_body(self) -> bytes:
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-            parts = []
+            parts: list[bytes] = []
             while True:
                 size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
                 if size == 0:
@@ -697,7 +697,8 @@ class _Server(ThreadingHTTPServer):
         exc = sys.exc_info()[1]
         if isinstance(exc, OSError) or self.owner._stopping.is_set():
             return  # a client went away: nothing to report
-        self.owner.errors.append(exc)  # type: ignore[arg-type]
+        if isinstance(exc, Exception):  # what socketserver catches: always
+            self.owner.errors.append(exc)
         super().handle_error(request, client_address)
 
 

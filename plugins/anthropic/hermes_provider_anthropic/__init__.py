@@ -7,6 +7,7 @@ this module is imported, so ``hermes --help`` does not pay for it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
@@ -49,7 +50,7 @@ def create_client(settings: ProviderSettings) -> AnthropicClient:
 
 
 @hookimpl
-def hermes_register_providers(register) -> None:  # type: ignore[no-untyped-def]
+def hermes_register_providers(register: Callable[[Provider], None]) -> None:
     """Register the ``anthropic`` provider."""
     register(
         Provider(

@@ -79,7 +79,9 @@ def build_params(request: ModelRequest, config: Mapping[str, Any] | None = None)
     if caching.get("enabled", True):
         apply_cache_control(system, messages, caching.get("cache_ttl") or "5m")
 
-    model_cfg = config.get("model") if isinstance(config.get("model"), Mapping) else {}
+    model_cfg = config.get("model")
+    if not isinstance(model_cfg, Mapping):
+        model_cfg = {}
     max_tokens = int(request.max_tokens or model_cfg.get("max_tokens") or DEFAULT_MAX_TOKENS)
     params: dict[str, Any] = {"model": request.model, "max_tokens": max_tokens}
     if system:

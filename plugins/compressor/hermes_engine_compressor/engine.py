@@ -106,7 +106,7 @@ def unit_starts(messages: list[dict[str, Any]]) -> list[int]:
     """Where each unit starts, then ``len(messages)``: a unit is one user or assistant message,
     with the tool results that follow it (so a cut at a unit start never separates tool calls
     from their results)."""
-    starts = []
+    starts: list[int] = []
     for index, message in enumerate(messages):
         if starts and message.get("role") == "tool":
             continue
@@ -344,7 +344,7 @@ class Compressor(ContextEngine):
             first = starts[bisect.bisect_right(starts, head - 1) - 1]
             unit = list(range(first, head))
             head = first
-            if unit == [last_user]:
+            if last_user is not None and unit == [last_user]:
                 pinned = last_user
                 keep.insert(0, last_user)
             else:

@@ -117,7 +117,7 @@ def prune(
         if len(text) < DUPLICATE_MIN_CHARS or is_pruned(text):
             continue
         call_id = message.get("tool_call_id")
-        name, arguments = calls.get(call_id, (message.get("tool_name") or "tool", "{}"))
+        name, arguments = calls.get(call_id or "", (message.get("tool_name") or "tool", "{}"))
         later = latest.get(text) if type(content) is str else None
         replacement: str | None = None
         if later is not None and later > index:

@@ -80,6 +80,7 @@ def is_summary(message: dict[str, Any]) -> bool:
 def split_summary(message: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
     """The summary body of a summary message, and the user message merged after it (if any)."""
     content = message.get("content")
+    rest: str | list[Any] | None
     if type(content) is str:
         text, rest = content, None
         head, found, after = text.partition(END_MARKER)
@@ -146,7 +147,7 @@ def block(
         )
     if role == "tool":
         call_id = message.get("tool_call_id")
-        name = calls.get(call_id, (message.get("tool_name") or "tool", ""))[0]
+        name = calls.get(call_id or "", (message.get("tool_name") or "tool", ""))[0]
         text = _cut(text_of(message.get("content")), TOOL_CHARS)
         return f"[#{number} result of {name} {call_id}]\n{text}"
     lines = [f"[#{number} {role}]"]

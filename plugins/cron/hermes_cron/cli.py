@@ -19,7 +19,8 @@ from .settings import SettingsError, setting
 
 
 def _context() -> CommandContext:
-    return click.get_current_context().obj
+    context: CommandContext = click.get_current_context().obj
+    return context
 
 
 def _store() -> JobStore:

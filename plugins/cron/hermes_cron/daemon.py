@@ -55,9 +55,10 @@ def daemon_running(store: JobStore) -> bool:
 def read_status(store: JobStore) -> dict[str, Any] | None:
     """What the daemon last wrote to ``cron/daemon.json`` (pid, start, last tick)."""
     try:
-        return json.loads((store.dir / "daemon.json").read_text(encoding="utf-8"))
+        status = json.loads((store.dir / "daemon.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    return status if isinstance(status, dict) else None
 
 
 def _write_status(path: Path, status: dict[str, Any]) -> None:
@@ -80,7 +81,7 @@ def run_daemon(
     running then are interrupted and recorded as such. Returns the number of runs."""
     stop = stop or threading.Event()
     cancel = threading.Event()
-    previous: dict[int, Any] = {}
+    previous: dict[signal.Signals, Any] = {}
 
     def on_signal(signum: int, frame: Any) -> None:
         log(f"cron daemon: signal {signum}, stopping")

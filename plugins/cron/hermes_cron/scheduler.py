@@ -180,7 +180,7 @@ def deliver(cron_home: Path, job: dict[str, Any], outcome: AgentOutcome, started
     """Write the run's answer to ``cron/output/<job id>/<time>.md``; for a ``PLATFORM:CHAT``
     target also queue it in ``cron/outbox/`` for the gateway. Returns the output file."""
     stamp = _dt.datetime.fromtimestamp(started).strftime("%Y%m%d-%H%M%S")
-    folder = cron_home / "output" / job["id"]
+    folder = cron_home / "output" / str(job["id"])
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{stamp}.md"
     n = 1

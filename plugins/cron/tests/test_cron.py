@@ -322,3 +322,14 @@ def test_daemon_runs_due_jobs_refuses_a_second_and_stops_on_sigterm(tmp_path):
         (output,) = (tmp_path / "cron" / "output").glob("*/*.md")
         assert "from the daemon" in output.read_text()
         assert "daemon: not running" in _hermes("cron", "status", env=env).stdout
+
+
+@pytest.mark.parametrize("text", ['{"pid": 7, "started_at": 1.5}', "[1, 2]", "3", "not json"])
+def test_daemon_status_is_a_mapping_or_nothing(tmp_path: Path, text: str) -> None:
+    from hermes_cron.daemon import read_status
+
+    store = JobStore(tmp_path)
+    store.dir.mkdir(parents=True, exist_ok=True)
+    (store.dir / "daemon.json").write_text(text, encoding="utf-8")
+    expected = {"pid": 7, "started_at": 1.5} if text.startswith("{") else None
+    assert read_status(store) == expected

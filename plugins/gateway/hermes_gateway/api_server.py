@@ -226,8 +226,9 @@ class ApiServerAdapter(PlatformAdapter):
         headers = {SESSION_HEADER: session_id}
         first = await queue.get()
         if first is None:  # over before any text streamed
-            if turn.exception() is not None:
-                return self._refusal(turn.exception())  # type: ignore[arg-type]
+            refused = turn.exception()
+            if isinstance(refused, Exception):
+                return self._refusal(refused)
             failed = self._failure(turn.result(), headers)
             if failed is not None:
                 return failed
@@ -403,7 +404,7 @@ class ApiServerAdapter(PlatformAdapter):
             outcome = turn.result()
             if outcome.status in ("error", "interrupted"):
                 code, _, message_text = _failure_text(outcome)
-                failed = fmt.response_object(
+                failure = fmt.response_object(
                     rid,
                     model,
                     created,
@@ -414,7 +415,7 @@ class ApiServerAdapter(PlatformAdapter):
                     usage=outcome.usage,
                     error={"code": code, "message": message_text},
                 )
-                await events.send("response.failed", response=failed)
+                await events.send("response.failed", response=failure)
                 return response
             final = outcome.text or text
             await events.send("response.output_text.done", **where, text=final, logprobs=[])

@@ -12,7 +12,8 @@ from .serve import build, serve
 
 
 def _context() -> CommandContext:
-    return click.get_current_context().find_root().obj
+    context: CommandContext = click.get_current_context().find_root().obj
+    return context
 
 
 @click.group("gateway")

@@ -226,10 +226,14 @@ class GatewayCore:
             self._release(session_id, lane)
             raise
         self._turns.add(future)
+
+        def finished(done: asyncio.Future[AgentOutcome]) -> None:
+            self._turns.discard(done)
+            self._release(session_id, lane)
+            self._settle()
+
         # The session stays locked until the thread is done, even when the caller gives up.
-        future.add_done_callback(
-            lambda f: (self._turns.discard(f), self._release(session_id, lane), self._settle())
-        )
+        future.add_done_callback(finished)
         try:
             return await asyncio.shield(future)
         except asyncio.CancelledError:

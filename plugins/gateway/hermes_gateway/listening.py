@@ -24,6 +24,7 @@ async def listen(app: Any, host: str, port: int, what: str) -> tuple[Any, int]:
         await runner.cleanup()
         raise HermesError(f"{what} cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     server = site._server  # the bound socket: the only way aiohttp tells a port it chose
-    if server is not None and getattr(server, "sockets", None):
-        port = int(server.sockets[0].getsockname()[1])
+    sockets = getattr(server, "sockets", None)  # asyncio's Server, or uvloop's
+    if sockets:
+        port = int(sockets[0].getsockname()[1])
     return runner, port

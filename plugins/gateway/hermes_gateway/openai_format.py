@@ -21,7 +21,9 @@ class BadRequest(ValueError):
         self.param = param
 
 
-def error_body(message: str, kind: str, code: str | None = None, param: str | None = None) -> dict:
+def error_body(
+    message: str, kind: str, code: str | None = None, param: str | None = None
+) -> dict[str, Any]:
     """An OpenAI error object (``{"error": {...}}``)."""
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
@@ -33,7 +35,7 @@ def sse(data: Any, event: str | None = None) -> bytes:
     return f"{head}data: {body}\n\n".encode()
 
 
-def models_body(model: str, created: int) -> dict:
+def models_body(model: str, created: int) -> dict[str, Any]:
     """The answer of ``GET /v1/models``: the one model the gateway serves."""
     return {
         "object": "list",
@@ -135,7 +137,7 @@ def completion_id() -> str:
     return f"chatcmpl-{uuid.uuid4().hex[:24]}"
 
 
-def chat_usage(usage: Usage) -> dict:
+def chat_usage(usage: Usage) -> dict[str, Any]:
     """Usage in the chat completions shape."""
     return {
         "prompt_tokens": usage.input_tokens,
@@ -146,7 +148,7 @@ def chat_usage(usage: Usage) -> dict:
 
 def chat_completion(
     cid: str, model: str, created: int, text: str, finish: str, usage: Usage
-) -> dict:
+) -> dict[str, Any]:
     """A whole ``chat.completion`` object."""
     return {
         "id": cid,
@@ -167,7 +169,7 @@ def chat_completion(
 
 def chat_chunk(
     cid: str, model: str, created: int, delta: Mapping[str, Any], finish: str | None = None
-) -> dict:
+) -> dict[str, Any]:
     """One ``chat.completion.chunk`` with one choice."""
     return {
         "id": cid,
@@ -178,7 +180,7 @@ def chat_chunk(
     }
 
 
-def chat_usage_chunk(cid: str, model: str, created: int, usage: Usage) -> dict:
+def chat_usage_chunk(cid: str, model: str, created: int, usage: Usage) -> dict[str, Any]:
     """The last chunk when ``stream_options.include_usage`` is set: no choices, the usage."""
     return {
         "id": cid,
@@ -198,7 +200,7 @@ def response_id() -> str:
     return f"resp_{uuid.uuid4().hex}"
 
 
-def responses_usage(usage: Usage) -> dict:
+def responses_usage(usage: Usage) -> dict[str, Any]:
     """Usage in the Responses shape."""
     return {
         "input_tokens": usage.input_tokens,
@@ -209,7 +211,7 @@ def responses_usage(usage: Usage) -> dict:
     }
 
 
-def output_message(item_id: str, text: str, status: str = "completed") -> dict:
+def output_message(item_id: str, text: str, status: str = "completed") -> dict[str, Any]:
     """An assistant ``message`` output item holding ``text``."""
     return {
         "type": "message",
@@ -228,12 +230,12 @@ def response_object(
     created: float,
     *,
     status: str,
-    output: list[dict],
+    output: list[dict[str, Any]],
     previous: str | None,
     instructions: str | None,
     usage: Usage | None = None,
-    error: dict | None = None,
-) -> dict:
+    error: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """A ``response`` object."""
     return {
         "id": rid,

@@ -73,7 +73,7 @@ async def serve(
     loop = asyncio.get_running_loop()
     log = gateway.log
     connected: list[PlatformAdapter] = []
-    signals: list[int] = []
+    signals: list[signal.Signals] = []
     outbox: asyncio.Task[None] | None = None
     frozen = False
     try:

@@ -164,12 +164,13 @@ class HermesPluginHost:
         else:
             target = _load_folder(Path(manifest.path), manifest.plugin_id)
         if isinstance(target, types.ModuleType):
-            register = getattr(target, "register", None)
+            register: Callable[[Any], Any] | None = getattr(target, "register", None)
             if not callable(register):
                 raise ImportError(f"{target.__name__} has no register(ctx) function")
-            return register  # type: ignore[no-any-return]
+            return register
         if callable(target):
-            return target  # the entry point names register itself (module:register)
+            named: Callable[[Any], Any] = target  # the entry point names register (module:register)
+            return named
         raise ImportError(f"{manifest.path} is neither a module nor a register(ctx) function")
 
     def _snapshot(self) -> tuple[Any, ...]:

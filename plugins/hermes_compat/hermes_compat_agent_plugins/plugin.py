@@ -257,8 +257,12 @@ def hermes_pre_tool_call(call: Any, context: Any) -> Any:
         return Block(blocked(f"hermes-plugin:{block[0]}", block[1], call.name))
     if approve is not None:
         key, directive = approve
-        message = directive.get("message") if isinstance(directive.get("message"), str) else ""
-        rule_key = directive.get("rule_key") if isinstance(directive.get("rule_key"), str) else ""
+        message = directive.get("message")
+        if not isinstance(message, str):
+            message = ""
+        rule_key = directive.get("rule_key")
+        if not isinstance(rule_key, str):
+            rule_key = ""
         arguments = modified if modified is not None else call.arguments
         try:
             approved = context.approve(

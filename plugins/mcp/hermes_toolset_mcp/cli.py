@@ -23,7 +23,8 @@ from .settings import (
 
 
 def _context() -> CommandContext:
-    return click.get_current_context().obj  # type: ignore[no-any-return]
+    context: CommandContext = click.get_current_context().obj
+    return context
 
 
 def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:

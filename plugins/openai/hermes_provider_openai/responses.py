@@ -38,7 +38,7 @@ def _user_content(content: Any) -> Any:
     """Chat content parts as Responses input parts (text and images); strings stay strings."""
     if not isinstance(content, list):
         return _text_of(content)
-    parts = []
+    parts: list[dict[str, Any]] = []
     for part in content:
         kind = part.get("type") if isinstance(part, Mapping) else None
         if kind == "text":
@@ -167,7 +167,8 @@ def item_dict(item: Any) -> dict[str, Any]:
         return {k: v for k, v in item.items() if v is not None}
     dump = getattr(item, "model_dump", None)
     if dump is not None:
-        return dump(mode="json", exclude_none=True)
+        dumped: dict[str, Any] = dump(mode="json", exclude_none=True)
+        return dumped
     return dict(vars(item))
 
 

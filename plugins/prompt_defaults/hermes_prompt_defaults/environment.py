@@ -11,14 +11,14 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from hermes_hookspecs import PromptContext, PromptLayer, hookimpl
 
 from .config_schema import environment_keys  # noqa: F401 - a hook of this plugin
 
 NAME = "environment"
-TIER = "stable"
+TIER: Final = "stable"
 ORDER = 900
 LOCAL_BACKEND = "local"
 

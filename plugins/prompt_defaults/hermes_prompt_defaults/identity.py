@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Final
 
 from hermes_hookspecs import PromptContext, PromptLayer, hookimpl
 
@@ -14,7 +15,7 @@ from ._text import max_chars, read_text, truncate_middle
 from .config_schema import identity_keys  # noqa: F401 - a hook of this plugin
 
 NAME = "identity"
-TIER = "stable"
+TIER: Final = "stable"
 ORDER = 0
 SOUL_FILE = "SOUL.md"
 

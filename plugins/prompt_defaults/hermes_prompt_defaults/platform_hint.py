@@ -6,10 +6,12 @@ app) have a hint; ``library`` and any other platform have none.
 
 from __future__ import annotations
 
+from typing import Final
+
 from hermes_hookspecs import PromptContext, PromptLayer, hookimpl
 
 NAME = "platform"
-TIER = "stable"
+TIER: Final = "stable"
 ORDER = 910
 
 HINTS: dict[str, str] = {

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Final
 
 from hermes_hookspecs import PromptContext, PromptLayer, hookimpl
 
@@ -24,7 +25,7 @@ from ._text import max_chars, read_text, truncate_middle
 from .config_schema import project_context_keys  # noqa: F401 - a hook of this plugin
 
 NAME = "project_context"
-TIER = "context"
+TIER: Final = "context"
 ORDER = 50
 HERMES_FILES: tuple[str, ...] = (".hermes.md", "HERMES.md")
 """Looked for in the working directory and each folder above it up to the git root."""

@@ -7,10 +7,12 @@ byte.
 
 from __future__ import annotations
 
+from typing import Final
+
 from hermes_hookspecs import PromptContext, PromptLayer, hookimpl
 
 NAME = "session_facts"
-TIER = "volatile"
+TIER: Final = "volatile"
 ORDER = 1000
 
 
