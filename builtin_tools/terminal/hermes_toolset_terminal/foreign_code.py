@@ -4,11 +4,15 @@ These languages are not parsed: :func:`scan_code` finds the calls that run comma
 (``system``, ``exec``, ``qx``/backticks, ``%x``, ``IO.popen``, ``Open3``, ``spawn``,
 ``execSync``/``spawnSync``/``execFile``, ``shell_exec``, ``passthru``, ``proc_open``, ``popen``)
 and the calls that delete folder trees (``rmtree``, ``remove_tree``, ``FileUtils.rm_rf``,
-``fs.rmSync``, ``rimraf``…). When such a call is given plain string literals (no
-interpolation), they are returned as the shell command they run; when it is given anything
-else, or when code is built at run time (string ``eval``, ``new Function``, ``vm.run*``,
-``require``/``import()`` of a computed name, ``instance_eval``/``send``, PHP variable
-functions), the call is reported as undecidable. A literal that only looks like a call (in a
+``fs.rmSync``, ``rimraf``…), and the calls that write, truncate or delete one file
+(``fs.writeFileSync``/``appendFile``/``unlink``/``createWriteStream``, ruby's ``File.write``/
+``File.delete``/``IO.write``, php's ``file_put_contents``/``unlink``, perl's ``unlink`` and
+``open`` for writing). When such a call is given plain string literals (no interpolation), they
+are returned as the shell command they run (a write of a file as ``true > FILE``, a delete as
+``rm -f FILE``), so the shell rules judge the path; when it is given anything else, or when
+code is built at run time (string ``eval``, ``new Function``, ``vm.run*``, ``require``/
+``import()`` of a computed name, ``instance_eval``/``send``, PHP variable functions), the call
+is reported as undecidable. A literal that only looks like a call (in a
 comment, or inside another string) may be read as one: that errs on the side of asking.
 """
 
@@ -31,7 +35,18 @@ _DELETERS = (
     r"|delete_tree)\b|\bFileUtils\s*\.\s*(?:rm|remove)\w*\b|\bfs\s*\.\s*(?:promises\s*\.\s*)?"
     r"rm(?:dir)?\b"
 )
-_CALL = re.compile(rf"(?P<runner>{_RUNNERS})|(?P<deleter>{_DELETERS})")
+_WRITERS = (
+    r"\b(?:writeFileSync|appendFileSync|writeFile|appendFile|createWriteStream|truncateSync"
+    r"|file_put_contents)\b|\b(?:File|IO)\s*\.\s*(?:write|binwrite|truncate)\b"
+)
+_UNLINKERS = r"\bunlink(?:Sync)?\b|\bFile\s*\.\s*delete\b"
+_PERL_WRITE_OPEN = re.compile(
+    r"\bopen\s*\(?\s*(?:my\s+)?[$\w]+\s*,\s*(?:(['\"])\+?>>?\1\s*,|(?=['\"]\s*\+?>))"
+)
+_CALL = re.compile(
+    rf"(?P<runner>{_RUNNERS})|(?P<deleter>{_DELETERS})|(?P<writer>{_WRITERS})"
+    rf"|(?P<unlinker>{_UNLINKERS})"
+)
 _ARGUMENT = re.compile(rf"\s*(?:\(\s*)?(?P<first>{_STRING}|[^\s(),;]+)?")
 _PIECE = re.compile(rf"\s*(?P<literal>{_STRING})\s*(?P<sep>[,.+\]]|\)|;|\n|$|\{{|\}}|=>|\bor\b)?")
 _BACKTICKS = re.compile(r"`((?:[^`\\]|\\.)*)`|%x\(([^)]*)\)|%x\{([^}]*)\}|\bqx\s*([{(/|!])")
@@ -105,6 +120,49 @@ def _literal_arguments(code: str, start: int) -> list[str] | None:
     return None
 
 
+def _first_literal(code: str, start: int) -> str | None:
+    """The path a file call starting at ``start`` is given as its first argument, when that is
+    plain string literals (joined by ``.``/``+``); ``None`` for anything else."""
+    i = start
+    if code[i:].lstrip().startswith("("):
+        i = code.index("(", i) + 1
+    text = ""
+    for _ in range(16):
+        match = _PIECE.match(code, i)
+        if match is None:
+            return None
+        piece = _unquote(match.group("literal"))
+        if piece is None:
+            return None
+        text += piece
+        i = match.end()
+        if match.group("sep") not in ("+", "."):
+            return text if match.group("sep") in (",", ")", ";", "\n", "", None) else None
+    return None
+
+
+def _file_commands(code: str, quoted: list[tuple[int, int]]) -> tuple[list[str], list[str]]:
+    """Shell commands for perl's ``open(FH, '>', PATH)`` / ``open(FH, ">PATH")``, and the
+    snippets of such opens whose path is computed."""
+    commands: list[str] = []
+    computed: list[str] = []
+    for match in _PERL_WRITE_OPEN.finditer(code):
+        if any(start < match.start() < end for start, end in quoted):
+            continue
+        path = _first_literal(code, match.end())
+        snippet = " ".join(code[match.start() : match.start() + 80].split())
+        if path is None:
+            computed.append(f"{snippet} (computed at run time)")
+        else:
+            path = path.lstrip("+").lstrip(">").strip()
+            commands.append(f"true > {_shell_word(path)}")
+    return commands, computed
+
+
+def _shell_word(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
 def scan_code(code: str, language: str = "") -> tuple[list[str], dict[str, list[str]]]:
     """The shell commands ``code`` runs with plain strings, and what it does that cannot be
     decided (``dynamic-command``/``dynamic-code`` → reasons). ``language`` is the interpreter's
@@ -130,8 +188,17 @@ def scan_code(code: str, language: str = "") -> tuple[list[str], dict[str, list[
         rest = code[end : end + 2].lstrip()
         if not rest or rest[0] in "=:;,)}]" or rest.startswith("{"):
             continue  # a name, not a call (`exec: true`, `{ exec }`, `qx{` handled below)
-        words = _literal_arguments(code, end)
         snippet = " ".join(code[match.start() : match.start() + 80].split())
+        if match.group("writer") or match.group("unlinker"):
+            path = _first_literal(code, end)
+            if path is None:
+                unsure("dynamic-command", f"{snippet} (computed at run time)")
+            elif match.group("writer"):
+                commands.append(f"true > {_shell_word(path)}")
+            else:
+                commands.append(f"rm -f {_shell_word(path)}")
+            continue
+        words = _literal_arguments(code, end)
         if words is None:
             if name.strip() == "qx":
                 continue
@@ -141,6 +208,11 @@ def scan_code(code: str, language: str = "") -> tuple[list[str], dict[str, list[
             commands.extend(f"rm -r -f {w}" if w else "rm -r -f ." for w in words[:1])
         else:
             commands.append(" ".join(words))
+    if not javascript:
+        opened, computed = _file_commands(code, quoted)
+        commands.extend(opened)
+        for what in computed:
+            unsure("dynamic-command", what)
     if not javascript and "child_process" not in code:  # backticks run commands
         for match in _BACKTICKS.finditer(code):
             body = next((g for g in match.groups() if g is not None), "")

@@ -469,6 +469,11 @@ PYTHON_ATTACKS = [
     "python3 - <<'EOF'\nimport shutil\nshutil.rmtree('../canary')\nEOF",
     "perl -e 'system(\"rm -rf ../canary\")'",
     "ruby -e 'system(ARGV[0])' 'rm -rf ../canary'",
+    'perl -e \'open(my $f, ">", $ARGV[0]) or die; print $f "gone"\' ../canary/precious.txt',
+    "perl -e 'unlink $ARGV[0]' ../canary/precious.txt",
+    'node -e \'require("fs").writeFileSync(process.argv[1], "gone")\' ../canary/precious.txt',
+    "node -e 'require(\"fs\").unlinkSync(process.argv[1])' ../canary/precious.txt",
+    "ruby -e 'File.write(ARGV[0], \"gone\")' ../canary/precious.txt",
 ]
 
 
