@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from hermes_hookspecs import (
@@ -133,10 +134,15 @@ class ModelConnection:
         """
         attempt = 0
         while True:
-            request_cancel = threading.Event()
-            request = make_request(self.active.model, request_cancel)
+            if self._client_watches_cancel():
+                request = make_request(self.active.model, cancel)
+                call = partial(self._call_direct, request, cancel)
+            else:
+                request_cancel = threading.Event()
+                request = make_request(self.active.model, request_cancel)
+                call = partial(self._call_once, request, request_cancel, cancel)
             try:
-                return self._call_once(request, request_cancel, cancel)
+                return call()
             except ProviderError as exc:
                 if exc.provider is None:
                     exc.provider = self.active.provider
@@ -177,6 +183,31 @@ class ModelConnection:
         base = self.retry_delay * (2.0 ** (attempt - 1))
         return min(base * (0.5 + random.random() / 2), MAX_BACKOFF_SECONDS)
 
+    def _client_watches_cancel(self) -> bool:
+        """Whether the active client answers an interrupt by itself (``watches_cancel``), so
+        that it can run on this thread; never with a stale timeout to enforce."""
+        return self.stale_timeout is None and getattr(self.active.client, "watches_cancel", False)
+
+    def _call_direct(self, request: ModelRequest, cancel: threading.Event) -> ModelResponse:
+        """One call of a client that watches ``request.cancel`` (which is ``cancel``) itself."""
+        self.events.emit("thinking", active=True)
+        try:
+            response = self.active.client.complete(request)
+        except Exception:
+            if cancel.is_set():  # a client that reports the interrupt as an error
+                raise Cancelled(INTERRUPTED) from None
+            raise
+        finally:
+            self.events.emit("thinking", active=False)
+        return self._accepted(response, cancel)
+
+    def _accepted(self, response: Any, cancel: threading.Event) -> ModelResponse:
+        if cancel.is_set():  # answered, but after the user asked to stop: drop it
+            raise Cancelled(INTERRUPTED)
+        if not isinstance(response, ModelResponse):
+            raise HermesError(f"model client returned {type(response).__name__}, not ModelResponse")
+        return response
+
     def _call_once(
         self, request: ModelRequest, request_cancel: threading.Event, cancel: threading.Event
     ) -> ModelResponse:
@@ -206,11 +237,7 @@ class ModelConnection:
                     raise
         finally:
             self.events.emit("thinking", active=False)
-        if cancel.is_set():  # answered, but after the user asked to stop: drop it
-            raise Cancelled(INTERRUPTED)
-        if not isinstance(response, ModelResponse):
-            raise HermesError(f"model client returned {type(response).__name__}, not ModelResponse")
-        return response
+        return self._accepted(response, cancel)
 
     def _refresh_credentials(self) -> bool:
         active = self.active

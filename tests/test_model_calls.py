@@ -11,7 +11,7 @@ from hermes_core.agent import Agent
 from hermes_core.model_calls import ModelConnection
 from hermes_core.providers import ProviderResolutionError, api_mode_from_url, resolve_provider
 from hermes_core.registry import Registry
-from hermes_core.testing import ScriptedModel, plugin_manager, text
+from hermes_core.testing import ScriptedModel, plugin_manager, text, wait_until
 from hermes_hookspecs import (
     AuthenticationError,
     Provider,
@@ -256,3 +256,59 @@ def test_side_requests_use_the_auxiliary_model_and_fall_back_to_the_main_one(mon
     assert agent.side_request("compression", messages).message["content"] == "main answer"
     # a task with no auxiliary entry uses the main model directly
     assert agent.side_request("title", messages).message["content"] == "main summary"
+
+
+class WatchingModel(ScriptedModel):
+    """A scripted model that declares it answers ``request.cancel`` by itself; it records the
+    thread each call ran on."""
+
+    watches_cancel = True
+
+    def __init__(self, *steps):
+        super().__init__(*steps)
+        self.threads: list[int] = []
+
+    def complete(self, request):
+        import threading
+
+        self.threads.append(threading.get_ident())
+        return super().complete(request)
+
+
+def test_a_client_that_watches_cancel_runs_on_the_turns_thread_and_is_still_interruptible(
+    monkeypatch,
+):
+    import threading
+
+    monkeypatch.setenv("PRIMARY_KEY", "k")
+    model = WatchingModel(text("first"), text("never seen", delay=30))
+    agent = agent_with([providers_plugin(primary=model)], {"model": {"provider": "primary"}})
+    assert agent.chat("q") == "first"
+    assert model.threads == [threading.get_ident()]
+
+    box = {}
+    worker = threading.Thread(target=lambda: box.update(r=agent.run_conversation("again")))
+    worker.start()
+    assert wait_until(lambda: len(model.requests) == 2)
+    started = time.monotonic()
+    agent.interrupt()
+    worker.join(timeout=10)
+    assert time.monotonic() - started < 2
+    assert box["r"]["exit_reason"] == "interrupted"
+    assert model.requests[1].cancel.is_set()
+
+
+def test_a_stale_timeout_is_enforced_for_a_client_that_watches_cancel_too(monkeypatch):
+    import threading
+
+    monkeypatch.setenv("PRIMARY_KEY", "k")
+    model = WatchingModel(text("too slow", delay=5), text("fresh"))
+    agent = agent_with(
+        [providers_plugin(primary=model)],
+        {"model": {"provider": "primary"}, "agent": {**FAST, "stale_timeout": 0.2}},
+    )
+    started = time.monotonic()
+    assert agent.chat("q") == "fresh"
+    assert time.monotonic() - started < 3
+    assert model.requests[0].cancel.is_set()
+    assert threading.get_ident() not in model.threads  # watched by the host, on its threads

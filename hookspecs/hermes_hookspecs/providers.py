@@ -126,6 +126,12 @@ class ModelClient(Protocol):
 
     A client may also have a ``prepare()`` method that imports its SDK and builds its
     connection; interactive front ends call it in the background while the user types.
+
+    A client whose ``complete`` returns promptly (raising :class:`Cancelled`) once
+    ``request.cancel`` is set, whatever the server does, may say so with a class attribute
+    ``watches_cancel = True``: the host then calls it on the turn's own thread instead of
+    handing each call to a thread of its own and watching the flag for it (unless
+    ``agent.stale_timeout`` is set, which the host enforces by cancelling the request).
     """
 
     def complete(self, request: ModelRequest) -> ModelResponse:

@@ -125,6 +125,10 @@ class OpenAIClient:
         chooses the wire format (``chat_completions`` or ``codex_responses``).
     """
 
+    watches_cancel = True
+    """Every call runs on a worker thread and returns at once when ``request.cancel`` is set
+    (the contract's ``ModelClient``): the host need not watch the flag for it."""
+
     def __init__(self, settings: Any) -> None:
         if settings.api_mode not in (CHAT, RESPONSES):
             raise ProviderError(
