@@ -29,6 +29,8 @@ from hermes_hookspecs import (
     AgentTask,
     Block,
     Cancelled,
+    EnvironmentRefused,
+    EnvironmentUnavailable,
     Tool,
     ToolCall,
     ToolCancelled,
@@ -460,6 +462,13 @@ class Dispatcher:
         except ToolError as exc:
             text = str(exc)
             return ToolResult(text if is_blocked(text) else f"Error: {text}", is_error=True)
+        except EnvironmentRefused as exc:  # a security policy's refusal: the model must see it
+            reason = f"the execution environment was refused: {exc}"
+            return ToolResult(blocked(exc.rule, reason), is_error=True)
+        except EnvironmentUnavailable as exc:
+            return ToolResult(
+                f"Error: the execution environment is not available: {exc}", is_error=True
+            )
         except Exception as exc:
             return ToolResult(
                 f"Error: tool '{call.name}' raised {type(exc).__name__}: {exc}", is_error=True

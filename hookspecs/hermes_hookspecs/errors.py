@@ -50,8 +50,8 @@ class EnvironmentUnavailable(HermesError):
 class EnvironmentRefused(EnvironmentUnavailable):
     """The configured execution environment is refused by a security policy (sandbox settings
     that would reach the host, an unknown or changed host key): not a failure that goes away
-    when retried. Tools report it to the model as a refusal made by
-    :func:`~hermes_hookspecs.blocked` with :attr:`rule`.
+    when retried. The host reports it, when it escapes a tool handler, to the model as a
+    refusal made by :func:`~hermes_hookspecs.blocked` with :attr:`rule`.
 
     :param message: one readable line: what was refused, why, and the setting that allows it.
     :param rule: a short identifier of the policy (``"docker-unsafe-settings"``).

@@ -19,13 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_hookspecs import (
-    EnvironmentRefused,
-    EnvironmentUnavailable,
     Tool,
     ToolContext,
     ToolError,
     Toolset,
-    blocked,
     hookimpl,
 )
 
@@ -65,18 +62,6 @@ def _guard() -> Any:
     from . import guard
 
     return guard
-
-
-def _environment(ctx: ToolContext) -> Any:
-    """The task's environment; one that cannot start is an error, one refused by a security
-    policy a refusal (``BLOCKED:``)."""
-    try:
-        return ctx.environment
-    except EnvironmentRefused as exc:
-        reason = f"the execution environment was refused: {exc}"
-        raise ToolError(blocked(exc.rule, reason)) from None
-    except EnvironmentUnavailable as exc:
-        raise ToolError(f"the execution environment is not available: {exc}") from None
 
 
 def _settings(ctx: ToolContext) -> Mapping[str, Any]:
@@ -132,7 +117,7 @@ def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
     path = str(args["path"])
     offset = max(1, int(args.get("offset") or 1))
     limit = min(MAX_LINES, max(1, int(args.get("limit") or DEFAULT_LINES)))
-    env = _environment(ctx)
+    env = ctx.environment
     [place] = _guard().check(ctx, env, [path], write=False)
     data = _read_bytes(env, place.real or path, path)
     max_bytes = int(_settings(ctx).get("max_read_bytes") or MAX_FILE_BYTES)
@@ -182,7 +167,7 @@ def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
     path = str(args["path"])
     content = str(args.get("content", ""))
     data = content.encode("utf-8")
-    env = _environment(ctx)
+    env = ctx.environment
     [place] = _guard().check(ctx, env, [path], write=True)
     _write(env, place.real or path, data, path)
     lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
@@ -392,7 +377,7 @@ def apply_unified_diff(text: str | None, patch: FilePatch, path: str) -> str:
 def patch(args: dict[str, Any], ctx: ToolContext) -> str:
     """Replace exact text in a file, or apply a unified diff."""
     mode = args.get("mode") or ("diff" if args.get("diff") else "replace")
-    env = _environment(ctx)
+    env = ctx.environment
     if mode == "replace":
         path = args.get("path")
         if not path or "old_string" not in args or "new_string" not in args:

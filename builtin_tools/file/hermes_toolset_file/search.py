@@ -26,8 +26,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from hermes_hookspecs import (
-    EnvironmentRefused,
-    EnvironmentUnavailable,
     ToolContext,
     ToolError,
     blocked,
@@ -191,18 +189,6 @@ def _list(env: Any, real_root: str, given: str) -> _Listing:
     return _Listing(sorted(set(names)), False, temp)
 
 
-def _environment(ctx: ToolContext) -> Any:
-    """The task's environment; one that cannot start is an error, one refused by a security
-    policy a refusal (``BLOCKED:``)."""
-    try:
-        return ctx.environment
-    except EnvironmentRefused as exc:
-        reason = f"the execution environment was refused: {exc}"
-        raise ToolError(blocked(exc.rule, reason)) from None
-    except EnvironmentUnavailable as exc:
-        raise ToolError(f"the execution environment is not available: {exc}") from None
-
-
 def _remove(env: Any, temp: str) -> None:
     if temp:
         try:
@@ -234,7 +220,7 @@ def search_files(args: dict[str, Any], ctx: ToolContext) -> str:
             re.compile(pattern, flags)
         except re.error as exc:
             raise ToolError(f"invalid regular expression {pattern!r}: {exc}") from None
-    env = _environment(ctx)
+    env = ctx.environment
     from .resolve import resolve
 
     resolution = resolve(env, [root], ctx.config if isinstance(ctx.config, Mapping) else {})

@@ -34,8 +34,6 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_hookspecs import (
     ApprovalRequest,
-    EnvironmentRefused,
-    EnvironmentUnavailable,
     Tool,
     ToolCancelled,
     ToolContext,
@@ -320,18 +318,6 @@ def _guard(command: str, ctx: ToolContext, env: Any, workdir: str | None) -> Non
 # --- the terminal tool ------------------------------------------------------------------------
 
 
-def _environment(ctx: ToolContext) -> Any:
-    """The task's environment; one that cannot start is an error, one refused by a security
-    policy a refusal (``BLOCKED:``)."""
-    try:
-        return ctx.environment
-    except EnvironmentRefused as exc:
-        reason = f"the execution environment was refused: {exc}"
-        raise ToolError(blocked(exc.rule, reason)) from None
-    except EnvironmentUnavailable as exc:
-        raise ToolError(f"the execution environment is not available: {exc}") from None
-
-
 def _timeout(args: Mapping[str, Any], config: Mapping[str, Any]) -> float:
     terminal = _section(config, "terminal")
     default = _number(terminal.get("timeout"), DEFAULT_TIMEOUT)
@@ -347,7 +333,7 @@ def terminal(args: dict[str, Any], ctx: ToolContext) -> str:
     command = str(args.get("command") or "")
     if not command.strip():
         raise ToolError("command is empty")
-    env = _environment(ctx)
+    env = ctx.environment
     workdir = args.get("workdir") or None
     _guard(command, ctx, env, workdir)
     if args.get("background"):
@@ -408,7 +394,7 @@ def _new_output(env: Any, process_id: str, limit: int) -> str:
 def process(args: dict[str, Any], ctx: ToolContext) -> str:
     """List, poll, read, wait for or kill background processes of this task."""
     action = args.get("action")
-    env = _environment(ctx)
+    env = ctx.environment
     limit = _max_output(ctx.config)
     try:
         if action == "list":
