@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from hermes_hookspecs import ConfigKey, ConfigSection, hookimpl
+from hermes_env_common.config_keys import CONTAINER_KEYS, FLAG, TIMEOUT_KEY
 
-_FLAG = ("boolean", "string")
+from hermes_hookspecs import ConfigKey, ConfigSection, hookimpl
 
 
 @hookimpl
@@ -16,9 +16,7 @@ def hermes_register_config(register: Callable[[ConfigSection], None]) -> None:
         ConfigSection(
             "terminal",
             [
-                ConfigKey(
-                    "timeout", "integer", 180, "seconds a command may run", minimum=1, shared=True
-                ),
+                TIMEOUT_KEY,
                 ConfigKey("docker_image", "string", doc="image (unset: python:3.11-slim)"),
                 ConfigKey("docker_workdir", "string", doc="working folder (unset: /workspace)"),
                 ConfigKey("docker_volumes", "array", doc="volumes to mount (host:container[:ro])"),
@@ -27,26 +25,13 @@ def hermes_register_config(register: Callable[[ConfigSection], None]) -> None:
                 ConfigKey("docker_network", "string", doc="network (unset: none)"),
                 ConfigKey("docker_user", ("string", "integer"), doc="user commands run as"),
                 ConfigKey("docker_host", "string", doc="docker daemon URL (unset: local)"),
-                ConfigKey("docker_read_only", _FLAG, doc="read-only root file system (true)"),
-                ConfigKey("docker_privileged", _FLAG, doc="privileged container (unsafe)"),
+                ConfigKey("docker_read_only", FLAG, doc="read-only root file system (true)"),
+                ConfigKey("docker_privileged", FLAG, doc="privileged container (unsafe)"),
                 ConfigKey("docker_cap_add", "array", items="string", doc="capabilities to add"),
                 ConfigKey("docker_run_options", "object", doc="extra `docker run` options"),
-                ConfigKey("docker_allow_unsafe", _FLAG, doc="let unsafe settings through"),
+                ConfigKey("docker_allow_unsafe", FLAG, doc="let unsafe settings through"),
                 ConfigKey("container_pids", ("integer", "string"), doc="most processes"),
                 *CONTAINER_KEYS,
             ],
         )
     )
-
-
-CONTAINER_KEYS = (
-    ConfigKey("container_cpu", ("number", "string"), doc="CPUs of the sandbox", shared=True),
-    ConfigKey(
-        "container_memory",
-        ("integer", "number", "string"),
-        doc="memory of the sandbox (MiB, or 4g)",
-        shared=True,
-    ),
-    ConfigKey("container_persistent", _FLAG, doc="keep the sandbox between sessions", shared=True),
-)
-"""The sandbox keys the docker and modal backends both read (declared alike by both)."""

@@ -4,21 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from hermes_env_common.config_keys import CONTAINER_KEYS, FLAG, TIMEOUT_KEY
+
 from hermes_hookspecs import ConfigKey, ConfigSection, hookimpl
-
-_FLAG = ("boolean", "string")
-
-CONTAINER_KEYS = (
-    ConfigKey("container_cpu", ("number", "string"), doc="CPUs of the sandbox", shared=True),
-    ConfigKey(
-        "container_memory",
-        ("integer", "number", "string"),
-        doc="memory of the sandbox (MiB, or 4g)",
-        shared=True,
-    ),
-    ConfigKey("container_persistent", _FLAG, doc="keep the sandbox between sessions", shared=True),
-)
-"""The sandbox keys the docker and modal backends both read (declared alike by both)."""
 
 
 @hookimpl
@@ -28,13 +16,11 @@ def hermes_register_config(register: Callable[[ConfigSection], None]) -> None:
         ConfigSection(
             "terminal",
             [
-                ConfigKey(
-                    "timeout", "integer", 180, "seconds a command may run", minimum=1, shared=True
-                ),
+                TIMEOUT_KEY,
                 ConfigKey("modal_image", "string", doc="image (unset: python:3.11-slim)"),
                 ConfigKey("modal_app", "string", doc="Modal app name (unset: hermes-agent)"),
                 ConfigKey("modal_workdir", "string", doc="working folder (unset: /workspace)"),
-                ConfigKey("modal_block_network", _FLAG, doc="no network in the sandbox"),
+                ConfigKey("modal_block_network", FLAG, doc="no network in the sandbox"),
                 ConfigKey(
                     "lifetime_seconds",
                     "integer",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from hermes_env_common.config_keys import TIMEOUT_KEY
+
 from hermes_hookspecs import ConfigKey, ConfigSection, hookimpl
 
 
@@ -14,9 +16,7 @@ def hermes_register_config(register: Callable[[ConfigSection], None]) -> None:
         ConfigSection(
             "terminal",
             [
-                ConfigKey(
-                    "timeout", "integer", 180, "seconds a command may run", minimum=1, shared=True
-                ),
+                TIMEOUT_KEY,
                 ConfigKey("ssh_host", "string", doc="host to run commands on (TERMINAL_SSH_HOST)"),
                 ConfigKey("ssh_user", "string", doc="user name (unset: yours)"),
                 ConfigKey("ssh_port", ("integer", "string"), doc="port (unset: 22)"),
