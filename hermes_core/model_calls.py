@@ -10,7 +10,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from hermes_hookspecs import (
@@ -134,15 +133,11 @@ class ModelConnection:
         """
         attempt = 0
         while True:
-            if self._client_watches_cancel():
-                request = make_request(self.active.model, cancel)
-                call = partial(self._call_direct, request, cancel)
-            else:
-                request_cancel = threading.Event()
-                request = make_request(self.active.model, request_cancel)
-                call = partial(self._call_once, request, request_cancel, cancel)
+            direct = self._client_watches_cancel()
+            request_cancel = cancel if direct else threading.Event()
+            request = make_request(self.active.model, request_cancel)
             try:
-                return call()
+                return self._call_once(request, request_cancel, cancel, direct)
             except ProviderError as exc:
                 if exc.provider is None:
                     exc.provider = self.active.provider
@@ -188,56 +183,55 @@ class ModelConnection:
         that it can run on this thread; never with a stale timeout to enforce."""
         return self.stale_timeout is None and getattr(self.active.client, "watches_cancel", False)
 
-    def _call_direct(self, request: ModelRequest, cancel: threading.Event) -> ModelResponse:
-        """One call of a client that watches ``request.cancel`` (which is ``cancel``) itself."""
+    def _call_once(
+        self,
+        request: ModelRequest,
+        request_cancel: threading.Event,
+        cancel: threading.Event,
+        direct: bool = False,
+    ) -> ModelResponse:
+        """One call of the active client: ``direct``ly on this thread for a client that watches
+        ``request.cancel`` (then ``cancel`` itself), else on a worker thread watched here."""
         self.events.emit("thinking", active=True)
         try:
-            response = self.active.client.complete(request)
+            if direct:
+                response = self.active.client.complete(request)
+            else:
+                response = self._watched(request, request_cancel, cancel)
         except Exception:
             if cancel.is_set():  # a client that reports the interrupt as an error
                 raise Cancelled(INTERRUPTED) from None
             raise
         finally:
             self.events.emit("thinking", active=False)
-        return self._accepted(response, cancel)
-
-    def _accepted(self, response: Any, cancel: threading.Event) -> ModelResponse:
         if cancel.is_set():  # answered, but after the user asked to stop: drop it
             raise Cancelled(INTERRUPTED)
         if not isinstance(response, ModelResponse):
             raise HermesError(f"model client returned {type(response).__name__}, not ModelResponse")
         return response
 
-    def _call_once(
+    def _watched(
         self, request: ModelRequest, request_cancel: threading.Event, cancel: threading.Event
-    ) -> ModelResponse:
-        self.events.emit("thinking", active=True)
+    ) -> Any:
+        """The client's answer, from a worker thread, while watching for an interrupt and for
+        ``agent.stale_timeout`` (either cancels the request)."""
         deadline = time.monotonic() + self.stale_timeout if self.stale_timeout else None
-        try:
-            future = MODEL_WORKERS.submit(self.active.client.complete, request)
-            while True:
-                try:
-                    response = future.result(timeout=POLL_SECONDS)
-                    break
-                except cf.TimeoutError:
-                    if cancel.is_set():
-                        request_cancel.set()
-                        future.cancel()
-                        raise Cancelled(INTERRUPTED) from None
-                    if deadline is not None and time.monotonic() > deadline:
-                        request_cancel.set()
-                        future.cancel()
-                        raise ProviderError(
-                            f"no response within {self.stale_timeout:g}s (agent.stale_timeout)",
-                            kind="timeout",
-                        ) from None
-                except Exception:
-                    if cancel.is_set():  # a client that reports the interrupt as an error
-                        raise Cancelled(INTERRUPTED) from None
-                    raise
-        finally:
-            self.events.emit("thinking", active=False)
-        return self._accepted(response, cancel)
+        future = MODEL_WORKERS.submit(self.active.client.complete, request)
+        while True:
+            try:
+                return future.result(timeout=POLL_SECONDS)
+            except cf.TimeoutError:
+                if cancel.is_set():
+                    request_cancel.set()
+                    future.cancel()
+                    raise Cancelled(INTERRUPTED) from None
+                if deadline is not None and time.monotonic() > deadline:
+                    request_cancel.set()
+                    future.cancel()
+                    raise ProviderError(
+                        f"no response within {self.stale_timeout:g}s (agent.stale_timeout)",
+                        kind="timeout",
+                    ) from None
 
     def _refresh_credentials(self) -> bool:
         active = self.active
