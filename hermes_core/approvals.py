@@ -49,7 +49,9 @@ class ApprovalGate:
 
     A ``session`` or ``always`` decision is remembered under the asking tool and exactly the
     request's :attr:`~hermes_hookspecs.ApprovalRequest.cache_key`, never anything broader: a
-    later request is approved by it only when both are the same.
+    later request is approved by it only when both are the same. A ``once_only`` request (a
+    command outside the sandbox) is never approved by ``yolo`` or a remembered decision, and
+    its answer is not remembered.
     """
 
     def __init__(
@@ -77,11 +79,11 @@ class ApprovalGate:
     def decide(self, request: ApprovalRequest, context: ToolContext) -> tuple[bool, str]:
         """Return whether ``request`` is approved, and who decided: ``yolo``, ``session``,
         ``user``, ``plugin NAME``, ``plugin NAME failed (...)`` or :data:`NO_APPROVER`."""
-        if self.yolo:
+        if self.yolo and not request.once_only:
             return True, "yolo"
         remembered = self._memory_key(request)
         with self._lock:
-            if remembered in self._session_allowed:
+            if remembered in self._session_allowed and not request.once_only:
                 return True, "session"
         decision, who = None, ""
         # An approver that crashes denies: security fails closed, so no later plugin may overrule.
@@ -98,7 +100,7 @@ class ApprovalGate:
                 decision, who = self.callback(request), "user"
         if decision not in APPROVAL_DECISIONS:
             return False, who or NO_APPROVER
-        if decision in ("session", "always"):
+        if decision in ("session", "always") and not request.once_only:
             with self._lock:
                 self._session_allowed.add(remembered)
         return decision != "deny", who

@@ -6,7 +6,7 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -118,9 +118,10 @@ class Display:
 def _ask_approval(request: ApprovalRequest) -> str | None:
     """Ask the person at the terminal to approve a dangerous action."""
     click.echo(f"  approval needed: {request.reason}\n    {request.action}", err=True)
+    choices = "[o]nce, [d]eny" if request.once_only else "[o]nce, [s]ession, [a]lways, [d]eny"
     answer = (
         click.prompt(
-            "  allow? [o]nce, [s]ession, [a]lways, [d]eny",
+            f"  allow? {choices}",
             default="d",
             show_default=False,
             err=True,
@@ -298,6 +299,17 @@ def _one_shot(
         raise click.exceptions.Exit(130 if result["interrupted"] else 1)
 
 
+def _sandbox_off(config: Mapping[str, Any]) -> bool:
+    """Whether the person turned the local backend's command sandbox off."""
+    terminal = config.get("terminal") or {}
+    if (terminal.get("backend") or "local") != "local":
+        return False
+    setting = terminal.get("sandbox")
+    if isinstance(setting, Mapping):
+        setting = setting.get("profile")
+    return setting is False or str(setting).lower() == "off"
+
+
 def _interactive(
     state: CliState, store: Any, session_id: str | None, *, yolo: bool, stream: bool
 ) -> None:
@@ -324,6 +336,11 @@ def _interactive(
     )
     if session_id is not None:
         click.echo(f"  {_resumed_line(store, agent.session_id)}", err=True)
+    if _sandbox_off(state.config):
+        click.echo(
+            "  sandbox OFF (terminal.sandbox: off): commands run with your full authority",
+            err=True,
+        )
     announce_plugin_failures(state)
     try:
         while True:

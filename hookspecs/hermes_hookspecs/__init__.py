@@ -56,6 +56,7 @@ _LAZY: dict[str, str] = {
     "Environment": "environment",
     "EnvironmentConfigCheck": "environment",
     "EnvironmentFactory": "environment",
+    "SandboxedEnvironment": "environment",
     "EnvironmentProbe": "environment",
     "FINISH_REASONS": "constants",
     "ModelClient": "providers",
@@ -106,6 +107,7 @@ if TYPE_CHECKING:
         EnvironmentConfigCheck,
         EnvironmentFactory,
         EnvironmentProbe,
+        SandboxedEnvironment,
     )
     from .home import default_home
     from .platforms import (
@@ -181,6 +183,7 @@ __all__ = [
     "Environment",
     "EnvironmentConfigCheck",
     "EnvironmentFactory",
+    "SandboxedEnvironment",
     "EnvironmentProbe",
     "EnvironmentRefused",
     "EnvironmentUnavailable",

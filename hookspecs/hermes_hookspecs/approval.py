@@ -26,6 +26,9 @@ class ApprovalRequest:
         that matched); defaults to ``action``.
     :param tool: the name of the tool asking.
     :param details: anything else a UI may show.
+    :param once_only: the request may be approved for this one call only (a command run outside
+        the sandbox): ``session`` and ``always`` answers count as ``once``, nothing is
+        remembered, and ``--yolo`` does not approve it; a person or an approval plugin must.
     """
 
     action: str
@@ -33,6 +36,7 @@ class ApprovalRequest:
     key: str = ""
     tool: str = ""
     details: dict[str, Any] = field(default_factory=dict)
+    once_only: bool = False
 
     @property
     def cache_key(self) -> str:

@@ -130,13 +130,21 @@ class ToolContext:
         if self.cancel_event.is_set():
             raise ToolCancelled("interrupted by the user")
 
-    def approve(self, action: str, reason: str, key: str = "", **details: Any) -> bool:
-        """Ask for consent to do ``action``; ``True`` when approved.
+    def approve(
+        self, action: str, reason: str, key: str = "", *, once_only: bool = False, **details: Any
+    ) -> bool:
+        """Ask for consent to do ``action``; ``True`` when approved. ``once_only``: see
+        :attr:`ApprovalRequest.once_only`.
 
         Fails closed: with no approval plugin and no one to ask, the answer is ``False``.
         """
         request = ApprovalRequest(
-            action=action, reason=reason, key=key, tool=self.tool_name, details=details
+            action=action,
+            reason=reason,
+            key=key,
+            tool=self.tool_name,
+            details=details,
+            once_only=once_only,
         )
         return self.approver(request)
 

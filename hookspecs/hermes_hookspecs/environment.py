@@ -6,7 +6,7 @@ import abc
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 _SAFE_GLOB = re.compile(r"^[A-Za-z0-9_./*?\[\]{},~+=@%:-]+$")
 
@@ -120,6 +120,34 @@ class Environment(abc.ABC):
 
     def cleanup(self) -> None:  # noqa: B027 - optional hook with a no-op default
         """Release everything the environment holds (processes, containers, connections)."""
+
+
+@runtime_checkable
+class SandboxedEnvironment(Protocol):
+    """An environment whose commands run in an OS sandbox (the local one, unless the person
+    set ``terminal.sandbox: off``). The terminal tool reads what the sandbox allows, explains a
+    failure caused by one of its limits, and runs one command outside it after a person
+    approved exactly that command (``escalate: true``)."""
+
+    @property
+    def sandbox_summary(self) -> str:
+        """One line on what commands may see, write and reach; ``""`` when the sandbox is off."""
+        ...
+
+    def sandbox_hint(self, result: CommandResult) -> str:
+        """A note naming the sandbox limit a failed command met; ``""`` when none."""
+        ...
+
+    def run_escalated(
+        self,
+        command: str,
+        *,
+        cwd: str | None = None,
+        timeout: float | None = None,
+        background: bool = False,
+    ) -> CommandResult:
+        """Run ``command`` once outside the sandbox, with the user's full authority."""
+        ...
 
 
 EnvironmentFactory = Callable[[Mapping[str, Any], str], Environment]

@@ -8,6 +8,8 @@ and the host passes every tool result through :func:`redact`. Process-wide, as `
 
 from __future__ import annotations
 
+import base64
+import functools
 import os
 import threading
 from collections.abc import Iterable, Mapping
@@ -95,16 +97,34 @@ def is_forwardable(name: str, config: Mapping[str, Any] | None = None) -> bool:
 
 
 def redact(text: str, extra: Iterable[str] = ()) -> str:
-    """``text`` with every known secret value (longest first) replaced by :data:`REDACTED`."""
-    values = sorted(
-        secret_values() | {v for v in extra if v and len(v) >= _MIN_VALUE_LENGTH},
-        key=len,
-        reverse=True,
-    )
-    for value in values:
-        if value in text:
-            text = text.replace(value, REDACTED)
+    """``text`` with every known secret value replaced by :data:`REDACTED`, also where it
+    appears encoded: reversed, in hex (either case), or inside base64 at any of the three
+    alignments (standard and URL-safe alphabets). Longest forms first."""
+    values = secret_values() | {v for v in extra if v and len(v) >= _MIN_VALUE_LENGTH}
+    forms = sorted({f for v in values for f in encoded_forms(v)}, key=len, reverse=True)
+    for form in forms:
+        if form in text:
+            text = text.replace(form, REDACTED)
     return text
+
+
+@functools.lru_cache(maxsize=256)
+def encoded_forms(value: str) -> tuple[str, ...]:
+    """The spellings of ``value`` that :func:`redact` removes: itself, reversed, hex, and the
+    part of its base64 that does not depend on the bytes around it, for each alignment."""
+    data = value.encode("utf-8", "surrogateescape")
+    forms = {value, value[::-1], data.hex(), data.hex().upper()}
+    for shift in range(3):
+        padded = b"\0" * shift + data
+        whole = len(padded) // 3 * 3
+        core = base64.b64encode(padded[:whole]).decode("ascii")[4 if shift else 0 :]
+        if len(core) >= _MIN_VALUE_LENGTH:
+            forms.add(core)
+            forms.add(core.translate(_URLSAFE))
+    return tuple(forms)
+
+
+_URLSAFE = str.maketrans("+/", "-_")
 
 
 def forget_secrets() -> None:

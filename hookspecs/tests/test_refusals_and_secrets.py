@@ -55,3 +55,28 @@ def test_the_longest_secret_is_redacted_first():
     secrets.mark_secret(value="abcdefgh")
     secrets.mark_secret(value="abcdefgh-longer")
     assert hs.redact("x abcdefgh-longer y") == f"x {secrets.REDACTED} y"
+
+
+def test_a_secret_is_redacted_however_it_is_encoded():
+    import base64
+    import binascii
+
+    from hermes_hookspecs.secrets import forget_secrets, mark_secret, redact
+
+    value = "sk-live-0123456789-secret-value"
+    mark_secret(value=value)
+    try:
+        spelled = [value, value[::-1], binascii.hexlify(value.encode()).decode()]
+        spelled.append(spelled[-1].upper())
+        for prefix in (b"", b"a", b"ab"):  # the three base64 alignments
+            blob = prefix + b"token=" + value.encode() + b"&more"
+            spelled.append(base64.b64encode(blob).decode())
+            spelled.append(base64.urlsafe_b64encode(blob).decode())
+        for text in spelled:
+            shown = redact(f"output: {text} end")
+            assert "[REDACTED]" in shown, text
+            # nothing left from which the value could be decoded
+            assert value not in shown and value[::-1] not in shown
+        assert redact("an ordinary line of output") == "an ordinary line of output"
+    finally:
+        forget_secrets()

@@ -291,6 +291,8 @@ def test_search_does_not_show_secret_files(box, git):
         ("search_files", {"pattern": SECRET, "path": "keys"}),
         ("search_files", {"pattern": SECRET, "path": "leak.txt"}),
         ("search_files", {"pattern": SECRET, "path": str(box["home"])}),
+        # the file guard's own rules; the command sandbox would also hide these folders
+        config={"terminal": {"sandbox": "off"}},
     )
     assert out[0].startswith(f"notes.txt:1: not the {SECRET[:6]}")
     for result in out:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_hookspecs import (
     ApprovalRequest,
+    SandboxedEnvironment,
     Tool,
     ToolCancelled,
     ToolContext,
@@ -172,8 +173,8 @@ def hermes_approve(request: ApprovalRequest, context: ToolContext) -> str | None
     ``approvals.allow``; no opinion otherwise."""
     from . import danger
 
-    if request.tool not in _COMMAND_TOOLS:
-        return None
+    if request.tool not in _COMMAND_TOOLS or request.once_only:
+        return None  # leaving the sandbox is for a person to allow, never a pattern
     command = request.details.get("command")
     matched = request.details.get("matched")
     if not isinstance(command, str):
@@ -328,6 +329,32 @@ def _timeout(args: Mapping[str, Any], config: Mapping[str, Any]) -> float:
     return min(_number(requested, default), ceiling)
 
 
+def _sandbox(env: Any) -> SandboxedEnvironment | None:
+    """``env`` when its commands run in an OS sandbox (that is on)."""
+    if isinstance(env, SandboxedEnvironment) and env.sandbox_summary:
+        return env
+    return None
+
+
+def _escalation(command: str, ctx: ToolContext, box: SandboxedEnvironment, workdir: Any) -> None:
+    """Ask a person to run ``command`` once outside the sandbox; refuse unless approved."""
+    where = workdir or getattr(box, "cwd", None) or "the working folder"
+    reason = (
+        f"run this one command OUTSIDE the sandbox, in {where}: with your full authority it "
+        "can read and change every file you can (~/.ssh, hermes's own settings and sessions "
+        f"too) and use the network (inside, it has: {box.sandbox_summary})"
+    )
+    if not ctx.approve(
+        command, reason, key=f"escalate:{command}", once_only=True, command=command, escalate=True
+    ):
+        raise _refuse(
+            "sandbox-escalation",
+            "not approved to run outside the sandbox (denied, or no one was available to "
+            "approve it); run it inside the sandbox or let the user run it",
+            command,
+        )
+
+
 def terminal(args: dict[str, Any], ctx: ToolContext) -> str:
     """Run ``args["command"]`` in the task's environment and report output and exit code."""
     command = str(args.get("command") or "")
@@ -336,6 +363,12 @@ def terminal(args: dict[str, Any], ctx: ToolContext) -> str:
     env = ctx.environment
     workdir = args.get("workdir") or None
     _guard(command, ctx, env, workdir)
+    box = _sandbox(env)
+    if box is not None and args.get("escalate"):
+        _escalation(command, ctx, box, workdir)
+        return _report(
+            command, args, ctx, box.run_escalated, workdir, note="[ran outside the sandbox]"
+        )
     if args.get("background"):
         try:
             process_id = env.start_background(command, cwd=workdir)
@@ -348,12 +381,40 @@ def terminal(args: dict[str, Any], ctx: ToolContext) -> str:
             f'Use the process tool to follow it: process(action="poll"|"log"|"wait"|"kill", '
             f'process_id="{process_id}").'
         )
+    return _report(command, args, ctx, env.run, workdir, hints=box)
+
+
+def _report(
+    command: str,
+    args: Mapping[str, Any],
+    ctx: ToolContext,
+    run: Any,
+    workdir: str | None,
+    *,
+    hints: SandboxedEnvironment | None = None,
+    note: str = "",
+) -> str:
+    """Run ``command`` with ``run`` (in the foreground, or in the background when asked) and
+    report its output, exit code, and the sandbox limit it met."""
+    if args.get("background"):
+        result = run(command, cwd=workdir, background=True)
+        process_id = result.background_id
+        return (
+            f"Started background process {process_id}: {command}\n"
+            f'Use the process tool to follow it: process(action="poll"|"log"|"wait"|"kill", '
+            f'process_id="{process_id}").' + (f"\n{note}" if note else "")
+        )
     timeout = _timeout(args, ctx.config)
     started = time.monotonic()
-    result = env.run(command, cwd=workdir, timeout=timeout)
+    result = run(command, cwd=workdir, timeout=timeout)
     elapsed = time.monotonic() - started
     output = cap_output(_clean(result.output), _max_output(ctx.config)).rstrip("\n")
     lines = [output if output else "(no output)"]
+    hint = hints.sandbox_hint(result) if hints is not None else ""
+    if hint:
+        lines.append(hint)
+    if note:
+        lines.append(note)
     if result.timed_out:
         lines.append(
             f"[timed out after {timeout:g} s: the command and its processes were killed; "
@@ -449,7 +510,12 @@ never run anything interactive (editors, pagers, prompts); use non-interactive f
 `--no-pager`). Processes a command leaves running may be stopped when it ends: start \
 servers, watchers and other long-running processes with background=true and follow them with \
 the `process` tool. Long output is cut in the middle. Dangerous commands need the user's approval \
-and some are never allowed; when a command is refused, do not retry it or a variant."""
+and some are never allowed; when a command is refused, do not retry it or a variant.
+
+Commands run in a sandbox: they may write only the working folder and /tmp, see no network \
+and not see credentials or hermes's own files. When a command fails on one of those limits, the \
+output says which; if the task truly needs it, repeat the same call with escalate=true: the \
+user is asked to allow that one command outside the sandbox (never remembered)."""
 
 TERMINAL_TOOL = Tool(
     name="terminal",
@@ -473,6 +539,12 @@ TERMINAL_TOOL = Tool(
                 "type": "string",
                 "description": "Working directory for this command only (absolute, or relative "
                 "to the current one).",
+            },
+            "escalate": {
+                "type": "boolean",
+                "description": "Run this one command outside the sandbox, with the user's full "
+                "authority (files, network). Only after it failed on a sandbox limit and the "
+                "task needs it: the user is asked each time; with no one to ask it is refused.",
             },
         },
         "required": ["command"],

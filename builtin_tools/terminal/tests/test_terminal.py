@@ -540,7 +540,8 @@ def test_an_approved_python_program_runs(python_workspace, tmp_path):
     [out] = run(
         {"command": "python3 computed.py"},
         tmp_path=tmp_path,
-        config={"terminal": {"cwd": str(work)}},
+        # what approval lets through; the sandbox would still keep it to the workspace
+        config={"terminal": {"cwd": str(work), "sandbox": "off"}},
         approval_callback=lambda request: asked.append(request) or "once",
     )
     assert "[exit code: 0" in out and not canary.exists()
@@ -590,7 +591,8 @@ def test_an_approver_answering_session_is_asked_again_for_another_target(workspa
         {"command": f"rm -rf {other}"},
         {"command": f"rm -rf {canary}"},
         tmp_path=tmp_path,
-        config={"terminal": {"cwd": str(work)}},
+        # what approval lets through; the sandbox would still keep it to the workspace
+        config={"terminal": {"cwd": str(work), "sandbox": "off"}},
         approval_callback=approve,
     )
     assert not other.exists() and canary.is_dir()

@@ -23,6 +23,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlparse
 
+from hermes_env_sandbox import HIDDEN_IN_HOME
+
+from hermes_hookspecs import default_home
+
 __all__ = [
     "ALLOW_KEY",
     "DOCKER_DEFAULT_CAPABILITIES",
@@ -189,6 +193,20 @@ def _forms(path: str) -> set[str]:
     return forms
 
 
+def private_folder(mounted: Iterable[str]) -> str | None:
+    """The private folder (``$HERMES_HOME``, ``~/.ssh``, cloud credentials... the folders the
+    command sandbox hides) that one of the ``mounted`` paths is, lies in or contains."""
+    home = os.path.expanduser("~")
+    private = [str(default_home())] + [posixpath.join(home, p) for p in HIDDEN_IN_HOME]
+    for folder in private:
+        for form in _forms(folder):
+            if any(m == form or m.startswith(form + "/") for m in mounted):
+                return folder
+            if os.path.lexists(form) and any(form.startswith(m.rstrip("/") + "/") for m in mounted):
+                return folder
+    return None
+
+
 def unsafe_mount(host_path: str, sockets: Iterable[str]) -> str | None:
     """Why binding ``host_path`` into the container is unsafe, or ``None``. Symbolic links are
     followed on both sides (``/var/run`` is often a link to ``/run``)."""
@@ -204,6 +222,9 @@ def unsafe_mount(host_path: str, sockets: Iterable[str]) -> str | None:
         for target in _forms(socket):
             if any(m == target or target.startswith(m + "/") for m in mounted):
                 return f"the container engine socket {socket} ({host_path})"
+    private = private_folder(mounted)
+    if private:
+        return f"{private} ({host_path}): hermes's own home or a credential folder"
     if any(posixpath.basename(m) == "docker.sock" for m in mounted):
         return f"a Docker socket ({host_path})"
     try:

@@ -527,3 +527,18 @@ def test_persistent_container_stays_but_its_processes_go_when_hermes_is_killed(
     finally:
         proc.kill()
         container.remove(force=True, v=True)
+
+
+def test_hermes_home_and_credential_folders_are_never_mounted(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".hermes").mkdir()
+    (home / "project").mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("HERMES_HOME", str(home / ".hermes"))
+    assert "credential folder" in unsafe_mount(str(home / ".ssh"), [])
+    assert "credential folder" in unsafe_mount(str(home / ".hermes" / "sessions"), [])
+    assert "credential folder" in unsafe_mount(str(home), [])  # it holds ~/.ssh
+    (home / "link").symlink_to(home / ".hermes")
+    assert "credential folder" in unsafe_mount(str(home / "link"), [])
+    assert unsafe_mount(str(home / "project"), []) is None

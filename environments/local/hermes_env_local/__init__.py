@@ -38,17 +38,27 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hermes_env_sandbox import (
+    SandboxSettings,
+    SandboxUnavailable,
+    find_bwrap,
+    settings_problems,
+    unavailable_reason,
+)
+
 from hermes_hookspecs import (
     BackgroundProcess,
     CommandResult,
     Environment,
     EnvironmentUnavailable,
+    default_home,
     hookimpl,
 )
 from hermes_hookspecs.secrets import passthrough, secret_names
 
 from .config_schema import hermes_register_config  # noqa: F401 - a hook of this plugin
 from .guard import GATE_PREAMBLE, process_guard, spawn_gated
+from .sandboxing import SandboxRunner, sandbox_settings
 
 __all__ = [
     "BACKEND",
@@ -127,6 +137,16 @@ def _umask() -> int:
     except OSError:
         pass
     return 0o022
+
+
+def glob_free(text: str) -> bool:
+    """Whether ``text`` has no glob characters."""
+    return not any(c in text for c in "*?[")
+
+
+def glob_escape(text: str) -> str:
+    """``text`` matched literally in a glob pattern."""
+    return globmod.escape(text)
 
 
 def _exit_status(returncode: int) -> int:
@@ -248,6 +268,12 @@ class LocalEnvironment(Environment):
     :param env_passthrough: secret variables commands may see nevertheless; every other secret
         (``hermes_hookspecs.secret_names``: provider keys, whatever ``.env`` set) is left out of
         every command's environment.
+    :param sandbox: the OS sandbox every command runs in (default: the ``workspace`` profile:
+        only ``cwd`` and the task's ``/tmp`` writable, no network, hermes's home and the
+        credential folders hidden, the environment an allow-list); ``SandboxSettings("off")``
+        runs commands with the user's full authority.
+    :param hermes_home: hermes's own folder, hidden from commands (default: the home hermes
+        resolves, ``$HERMES_HOME`` or ``~/.hermes``).
     """
 
     name = "local"
@@ -260,6 +286,8 @@ class LocalEnvironment(Environment):
         env: Mapping[str, str] | None = None,
         shell: str = "bash",
         env_passthrough: Iterable[str] = (),
+        sandbox: SandboxSettings | None = None,
+        hermes_home: str | None = None,
     ) -> None:
         start = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
         if not os.path.isdir(start):
@@ -276,9 +304,16 @@ class LocalEnvironment(Environment):
         self.timeout = float(timeout)
         self._cwd = start
         self._passthrough = frozenset(env_passthrough)
-        self._env: dict[str, str] = self._without_secrets(os.environ if env is None else env)
+        self._box = SandboxRunner(
+            sandbox or SandboxSettings(),
+            workspace=start,
+            hermes_home=hermes_home or str(default_home()),
+        )
+        base = self._without_secrets(os.environ if env is None else env)
         for key in SKIPPED_VARIABLES - {"_"}:
-            self._env.pop(key, None)
+            base.pop(key, None)
+        self._escalation_env = base  # never what a sandboxed command exported
+        self._env: dict[str, str] = self._box.starting_environment(base, self._passthrough)
         self._lock = threading.Lock()
         self._process_ids = itertools.count(1)
         self._dir: str | None = None
@@ -313,24 +348,45 @@ class LocalEnvironment(Environment):
             if self._dir is None or not os.path.isdir(self._dir):
                 self._dir = tempfile.mkdtemp(prefix="hermes-local-")
                 self._preamble_path = os.path.join(self._dir, "preamble.sh")
+                limits = self._box.limits()
                 with open(self._preamble_path, "w") as handle:
-                    handle.write(PREAMBLE)
+                    handle.write(GATE_PREAMBLE + limits + PREAMBLE[len(GATE_PREAMBLE) :])
                 self._background_preamble_path = os.path.join(self._dir, "background.sh")
                 with open(self._background_preamble_path, "w") as handle:
-                    handle.write(BACKGROUND_PREAMBLE)
+                    handle.write(GATE_PREAMBLE + limits + BACKGROUND_PREAMBLE[len(GATE_PREAMBLE) :])
+                for name, text in (
+                    ("escalated.sh", PREAMBLE),
+                    ("escalated-bg.sh", BACKGROUND_PREAMBLE),
+                ):
+                    with open(os.path.join(self._dir, name), "w") as handle:
+                        handle.write(text)
+                self._box.use_folder(self._dir)
             return self._dir
 
     def _resolve(self, path: str, base: str | None = None) -> str:
         return os.path.normpath(os.path.join(base or self._cwd, os.path.expanduser(path)))
 
+    def _host(self, path: str) -> str:
+        """Where the absolute ``path``, as commands see it, is on this machine: the task's
+        ``/tmp`` is a folder of its own in the sandbox, and the file operations find there what
+        commands wrote to ``/tmp``. (They are hermes's own, not commands: the file tools guard
+        them with their own rules and approvals.)"""
+        if not self._box.enabled:
+            return path
+        self._workdir()
+        return self._box.sandbox().host_path(path)
+
+    def _is_dir(self, path: str) -> bool:
+        return os.path.isdir(self._host(path))
+
     def _current_cwd(self) -> tuple[str, str]:
         """The persistent working directory, moved up to an existing folder if it vanished,
         and a note saying so."""
         cwd = self._cwd
-        if os.path.isdir(cwd):
+        if self._is_dir(cwd):
             return cwd, ""
         parent = cwd
-        while not os.path.isdir(parent):
+        while not self._is_dir(parent) and parent != "/":
             parent = os.path.dirname(parent)
         with self._lock:
             self._cwd = parent
@@ -366,9 +422,45 @@ class LocalEnvironment(Environment):
         stdin: str | None = None,
         background: bool = False,
     ) -> CommandResult:
-        """Run ``command`` in bash; see the module docstring for how state persists."""
+        """Run ``command`` in bash, in the sandbox; see the module docstring for how state
+        persists."""
+        return self._run(command, cwd, env, timeout, stdin, background, escalated=False)
+
+    def run_escalated(
+        self,
+        command: str,
+        *,
+        cwd: str | None = None,
+        timeout: float | None = None,
+        background: bool = False,
+    ) -> CommandResult:
+        """Run ``command`` once outside the sandbox, with the user's full authority (after a
+        person approved exactly that). It starts from hermes's own environment without secrets,
+        not from what sandboxed commands exported, and the state it leaves is not kept."""
+        return self._run(command, cwd, None, timeout, None, background, escalated=True)
+
+    @property
+    def sandbox_summary(self) -> str:
+        """One line on what commands may see, write and reach (``""`` when the sandbox is off)."""
+        return self._box.describe()
+
+    def sandbox_hint(self, result: CommandResult) -> str:
+        """The note naming the sandbox limit a failed command met (``""`` when none)."""
+        return self._box.hint(result.output, result.exit_code)
+
+    def _run(
+        self,
+        command: str,
+        cwd: str | None,
+        env: Mapping[str, str] | None,
+        timeout: float | None,
+        stdin: str | None,
+        background: bool,
+        *,
+        escalated: bool,
+    ) -> CommandResult:
         if background:
-            process_id = self.start_background(command, cwd=cwd, env=env)
+            process_id = self._start_background(command, cwd, env, escalated=escalated)
             return CommandResult(
                 output=f"started in the background as {process_id}",
                 exit_code=0,
@@ -376,11 +468,11 @@ class LocalEnvironment(Environment):
             )
         base, note = self._current_cwd()
         workdir = base if cwd is None else self._resolve(cwd, base)
-        if not os.path.isdir(workdir):
+        if not self._is_dir(workdir):
             return CommandResult(output=f"cd: {workdir}: No such file or directory\n", exit_code=1)
         folder = self._workdir()
         with self._lock:
-            child_env = dict(self._env)
+            child_env = dict(self._escalation_env if escalated else self._env)
         if env:
             child_env.update(env)
         child_env = self._without_secrets(child_env)
@@ -394,7 +486,8 @@ class LocalEnvironment(Environment):
         try:
             proc = self._spawn(
                 command,
-                preamble=self._preamble_path,
+                preamble=os.path.join(folder, "escalated.sh" if escalated else "preamble.sh"),
+                sandboxed=not escalated,
                 env=child_env,
                 stdin=stdin_file,
                 stdout=subprocess.PIPE,
@@ -416,7 +509,10 @@ class LocalEnvironment(Environment):
             self._active[proc.pid] = proc
         try:
             limit = self.timeout if timeout is None else float(timeout)
-            output, state, timed_out, leftover = self._collect(proc, limit, state_read)
+            contained = self._box.enabled and not escalated
+            output, state, timed_out, leftover = self._collect(
+                proc, limit, state_read, contained=contained
+            )
         finally:
             os.close(state_read)
             with self._lock:
@@ -433,32 +529,55 @@ class LocalEnvironment(Environment):
             exit_code = -1
         else:
             exit_code = _exit_status(proc.returncode)
-            self._load_state(state, keep_cwd=cwd is not None, passed=env or {})
+            if not escalated:
+                self._load_state(state, keep_cwd=cwd is not None, passed=env or {})
         return CommandResult(output=text, exit_code=exit_code, timed_out=timed_out)
 
     def _spawn(
-        self, command: str, *, preamble: str, env: dict[str, str], **popen: Any
+        self,
+        command: str,
+        *,
+        preamble: str,
+        sandboxed: bool,
+        env: dict[str, str],
+        cwd: str,
+        pass_fds: Iterable[int] = (),
+        **popen: Any,
     ) -> subprocess.Popen[bytes]:
-        """Start ``command`` in bash, in a session of its own that the guard process kills if
-        hermes dies (see :mod:`hermes_env_local.guard`); ``preamble`` is the ``BASH_ENV`` file,
-        which starts with the gate."""
+        """Start ``command`` in bash (in the sandbox when ``sandboxed`` and the sandbox is on),
+        in a session of its own that the guard process kills if hermes dies (see
+        :mod:`hermes_env_local.guard`); ``preamble`` is the ``BASH_ENV`` file, which starts
+        with the gate."""
+        argv = [self.shell, "--noprofile", "--norc", "-c", command]
         child_env = dict(env)
         child_env["BASH_ENV"] = preamble
-        return spawn_gated(
-            [self.shell, "--noprofile", "--norc", "-c", command],
-            env=child_env,
-            register=process_guard.watch,
-            **popen,
-        )
+        held: list[int] = []
+        if sandboxed and self._box.enabled:
+            argv, child_env["BASH_ENV"], held = self._box.wrap(argv, cwd=cwd, preamble=preamble)
+            cwd = "/"  # bwrap's own; the command starts in --chdir
+        try:
+            return spawn_gated(
+                argv,
+                env=child_env,
+                register=process_guard.watch,
+                cwd=cwd,
+                pass_fds=(*pass_fds, *held),
+                **popen,
+            )
+        finally:
+            for fd in held:
+                os.close(fd)
 
     def _collect(
-        self, proc: subprocess.Popen[bytes], limit: float, state_fd: int
+        self, proc: subprocess.Popen[bytes], limit: float, state_fd: int, *, contained: bool
     ) -> tuple[bytes, bytes, bool, bool]:
         """Read the output (and the state pipe) until the command's processes close the
         output; enforce the timeout.
 
         Returns the output, the state, whether the timeout struck, and whether leftover
-        processes had to be stopped. The process is reaped before returning.
+        processes had to be stopped. The process is reaped before returning. A ``contained``
+        command ran in a PID namespace, which the kernel empties when the shell ends: what is
+        left of its group is already dying and is only made sure of, not reported.
         """
         assert proc.stdout is not None
         fd = proc.stdout.fileno()
@@ -522,7 +641,9 @@ class LocalEnvironment(Environment):
             if not chunk:
                 break
             state.append(chunk)
-        if not timed_out and not leftover and _signal_group(proc.pid, 0):
+        if contained:
+            _signal_group(proc.pid, signal.SIGKILL)
+        elif not timed_out and not leftover and _signal_group(proc.pid, 0):
             # the shell is gone but processes of its group live on (not holding the output)
             leftover = True
             _signal_group(proc.pid, signal.SIGTERM)
@@ -555,13 +676,13 @@ class LocalEnvironment(Environment):
 
     def read_file(self, path: str) -> bytes:
         """The bytes of ``path`` (relative paths start at the working directory)."""
-        with open(self._resolve(path), "rb") as handle:
+        with open(self._host(self._resolve(path)), "rb") as handle:
             return handle.read()
 
     def write_file(self, path: str, data: bytes) -> None:
         """Replace ``path`` atomically (temporary file + rename), creating parent folders and
         keeping the permissions of a file it replaces; a symlink's target is written."""
-        target = os.path.realpath(self._resolve(path))
+        target = os.path.realpath(self._host(self._resolve(path)))
         parent = os.path.dirname(target)
         os.makedirs(parent, exist_ok=True)
         try:
@@ -588,24 +709,41 @@ class LocalEnvironment(Environment):
         patterns give paths relative to ``cwd`` (default: the working directory). Nothing is
         run through a shell."""
         base = self._resolve(cwd) if cwd else self._cwd
-        if os.path.isabs(os.path.expanduser(pattern)):
-            return sorted(globmod.glob(os.path.expanduser(pattern), recursive=True))
-        return sorted(globmod.glob(pattern, root_dir=base, recursive=True))
+        pattern = os.path.expanduser(pattern)
+        if os.path.isabs(pattern):
+            root = pattern.split("/")[1]
+            if not self._box.enabled or glob_free(root) and self._host("/" + root) == "/" + root:
+                return sorted(globmod.glob(pattern, recursive=True))
+            host = self._host("/tmp")  # only /tmp is elsewhere on this machine
+            found = globmod.glob(pattern.replace("/tmp", glob_escape(host), 1), recursive=True)
+            return sorted("/tmp" + p[len(host) :] for p in found)
+        return sorted(globmod.glob(pattern, root_dir=self._host(base), recursive=True))
 
     # --- background processes -----------------------------------------------------------------
 
     def start_background(
         self, command: str, *, cwd: str | None = None, env: Mapping[str, str] | None = None
     ) -> str:
-        """Start ``command`` in its own process group with output going to a log file."""
+        """Start ``command`` (in the sandbox) in its own process group with output going to a
+        log file."""
+        return self._start_background(command, cwd, env, escalated=False)
+
+    def _start_background(
+        self,
+        command: str,
+        cwd: str | None,
+        env: Mapping[str, str] | None,
+        *,
+        escalated: bool,
+    ) -> str:
         base, _note = self._current_cwd()
         workdir = base if cwd is None else self._resolve(cwd, base)
-        if not os.path.isdir(workdir):
+        if not self._is_dir(workdir):
             raise FileNotFoundError(f"no such directory: {workdir}")
         folder = self._workdir()
         with self._lock:
             process_id = f"bg-{next(self._process_ids)}"
-            child_env = dict(self._env)
+            child_env = dict(self._escalation_env if escalated else self._env)
         if env:
             child_env.update(env)
         child_env = self._without_secrets(child_env)
@@ -613,7 +751,8 @@ class LocalEnvironment(Environment):
         with open(log_path, "wb") as log:
             proc = self._spawn(
                 command,
-                preamble=self._background_preamble_path,
+                preamble=os.path.join(folder, "escalated-bg.sh" if escalated else "background.sh"),
+                sandboxed=not escalated,
                 env=child_env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -730,8 +869,8 @@ class LocalEnvironment(Environment):
 
 
 def create(config: Mapping[str, Any], task_id: str) -> LocalEnvironment:
-    """The environment factory: reads ``terminal.cwd``, ``terminal.timeout`` and
-    ``terminal.env_passthrough``."""
+    """The environment factory: reads ``terminal.cwd``, ``terminal.timeout``,
+    ``terminal.env_passthrough`` and ``terminal.sandbox``."""
     terminal = config.get("terminal") or {}
     cwd = terminal.get("cwd")
     timeout = terminal.get("timeout") or DEFAULT_TIMEOUT
@@ -739,13 +878,15 @@ def create(config: Mapping[str, Any], task_id: str) -> LocalEnvironment:
         None if cwd in (None, "", ".") else str(cwd),
         timeout=float(timeout),
         env_passthrough=passthrough(config),
+        sandbox=sandbox_settings(config),
     )
 
 
 def check_config(config: Mapping[str, Any]) -> list[str]:
     """The problems of the local settings, without starting anything: ``terminal.cwd`` is
     not an existing folder, ``terminal.timeout`` is not a number of seconds, bash is not on
-    ``PATH``."""
+    ``PATH``, ``terminal.sandbox`` is malformed or no sandbox can start here (unless it is
+    ``off``)."""
     terminal = config.get("terminal") or {}
     problems = []
     cwd = terminal.get("cwd")
@@ -767,7 +908,28 @@ def check_config(config: Mapping[str, Any]) -> list[str]:
             problems.append(f"terminal.timeout must be a number of seconds, got {timeout!r}")
     if shutil.which("bash") is None:
         problems.append("the local environment needs bash on PATH; install bash")
+    problems += settings_problems(config)
+    if not problems and sandbox_settings(config).enabled:
+        reason = unavailable_reason()
+        if reason:
+            problems.append(reason)
     return problems
+
+
+def _settings_problems(config: Mapping[str, Any]) -> list[str]:
+    """:func:`check_config` without the sandbox's availability, which refuses each command
+    instead (the model is told why, and the fix)."""
+    reason = unavailable_reason() if sandbox_settings_or_none(config) else None
+    return [p for p in check_config(config) if p != reason]
+
+
+def sandbox_settings_or_none(config: Mapping[str, Any]) -> SandboxSettings | None:
+    """``terminal.sandbox`` when it is valid and on; ``None`` otherwise."""
+    try:
+        settings = sandbox_settings(config)
+    except EnvironmentUnavailable:
+        return None
+    return settings if settings.enabled else None
 
 
 class LocalBackend:
@@ -776,7 +938,7 @@ class LocalBackend:
 
     def __call__(self, config: Mapping[str, Any], task_id: str) -> LocalEnvironment:
         """A new local environment for ``task_id``; see :func:`create`."""
-        problems = check_config(config)
+        problems = _settings_problems(config)
         if problems:
             raise EnvironmentUnavailable("; ".join(problems))
         return create(config, task_id)
@@ -785,6 +947,22 @@ class LocalBackend:
     def check_config(config: Mapping[str, Any]) -> list[str]:
         """See :func:`check_config`."""
         return check_config(config)
+
+    @staticmethod
+    def check(config: Mapping[str, Any]) -> str:
+        """What ``hermes doctor`` reports once the settings are fine: the sandbox commands run
+        in (starting one to be sure), or that it is off."""
+        settings = sandbox_settings(config)
+        if not settings.enabled:
+            return (
+                "sandbox OFF (terminal.sandbox: off): commands run with your full authority, "
+                "with access to your files, keys and network"
+            )
+        reason = unavailable_reason()
+        if reason:
+            raise SandboxUnavailable(reason)
+        net = "network on" if settings.network else "no network"
+        return f"commands run in the sandbox ({settings.profile}, {net}, bwrap {find_bwrap()})"
 
 
 BACKEND = LocalBackend()

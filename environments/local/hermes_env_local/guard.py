@@ -220,12 +220,18 @@ def spawn_gated(
     try:
         register(proc.pid)
         os.write(gate_write, b"go\n")
-    except BaseException:
+    except BaseException as exc:
         os.close(gate_write)  # the shell reads end of file and exits without running anything
         proc.wait()
+        said = b""
+        if isinstance(exc, BrokenPipeError) and proc.stdout is not None:
+            said = proc.stdout.read(2000)  # why the process ended before the gate (a sandbox)
         for stream in (proc.stdin, proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
+        if said:
+            message = " ".join(said.decode("utf-8", "replace").split())
+            raise OSError(f"it ended before it started: {message}") from exc
         raise
     os.close(gate_write)
     return proc

@@ -16,8 +16,12 @@ from pathlib import Path
 import pytest
 from hermes_env_local import LocalEnvironment
 from hermes_env_local.guard import GATE_PREAMBLE, Guard, process_guard, spawn_gated
+from hermes_env_sandbox import SandboxSettings
 
 from hermes_core.testing.environment_suite import wait_for
+
+OFF = SandboxSettings(profile="off")
+"""These tests are about the unsandboxed path (the sandbox's own: test_sandbox.py)."""
 
 
 def alive(pid: int) -> bool:
@@ -37,9 +41,10 @@ PROGRAM = textwrap.dedent(
     import json, sys, time
     from concurrent.futures import ThreadPoolExecutor
     from hermes_env_local import LocalEnvironment
+    from hermes_env_sandbox import SandboxSettings
 
     folder = sys.argv[1]
-    env = LocalEnvironment(folder)
+    env = LocalEnvironment(folder, sandbox=SandboxSettings(profile="off"))
     # a background process with a child of its own
     env.start_background("sleep 300 & echo $! > bg-child; echo $$ > bg-shell; wait")
     # a thread that starts a background process and ends at once
@@ -99,7 +104,7 @@ def test_commands_die_when_hermes_is_terminated(tmp_path):
 
 @needs_proc
 def test_guard_runs_in_a_session_of_its_own(tmp_path):
-    env = LocalEnvironment(str(tmp_path))
+    env = LocalEnvironment(str(tmp_path), sandbox=OFF)
     try:
         env.run("true")
         pid = process_guard.pid
@@ -117,8 +122,9 @@ def test_guard_exits_when_hermes_exits(tmp_path):
     code = textwrap.dedent(
         """
         from hermes_env_local import LocalEnvironment
+        from hermes_env_sandbox import SandboxSettings
         from hermes_env_local.guard import process_guard
-        env = LocalEnvironment(".")
+        env = LocalEnvironment(".", sandbox=SandboxSettings(profile="off"))
         env.run("true")
         print(process_guard.pid, flush=True)
         """
@@ -131,7 +137,7 @@ def test_guard_exits_when_hermes_exits(tmp_path):
 
 
 def test_background_started_by_a_thread_that_ends_keeps_running(tmp_path):
-    env = LocalEnvironment(str(tmp_path))
+    env = LocalEnvironment(str(tmp_path), sandbox=OFF)
     try:
         ids = []
         worker = threading.Thread(
@@ -152,7 +158,7 @@ def test_background_started_by_a_thread_that_ends_keeps_running(tmp_path):
 
 def test_foreground_from_short_lived_threads_ends_normally(tmp_path):
     """Each command runs on a thread of its own that ends with it; none is cut short."""
-    env = LocalEnvironment(str(tmp_path))
+    env = LocalEnvironment(str(tmp_path), sandbox=OFF)
     try:
         results = []
         threads = [
@@ -171,7 +177,7 @@ def test_foreground_from_short_lived_threads_ends_normally(tmp_path):
 
 
 def test_groups_are_registered_while_they_run_and_released_after(tmp_path):
-    env = LocalEnvironment(str(tmp_path))
+    env = LocalEnvironment(str(tmp_path), sandbox=OFF)
     try:
         process_id = env.start_background("echo $$ > pid; sleep 30")
         wait_for(lambda: (tmp_path / "pid").exists() and (tmp_path / "pid").read_text(), 5)
@@ -215,7 +221,7 @@ def open_fds(listing: str) -> dict[int, str]:
 
 
 def test_the_gate_is_invisible_to_the_command(tmp_path):
-    env = LocalEnvironment(str(tmp_path))
+    env = LocalEnvironment(str(tmp_path), sandbox=OFF)
     try:
         assert env.run('echo "[${__HERMES_GATE-}]"').output == "[]\n"
         env.run("ls -l /proc/$$/fd > fg-fds")

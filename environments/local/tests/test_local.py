@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -13,13 +14,39 @@ from hermes_env_local import (
     check_config,
     create,
 )
+from hermes_env_sandbox import SandboxSettings
 
 from hermes_core.testing import load_plugin, make_agent
 from hermes_core.testing.environment_suite import EnvironmentBehaviour, wait_for
 from hermes_hookspecs import EnvironmentUnavailable
 
+OFF = SandboxSettings(profile="off")
+
 
 class TestLocalBehaviour(EnvironmentBehaviour):
+    """The shared suite with the sandbox off (``terminal.sandbox: off``): processes of one
+    command are visible to the next, so the suite's process checks apply as written."""
+
+    timeout_slack = 3.0
+
+    @pytest.fixture
+    def env(self, tmp_path):
+        environment = LocalEnvironment(str(tmp_path), sandbox=OFF)
+        yield environment
+        environment.cleanup()
+
+    @pytest.fixture
+    def observer(self, tmp_path):
+        other = LocalEnvironment(str(tmp_path), sandbox=OFF)
+        yield other
+        other.cleanup()
+
+
+class TestSandboxedLocalBehaviour(EnvironmentBehaviour):
+    """The shared suite in the default sandbox. Each command has a PID namespace of its own,
+    so the suite's checks that read another command's pids are made from this machine's side
+    (``host_pids``) instead."""
+
     timeout_slack = 3.0
 
     @pytest.fixture
@@ -28,11 +55,34 @@ class TestLocalBehaviour(EnvironmentBehaviour):
         yield environment
         environment.cleanup()
 
-    @pytest.fixture
-    def observer(self, tmp_path):
-        other = LocalEnvironment(str(tmp_path))
-        yield other
-        other.cleanup()
+    def test_background_kill_stops_process_and_children(self, env):
+        process_id = env.start_background("sleep 61.25 & wait")
+        wait_for(lambda: host_pids("61.25"))
+        env.kill(process_id)
+        wait_for(lambda: not host_pids("61.25"), timeout=self.timeout_slack)
+
+    def test_cleanup_stops_everything(self, disposable_env):
+        disposable_env.start_background("sleep 62.25 & wait")
+        disposable_env.start_background("exec sleep 62.25")
+        wait_for(lambda: len(host_pids("62.25")) >= 2)
+        disposable_env.cleanup()
+        wait_for(lambda: not host_pids("62.25"), timeout=self.timeout_slack)
+
+
+def host_pids(marker: str) -> list[int]:
+    """This machine's pids of the live processes whose command line holds ``marker``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                line = handle.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in line and "bwrap" not in line and alive(int(entry)):
+            found.append(int(entry))
+    return found
 
 
 # --- what only the local backend shows ----------------------------------------------------------
@@ -48,7 +98,7 @@ def alive(pid: int) -> bool:
 
 @pytest.fixture
 def env(tmp_path):
-    environment = LocalEnvironment(str(tmp_path))
+    environment = LocalEnvironment(str(tmp_path), sandbox=OFF)
     yield environment
     environment.cleanup()
 

@@ -7,11 +7,15 @@ import os
 
 import pytest
 from hermes_env_local import LocalEnvironment, create
+from hermes_env_sandbox import SandboxSettings
 
 from hermes_core.testing.environment_suite import wait_for
 from hermes_hookspecs import secrets
 
 SECRET = "local-secret-value-2c8e"
+
+OFF = SandboxSettings(profile="off")
+"""These tests are about the unsandboxed path (the sandbox's own: test_sandbox.py)."""
 
 
 @pytest.fixture(autouse=True)
@@ -30,7 +34,7 @@ def make(tmp_path):
     made = []
 
     def factory(**kwargs):
-        env = LocalEnvironment(str(tmp_path), **kwargs)
+        env = LocalEnvironment(str(tmp_path), **{"sandbox": OFF, **kwargs})
         made.append(env)
         return env
 
@@ -100,7 +104,8 @@ def test_background_processes_get_no_secret(make, tmp_path):
 SCRIPT = """
 import sys
 from hermes_env_local import LocalEnvironment
-env = LocalEnvironment(sys.argv[1])
+from hermes_env_sandbox import SandboxSettings
+env = LocalEnvironment(sys.argv[1], sandbox=SandboxSettings(profile="off"))
 print(env.run("tr '\\\\0' '\\\\n' < /proc/$PPID/environ; echo status=$?").output)
 env.cleanup()
 """

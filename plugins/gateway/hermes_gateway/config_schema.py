@@ -16,6 +16,13 @@ def hermes_register_config(register: Callable[[ConfigSection], None]) -> None:
             "gateway",
             [
                 ConfigKey(
+                    "workspaces",
+                    "string",
+                    doc="each user's commands in a folder of their own, or one for all "
+                    "(unset: per-user)",
+                    enum=("per-user", "shared"),
+                ),
+                ConfigKey(
                     "busy",
                     "string",
                     doc="a message for a busy session waits, or interrupts (unset: queue)",

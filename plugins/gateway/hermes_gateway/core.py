@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import re
 import threading
 import time
 import uuid
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from hermes_hookspecs import AgentOutcome, AgentRunner, AgentTask, InboundMessage, PlatformAdapter
@@ -29,6 +32,14 @@ COMMANDS = ("new", "reset", "stop", "status")
 
 class GatewayClosed(RuntimeError):
     """The gateway is shutting down and takes no new message."""
+
+
+def workspace_name(platform: str, user_id: str) -> str:
+    """A folder name of its own for each (platform, user): readable, and distinct even where
+    two ids differ only in characters a file name cannot hold."""
+    readable = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{platform}-{user_id}")[:64].lstrip(".")
+    digest = hashlib.sha256(f"{platform}\0{user_id}".encode()).hexdigest()[:10]
+    return f"{readable}-{digest}"
 
 
 def new_session_id() -> str:
@@ -73,6 +84,8 @@ class GatewayCore:
     :param routes: which session each conversation is in.
     :param settings: the ``gateway`` configuration.
     :param log: receives one line per notable event.
+    :param workspace_root: where each user's workspace folder is made (``gateway.workspaces:
+        per-user``); ``None`` leaves ``terminal.cwd`` as configured.
     """
 
     def __init__(
@@ -82,11 +95,13 @@ class GatewayCore:
         settings: GatewaySettings,
         *,
         log: Callable[[str], None] = print,
+        workspace_root: Path | None = None,
     ) -> None:
         self.runner = runner
         self.routes = routes
         self.settings = settings
         self.log = log
+        self.workspace_root = workspace_root
         self.adapters: dict[str, PlatformAdapter] = {}
         self.closing = False
         self._lanes: dict[str, _Lane] = {}
@@ -219,6 +234,7 @@ class GatewayCore:
             cancel_event=cancel,
             on_text_delta=deltas,
             exclude_toolsets=NOT_FOR_GATEWAY,
+            config_overrides=self._workspace(message),
         )
         try:
             future = loop.run_in_executor(self._pool, self.runner.run, task)
@@ -241,6 +257,14 @@ class GatewayCore:
             raise
         except Exception as exc:  # a runner must not raise; if one does, it is the outcome
             return AgentOutcome(session_id=session_id, text="", status="error", error=str(exc))
+
+    def _workspace(self, message: InboundMessage) -> dict[str, Any]:
+        """The configuration that puts this user's commands in their own workspace."""
+        if self.workspace_root is None or self.settings.workspaces != "per-user":
+            return {}
+        folder = self.workspace_root / workspace_name(message.platform, message.user_id)
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return {"terminal": {"cwd": str(folder)}}
 
     def _settle(self) -> None:
         """After the first turn (which imported the provider's SDK), freeze what it made alive

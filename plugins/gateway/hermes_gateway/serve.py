@@ -41,7 +41,7 @@ def build(
         routes = RouteStore(home / "gateway" / "sessions.json")
     except ValueError as exc:
         raise HermesError(str(exc)) from None
-    gateway = GatewayCore(runner, routes, settings, log=log)
+    gateway = GatewayCore(runner, routes, settings, log=log, workspace_root=home / "workspaces")
     for name, platform in settings.platforms.items():
         factory = factories.get(platform.adapter)
         if factory is None:

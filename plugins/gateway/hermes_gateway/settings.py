@@ -9,6 +9,11 @@ from typing import Any
 BUSY_POLICIES = ("queue", "interrupt")
 
 
+WORKSPACE_POLICIES = ("per-user", "shared")
+"""``per-user``: each user's commands run in a folder of their own (``$HERMES_HOME/workspaces``),
+which the command sandbox keeps them inside; ``shared``: everyone's in ``terminal.cwd``."""
+
+
 class GatewaySettingsError(ValueError):
     """A bad ``gateway.*`` value; the message names the key."""
 
@@ -49,6 +54,7 @@ class GatewaySettings:
     typing_interval: float = 4.0
     edit_interval: float = 1.0
     gc_freeze: bool = True
+    workspaces: str = "per-user"
 
 
 def _number(section: Mapping[str, Any], key: str, default: float, low: float) -> float:
@@ -102,6 +108,12 @@ def load_settings(config: Mapping[str, Any]) -> GatewaySettings:
         raise GatewaySettingsError(
             f"config gateway.busy must be one of {', '.join(BUSY_POLICIES)}, not {busy!r}"
         )
+    workspaces = section.get("workspaces", "per-user")
+    if workspaces not in WORKSPACE_POLICIES:
+        raise GatewaySettingsError(
+            f"config gateway.workspaces must be one of {', '.join(WORKSPACE_POLICIES)}, "
+            f"not {workspaces!r}"
+        )
     raw = section.get("platforms") or {}
     if not isinstance(raw, Mapping):
         raise GatewaySettingsError("config gateway.platforms must map platform names to settings")
@@ -119,4 +131,5 @@ def load_settings(config: Mapping[str, Any]) -> GatewaySettings:
         typing_interval=_number(section, "typing_interval", 4.0, 0.1),
         edit_interval=_number(section, "edit_interval", 1.0, 0.05),
         gc_freeze=_flag(section, "gc_freeze", True),
+        workspaces=workspaces,
     )

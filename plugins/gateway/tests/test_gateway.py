@@ -36,6 +36,8 @@ from hermes_core.testing import (
     wait_until,
 )
 from hermes_hookspecs import (
+    AgentOutcome,
+    AgentTask,
     Attachment,
     HermesError,
     InboundMessage,
@@ -857,3 +859,44 @@ def test_the_freeze_can_be_turned_off(tmp_path):
 def test_gc_freeze_must_be_a_flag():
     with pytest.raises(GatewaySettingsError, match=r"gateway.gc_freeze must be true or false"):
         load_settings({"gateway": {"gc_freeze": "yes"}})
+
+
+def test_each_user_gets_a_workspace_of_their_own(tmp_path, receiver):
+    seen: list[AgentTask] = []
+
+    class Recording:
+        def run(self, task: AgentTask) -> AgentOutcome:
+            seen.append(task)
+            return AgentOutcome(session_id=task.session_id or "s", text="ok", status="completed")
+
+    platforms = _hook(receiver, allowed_users=["alice", "bob", "a/b", "a_b"])
+    factories = {e.get("adapter", n): (lambda name, options: None) for n, e in platforms.items()}
+    gateway = build(tmp_path, {"gateway": {"platforms": platforms}}, Recording(), factories, print)
+    assert gateway.workspace_root == tmp_path / "workspaces"
+    folders = [
+        gateway._workspace(_message(user))["terminal"]["cwd"]
+        for user in ("alice", "bob", "a/b", "a_b", "alice")
+    ]
+    assert len(set(folders)) == 4 and folders[0] == folders[4]
+    for folder in folders:
+        assert Path(folder).parent == tmp_path / "workspaces" and Path(folder).is_dir()
+    shared = build(
+        tmp_path,
+        {"gateway": {"platforms": platforms, "workspaces": "shared"}},
+        Recording(),
+        factories,
+        print,
+    )
+    assert shared._workspace(_message("alice")) == {}
+    with pytest.raises(HermesError, match="gateway.workspaces"):
+        build(
+            tmp_path,
+            {"gateway": {"platforms": platforms, "workspaces": "x"}},
+            Recording(),
+            factories,
+            print,
+        )
+
+
+def _message(user: str) -> InboundMessage:
+    return InboundMessage(platform="hook", chat_id="c", user_id=user, text="hi")

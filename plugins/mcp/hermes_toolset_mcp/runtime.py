@@ -80,6 +80,7 @@ class Connection:
         self._ready: asyncio.Future[list[Any]] | None = None
         self._client: Any = None
         self._stderr: Any = None
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None  # a sandboxed server's /tmp
         self.tools: list[Any] = []
         """The server's tools (``mcp.types.Tool``) as it listed them at the last start."""
 
@@ -190,6 +191,32 @@ class Connection:
         finally:
             self._client = None
 
+    def _sandboxed(self, argv: list[str], cwd: str | None) -> tuple[list[str], str]:
+        """``argv`` inside the command sandbox (``sandbox:`` of the entry), with its working
+        folder (the entry's ``cwd``, else ``terminal.cwd``, else hermes's) as the workspace;
+        :class:`ServerUnavailable` naming the fix when no sandbox can start here."""
+        from hermes_env_sandbox import Sandbox, SandboxSettings, SandboxUnavailable
+
+        from hermes_hookspecs import default_home
+
+        terminal = self.config.get("terminal") or {}
+        workspace = os.path.abspath(os.path.expanduser(cwd or terminal.get("cwd") or "."))
+        if self._tmp is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="hermes-mcp-")
+        try:
+            box = Sandbox(
+                SandboxSettings(profile=self.server.sandbox, network=True),
+                workspace=workspace,
+                tmp=self._tmp.name,
+                hermes_home=str(default_home()),
+            )
+        except SandboxUnavailable as exc:
+            raise ServerUnavailable(
+                f"MCP server {self.server.name!r} (sandbox: {self.server.sandbox}): {exc}"
+            ) from None
+        wrapped, _ = box.command(argv, cwd=workspace, protect=False)
+        return wrapped, "/"
+
     async def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
         secrets: list[str] = []
         if self.server.command:
@@ -200,12 +227,12 @@ class Connection:
             # entry's `env:` names (values may refer to variables: ${NAME}).
             env = {k: v for k, v in child_environ(self.config).items() if k in SAFE_BASE}
             env.update({k: expand(v, secrets) for k, v in self.server.env})
-            params = StdioServerParameters(
-                command=expand(self.server.command, secrets),
-                args=[expand(a, secrets) for a in self.server.args],
-                env=env,
-                cwd=os.path.expanduser(self.server.cwd) if self.server.cwd else None,
-            )
+            argv = [expand(self.server.command, secrets)]
+            argv += [expand(a, secrets) for a in self.server.args]
+            cwd = os.path.expanduser(self.server.cwd) if self.server.cwd else None
+            if self.server.sandbox != "off":
+                argv, cwd = self._sandboxed(argv, cwd)
+            params = StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=cwd)
             for value in secrets:
                 mark_secret(value=value)
             if self._stderr is not None:

@@ -22,6 +22,11 @@ DEFAULT_CONNECT_TIMEOUT = 60.0
 NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 """Server names: they become part of toolset and tool names."""
 
+SANDBOX_PROFILES = ("off", "workspace", "read-only")
+"""A stdio server runs unsandboxed (``off``, the default: the person configured it) or in the
+command sandbox, writing only its working folder and its own ``/tmp`` (``workspace``), or
+only ``/tmp`` (``read-only``); see docs/sandbox.md."""
+
 _REFERENCE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -57,6 +62,7 @@ class ServerConfig:
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     require_approval: bool = False
+    sandbox: str = "off"
     extra: tuple[str, ...] = field(default=(), compare=False)
 
     @property
@@ -113,7 +119,16 @@ def parse_server(name: str, entry: Any) -> ServerConfig:
     if not isinstance(tools, Mapping):
         raise ServerConfigError(f"{where}.tools must be a mapping (include/exclude)")
     known = {"command", "args", "env", "cwd", "url", "headers", "timeout", "connect_timeout"}
-    known |= {"enabled", "tools", "require_approval"}
+    known |= {"enabled", "tools", "require_approval", "sandbox"}
+    sandbox = entry.get("sandbox", "off")
+    if sandbox is False:  # YAML reads a bare `off` as false
+        sandbox = "off"
+    if sandbox not in SANDBOX_PROFILES:
+        raise ServerConfigError(
+            f"{where}.sandbox must be one of {', '.join(SANDBOX_PROFILES)}, not {sandbox!r}"
+        )
+    if sandbox != "off" and not command:
+        raise ServerConfigError(f"{where}.sandbox applies to stdio servers (command) only")
     return ServerConfig(
         name=str(name),
         command=command or None,
@@ -131,6 +146,7 @@ def parse_server(name: str, entry: Any) -> ServerConfig:
         exclude=_patterns(where, "exclude", tools.get("exclude")),
         # an unreadable value fails closed: the calls ask
         require_approval=_flag(entry.get("require_approval", False), default=True),
+        sandbox=str(sandbox),
         extra=tuple(sorted(str(k) for k in entry if k not in known)),
     )
 

@@ -5,7 +5,9 @@ results; broken servers are reported once; servers stop when the session ends.""
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -316,3 +318,36 @@ def test_tool_names_are_valid_for_every_provider() -> None:
     other = tool_name("a-very-long-server-name-indeed", "and.an/even longer tool name " * 4)
     assert len(long) == 64 and TOOL_NAME_RE.match(long) and long != other
     assert tool_name("files", "read.file") == "mcp_files_read_file"
+
+
+@pytest.mark.skipif(
+    __import__("hermes_env_sandbox").unavailable_reason() is not None, reason="no sandbox here"
+)
+def test_a_server_with_sandbox_workspace_runs_contained(calls: Path) -> None:
+    workspace = Path(tempfile.mkdtemp(prefix="hermes-mcp-ws-", dir="/var/tmp"))
+    try:
+        recorded = workspace / "calls.txt"
+        server = demo(sandbox="workspace", cwd=str(workspace), env={"DEMO_CALLS": str(recorded)})
+        with make_agent(
+            tool_calls(("mcp_demo_pid", {}), ("mcp_demo_add", {"a": 1, "b": 2})),
+            "ok",
+            plugins=["mcp"],
+            config={"mcp_servers": {"demo": server}},
+        ) as agent:
+            agent.chat("go")
+            pid, added = tool_results(agent)
+        assert int(pid) < 10  # a PID namespace of its own: no host pid is that small
+        assert added == "3"
+        assert "add" in recorded.read_text()  # it may write its working folder
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)
+
+
+def test_sandbox_is_for_stdio_servers_and_named_profiles() -> None:
+    from hermes_toolset_mcp.settings import ServerConfigError, parse_server
+
+    with pytest.raises(ServerConfigError, match="sandbox must be one of"):
+        parse_server("demo", demo(sandbox="everything"))
+    with pytest.raises(ServerConfigError, match="stdio servers"):
+        parse_server("web", {"url": "http://127.0.0.1:1/mcp", "sandbox": "workspace"})
+    assert parse_server("demo", demo()).sandbox == "off"
