@@ -75,6 +75,9 @@ class _Python:
         self.mutated: set[str] = set()
         self.calls_of: dict[str, list[ast.Call]] = {}
         self.out: list[Item] = []
+        self.stars: list[str] = []
+        self.copies: list[tuple[str, str]] = []
+        self.called: set[int] = set()
 
     def items(self) -> Iterator[Item]:
         try:
@@ -86,7 +89,8 @@ class _Python:
             return
         self.scan(tree)
         folder = posixpath.dirname(self.argv[0]) if self.argv else ""
-        for node in ast.walk(tree):
+        nodes = sorted(ast.walk(tree), key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))  # fmt: skip
+        for node in nodes:
             if isinstance(node, ast.Call):
                 self.call(node)
             elif isinstance(node, ast.Attribute) and _DUNDERS.match(node.attr):
@@ -100,9 +104,13 @@ class _Python:
                 self.out.append(("note", "fork-bomb"))
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 self.out += self.modules(node, folder)
-            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-                self.assigned_sink(node)
-        yield from self.out
+            elif isinstance(node, ast.Attribute) and id(node) not in self.called:
+                q = self.qualname(node)
+                if q in _SHELL_SINKS | _ARGV_SINKS or q in _FILE_OPS:
+                    self.out.append(("note", "script-dynamic-command"))
+                elif q == "sys.modules":
+                    self.out.append(("note", "script-dynamic-code"))
+        yield from sorted(self.out, key=lambda item: item[0] != "folder")
 
     # the program's names: imports, assignments, functions, mutated lists
     def scan(self, tree: ast.Module) -> None:
@@ -112,7 +120,11 @@ class _Python:
                     self.aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]  # fmt: skip
             elif isinstance(node, ast.ImportFrom) and node.module:
                 for a in node.names:
+                    if a.name == "*":
+                        self.stars.append(node.module)
                     self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                self.target(node.optional_vars, node.context_expr)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.funcs[node.name] = node
             elif isinstance(node, ast.Assign):
@@ -122,18 +134,23 @@ class _Python:
                 self.target(node.target, node.iter, each=True)
             elif isinstance(node, ast.Call):
                 self.scan_call(node)
+                self.called.add(id(node.func))
+        for _ in range(3):
+            for a, b in self.copies:
+                if a in self.mutated or b in self.mutated:
+                    self.mutated |= {a, b}
 
     def target(self, t: ast.expr, value: ast.expr, each: bool = False) -> None:
         if isinstance(t, ast.Name):
             if each and isinstance(value, (ast.List, ast.Tuple)):
                 self.assigns.setdefault(t.id, []).extend(value.elts)
             elif each:
-                self.assigns.setdefault(t.id, []).append(ast.Name("__unknown__"))
+                unknown = ast.Name("__unknown__")
+                self.assigns.setdefault(t.id, []).append(value if isinstance(value, ast.Call) else unknown)  # fmt: skip
             else:
                 self.assigns.setdefault(t.id, []).append(value)
                 if isinstance(value, ast.Name):
-                    self.mutated.add(t.id) if value.id in self.mutated else None
-                    self.assigns.setdefault(value.id, [])
+                    self.copies.append((t.id, value.id))
         elif isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
             self.mutated.add(t.value.id)
         elif isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name):
@@ -162,6 +179,9 @@ class _Python:
         if isinstance(node, ast.Name):
             if node.id in self.aliases:
                 return self.aliases[node.id]
+            for module in self.stars:
+                if f"{module}.{node.id}" in _SHELL_SINKS | _ARGV_SINKS | set(_FILE_OPS):
+                    return f"{module}.{node.id}"
             values = self.assigns.get(node.id, [])
             if len(values) == 1 and isinstance(values[0], (ast.Name, ast.Attribute, ast.Call)):
                 return self.qualname(values[0], depth + 1)
@@ -190,6 +210,15 @@ class _Python:
     def values(self, node: ast.expr | None, depth: int = 0) -> list[str] | None:
         if node is None or depth > 12:
             return None
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            inner = self.values(node.operand, depth + 1)
+            return ["-" + v for v in inner] if inner else None
+        if isinstance(node, ast.Attribute) and self.qualname(node) == "sys.executable":
+            return ["python3"]
+        if isinstance(node, ast.Attribute) and self.qualname(node).startswith("signal.SIG"):
+            return [node.attr]
+        if isinstance(node, ast.Name) and node.id == "__file__":
+            return [self.argv[0] if self.argv else "prog.py"]
         if isinstance(node, ast.Constant):
             v = node.value
             return [v.decode("latin-1") if isinstance(v, bytes) else str(v)]
@@ -278,7 +307,15 @@ class _Python:
         ):
             return ["~"]
         if q == "os.path.join":
-            return self.combine([x for a in node.args for x in (self.values(a, depth + 1), ["/"])][:-1])  # fmt: skip
+            parts = [self.values(a, depth + 1) for a in node.args]
+            if any(p is None for p in parts):
+                return None
+            return [posixpath.join(*combo) for combo in _product(parts)]  # type: ignore[arg-type]
+        if q == "os.path.dirname" and arg is not None:
+            v = self.values(arg, depth + 1)
+            return [posixpath.dirname(x) or "." for x in v] if v else None
+        if q in ("glob.glob", "glob.iglob") and arg is not None:
+            return self.values(arg, depth + 1)
         if q == "chr" and arg is not None:
             v = self.values(arg, depth + 1)
             return [chr(int(x)) for x in v] if v and all(x.isdigit() for x in v) else None
@@ -288,6 +325,10 @@ class _Python:
 
     def method_values(self, f: ast.Attribute, node: ast.Call, depth: int) -> list[str] | None:
         q = self.qualname(f.value)
+        if f.attr in ("b64decode", "fromhex") or q == "codecs" and f.attr == "decode":
+            return self.decode_call(f.attr, node, depth)
+        if f.attr in ("glob", "rglob", "iglob") and node.args:
+            return self.combine([self.values(f.value, depth + 1), ["/"], self.values(node.args[0], depth + 1)])  # fmt: skip
         if f.attr in ("expanduser", "resolve", "absolute", "strip", "decode", "encode", "lower") or q == "tempfile":  # fmt: skip
             if q == "tempfile":
                 return ["/tmp/\x00"]
@@ -303,8 +344,6 @@ class _Python:
             return [x.format(*(v[0] for v in vals if v)) for x in fmt]
         if f.attr in ("joinpath",):
             return self.combine([self.values(f.value, depth + 1), ["/"], self.values(node.args[0], depth + 1) if node.args else None])  # fmt: skip
-        if f.attr in ("b64decode", "fromhex") or q == "codecs" and f.attr == "decode":
-            return self.decode_call(f.attr, node, depth)
         return None
 
     def decoded(self, inner: ast.expr, depth: int) -> list[str] | None:
@@ -339,9 +378,10 @@ class _Python:
     def argv_values(self, node: ast.expr, depth: int = 0) -> list[list[str]] | None:
         """The argv lists an expression can be (``None`` when unknown)."""
         if isinstance(node, ast.Name):
-            if node.id in self.mutated or node.id not in self.assigns:
-                star = self.star_parameter(node.id)
-                return star
+            if node.id in self.mutated:
+                return None
+            if node.id not in self.assigns:
+                return self.star_parameter(node.id)
             out: list[list[str]] = []
             for v in self.assigns[node.id]:
                 got = self.argv_values(v, depth + 1)
@@ -363,6 +403,15 @@ class _Python:
 
     def star_parameter(self, name: str) -> list[list[str]] | None:
         for fn in self.funcs.values():
+            params = [a.arg for a in fn.args.args]
+            if name in params:
+                index, out = params.index(name), []
+                for call in self.calls_of.get(fn.name, []):
+                    got = self.argv_values(call.args[index]) if index < len(call.args) else None
+                    if got is None:
+                        return None
+                    out += got
+                return out[:MAX_VALUES] or None
             if fn.args.vararg is not None and fn.args.vararg.arg == name:
                 out = []
                 for call in self.calls_of.get(fn.name, []):
@@ -388,6 +437,8 @@ class _Python:
             self.os_call(q, node)
         elif q in ("exec", "eval", "compile", "execfile"):
             self.dynamic(node)
+        elif q in ("__import__", "importlib.import_module") and node.args and self.values(node.args[0]):
+            self.out += [("module", m.replace(".", "/")) for m in self.values(node.args[0]) or []]
         elif q in ("__import__", "importlib.import_module", "getattr", "setattr") and node.args:
             if self.values(node.args[-1 if q != "setattr" else 1] if q != "getattr" else node.args[1] if len(node.args) > 1 else node.args[0]) is None:  # fmt: skip
                 self.out.append(("note", "script-dynamic-code"))
@@ -572,8 +623,8 @@ class _Python:
 
 _STRING = r"""(?:"(?:[^"\\$#]|\\.)*"|'(?:[^'\\]|\\.)*')"""
 _RUN = {
-    "perl": r"\b(?:system|exec)\b\s*\(?|`|\bqx\s*[({/]",
-    "ruby": r"\b(?:system|exec|spawn|IO\.popen|Open3\.\w+)\b\s*\(?|`|%x\s*[({]",
+    "perl": r"\b(?:system|exec)\b\s*(?:\(|(?=[\"'$@]))|`|\bqx\s*[({/]",
+    "ruby": r"\b(?:system|exec|spawn|IO\.popen|Open3\.\w+)\b\s*(?:\(|(?=[\"'$@]))|`|%x\s*[({]",
     "node": r"\b(?:execSync|exec|spawn|spawnSync|execFile|execFileSync|fork)\s*\(",
     "php": r"\b(?:system|exec|shell_exec|passthru|popen|proc_open|pcntl_exec)\s*\(|`",
 }
@@ -584,16 +635,23 @@ _CODE = {
     "php": r"\b(?:eval|assert|create_function|call_user_func\w*)\s*\(|\$\w+\s*\(",
 }
 _FILES = {
-    "perl": r"\bunlink\b\s*\(?|\b(?:rmtree|remove_tree)\s*\(|\bopen\s*\(\s*(?:my\s+)?\$?\w+\s*,\s*(?:['\"][>+]+['\"]\s*,\s*)?",
+    "perl": r"\bunlink\b\s*\(?|\b(?:rmtree|remove_tree)\s*\(|\bopen\s*\(\s*(?:my\s+)?\$?\w+\s*,\s*",
     "ruby": r"\b(?:File\.(?:write|delete|unlink)|IO\.write|FileUtils\.(?:rm_rf|rm_r|rm|remove_dir|rmtree))\s*\(?",
     "node": r"\b(?:writeFileSync|appendFileSync|unlinkSync|rmSync|rmdirSync|writeFile|appendFile|unlink|rm|rmdir)\s*\(",
     "php": r"\b(?:file_put_contents|unlink|rmdir|fopen)\s*\(",
 }  # fmt: skip
 
 
+def _product(parts: list[list[str] | None]) -> list[list[str]]:
+    out: list[list[str]] = [[]]
+    for p in parts:
+        out = [a + [b] for a in out for b in p or []][:MAX_VALUES]
+    return out
+
+
 def _literals(text: str) -> list[str] | None:
     """The string literals of an argument list when every argument is one, else ``None``."""
-    parts = [p.strip() for p in re.split(r",(?![^\[]*\])", text) if p.strip()]
+    parts = [p.strip() for p in re.split(r",", text.replace("[", "").replace("]", "")) if p.strip()]
     out = []
     for p in parts:
         p = p.strip("[] ")

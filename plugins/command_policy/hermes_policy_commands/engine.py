@@ -48,11 +48,11 @@ _BUILD = re.compile(
     r"|\.eggs|[^/]*\.egg-info|\*\.(?:pyc|pyo|o|a|so|class|tmp|log)|tmp|_build)$"
 )
 _SYSTEM = frozenset(
-    "etc usr bin sbin lib lib32 lib64 libx32 boot var opt srv root sys proc dev snap".split()
+    "etc usr bin sbin lib lib32 lib64 libx32 boot var opt srv root sys proc snap".split()
 )
 _SYSTEM_TWO = frozenset("usr var home etc boot lib".split())
 _PATTERNS: tuple[tuple[str, str], ...] = (
-    ("env-file", r"(?:^|/)\.env(?!\.(?:example|sample|template|dist|defaults?)$)(?:\.[\w.-]+)?$"),
+    ("env-file", r"(?:^|/)\.env(?![\w.-]*\.(?:example|sample|template|dist|defaults?)$)(?:\.[\w.-]+)?$"),
     ("ssh", r"(?:^|/)\.ssh(?:/|$)|(?:^|/)authorized_keys2?$|^/etc/ssh/"),
     ("ssh-key", r"(?:^|/)\.ssh/(?!known_hosts|config$)[^/]*(?<!\.pub)$|(?:^|/)id_(?:rsa|dsa|"
      r"ecdsa|ed25519)(?:_sk)?$|\.(?:pem|p12|pfx|jks)$"),  # fmt: skip

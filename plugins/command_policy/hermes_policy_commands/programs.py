@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["PROGRAMS"]
+__all__ = ["PROGRAMS", "REMOTE"]
 
 _W: dict[str, dict[str, Any]] = {
     "sudo": {"options": ["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "--user"]},
@@ -40,7 +40,7 @@ _W: dict[str, dict[str, Any]] = {
     "ltrace": {"options": ["-o", "-e", "-p"]},
     "systemd-run": {"options": ["-p", "--unit", "-u", "--property", "-E", "--setenv"]},
     "su": {"options": ["-s", "--shell", "-g", "-G"], "string": ["-c", "--command"], "skip": 1},
-    "ssh": {"options": ["-p", "-i", "-l", "-o", "-F", "-J", "-L", "-R", "-D", "-b", "-c",
+    "ssh-wrapper": {"options": ["-p", "-i", "-l", "-o", "-F", "-J", "-L", "-R", "-D", "-b", "-c",
                         "-E", "-e", "-m", "-O", "-Q", "-S", "-W", "-w", "-B", "-I"], "skip": 1},
     "uv": {"prefix": ["run"], "options": ["--with", "--python", "-p", "--project",
                                           "--directory", "--package", "--extra", "--group"]},
@@ -67,6 +67,16 @@ _WRITES: dict[str, str] = {
     "blkdiscard": "all", "mkswap": "all", "mke2fs": "all", "curl": "-o", "wget": "-O",
     "setfacl": "all", "chattr": "all",
 }
+
+REMOTE: dict[str, dict[str, Any]] = {
+    "ssh": {**_W.pop("ssh-wrapper"), "name": "ssh"},
+    "docker": {"prefix": ["exec"], "skip": 1, "name": "docker",
+               "options": ["-u", "-w", "-e", "--user", "--workdir", "--env", "--env-file"]},
+    "podman": {"prefix": ["exec"], "skip": 1, "name": "podman", "options": ["-u", "-w", "-e"]},
+    "kubectl": {"prefix": ["exec"], "skip": 1, "name": "kubectl",
+                "options": ["-c", "-n", "--container", "--namespace", "--context"]},
+}
+"""Programs that run a command elsewhere (another host, a container): what they run is judged."""
 
 PROGRAMS: dict[str, dict[str, Any]] = {}
 for _name, _spec in _W.items():

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from .programs import PROGRAMS
+from .programs import PROGRAMS, REMOTE
 
 __all__ = ["UNKNOWN", "Lowering", "Simple", "parse"]
 
@@ -36,6 +36,8 @@ MAX_FIELDS = 64  # brace expansion and xargs fields
 
 ScriptReader = Callable[[str], "str | None"]
 Output = tuple[str, str | None]  # (kind, text): kind "", "text", "download", "decode", "other"
+_WORDS = frozenset({"command_name", "word", "concatenation", "string", "raw_string"})
+_FORK_BOMB = re.compile(r"([\w:.]+)\s*\(\)\s*\{[^}]*\1\s*\|\s*\1")
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "fish"})
 _ANSI_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "e": "\x1b", "a": "\a", "\\": "\\", "'": "'"}
 
@@ -148,7 +150,7 @@ class Lowering:
         self.read_script = read_script
         self.front_end = front_end
         self.out: list[Simple] = []
-        self.vars: dict[str, str] = {"HOME": "~", "IFS": " \t\n"}
+        self.vars: dict[str, str] = {"HOME": "~", "IFS": " \t\n", "HERMES_HOME": "~/.hermes"}
         self.funcs: dict[str, Any] = {}
         self.aliases: dict[str, str] = {}
         self.files: dict[str, Output] = {}
@@ -158,6 +160,9 @@ class Lowering:
         self.depth = 0
         self.budget = BUDGET
         self.in_pipeline = False
+        self.pending: Any = None
+        self.links: dict[str, str] = {}
+        self.decoded_texts: set[str] = set()
         self.modules: set[str] = set()
         self.folders: list[str] = [""]
 
@@ -167,17 +172,20 @@ class Lowering:
         """Record what the reading found that no argv shows."""
         self.out.append(Simple(argv or [], notes=notes, cwd=self.cwd))
 
-    def read(self, text: str) -> None:
-        """Parse ``text`` as shell code and lower every command in it."""
+    def read(self, text: str) -> Output:
+        """Parse ``text`` as shell code and lower every command in it; the answer is what the
+        last statement prints."""
         if self.depth >= MAX_DEPTH:
             self.note("uncheckable")
-            return
+            return ("other", None)
         tree = parse(text)
         if tree.root_node.has_error:
             self.note("uncheckable")
+        if tree.root_node.has_error and _FORK_BOMB.search(text):
+            self.note("fork-bomb")
         self.depth += 1
         try:
-            self.stmt(tree.root_node)
+            return self.stmt(tree.root_node)
         finally:
             self.depth -= 1
 
@@ -203,8 +211,12 @@ class Lowering:
         if kind in ("variable_assignment", "variable_assignments"):
             self.assignments(node)
             return ("", None)
-        if kind == "declaration_command":
+        if kind in ("declaration_command", "unset_command"):
             return self.declaration(node)
+        if kind == "ERROR":
+            raw = _text(node).strip()
+            if node.named_children and node.named_children[0].type in _WORDS and " " not in raw:
+                self.run([_unescape(w) for w in _braces(raw)], [], stdin, ())
         if kind == "function_definition":
             name = node.child_by_field_name("name")
             body = node.child_by_field_name("body")
@@ -227,7 +239,7 @@ class Lowering:
         out = stdin
         outer, self.in_pipeline = self.in_pipeline, True
         try:
-            for child in node.named_children:
+            for child in node.named_children if node.type == "pipeline" else [node]:
                 out = self.stmt(child, out)
         finally:
             self.in_pipeline = outer
@@ -236,15 +248,21 @@ class Lowering:
     def redirected(self, node: Any, stdin: Output) -> Output:
         redirects: list[tuple[str, str]] = []
         body = node.child_by_field_name("body")
-        for child in node.named_children:
-            if child is body:
-                continue
+        for child in node.children_by_field_name("redirect"):
             stdin = self.redirect(child, redirects, stdin)
         if body is None:
             self.out.append(Simple([], redirects, cwd=self.cwd))
             return ("", None)
+        pending, self.pending = self.pending, None
         if body.type == "command":
-            return self.command(body, redirects, stdin)
+            out = self.command(body, redirects, stdin)
+            return self.pipeline(pending, out) if pending is not None else out
+        if body.type == "list" and body.named_children:
+            *head, last = body.named_children
+            for child in head:
+                self.stmt(child)
+            if last.type == "command":
+                return self.command(last, redirects, stdin)
         if body.type == "pipeline" and body.named_children:
             first, *rest = body.named_children
             out = (
@@ -266,8 +284,8 @@ class Lowering:
         if node.type == "heredoc_redirect":
             body = next((c for c in node.named_children if c.type == "heredoc_body"), None)
             for c in node.named_children:
-                if c.type in ("pipeline", "command", "list", "redirected_statement"):
-                    self.stmt(c)
+                if c.type in ("pipeline", "command"):
+                    self.pending = c
             return ("text", _text(body) if body is not None else "")
         if node.type == "herestring_redirect":
             words = [self.value(c) for c in node.named_children]
@@ -339,6 +357,9 @@ class Lowering:
             if node.type == "concatenation" and len(node.named_children) != len(node.children):
                 raw = "".join(_text(c) for c in node.children)
             words = _braces(raw) if split and "{" in raw else [raw]
+            if "$" in raw:
+                words = [re.sub(r"\$\{?(\w+)\}?", lambda m: self.variable(m.group(1)), w) for w in words]  # fmt: skip
+                words = [x for w in words for x in re.split(r"[ \t\n]+", w) if x] if split else words
             return [_unescape(w) for w in words]
         out: list[str] = [""]
         for piece, splittable in self.pieces(node):
@@ -356,7 +377,7 @@ class Lowering:
         if kind == "concatenation":
             for child in node.named_children:
                 yield from self.pieces(child)
-        elif kind == "word" or kind == "number":
+        elif kind in ("word", "number", "variable_name"):
             yield _unescape(_text(node)), False
         elif kind == "raw_string":
             yield _text(node)[1:-1], False
@@ -469,14 +490,24 @@ class Lowering:
         if base in self.funcs and "/" not in name:
             return self.call(base, argv, stdin)
         text = stdin[1] if stdin[0] == "text" else None
+        if self.links:
+            argv = [argv[0]] + [self.linked(a) for a in argv[1:]]
         self.out.append(Simple(argv, redirects, via, text, cwd=self.cwd))
         out = self.unwrap(base, argv, stdin, via)
         if base in ("cp", "mv", "install", "ln", "tee") and len(argv) > 2:
-            self.files[argv[-1]] = ("other", None)
+            self.files[posixpath.normpath(argv[-1])] = ("other", None)
+            if base == "ln" and any(a.startswith("-") and "s" in a for a in argv[1:-2]):
+                self.links[argv[-1].strip("/").removeprefix("./")] = argv[-2]
         for op, target in redirects:
             if op in (">", ">>", ">|", "&>"):
-                self.files[target] = out if out[0] == "text" else ("other", None)
+                keep = out[0] in ("text", "download")
+                self.files[posixpath.normpath(target)] = out if keep else ("other", None)
         return out if not any(op in (">", ">>", "&>", ">|") for op, _ in redirects) else ("", None)
+
+    def linked(self, word: str) -> str:
+        head, sep, rest = word.removeprefix("./").partition("/")
+        target = self.links.get(head.rstrip("/"))
+        return word if target is None else target.rstrip("/") + "/" + rest if sep else target
 
     def call(self, name: str, argv: list[str], stdin: Output) -> Output:
         if name in self.calls:
@@ -494,12 +525,13 @@ class Lowering:
             self.calls.pop()
             self.args = saved
 
-    def nested(self, text: str, via: tuple[str, ...]) -> None:
+    def nested(self, text: str, via: tuple[str, ...]) -> Output:
         """Read ``text`` as shell code run by a wrapper (``bash -c``, ``eval``, ``ssh``)."""
         start = len(self.out)
-        self.read(text)
+        out = self.read(text)
         for simple in self.out[start:]:
             simple.via = via + simple.via
+        return out
 
     def unwrap(self, base: str, argv: list[str], stdin: Output, via: tuple[str, ...]) -> Output:
         spec = PROGRAMS.get(base)
@@ -533,9 +565,19 @@ class Lowering:
         elif base == "xargs":
             self.xargs(args, stdin, via)
         elif base in _SHELLS or base == "eval" or base in ("source", "."):
+            self.last = ("other", None)
             self.shell(base, args, stdin, via)
+            return self.last
+        elif base in ("ssh", "docker", "kubectl", "podman") and base in REMOTE:
+            inner = self.inner(REMOTE[base], args)
+            if inner and base == "ssh":
+                return self.nested(" ".join(inner), via + (base,))
+            if inner:
+                return self.run(inner, [], stdin, via + (base,))
         elif spec is not None and spec.get("lang") and self.front_end is not None:
             self.code(base, str(spec["lang"]), args, stdin, via)
+        elif "/" in argv[0] and (spec is None or "wraps" not in spec):
+            self.script(argv[0], via)
         elif spec is not None and "wraps" in spec:
             inner = self.inner(spec, args)
             if inner is not None:
@@ -570,6 +612,7 @@ class Lowering:
         if stdin[0] == "text" and stdin[1] is not None:
             text = _decode(kind, stdin[1])
             if text is not None:
+                self.decoded_texts.add(text)
                 return ("text", text)
         if stdin[0] == "download":
             return stdin
@@ -577,20 +620,19 @@ class Lowering:
 
     def download(self, base: str, args: list[str]) -> Output:
         out = None
+        url = next((u for u in args if "://" in u), "")
         for i, a in enumerate(args):
-            if a in ("-o", "-O", "--output", "--output-document") and i + 1 < len(args):
-                out = args[i + 1]
-            elif re.fullmatch(r"-[a-zA-Z]*o\S+", a) and base == "curl":
-                out = a[a.index("o") + 1 :]
-            elif a == "-O" and base == "curl" or re.fullmatch(r"-[a-zA-Z]*O", a) and base == "curl":
-                url = next((u for u in args if "://" in u), "")
+            if base == "curl" and re.fullmatch(r"-[a-zA-Z]*O|--remote-name", a):
                 out = posixpath.basename(url) or UNKNOWN
+            elif re.fullmatch(r"-[a-zA-Z]*[oO]|--output|--output-document", a) and i + 1 < len(args):
+                out = args[i + 1]
+            elif re.fullmatch(r"-[a-zA-Z]*[oO]\S+", a):
+                out = re.sub(r"^-[a-zA-Z]*?[oO]", "", a)
         if base == "wget" and out is None:
-            url = next((u for u in args if "://" in u), "")
             out = posixpath.basename(url) or "index.html"
         if out is None or out == "-":
             return ("download", None)
-        self.files[out] = ("download", None)
+        self.files[posixpath.normpath(out)] = ("download", None)
         return ("", None)
 
     def find(self, args: list[str], via: tuple[str, ...]) -> None:
@@ -665,25 +707,38 @@ class Lowering:
     def shell(self, base: str, args: list[str], stdin: Output, via: tuple[str, ...]) -> None:
         here = via + (base,)
         if base == "eval":
-            self.nested(" ".join(args), here)
+            self.last = self.nested(" ".join(args), here)
             return
         if base in ("source", "."):
             self.script(args[0] if args else UNKNOWN, here)
             return
         for i, a in enumerate(args):
             if re.fullmatch(r"-[a-zA-Z]*c[a-zA-Z]*", a):
-                self.nested(args[i + 1] if i + 1 < len(args) else UNKNOWN, here)
+                self.last = self.nested(args[i + 1] if i + 1 < len(args) else UNKNOWN, here)
                 return
             if a in ("-s", "-") or (a.startswith("-") and a not in ("-o", "+o")):
                 continue
             self.script(a, here)
             return
         self.stdin_code(stdin, here, lambda text: self.nested(text, here))
+        return
 
-    def stdin_code(self, stdin: Output, via: tuple[str, ...], read: Callable[[str], None]) -> None:
+    def stdin_code(
+        self,
+        stdin: Output,
+        via: tuple[str, ...],
+        read: Callable[[str], Any],
+        read_file: Callable[[str], Any] | None = None,
+    ) -> None:
         kind, text = stdin
         if kind == "text" and text is not None:
+            if text in self.decoded_texts:
+                self.note("decode-to-shell", argv=list(via[-1:]))
             read(text)
+        elif kind == "file" and text is not None and self.source(text)[0] in ("unread", "missing"):
+            self.note("pipe-to-shell", argv=list(via[-1:]))
+        elif kind == "file" and text is not None and read_file is not None:
+            read_file(text)
         elif kind == "download":
             self.note("download-to-shell", argv=list(via[-1:]))
         elif kind == "decode":
@@ -696,6 +751,7 @@ class Lowering:
     def source(self, path: str) -> tuple[str, str | None]:
         """The text of a file the command runs: ``(kind, text)``; kind ``"unread"`` when no
         reader was given, ``"missing"`` when it cannot be read."""
+        path = posixpath.normpath(path) if path else path
         if path in self.files:
             kind, text = self.files[path]
             return (kind if kind != "text" else "text", text)
@@ -753,12 +809,18 @@ class Lowering:
         if i < len(args) and args[i] != "-":
             self.program_file(lang, args[i], args[i + 1 :], here)
         else:
-            self.stdin_code(stdin, here, lambda text: self.lower_code(lang, text, [], here))
+            self.stdin_code(
+                stdin,
+                here,
+                lambda text: self.lower_code(lang, text, [], here),
+                lambda path: self.program_file(lang, path, [], here),
+            )
 
     def module(self, name: str, rest: list[str], via: tuple[str, ...]) -> None:
-        kind, text = self.source(name.replace(".", "/") + ".py")
+        path = name.replace(".", "/") + ".py"
+        kind, text = self.source(path)
         if kind == "text" and text is not None:
-            self.lower_code("python", text, [name, *rest], via)
+            self.lower_code("python", text, [path, *rest], via)
         else:
             self.run([name.split(".")[0], *rest], [], ("", None), via)
 
@@ -781,6 +843,8 @@ class Lowering:
                 if name in self.modules:
                     return
                 kind, text = self.source(name)
+                if kind == "other":
+                    self.note("uncheckable", argv=[name])
                 if kind == "text" and text is not None:
                     self.modules.add(name)
                     if len(self.modules) > 32:
@@ -798,6 +862,7 @@ class Lowering:
             elif kind == "argv":
                 self.run(list(item), [], ("", None), via)
             elif kind == "write":
+                self.files[posixpath.normpath(str(item))] = ("other", None)
                 self.out.append(Simple([lang], [(">", str(item))], via, cwd=self.cwd))
             elif kind == "read":
                 self.out.append(Simple([lang], [("<", str(item))], via, cwd=self.cwd))
