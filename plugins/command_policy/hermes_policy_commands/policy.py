@@ -58,6 +58,8 @@ class Verdict:
     @property
     def asked(self) -> tuple[Finding, ...]:
         """The findings that decide: ``never`` ones when there are any, else ``ask`` ones."""
+        if self.decision == "allow":
+            return ()
         return tuple(f for f in self.findings if f.decision == self.decision)
 
     @property
