@@ -240,7 +240,8 @@ def _script_reader(env: Any, base: str | None) -> Callable[[str], str | None]:
 
 def _delete_operands(commands: Sequence[Any]) -> list[str]:
     """The paths the recursive deletes of a command name (``rm -r``, ``find -delete``,
-    ``rsync --delete``), as written; unknown ones are left out (the policy asks for them)."""
+    ``rsync --delete``), from the folder the command starts in; a part only known at run time
+    is cut off (``find build/ -delete`` deletes under ``build/``)."""
     from hermes_policy_commands.shell import UNKNOWN
 
     out: list[str] = []
@@ -252,9 +253,16 @@ def _delete_operands(commands: Sequence[Any]) -> list[str]:
             a.startswith("--rec") or (not a.startswith("--") and ("r" in a or "R" in a))
             for a in flags
         )
-        if recursive or (name == "rsync" and any(a.startswith("--del") for a in flags)):
-            operands = [a for a in argv[1:] if not a.startswith("-")]
-            out += [a for a in (operands[-1:] if name == "rsync" else operands) if UNKNOWN not in a]
+        if not (recursive or (name == "rsync" and any(a.startswith("--del") for a in flags))):
+            continue
+        operands = [a for a in argv[1:] if not a.startswith("-")]
+        for path in operands[-1:] if name == "rsync" else operands:
+            path = path.split(UNKNOWN, 1)[0]
+            cwd = simple.cwd
+            if path and cwd and UNKNOWN not in cwd and not path.startswith(("/", "~")):
+                path = posixpath.join(cwd, path)
+            if path:
+                out.append(path)
     return list(dict.fromkeys(out))
 
 

@@ -18,7 +18,6 @@ import codecs
 import posixpath
 import re
 import shlex
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -51,7 +50,6 @@ _DYNAMIC_CODE = frozenset(
      "cffi.FFI", "code.interact", "code.InteractiveConsole"}  # fmt: skip
 )
 _DUNDERS = re.compile(r"^__(?:subclasses|globals|builtins|code|closure|dict|bases|mro|base)__$")
-_STDLIB = frozenset(sys.stdlib_module_names)
 
 
 def lower(lang: str, code: str, argv: list[str]) -> list[Item]:
@@ -611,8 +609,6 @@ class _Python:
         for n in names:
             if n.startswith("./"):
                 path = posixpath.normpath(posixpath.join(folder, n[2:]))
-            elif n.split(".")[0] in _STDLIB:
-                continue
             else:
                 path = n.replace(".", "/")
             out.append(("module", path))

@@ -64,10 +64,16 @@ class Simple:
     def render(self) -> str:
         """The command as one line, ``?`` for unknown parts (shown to people, and the target
         an approval is remembered under)."""
-        words = [shlex.quote(w).replace(UNKNOWN, "?") for w in self.argv]
-        words += [f"{op} {shlex.quote(t).replace(UNKNOWN, '?')}" for op, t in self.redirects]
+        words = [_quote(w) for w in self.argv]
+        words += [f"{op} {_quote(t)}" for op, t in self.redirects]
         text = " ".join(words) or "(" + ", ".join(self.notes) + ")"
         return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _quote(word: str) -> str:
+    if re.fullmatch(r"[\w@%+=:,./~^-]+", word):
+        return word
+    return shlex.quote(word).replace(UNKNOWN, "?")
 
 
 @cache
