@@ -27,12 +27,25 @@ Item = tuple[str, Any]
 MAX_CODE = 200_000
 MAX_VALUES = 8
 _SHELL_SINKS = frozenset(
-    {"os.system", "os.popen", "subprocess.getoutput", "subprocess.getstatusoutput",
-     "asyncio.create_subprocess_shell", "commands.getoutput"}  # fmt: skip
+    {
+        "os.system",
+        "os.popen",
+        "subprocess.getoutput",
+        "subprocess.getstatusoutput",
+        "asyncio.create_subprocess_shell",
+        "commands.getoutput",
+    }  # fmt: skip
 )
 _ARGV_SINKS = frozenset(
-    {"subprocess.run", "subprocess.call", "subprocess.check_call", "subprocess.check_output",
-     "subprocess.Popen", "pty.spawn", "asyncio.create_subprocess_exec"}  # fmt: skip
+    {
+        "subprocess.run",
+        "subprocess.call",
+        "subprocess.check_call",
+        "subprocess.check_output",
+        "subprocess.Popen",
+        "pty.spawn",
+        "asyncio.create_subprocess_exec",
+    }  # fmt: skip
 )
 _FILE_OPS: dict[str, tuple[str, ...]] = {
     "shutil.rmtree": ("rm", "-rf"), "os.remove": ("rm", "-f"), "os.unlink": ("rm", "-f"),
@@ -45,9 +58,22 @@ _FILE_OPS: dict[str, tuple[str, ...]] = {
 _PATH_METHODS = {"unlink": ("rm", "-f"), "rmdir": ("rmdir",), "mkdir": ("mkdir", "-p"),
                  "touch": ("touch",), "write_text": (), "write_bytes": (), "symlink_to": ()}  # fmt: skip
 _DYNAMIC_CODE = frozenset(
-    {"pickle.load", "pickle.loads", "marshal.loads", "marshal.load", "dill.load", "dill.loads",
-     "shelve.open", "ctypes.CDLL", "ctypes.cdll", "ctypes.CDLL().system", "ctypes.PyDLL",
-     "cffi.FFI", "code.interact", "code.InteractiveConsole"}  # fmt: skip
+    {
+        "pickle.load",
+        "pickle.loads",
+        "marshal.loads",
+        "marshal.load",
+        "dill.load",
+        "dill.loads",
+        "shelve.open",
+        "ctypes.CDLL",
+        "ctypes.cdll",
+        "ctypes.CDLL().system",
+        "ctypes.PyDLL",
+        "cffi.FFI",
+        "code.interact",
+        "code.InteractiveConsole",
+    }  # fmt: skip
 )
 _DUNDERS = re.compile(r"^__(?:subclasses|globals|builtins|code|closure|dict|bases|mro|base)__$")
 
@@ -435,7 +461,11 @@ class _Python:
             self.os_call(q, node)
         elif q in ("exec", "eval", "compile", "execfile"):
             self.dynamic(node)
-        elif q in ("__import__", "importlib.import_module") and node.args and self.values(node.args[0]):
+        elif (
+            q in ("__import__", "importlib.import_module")
+            and node.args
+            and self.values(node.args[0])
+        ):
             self.out += [("module", m.replace(".", "/")) for m in self.values(node.args[0]) or []]
         elif q in ("__import__", "importlib.import_module", "getattr", "setattr") and node.args:
             if self.values(node.args[-1 if q != "setattr" else 1] if q != "getattr" else node.args[1] if len(node.args) > 1 else node.args[0]) is None:  # fmt: skip
@@ -722,9 +752,11 @@ def _file_call(token: str, argument: str) -> Iterator[Item]:
         op, rest = (m.group(1), m.group(2)) if m else ("", path)
         writes = ">" in op or (mode is not None and ">" in mode.group(1)) or "+" in op
         yield ("write" if writes else "read", rest or path)
-    elif re.search(r"rm_rf|rm_r\b|rmtree|remove_tree|remove_dir", token) or (
-        "rmSync" in token or "rmdirSync" in token
-    ) and "recursive" in argument:
+    elif (
+        re.search(r"rm_rf|rm_r\b|rmtree|remove_tree|remove_dir", token)
+        or ("rmSync" in token or "rmdirSync" in token)
+        and "recursive" in argument
+    ):
         yield ("argv", ["rm", "-rf", path])
     elif re.search(r"unlink|delete|rmdir|\brm\b|rmSync", token):
         yield ("argv", ["rm", "-f", path])

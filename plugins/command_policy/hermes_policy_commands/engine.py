@@ -21,7 +21,7 @@ import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
@@ -52,29 +52,50 @@ _SYSTEM = frozenset(
 )
 _SYSTEM_TWO = frozenset("usr var home etc boot lib".split())
 _PATTERNS: tuple[tuple[str, str], ...] = (
-    ("env-file", r"(?:^|/)\.env(?![\w.-]*\.(?:example|sample|template|dist|defaults?)$)(?:\.[\w.-]+)?$"),
+    (
+        "env-file",
+        r"(?:^|/)\.env(?![\w.-]*\.(?:example|sample|template|dist|defaults?)$)(?:\.[\w.-]+)?$",
+    ),
     ("ssh", r"(?:^|/)\.ssh(?:/|$)|(?:^|/)authorized_keys2?$|^/etc/ssh/"),
-    ("ssh-key", r"(?:^|/)\.ssh/(?!known_hosts|config$)[^/]*(?<!\.pub)$|(?:^|/)id_(?:rsa|dsa|"
-     r"ecdsa|ed25519)(?:_sk)?$|\.(?:pem|p12|pfx|jks)$"),  # fmt: skip
-    ("credentials", r"(?:^|/)(?:\.aws/(?:credentials|config)|\.azure/|\.config/gcloud/|\.kube/"
-     r"config|\.docker/config\.json|\.netrc|\.pgpass|\.git-credentials|\.pypirc|\.npmrc|"
-     r"\.cargo/credentials(?:\.toml)?|\.config/gh/hosts\.yml|\.vault-token|\.my\.cnf|\.gnupg/"
-     r"|\.terraform\.d/credentials|\.boto|\.s3cfg)"),  # fmt: skip
+    (
+        "ssh-key",
+        r"(?:^|/)\.ssh/(?!known_hosts|config$)[^/]*(?<!\.pub)$|(?:^|/)id_(?:rsa|dsa|"
+        r"ecdsa|ed25519)(?:_sk)?$|\.(?:pem|p12|pfx|jks)$",
+    ),  # fmt: skip
+    (
+        "credentials",
+        r"(?:^|/)(?:\.aws/(?:credentials|config)|\.azure/|\.config/gcloud/|\.kube/"
+        r"config|\.docker/config\.json|\.netrc|\.pgpass|\.git-credentials|\.pypirc|\.npmrc|"
+        r"\.cargo/credentials(?:\.toml)?|\.config/gh/hosts\.yml|\.vault-token|\.my\.cnf|\.gnupg/"
+        r"|\.terraform\.d/credentials|\.boto|\.s3cfg)",
+    ),  # fmt: skip
     ("system-secret", r"^/etc/(?:g?shadow-?|sudoers(?:\.d/.*)?|ssh/ssh_host_[^/]*_key)$"),
     ("proc-environ", r"^/proc/[^/]+/(?:task/[^/]+/)?environ$"),
     ("hermes", r"(?:^|/)\.hermes(?:/|$)"),
     ("hermes-secret", r"(?:^|/)\.hermes/(?:profiles/[^/]+/)?(?:\.env|state\.db[\w-]*|auth\.json)$"),
-    ("startup", r"(?:^|/)\.(?:bashrc|bash_profile|bash_login|bash_logout|profile|zshrc|zprofile|"
-     r"zshenv|zlogin|zlogout|cshrc|tcshrc|kshrc|inputrc|xprofile|xinitrc)$|\.config/fish/|"
-     r"^/etc/(?:profile|bash\.bashrc|environment|zsh/)"),  # fmt: skip
+    (
+        "startup",
+        r"(?:^|/)\.(?:bashrc|bash_profile|bash_login|bash_logout|profile|zshrc|zprofile|"
+        r"zshenv|zlogin|zlogout|cshrc|tcshrc|kshrc|inputrc|xprofile|xinitrc)$|\.config/fish/|"
+        r"^/etc/(?:profile|bash\.bashrc|environment|zsh/)",
+    ),  # fmt: skip
     ("history", r"(?:^|/)\.(?:bash|zsh|sh|python|psql|mysql|node_repl)_history$|\.histfile$"),
-    ("git-hooks", r"(?:^|/)\.git/(?:hooks(?:/|$)|config$|info/)|(?:^|/)\.gitconfig$|"
-     r"\.config/git/config$|\.gitmodules$"),  # fmt: skip
-    ("scheduler", r"^/etc/(?:cron|anacrontab|systemd/|init\.d/|rc\.local)|^/var/spool/cron|"
-     r"\.config/(?:systemd|autostart)/|/Library/Launch"),  # fmt: skip
+    (
+        "git-hooks",
+        r"(?:^|/)\.git/(?:hooks(?:/|$)|config$|info/)|(?:^|/)\.gitconfig$|"
+        r"\.config/git/config$|\.gitmodules$",
+    ),  # fmt: skip
+    (
+        "scheduler",
+        r"^/etc/(?:cron|anacrontab|systemd/|init\.d/|rc\.local)|^/var/spool/cron|"
+        r"\.config/(?:systemd|autostart)/|/Library/Launch",
+    ),  # fmt: skip
     ("python-startup", r"\.pth$|(?:^|/)(?:user|site)customize\.py$|\.pythonstartup$"),
-    ("device", r"^/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|md\d|dm-|mapper/|disk/|loop|sr|mtd|mem$|"
-     r"kmem$|port$)"),  # fmt: skip
+    (
+        "device",
+        r"^/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|md\d|dm-|mapper/|disk/|loop|sr|mtd|mem$|"
+        r"kmem$|port$)",
+    ),  # fmt: skip
     ("kernel", r"^/proc/(?:sysrq-trigger|sys/)|^/sys/"),
 )
 _CLASS_RE = {name: re.compile(p) for name, p in _PATTERNS}
@@ -217,7 +238,7 @@ def _words(pattern: tuple[tuple[str, ...], ...], positional: Sequence[str]) -> b
     )
 
 
-@dataclass
+@dataclass(frozen=True)
 class Context:
     """Where a command runs: the home folder (``~``), the workspace, hermes's home."""
 
@@ -313,6 +334,7 @@ def _lexical(path: str, cwd: str | None, context: Context) -> str:
     return re.sub("^//+", "/", posixpath.normpath(path)) if path else "."
 
 
+@lru_cache(maxsize=4096)
 def classify(path: str, cwd: str | None = None, context: Context | None = None) -> frozenset[str]:
     """The classes of ``path`` (``root``, ``system-top``, ``system``, ``home-top``, ``home``,
     ``workspace-self``, ``workspace``, ``build``, ``nonbuild``, ``outside``, ``unknown``,

@@ -365,7 +365,9 @@ class Lowering:
             words = _braces(raw) if split and "{" in raw else [raw]
             if "$" in raw:
                 words = [re.sub(r"\$\{?(\w+)\}?", lambda m: self.variable(m.group(1)), w) for w in words]  # fmt: skip
-                words = [x for w in words for x in re.split(r"[ \t\n]+", w) if x] if split else words
+                words = (
+                    [x for w in words for x in re.split(r"[ \t\n]+", w) if x] if split else words
+                )
             return [_unescape(w) for w in words]
         out: list[str] = [""]
         for piece, splittable in self.pieces(node):
@@ -425,7 +427,9 @@ class Lowering:
         for child in node.named_children:
             if child.type in ("command_substitution", "process_substitution", "expansion"):
                 self.pieces(child).__next__()
-        m = re.fullmatch(r"(#?)([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*])(?:(:?[-=?+]|%%?|##?)(.*))?", inner)
+        m = re.fullmatch(
+            r"(#?)([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*])(?:(:?[-=?+]|%%?|##?)(.*))?", inner
+        )
         if not m or m.group(1):
             return UNKNOWN
         value = self.variable(m.group(2))
@@ -551,7 +555,11 @@ class Lowering:
                     self.aliases[key] = value
         elif base == "echo":
             words = [a for a in args if not re.fullmatch(r"-[neE]+", a)]
-            return ("text", " ".join(words) + "\n") if UNKNOWN not in "".join(words) else ("other", None)
+            return (
+                ("text", " ".join(words) + "\n")
+                if UNKNOWN not in "".join(words)
+                else ("other", None)
+            )
         elif base == "printf":
             return self.printf(args)
         elif base in ("cat", "tee", "tac") and not [a for a in args if not a.startswith("-")]:
@@ -598,6 +606,8 @@ class Lowering:
             self.cwd = target if target.startswith(("/", "~")) else posixpath.normpath(target)
         else:
             self.cwd = posixpath.normpath(posixpath.join(self.cwd, target))
+        if self.cwd is not None and len(self.cwd) > 256:
+            self.cwd = UNKNOWN  # a path this long is a trick, not a folder
 
     def printf(self, args: list[str]) -> Output:
         if not args or UNKNOWN in "".join(args):
@@ -630,7 +640,9 @@ class Lowering:
         for i, a in enumerate(args):
             if base == "curl" and re.fullmatch(r"-[a-zA-Z]*O|--remote-name", a):
                 out = posixpath.basename(url) or UNKNOWN
-            elif re.fullmatch(r"-[a-zA-Z]*[oO]|--output|--output-document", a) and i + 1 < len(args):
+            elif re.fullmatch(r"-[a-zA-Z]*[oO]|--output|--output-document", a) and i + 1 < len(
+                args
+            ):
                 out = args[i + 1]
             elif re.fullmatch(r"-[a-zA-Z]*[oO]\S+", a):
                 out = re.sub(r"^-[a-zA-Z]*?[oO]", "", a)
@@ -655,9 +667,7 @@ class Lowering:
         i = 0
         while i < len(args):
             if args[i] in ("-exec", "-execdir", "-ok", "-okdir"):
-                end = next(
-                    (j for j in range(i + 1, len(args)) if args[j] in (";", "+")), len(args)
-                )
+                end = next((j for j in range(i + 1, len(args)) if args[j] in (";", "+")), len(args))
                 inner = args[i + 1 : end]
                 for t in targets[:4]:
                     words = [w.replace("{}", t) for w in inner]
@@ -678,7 +688,9 @@ class Lowering:
             items = [UNKNOWN]
         if replace:
             for item in items[:4]:
-                self.run([w.replace(replace, item) for w in inner], [], ("", None), via + ("xargs",))
+                self.run(
+                    [w.replace(replace, item) for w in inner], [], ("", None), via + ("xargs",)
+                )
         else:
             self.run(inner + items, [], ("", None), via + ("xargs",))
 
@@ -794,7 +806,10 @@ class Lowering:
         while i < len(args):
             a = args[i]
             if a in code_opts or (
-                a.startswith("-") and not a.startswith("--") and a[-1:] in "ce" and a[1:-1].isalpha()
+                a.startswith("-")
+                and not a.startswith("--")
+                and a[-1:] in "ce"
+                and a[1:-1].isalpha()
                 and "-" + a[-1] in code_opts  # fmt: skip
             ):
                 self.lower_code(lang, args[i + 1] if i + 1 < len(args) else "", args[i + 2 :], here)

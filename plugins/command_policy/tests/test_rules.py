@@ -46,9 +46,17 @@ def test_malformed_config_rules_are_errors(entry, message):
 def test_user_rules_extra_patterns_and_allow():
     config = {
         "approvals": {
-            "rules": [{"id": "deploy", "decision": "never", "justification": "deploys",
-                       "program": "make", "subcommand": ["deploy"], "match": ["make deploy"],
-                       "not_match": ["make test"]}],  # fmt: skip
+            "rules": [
+                {
+                    "id": "deploy",
+                    "decision": "never",
+                    "justification": "deploys",
+                    "program": "make",
+                    "subcommand": ["deploy"],
+                    "match": ["make deploy"],
+                    "not_match": ["make test"],
+                }
+            ],  # fmt: skip
             "extra_patterns": [{"pattern": "^terraform apply", "description": "infra"}],
             "allow": [r"^git push --force$"],
         }
