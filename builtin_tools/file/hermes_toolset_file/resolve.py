@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_toolset_terminal.realpaths import is_local, lexical, real_paths
+from hermes_policy_commands.paths import is_local, lexical, real_paths
 
 __all__ = ["Place", "Resolution", "is_local", "resolve", "workspace_setting"]
 

@@ -1,6 +1,6 @@
 """Which paths the file tools may not touch without approval.
 
-Writing: the terminal's rules (:func:`hermes_toolset_terminal.danger.sensitive_path`: system
+Writing: the command policy's rules (:func:`hermes_policy_commands.paths.write_concern`: system
 configuration, ``~/.ssh``, shell start-up files, credential files, ``.env`` files, hermes' own
 configuration), plus the hermes home folder wherever ``$HERMES_HOME`` puts it.
 
@@ -18,9 +18,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
 
-from hermes_toolset_terminal.danger import sensitive_path
+from hermes_policy_commands.paths import write_concern
 
 __all__ = ["READ_RULES", "Concern", "PathRule", "read_concerns", "write_concerns"]
 
@@ -128,26 +127,17 @@ def read_concerns(
     return concerns
 
 
-def _findings(result: Any) -> list[Any]:
-    """The terminal's answer as a list: it gives one finding or none (a list is accepted too)."""
-    if result is None:
-        return []
-    return list(result) if isinstance(result, list | tuple) else [result]
-
-
 def write_concerns(
     paths: Iterable[str | None], *, home: str = "", hermes_homes: Iterable[str] = ()
 ) -> list[Concern]:
-    """The terminal's write rules that writing a file at any of ``paths`` falls under, plus the
-    hermes home folder itself, each once."""
+    """The command policy's write rules that writing a file at any of ``paths`` falls under,
+    plus the hermes home folder itself, each once."""
     given = [p for p in paths if p]
     concerns: list[Concern] = []
     for path in given:
-        for finding in _findings(sensitive_path(path, home=home or None)):
-            rule = getattr(getattr(finding, "rule", None), "id", None) or "write-sensitive-path"
-            described = getattr(finding, "description", "") or "writes to a sensitive path"
-            if all(c.rule != rule for c in concerns):
-                concerns.append(Concern(str(rule), str(described)))
+        found = write_concern(path, home=home or None)
+        if found is not None and all(c.rule != found[0] for c in concerns):
+            concerns.append(Concern(found[0], found[1]))
     if not any(c.rule == "write-hermes-config" for c in concerns) and any(
         _inside(p, h) for p in given for h in hermes_homes if h.rstrip("/")
     ):

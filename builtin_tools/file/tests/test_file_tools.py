@@ -128,7 +128,11 @@ def test_write_to_sensitive_paths_needs_approval(tmp_path):
         approval_callback=lambda r: asked.append(r) or "deny",
     )
     target = str(tmp_path.resolve() / ".env")
-    assert out[0] == blocked("write-env-file", "not approved: writes to a .env file", target)
+    assert out[0] == blocked(
+        "write-env-file",
+        "not approved: writes a .env file (secrets the project's programs load)",
+        target,
+    )
     assert out[1].startswith("Wrote")
     assert not (tmp_path / ".env").exists()
     assert [r.key for r in asked] == [f"file:write-env-file:{target}"]

@@ -1,21 +1,23 @@
 """The ``terminal`` toolset: run shell commands in the task's execution environment
 (``terminal``) and manage the processes started in the background (``process``).
 
-Every command is checked by :mod:`hermes_toolset_terminal.danger` inside the handler, before it
-runs, with the task's environment at hand (script files the command runs are read through it,
-and relative paths are resolved when the session has moved out of the working folder):
+Every command is decided by the command policy (:mod:`hermes_policy_commands`: parsed with a
+real shell grammar, judged by rules written as data) inside the handler, before it runs, with
+the task's environment at hand (script files the command runs are read through it, and relative
+paths are resolved when the session has moved out of the working folder):
 
 - the paths delete commands name (``rm -r``, ``find -delete``, ``rsync --delete``, ``xargs rm``)
-  are resolved where the files are, every symlink followed (:mod:`.operands`), and the command
-  is checked again with them written where they really lead: ``rm -rf build/`` with ``build``
-  a symlink to the home folder is ``rm -rf ~/``; one leading outside the working folder needs
-  approval; one that cannot be resolved makes the command need approval;
-- a hard block (``rm -rf /``, ``mkfs``, fork bombs, … and ``hard: true`` config patterns) is
-  refused whatever approved it (``--yolo`` included);
-- anything else that matched (builtin rules and ``approvals.extra_patterns``) is asked through
-  ``ctx.approve``; the request's key names every rule with its normalised target, so a
+  are resolved where the files are, every symlink followed
+  (:func:`hermes_policy_commands.paths.resolve_deletes`), and judged again where they really
+  lead: ``rm -rf build/`` with ``build`` a symlink to the home folder is ``rm -rf ~/``; one
+  leading outside the working folder needs approval; one that cannot be resolved makes the
+  command need approval;
+- a ``never`` decision (``rm -rf /``, ``mkfs``, fork bombs, hermes's own configuration, … and
+  ``hard: true`` config patterns) is refused whatever approved it (``--yolo`` included);
+- an ``ask`` decision (builtin rules, ``approvals.rules``, ``approvals.extra_patterns``) is
+  asked through ``ctx.approve``; the request's key names every rule with its normalised target, so a
   ``session`` decision covers exactly that rule on that target;
-- ``approvals.allow`` excuses matches (checked by the checker, and by the ``hermes_approve``
+- ``approvals.allow`` excuses matches (checked by the policy, and by the ``hermes_approve``
   hook this plugin implements, which answers ``once`` when every match is excused).
 
 Every refusal is :func:`hermes_hookspecs.blocked` text naming the rule.
@@ -26,10 +28,11 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+import shlex
 import threading
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hermes_hookspecs import (
@@ -46,8 +49,8 @@ from hermes_hookspecs import (
 
 from .config_schema import hermes_register_config  # noqa: F401 - a hook of this plugin
 
-if TYPE_CHECKING:  # the checker is imported on first use: `hermes --help` loads this plugin
-    from . import danger
+if TYPE_CHECKING:  # the policy is imported on first use: `hermes --help` loads this plugin
+    from hermes_policy_commands import Finding, Policy
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT",
@@ -85,17 +88,14 @@ def _number(value: Any, default: float) -> float:
     return number if number > 0 else default
 
 
-def _policy(config: Mapping[str, Any]) -> tuple[list[danger.Rule], list[re.Pattern[str]]]:
-    """The rules from ``approvals.extra_patterns`` and the ``approvals.allow`` patterns;
-    a malformed entry is a :class:`ToolError` (fail closed: nothing runs with a broken policy)."""
-    from . import danger
+def _policy(config: Mapping[str, Any]) -> Policy:
+    """The command policy of ``config`` (``approvals.rules``, ``approvals.extra_patterns``,
+    ``approvals.allow``); a malformed entry is a :class:`ToolError` (fail closed: nothing runs
+    with a broken policy)."""
+    from hermes_policy_commands import policy_from_config
 
-    approvals = _section(config, "approvals")
     try:
-        return (
-            danger.rules_from_config(approvals.get("extra_patterns")),
-            danger.compile_allow(approvals.get("allow")),
-        )
+        return policy_from_config(config)
     except ValueError as exc:
         raise ToolError(f"the approval settings in config.yaml are invalid: {exc}") from None
 
@@ -129,7 +129,7 @@ def _max_output(config: Mapping[str, Any]) -> int:
 # --- approval -------------------------------------------------------------------------------
 
 
-def approval_key(findings: list[danger.Finding]) -> str:
+def approval_key(findings: Sequence[Finding]) -> str:
     """The key a session decision about ``findings`` is remembered under: every rule with the
     normalised text it matched (its target), so approving ``rm -rf /tmp/build`` for the
     session approves that again, never ``rm -rf ~/projects``."""
@@ -137,7 +137,7 @@ def approval_key(findings: list[danger.Finding]) -> str:
     return "terminal:" + "\n".join(parts)
 
 
-def _request(command: str, findings: list[danger.Finding]) -> ApprovalRequest:
+def _request(command: str, findings: Sequence[Finding]) -> ApprovalRequest:
     ids = sorted({f.rule.id for f in findings})
     reason = "; ".join(f"{f.description} (rule {f.rule.id})" for f in findings)
     return ApprovalRequest(
@@ -156,22 +156,22 @@ def terminal_needs_approval(args: dict[str, Any]) -> ApprovalRequest | None:
 
     The ``terminal`` handler asks through ``ctx.approve`` with the full check, so this is a
     preview for UIs and tests."""
-    from . import danger
+    from hermes_policy_commands import decide
 
     command = args.get("command")
     if not isinstance(command, str):
         return None
-    findings = danger.check(command)
-    if not findings or any(f.hard for f in findings):
+    verdict = decide(command, home=os.environ.get("HOME", ""))
+    if verdict.decision != "ask":
         return None
-    return _request(command, findings)
+    return _request(command, verdict.asked)
 
 
 @hookimpl
 def hermes_approve(request: ApprovalRequest, context: ToolContext) -> str | None:
     """Answer ``once`` for a terminal command whose every match is excused by
     ``approvals.allow``; no opinion otherwise."""
-    from . import danger
+    from hermes_policy_commands import decide
 
     if request.tool not in _COMMAND_TOOLS or request.once_only:
         return None  # leaving the sandbox is for a person to allow, never a pattern
@@ -180,17 +180,17 @@ def hermes_approve(request: ApprovalRequest, context: ToolContext) -> str | None
     if not isinstance(command, str):
         return None
     try:
-        rules, allow = _policy(context.config)
+        policy = _policy(context.config)
     except ToolError:
         return None
-    if not allow:
+    if not policy.allow:
         return None
     if isinstance(matched, list) and matched:
         texts = [str(t) for t in matched]
-        if all(any(p.search(t) for p in allow) for t in texts):
+        if all(any(p.search(t) for p in policy.allow) for t in texts):
             return "once"
         return None
-    if danger.check(command, danger.RULES + tuple(rules), allow=allow):
+    if decide(command, policy, home=os.environ.get("HOME", "")).decision != "allow":
         return None
     return "once"
 
@@ -203,7 +203,7 @@ def _working_folder(ctx: ToolContext, env: Any, workdir: str | None) -> str | No
     """The folder the command starts in, when relative paths there are *not* the user's
     working folder (the session moved to ``/``, the home folder, a system folder or outside
     ``terminal.cwd``); ``None`` when relative paths stay inside the working folder."""
-    from . import danger
+    from hermes_policy_commands import decide
 
     current = getattr(env, "cwd", None)
     base = current if isinstance(current, str) else None
@@ -213,7 +213,7 @@ def _working_folder(ctx: ToolContext, env: Any, workdir: str | None) -> str | No
         return None if not workdir else str(workdir)
     root = _section(ctx.config, "terminal").get("cwd")
     home = os.environ.get("HOME", "")
-    if base in ("/", home.rstrip("/")) or any(f.hard for f in danger.check(f"rm -r {base}")):
+    if base in ("/", home.rstrip("/")) or decide(f"rm -r {base}", home=home).decision == "never":
         return base
     if isinstance(root, str) and root:
         root = posixpath.normpath(os.path.expanduser(root))
@@ -222,7 +222,7 @@ def _working_folder(ctx: ToolContext, env: Any, workdir: str | None) -> str | No
     return None
 
 
-def _script_reader(env: Any, base: str | None) -> danger.ScriptReader:
+def _script_reader(env: Any, base: str | None) -> Callable[[str], str | None]:
     def read(path: str) -> str | None:
         if path.startswith("~"):
             path = os.path.expanduser(path)
@@ -239,55 +239,78 @@ def _script_reader(env: Any, base: str | None) -> danger.ScriptReader:
     return read
 
 
-def _module_lister(env: Any, base: str | None) -> danger.FolderLister:
-    """Lists the Python modules of a folder in the environment (``x.py`` files and folders
-    holding Python files), so a program's imports are looked up with one listing per folder."""
+def _delete_operands(commands: Sequence[Any]) -> list[str]:
+    """The paths the recursive deletes of a command name (``rm -r``, ``find -delete``,
+    ``rsync --delete``), from the folder the command starts in; a part only known at run time
+    is cut off (``find build/ -delete`` deletes under ``build/``)."""
+    from hermes_policy_commands.shell import UNKNOWN
 
-    def names(folder: str) -> set[str] | None:
-        if folder.startswith("~"):
-            folder = os.path.expanduser(folder)
-        if not folder.startswith("/") and base:
-            folder = posixpath.join(base, folder)
-        try:
-            files = [str(p) for p in env.list_files("*.py", cwd=folder)]
-            nested = [str(p) for p in env.list_files("*/*.py", cwd=folder)]
-        except (OSError, ValueError, NotImplementedError):
-            return None
-        found = {posixpath.basename(p)[:-3] for p in files if p.endswith(".py")}
-        found |= {posixpath.basename(posixpath.dirname(p)) for p in nested} - {""}
-        return found
+    out: list[str] = []
+    for simple in commands:
+        argv = simple.argv
+        name = posixpath.basename(argv[0]) if argv else ""
+        flags = [a for a in argv[1:] if a.startswith("-")]
+        recursive = name in ("rm", "rmdir") and any(
+            a.startswith("--rec") or (not a.startswith("--") and ("r" in a or "R" in a))
+            for a in flags
+        )
+        if not (recursive or (name == "rsync" and any(a.startswith("--del") for a in flags))):
+            continue
+        operands = [a for a in argv[1:] if not a.startswith("-")]
+        for path in operands[-1:] if name == "rsync" else operands:
+            path = path.split(UNKNOWN, 1)[0]
+            cwd = simple.cwd
+            if path and cwd and UNKNOWN not in cwd and not path.startswith(("/", "~")):
+                path = posixpath.join(cwd, path)
+            if path:
+                out.append(path)
+    return list(dict.fromkeys(out))
 
-    return names
 
+def _findings(command: str, ctx: ToolContext, env: Any, workdir: str | None) -> list[Finding]:
+    """The findings that decide ``command``: the policy's, and again for every delete operand
+    a symlink leads elsewhere (``rm -rf build/`` with ``build`` a link to the home folder)."""
+    from hermes_policy_commands import decide
+    from hermes_policy_commands.engine import Finding, builtin_rules
+    from hermes_policy_commands.paths import resolve_deletes
 
-def _guard(command: str, ctx: ToolContext, env: Any, workdir: str | None) -> None:
-    """Refuse hard blocks (builtin or configured); ask about everything else that matched,
-    with a key naming each rule and its target; refuse what is not approved."""
-    from . import danger
-
-    rules, allow = _policy(ctx.config)
+    policy = _policy(ctx.config)
     start = _working_folder(ctx, env, workdir)
     current = getattr(env, "cwd", None)
     base = start or (workdir if workdir else current if isinstance(current, str) else None)
-    reader = _script_reader(env, base)
-    lister = _module_lister(env, base)
-    try:
-        views = danger.normalise(command, cwd=start, read_script=reader, list_folder=lister)
-        findings = danger.check(command, danger.RULES + tuple(rules), allow=allow, normalised=views)
-        if views.deletes and not any(f.hard for f in findings):
-            from .operands import resolve_deletes
+    home = os.environ.get("HOME", "")
+    hermes_home = os.environ.get("HERMES_HOME", "")
+    options: dict[str, Any] = {"home": home, "cwd": start, "hermes_home": hermes_home}
+    verdict = decide(command, policy, read_script=_script_reader(env, base), **options)
+    findings = list(verdict.asked)
+    deletes = _delete_operands(verdict.commands)
+    if verdict.decision == "never" or not deletes:
+        return findings
+    if len(deletes) > 64:
+        return findings + [_uncheckable(builtin_rules(), command)]
+    resolved = resolve_deletes(env, deletes, workdir, ctx.config)
+    for path in deletes:
+        if path not in resolved:
+            return findings + [_uncheckable(builtin_rules(), command)]
+        real = resolved[path]
+        if real is not None:
+            again = decide("rm -rf -- " + shlex.quote(real), policy, **options)
+            findings += [Finding(f.rule, f.text) for f in again.asked]
+    never = [f for f in findings if f.hard]
+    return never or [f for f in findings if f.decision == "ask"]
 
-            resolved = resolve_deletes(env, views.deletes, workdir, ctx.config)
-            if any(resolved.get(p, p) is not None for p in views.deletes):
-                # a second reading, seeing each operand where it really leads
-                views = danger.normalise(
-                    command, cwd=start, read_script=reader, resolved=resolved, list_folder=lister
-                )
-                findings = danger.check(
-                    command, danger.RULES + tuple(rules), allow=allow, normalised=views
-                )
-    except RecursionError:  # fail closed: a command the checker cannot read needs approval
-        findings = [danger.Finding(danger.UNCHECKABLE, f"uncheckable: {command}")]
+
+def _uncheckable(rules: Sequence[Any], command: str) -> Finding:
+    from hermes_policy_commands.engine import Finding
+
+    rule = next(r for r in rules if r.id == "uncheckable")
+    return Finding(rule, command)
+
+
+def _guard(command: str, ctx: ToolContext, env: Any, workdir: str | None) -> None:
+    """Refuse ``never`` decisions (builtin or configured); ask about ``ask`` ones, with a key
+    naming each rule and its target; refuse what is not approved."""
+    findings = _findings(command, ctx, env, workdir)
     hard = [f for f in findings if f.hard]
     if hard:
         first = hard[0]

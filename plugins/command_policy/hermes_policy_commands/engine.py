@@ -1,0 +1,518 @@
+"""The decision: each simple command of a command against rules written as data.
+
+A rule (:class:`Rule`, loaded from ``rules/*.toml`` or from the ``approvals.rules`` config key)
+is a pattern over one simple command: the program, its subcommand words, its options, the
+classes of the paths it names, reads or writes (:func:`classify`), a regular expression over its
+arguments or the text it reads, the wrappers it was reached through and what the reading noted.
+Each rule has a decision (``allow``, ``ask``, ``never``), a one-line justification, and examples
+that must and must not match; :func:`load_rules` checks them, so a rule that stops matching its
+own examples is an error at load.
+
+The decision of a command is the strictest of its simple commands'; ``never`` is refused
+whatever approved it, ``ask`` asks a person, ``allow`` runs. What the reading could not resolve
+asks (the ``unresolved`` family).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import posixpath
+import re
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache, lru_cache
+from importlib import resources
+from typing import Any
+
+from .programs import PROGRAMS
+from .shell import UNKNOWN, Simple
+
+__all__ = [
+    "DECISIONS",
+    "Finding",
+    "Rule",
+    "RuleError",
+    "classify",
+    "judge",
+    "load_rules",
+    "rule_from_mapping",
+]
+
+DECISIONS = ("allow", "ask", "never")
+_RANK = {d: i for i, d in enumerate(DECISIONS)}
+_CATASTROPHIC = frozenset({"root", "system-top", "home-top"})
+_BUILD = re.compile(
+    r"^(?:build|dist|out|target|node_modules|__pycache__|\.pytest_cache|\.mypy_cache"
+    r"|\.ruff_cache|\.tox|\.nox|\.cache|\.next|\.parcel-cache|coverage|htmlcov|\.coverage"
+    r"|\.eggs|[^/]*\.egg-info|\*\.(?:pyc|pyo|o|a|so|class|tmp|log)|tmp|_build)$"
+)
+_SYSTEM = frozenset(
+    "etc usr bin sbin lib lib32 lib64 libx32 boot var opt srv root sys proc snap".split()
+)
+_SYSTEM_TWO = frozenset("usr var home etc boot lib".split())
+_PATTERNS: tuple[tuple[str, str], ...] = (
+    (
+        "env-file",
+        r"(?:^|/)\.env(?![\w.-]*\.(?:example|sample|template|dist|defaults?)$)(?:\.[\w.-]+)?$",
+    ),
+    ("ssh", r"(?:^|/)\.ssh(?:/|$)|(?:^|/)authorized_keys2?$|^/etc/ssh/"),
+    (
+        "ssh-key",
+        r"(?:^|/)\.ssh/(?!known_hosts|config$)[^/]*(?<!\.pub)$|(?:^|/)id_(?:rsa|dsa|"
+        r"ecdsa|ed25519)(?:_sk)?$|\.(?:pem|p12|pfx|jks)$",
+    ),  # fmt: skip
+    (
+        "credentials",
+        r"(?:^|/)(?:\.aws/(?:credentials|config)|\.azure/|\.config/gcloud/|\.kube/"
+        r"config|\.docker/config\.json|\.netrc|\.pgpass|\.git-credentials|\.pypirc|\.npmrc|"
+        r"\.cargo/credentials(?:\.toml)?|\.config/gh/hosts\.yml|\.vault-token|\.my\.cnf|\.gnupg/"
+        r"|\.terraform\.d/credentials|\.boto|\.s3cfg)",
+    ),  # fmt: skip
+    ("system-secret", r"^/etc/(?:g?shadow-?|sudoers(?:\.d/.*)?|ssh/ssh_host_[^/]*_key)$"),
+    ("proc-environ", r"^/proc/[^/]+/(?:task/[^/]+/)?environ$"),
+    ("hermes", r"(?:^|/)\.hermes(?:/|$)"),
+    ("hermes-secret", r"(?:^|/)\.hermes/(?:profiles/[^/]+/)?(?:\.env|state\.db[\w-]*|auth\.json)$"),
+    (
+        "startup",
+        r"(?:^|/)\.(?:bashrc|bash_profile|bash_login|bash_logout|profile|zshrc|zprofile|"
+        r"zshenv|zlogin|zlogout|cshrc|tcshrc|kshrc|inputrc|xprofile|xinitrc)$|\.config/fish/|"
+        r"^/etc/(?:profile|bash\.bashrc|environment|zsh/)",
+    ),  # fmt: skip
+    ("history", r"(?:^|/)\.(?:bash|zsh|sh|python|psql|mysql|node_repl)_history$|\.histfile$"),
+    (
+        "git-hooks",
+        r"(?:^|/)\.git/(?:hooks(?:/|$)|config$|info/)|(?:^|/)\.gitconfig$|"
+        r"\.config/git/config$|\.gitmodules$",
+    ),  # fmt: skip
+    (
+        "scheduler",
+        r"^/etc/(?:cron|anacrontab|systemd/|init\.d/|rc\.local)|^/var/spool/cron|"
+        r"\.config/(?:systemd|autostart)/|/Library/Launch",
+    ),  # fmt: skip
+    ("python-startup", r"\.pth$|(?:^|/)(?:user|site)customize\.py$|\.pythonstartup$"),
+    (
+        "device",
+        r"^/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|md\d|dm-|mapper/|disk/|loop|sr|mtd|mem$|"
+        r"kmem$|port$)",
+    ),  # fmt: skip
+    ("kernel", r"^/proc/(?:sysrq-trigger|sys/)|^/sys/"),
+)
+_CLASS_RE = {name: re.compile(p) for name, p in _PATTERNS}
+_ANY_CLASS = re.compile("|".join(f"(?:{p})" for _, p in _PATTERNS))
+_SECRET = frozenset(
+    {"env-file", "ssh-key", "credentials", "system-secret", "proc-environ", "hermes-secret"}
+)
+_NOT_READING = frozenset(
+    "ls stat test [ [[ file du touch mkdir rmdir chmod chown realpath readlink basename dirname "
+    "which type command echo printf cd pushd git export ln find".split()
+)
+
+
+class RuleError(ValueError):
+    """A rule that is malformed or fails its own examples."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One rule that matched one simple command.
+
+    :param rule: the rule.
+    :param text: the simple command as shown to people (its target).
+    """
+
+    rule: Rule
+    text: str
+
+    @property
+    def decision(self) -> str:
+        """The rule's decision."""
+        return self.rule.decision
+
+    @property
+    def hard(self) -> bool:
+        """Whether the command is refused whatever approved it."""
+        return self.rule.decision == "never"
+
+    @property
+    def description(self) -> str:
+        """The rule's justification."""
+        return self.rule.justification
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule: a pattern over a simple command, a decision, a justification, examples.
+
+    Every pattern field that is set must match; list fields match when any item does.
+    """
+
+    id: str
+    decision: str
+    justification: str
+    program: tuple[str, ...] = ("*",)
+    subcommand: tuple[tuple[str, ...], ...] = ()
+    options: tuple[str, ...] = ()
+    all_options: tuple[str, ...] = ()
+    not_options: tuple[str, ...] = ()
+    operands: frozenset[str] = frozenset()
+    writes: frozenset[str] = frozenset()
+    reads: frozenset[str] = frozenset()
+    args: re.Pattern[str] | None = None
+    not_args: re.Pattern[str] | None = None
+    text: re.Pattern[str] | None = None
+    command: re.Pattern[str] | None = None
+    via: frozenset[str] = frozenset()
+    notes: frozenset[str] = frozenset()
+    max_args: int | None = None
+    match: tuple[str, ...] = ()
+    not_match: tuple[str, ...] = ()
+    family: str = ""
+    source: str = "builtin"
+
+    @property
+    def hard(self) -> bool:
+        """Whether the rule refuses whatever approved it."""
+        return self.decision == "never"
+
+    @property
+    def description(self) -> str:
+        """The justification (the name older callers use)."""
+        return self.justification
+
+    def matches(self, simple: Simple, facts: Facts) -> bool:
+        """Whether the rule matches ``simple`` (whose paths are classified in ``facts``)."""
+        argv = simple.argv
+        if self.notes and not self.notes & set(simple.notes):
+            return False
+        if self.via and not self.via & set(simple.via):
+            return False
+        if self.program != ("*",) and not (
+            argv and any(fnmatch.fnmatchcase(facts.program, p) for p in self.program)
+        ):
+            return False
+        if self.max_args is not None and len(argv) - 1 > self.max_args:
+            return False
+        return self._argv_matches(argv, facts) and self._paths_match(facts)
+
+    def _argv_matches(self, argv: list[str], facts: Facts) -> bool:
+        if self.subcommand and not _words(self.subcommand, facts.positional):
+            return False
+        if self.options and not any(_has_option(facts.options, o) for o in self.options):
+            return False
+        if self.all_options and not all(_has_option(facts.options, o) for o in self.all_options):
+            return False
+        if self.not_options and any(_has_option(facts.options, o) for o in self.not_options):
+            return False
+        if self.args and not self.args.search(facts.joined):
+            return False
+        if self.not_args and self.not_args.search(facts.joined):
+            return False
+        return not (self.text and not self.text.search(facts.text))
+
+    def _paths_match(self, facts: Facts) -> bool:
+        if self.operands and not any(self.operands & c for c in facts.operand_classes()):
+            return False
+        if self.writes and not any(self.writes & c for c in facts.write_classes()):
+            return False
+        return not (self.reads and not any(self.reads & c for c in facts.read_classes()))
+
+
+def _has_option(options: Sequence[str], wanted: str) -> bool:
+    if wanted.startswith("--"):
+        return any(
+            o == wanted or o.startswith(wanted + "=") or (len(o) >= 5 and wanted.startswith(o))
+            for o in options
+        )
+    if len(wanted) == 2:
+        return any(not o.startswith("--") and wanted[1] in o[1:] for o in options)
+    return wanted in options or any(o.startswith(wanted + "=") for o in options)
+
+
+def _words(pattern: tuple[tuple[str, ...], ...], positional: Sequence[str]) -> bool:
+    if len(positional) < len(pattern):
+        return False
+    return all(
+        any(fnmatch.fnmatchcase(w.lower(), p) for p in alts)
+        for alts, w in zip(pattern, positional, strict=False)
+    )
+
+
+@dataclass(frozen=True)
+class Context:
+    """Where a command runs: the home folder (``~``), the workspace, hermes's home."""
+
+    home: str = ""
+    workspace: str = ""
+    hermes_home: str = ""
+
+
+@dataclass
+class Facts:
+    """What the rules look at in one simple command, worked out once."""
+
+    simple: Simple
+    context: Context
+    program: str = ""
+    options: list[str] = field(default_factory=list)
+    positional: list[str] = field(default_factory=list)
+    joined: str = ""
+    text: str = ""
+    _cache: dict[str, list[frozenset[str]]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        argv = self.simple.argv
+        self.program = posixpath.basename(argv[0]) if argv else ""
+        values = set(PROGRAMS.get(self.program, {}).get("values", ()))
+        args = argv[1:]
+        i, ended = 0, False
+        while i < len(args):
+            a = args[i]
+            if not ended and a == "--":
+                ended = True
+            elif not ended and a.startswith("-") and len(a) > 1:
+                self.options.append(a)
+                if a in values:
+                    i += 1
+            else:
+                self.positional.append(a)
+            i += 1
+        self.joined = " ".join(args)
+        self.text = self.joined + ("\n" + self.simple.stdin if self.simple.stdin else "")
+
+    def _classes(self, key: str, paths: Iterable[str]) -> list[frozenset[str]]:
+        if key not in self._cache:
+            self._cache[key] = [classify(p, self.simple.cwd, self.context) for p in paths]
+        return self._cache[key]
+
+    def operand_classes(self) -> list[frozenset[str]]:
+        """The classes of each positional operand."""
+        return self._classes("operands", self.positional)
+
+    def write_classes(self) -> list[frozenset[str]]:
+        """The classes of each path the command writes (redirections and written operands)."""
+        written = [t for op, t in self.simple.redirects if op != "<"]
+        how = PROGRAMS.get(self.program, {}).get("writes")
+        if how == "all":
+            written += self.positional
+        elif how == "last" and len(self.positional) > 1:
+            written.append(self.positional[-1])
+        elif how == "last" and self.program in ("ln", "install") and self.positional:
+            written.append(self.positional[-1])
+        elif isinstance(how, str) and how.endswith("="):
+            written += [a[len(how) :] for a in self.simple.argv[1:] if a.startswith(how)]
+        elif isinstance(how, str) and how.startswith("-") and _has_option(self.options, how):
+            written += self.positional[1:] if self.program in ("sed", "perl") else []
+            argv = self.simple.argv
+            written += [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == how]
+        return self._classes("writes", written)
+
+    def read_classes(self) -> list[frozenset[str]]:
+        """The classes of each path the command reads (operands and ``<`` redirections)."""
+        read = [t for op, t in self.simple.redirects if op == "<"]
+        if self.program not in _NOT_READING:
+            read += self.positional
+            read += [o.split("=", 1)[1] for o in self.options if "=" in o]
+            read += [o[1:] for o in self.positional if o.startswith("@")]
+        return self._classes("reads", read)
+
+
+def _lexical(path: str, cwd: str | None, context: Context) -> str:
+    home = context.home.rstrip("/")
+    if home and (path == home or path.startswith(home + "/")):
+        path = "~" + path[len(home) :]
+    workspace = context.workspace.rstrip("/")
+    if workspace and (path == workspace or path.startswith(workspace + "/")):
+        path = "." + path[len(workspace) :]
+    if re.match(r"~[a-z_][\w-]*(?:/|$)", path):
+        user, _, rest = path[1:].partition("/")
+        path = ("/root" if user == "root" else "/home/" + user) + ("/" + rest if rest else "")
+    if not path.startswith(("/", "~")) and cwd:
+        path = posixpath.join(_lexical(cwd, None, context), path)
+    if path.startswith("~"):
+        return "~" + posixpath.normpath("/" + path[1:]).rstrip("/") if path != "~" else "~"
+    return re.sub("^//+", "/", posixpath.normpath(path)) if path else "."
+
+
+@lru_cache(maxsize=4096)
+def classify(path: str, cwd: str | None = None, context: Context | None = None) -> frozenset[str]:
+    """The classes of ``path`` (``root``, ``system-top``, ``system``, ``home-top``, ``home``,
+    ``workspace-self``, ``workspace``, ``build``, ``nonbuild``, ``outside``, ``unknown``,
+    ``secret`` and the finer classes of :data:`_PATTERNS`), for a command started in ``cwd``."""
+    context = context or Context()
+    if UNKNOWN in path or (cwd is not None and UNKNOWN in cwd):
+        empty = classify(path.replace(UNKNOWN, ""), (cwd or "").replace(UNKNOWN, "") or None,
+                         context)  # fmt: skip
+        return (empty & (_CATASTROPHIC | {"device"})) | {"unknown", "nonbuild"}
+    head, _, last = path.rpartition("/")
+    if re.search(r"[*?\[]", last) and not _BUILD.match(last):
+        inner = classify(head or ("/" if path.startswith("/") else "."), cwd, context)
+        return inner | ({"workspace-self"} if "workspace" in inner and not head else set())
+    return _classify_plain(_lexical(path, cwd, context), context)
+
+
+def _classify_plain(p: str, context: Context) -> frozenset[str]:
+    classes: set[str] = set()
+    parts = [x for x in p.split("/") if x]
+    if p == "/":
+        classes |= {"root", "system", "outside"}
+    elif p.startswith("/"):
+        classes.add("outside")
+        if parts[0] in _SYSTEM or (parts[0] == "home" and len(parts) <= 2):
+            classes.add("system")
+        if len(parts) == 1 and parts[0] != "tmp" or len(parts) == 2 and parts[0] in _SYSTEM_TWO:
+            classes.add("system-top")
+    elif p.startswith("~"):
+        classes |= {"home-top"} if p == "~" else {"home", "outside"}
+    elif p == ".":
+        classes.add("workspace-self")
+    elif p == ".." or p.startswith("../"):
+        classes.add("outside")
+    else:
+        classes.add("workspace")
+        if any(_BUILD.match(x) for x in parts):
+            classes.add("build")
+    if "build" not in classes:
+        classes.add("nonbuild")
+    hermes_home = context.hermes_home.rstrip("/")
+    if hermes_home and (p == hermes_home or p.startswith(hermes_home + "/")):
+        classes.add("hermes")
+    if _ANY_CLASS.search(p):
+        classes |= {name for name, rx in _CLASS_RE.items() if rx.search(p)}
+        if classes & _SECRET:
+            classes.add("secret")
+    return frozenset(classes)
+
+
+# --- rules as data ------------------------------------------------------------------------
+
+_LISTS = ("program", "options", "all_options", "not_options", "match", "not_match")
+_SETS = ("operands", "writes", "reads", "via", "notes")
+_REGEXES = ("args", "not_args", "text", "command")
+_KNOWN = {"id", "decision", "justification", "subcommand", "max_args", *_LISTS, *_SETS,
+          *_REGEXES}  # fmt: skip
+
+
+def _strings(value: Any, where: str, key: str) -> tuple[str, ...]:
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+        raise RuleError(f"{where}: {key} must be a string or a list of strings")
+    return tuple(items)
+
+
+def rule_from_mapping(data: Mapping[str, Any], where: str, source: str = "builtin") -> Rule:
+    """A :class:`Rule` from its data (one TOML table, or one ``approvals.rules`` entry);
+    :class:`RuleError` when it is malformed (its examples are checked by :func:`load_rules`)."""
+    if not isinstance(data, Mapping):
+        raise RuleError(f"{where} must be a mapping")
+    unknown = set(data) - _KNOWN
+    rule_id, decision, why = data.get("id"), data.get("decision"), data.get("justification")
+    if unknown:
+        raise RuleError(f"{where}: unknown keys {sorted(unknown)}")
+    if not isinstance(rule_id, str) or not rule_id:
+        raise RuleError(f"{where}: id must be a non-empty string")
+    if decision not in DECISIONS:
+        raise RuleError(f"{where} ({rule_id}): decision must be one of {', '.join(DECISIONS)}")
+    if not isinstance(why, str) or not why.strip() or "\n" in why.strip():
+        raise RuleError(f"{where} ({rule_id}): justification must be one line of text")
+    fields: dict[str, Any] = {"id": rule_id, "decision": decision, "justification": why.strip()}
+    for key in _LISTS:
+        if key in data:
+            fields[key] = _strings(data[key], where, key)
+    for key in _SETS:
+        if key in data:
+            fields[key] = frozenset(_strings(data[key], where, key))
+    for key in _REGEXES:
+        if key in data:
+            try:
+                fields[key] = re.compile(str(data[key]))
+            except re.error as exc:
+                raise RuleError(f"{where} ({rule_id}): {key}: invalid regular expression: {exc}")
+    if "subcommand" in data:
+        words = data["subcommand"]
+        if isinstance(words, str):
+            words = words.split()
+        fields["subcommand"] = tuple(_strings(w, where, "subcommand") for w in words)
+    if "max_args" in data:
+        if not isinstance(data["max_args"], int):
+            raise RuleError(f"{where} ({rule_id}): max_args must be an integer")
+        fields["max_args"] = data["max_args"]
+    return Rule(**fields, family=where.split(":")[0], source=source)
+
+
+def check_examples(rules: Sequence[Rule], judge_one: Any) -> None:
+    """Raise :class:`RuleError` for the first rule whose examples disagree with it: each
+    ``match`` example must be matched by the rule, each ``not_match`` must not be."""
+    for rule in rules:
+        for example in rule.match:
+            if not any(f.rule is rule for f in judge_one(example, rules)):
+                raise RuleError(f"rule {rule.id} does not match its example {example!r}")
+        for example in rule.not_match:
+            if any(f.rule is rule for f in judge_one(example, rules)):
+                raise RuleError(f"rule {rule.id} matches its counter-example {example!r}")
+
+
+@cache
+def builtin_rules() -> tuple[Rule, ...]:
+    """Every rule of the ``rules`` folder, family by family (file name order)."""
+    rules: list[Rule] = []
+    folder = resources.files("hermes_policy_commands") / "rules"
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if not entry.name.endswith(".toml"):
+            continue
+        data = tomllib.loads(entry.read_text(encoding="utf-8"))
+        family = entry.name[:-5]
+        for i, item in enumerate(data.get("rule", [])):
+            rules.append(rule_from_mapping(item, f"{family}: rule {i + 1}"))
+    ids = [r.id for r in rules]
+    if len(ids) != len(set(ids)):
+        raise RuleError(f"duplicate rule ids: {sorted({i for i in ids if ids.count(i) > 1})}")
+    return tuple(rules)
+
+
+def load_rules(extra: Sequence[Rule] = ()) -> tuple[Rule, ...]:
+    """The builtin rules and ``extra``, every example checked (:class:`RuleError` if one fails)."""
+    from .policy import findings_for
+
+    rules = builtin_rules() + tuple(extra)
+    check_examples(rules, lambda command, _rules: findings_for(command, rules))
+    return rules
+
+
+@dataclass
+class Index:
+    """Rules grouped by program name, so a simple command is tried against few of them."""
+
+    by_program: dict[str, list[Rule]]
+    anywhere: list[Rule]
+
+    @classmethod
+    def of(cls, rules: Sequence[Rule]) -> Index:
+        """Index ``rules``."""
+        by_program: dict[str, list[Rule]] = {}
+        anywhere: list[Rule] = []
+        for rule in rules:
+            if rule.program == ("*",) or any(re.search(r"[*?\[]", p) for p in rule.program):
+                anywhere.append(rule)
+            else:
+                for p in rule.program:
+                    by_program.setdefault(p, []).append(rule)
+        return cls(by_program, anywhere)
+
+
+def judge(simples: Sequence[Simple], index: Index, context: Context) -> list[Finding]:
+    """Every rule that matches one of ``simples``, each (rule, target) once."""
+    found: dict[tuple[str, str], Finding] = {}
+    for simple in simples:
+        facts = Facts(simple, context)
+        candidates = index.by_program.get(facts.program, []) + index.anywhere
+        for rule in candidates:
+            if rule.command is None and rule.matches(simple, facts):
+                key = (rule.id, simple.render())
+                found.setdefault(key, Finding(rule, key[1]))
+    return list(found.values())
+
+
+def strictest(findings: Iterable[Finding]) -> str:
+    """The decision of a command: the strictest of its findings' (``allow`` when none)."""
+    return max((f.decision for f in findings), key=_RANK.__getitem__, default="allow")

@@ -1,0 +1,66 @@
+"""The ``approvals`` entry point: ``hermes approvals check`` (the policy loads when it runs, so
+``hermes --help`` imports no parser)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from hermes_hookspecs import hookimpl
+
+__all__ = ["hermes_register_commands"]
+
+
+@hookimpl
+def hermes_register_commands(cli: Any) -> None:
+    """Add ``hermes approvals check``."""
+    import click
+
+    @cli.group("approvals")
+    def approvals() -> None:
+        """The command policy: what a command the model runs is allowed, asked or refused."""
+
+    @approvals.command("check")
+    @click.argument("command", required=False)
+    @click.option("--json", "as_json", is_flag=True, help="One JSON object per command.")
+    def check(command: str | None, as_json: bool) -> None:
+        """Decide COMMAND, or with --json and no COMMAND each JSON string line of stdin."""
+        from .engine import RuleError
+        from .policy import decide, policy_from_config
+
+        context = click.get_current_context().obj
+        config = getattr(context, "config", {}) or {}
+        try:
+            policy = policy_from_config(config)
+        except RuleError as exc:
+            raise click.ClickException(f"the approval settings in config.yaml are invalid: {exc}")
+        if command is None and not as_json:
+            raise click.UsageError("give a COMMAND, or --json to read commands from stdin")
+        if command is not None:
+            verdict = decide(command, policy)
+            if as_json:
+                click.echo(json.dumps(verdict.as_json(command)))
+                return
+            click.echo(verdict.decision)
+            for finding in verdict.asked:
+                click.echo(f"  rule {finding.rule.id}: {finding.rule.justification}")
+                click.echo(f"    on: {finding.text}")
+            return
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            try:
+                text = json.loads(line)
+            except ValueError:
+                text = None
+            if not isinstance(text, str):
+                row = {"command": line.rstrip("\n"), "decision": "ask", "rule": "uncheckable",
+                       "justification": "the line is not one JSON string"}  # fmt: skip
+            else:
+                try:
+                    row = decide(text, policy).as_json(text)
+                except Exception:  # fail closed: a command it cannot decide asks
+                    row = {"command": text, "decision": "ask", "rule": "uncheckable",
+                           "justification": "the command could not be decided"}  # fmt: skip
+            click.echo(json.dumps(row))

@@ -1,0 +1,182 @@
+"""What the lowering knows about programs (data): which run another program and how its argv is
+found, which run code in another language, and which operands each one writes.
+
+``wraps``: the program runs the command that follows its own options; ``options``: its options
+that take a value; ``skip``: positional words before the command (``timeout 10 CMD``);
+``prefix``: words that must come first (``uv run CMD``); ``string``: options whose value is shell
+code; ``assignments``: ``NAME=value`` words are skipped. ``lang``: the program runs code of that
+language (``code``: the options that take the code inline). ``writes``: which operands it writes
+(``all``, ``last``, or an option whose value is written).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["PROGRAMS", "REMOTE"]
+
+_W: dict[str, dict[str, Any]] = {
+    "sudo": {"options": ["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "--user"]},
+    "doas": {"options": ["-u", "-C"]},
+    "env": {"options": ["-u", "--unset", "-C", "--chdir"], "assignments": True, "string": ["-S"]},
+    "nice": {"options": ["-n", "--adjustment"]},
+    "nohup": {},
+    "timeout": {"options": ["-s", "-k", "--signal", "--kill-after"], "skip": 1},
+    "stdbuf": {"options": ["-i", "-o", "-e"]},
+    "command": {"options": []},
+    "exec": {"options": ["-a"]},
+    "time": {"options": ["-f", "-o"]},
+    "busybox": {},
+    "chroot": {"skip": 1},
+    "setsid": {},
+    "ionice": {"options": ["-c", "-n", "-p"]},
+    "taskset": {"skip": 1},
+    "flock": {"options": ["-w", "-E"], "skip": 1, "string": ["-c"]},
+    "unshare": {},
+    "nsenter": {"options": ["-t", "--target"]},
+    "watch": {"options": ["-n", "-d"]},
+    "script": {"string": ["-c"], "options": []},
+    "strace": {"options": ["-o", "-e", "-p", "-s"]},
+    "ltrace": {"options": ["-o", "-e", "-p"]},
+    "systemd-run": {"options": ["-p", "--unit", "-u", "--property", "-E", "--setenv"]},
+    "su": {"options": ["-s", "--shell", "-g", "-G"], "string": ["-c", "--command"], "skip": 1},
+    "ssh-wrapper": {
+        "options": [
+            "-p",
+            "-i",
+            "-l",
+            "-o",
+            "-F",
+            "-J",
+            "-L",
+            "-R",
+            "-D",
+            "-b",
+            "-c",
+            "-E",
+            "-e",
+            "-m",
+            "-O",
+            "-Q",
+            "-S",
+            "-W",
+            "-w",
+            "-B",
+            "-I",
+        ],
+        "skip": 1,
+    },
+    "uv": {
+        "prefix": ["run"],
+        "options": [
+            "--with",
+            "--python",
+            "-p",
+            "--project",
+            "--directory",
+            "--package",
+            "--extra",
+            "--group",
+        ],
+    },
+    "poetry": {"prefix": ["run"]},
+    "pdm": {"prefix": ["run"]},
+    "hatch": {"prefix": ["run"]},
+    "pipenv": {"prefix": ["run"]},
+    "conda": {"prefix": ["run"], "options": ["-n", "--name", "-p", "--prefix"]},
+    "xargs": {
+        "options": [
+            "-I",
+            "-n",
+            "-P",
+            "-d",
+            "-a",
+            "-L",
+            "-s",
+            "-E",
+            "--max-args",
+            "--delimiter",
+            "--arg-file",
+            "--max-procs",
+        ]
+    },
+}
+_LANGS: dict[str, dict[str, Any]] = {
+    "python": {"lang": "python", "code": ["-c"], "options": ["-W", "-X", "-Q"]},
+    "perl": {"lang": "perl", "code": ["-e", "-E"], "options": ["-M", "-I"]},
+    "ruby": {"lang": "ruby", "code": ["-e"], "options": ["-r", "-I"]},
+    "node": {"lang": "node", "code": ["-e", "--eval", "-p", "--print"], "options": ["-r"]},
+    "php": {"lang": "php", "code": ["-r"], "options": ["-d", "-c"]},
+}
+_WRITES: dict[str, str] = {
+    "tee": "all",
+    "cp": "last",
+    "mv": "last",
+    "install": "last",
+    "ln": "last",
+    "rsync": "last",
+    "scp": "last",
+    "truncate": "all",
+    "touch": "all",
+    "shred": "all",
+    "rm": "all",
+    "unlink": "all",
+    "rmdir": "all",
+    "mkdir": "all",
+    "chmod": "all",
+    "chown": "all",
+    "chgrp": "all",
+    "dd": "of=",
+    "sed": "-i",
+    "perl": "-i",
+    "mkfs": "all",
+    "wipefs": "all",
+    "blkdiscard": "all",
+    "mkswap": "all",
+    "mke2fs": "all",
+    "curl": "-o",
+    "wget": "-O",
+    "setfacl": "all",
+    "chattr": "all",
+}
+
+REMOTE: dict[str, dict[str, Any]] = {
+    "ssh": {**_W.pop("ssh-wrapper"), "name": "ssh"},
+    "docker": {
+        "prefix": ["exec"],
+        "skip": 1,
+        "name": "docker",
+        "options": ["-u", "-w", "-e", "--user", "--workdir", "--env", "--env-file"],
+    },
+    "podman": {"prefix": ["exec"], "skip": 1, "name": "podman", "options": ["-u", "-w", "-e"]},
+    "kubectl": {
+        "prefix": ["exec"],
+        "skip": 1,
+        "name": "kubectl",
+        "options": ["-c", "-n", "--container", "--namespace", "--context"],
+    },
+}
+"""Programs that run a command elsewhere (another host, a container): what they run is judged."""
+
+PROGRAMS: dict[str, dict[str, Any]] = {}
+for _name, _spec in _W.items():
+    PROGRAMS[_name] = {**_spec, "wraps": True, "name": _name}
+_VERSIONS = ("2", "3", *(f"3.{n}" for n in range(6, 15)))
+for _base, _spec in _LANGS.items():
+    _names = [_base, *(_base + v for v in _VERSIONS)] if _base == "python" else [_base]
+    for _alias in _names + (["nodejs"] if _base == "node" else []):
+        PROGRAMS[_alias] = {**_spec, "name": _base}
+_VALUES: dict[str, list[str]] = {
+    "git": ["-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path"],
+    "docker": ["-H", "--host", "--context", "-c", "--config"],
+    "kubectl": ["-n", "--namespace", "--context", "--cluster", "--kubeconfig", "-l"],
+    "psql": ["-d", "-U", "-h", "-p", "-f", "--dbname", "--host", "--username"],
+    "mysql": ["-u", "-h", "-P", "-D", "--user", "--host", "--database"],
+    "terraform": ["-chdir", "-var", "-var-file"],
+    "npm": ["--prefix", "-w", "--workspace"],
+    "pip": ["-r", "-c", "-i", "--index-url", "--target", "-t"],
+}
+for _name, _values in _VALUES.items():
+    PROGRAMS.setdefault(_name, {})["values"] = _values
+for _name, _how in _WRITES.items():
+    PROGRAMS.setdefault(_name, {})["writes"] = _how
