@@ -59,7 +59,8 @@ def tool_results(home: Path, *commands: str) -> list[str]:
     """One agent turn through the real loop: the model runs ``commands`` with the terminal tool
     in the local environment; the tool results it was given."""
     script = [tool_call("terminal", {"command": c}) for c in commands]
-    agent = make_agent(*script, text("done"), plugins=["terminal", "local"], home=home)
+    # yolo: environment dumps are asked about (the policy); here they show what a command gets
+    agent = make_agent(*script, text("done"), plugins=["terminal", "local"], home=home, yolo=True)
     try:
         agent.chat("look at the environment")
         return [m["content"] for m in agent.messages if m["role"] == "tool"]
@@ -111,7 +112,7 @@ def test_a_background_command_gets_no_secret_either(home: Path) -> None:
         tool_call("terminal", {"command": "env", "background": True}),
         tool_call("process", {"action": "wait", "process_id": "bg-1", "timeout": 10}),
     ]
-    agent = make_agent(*script, text("done"), plugins=["terminal", "local"], home=home)
+    agent = make_agent(*script, text("done"), plugins=["terminal", "local"], home=home, yolo=True)
     try:
         agent.chat("go")
         results = [m["content"] for m in agent.messages if m["role"] == "tool"]

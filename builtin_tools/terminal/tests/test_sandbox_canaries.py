@@ -262,8 +262,9 @@ def test_escalation_runs_one_approved_command_outside(home):
         yolo=False,
         callback=person,
     )
-    assert len(asked) == 2 and all(r.once_only for r in asked)
-    assert asked[0].action == command and "OUTSIDE the sandbox" in asked[0].reason
+    escalations = [r for r in asked if r.once_only]  # the policy may ask about it first
+    assert len(escalations) == 2
+    assert escalations[0].action == command and "OUTSIDE the sandbox" in escalations[0].reason
     assert victim.read_text() == "made\n"
     assert "[ran outside the sandbox]" in out[0]
 
