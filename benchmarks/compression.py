@@ -28,9 +28,9 @@ from typing import Any
 
 from hermes_engine_compressor.engine import Compressor
 
-from hermes_core.agent import Agent
-from hermes_core.plugins import PluginManager
-from hermes_core.transcript import validate
+from hermes_core.loop.agent import Agent
+from hermes_core.loop.transcript import validate
+from hermes_core.plugins.manager import PluginManager
 from hermes_hookspecs import ModelResponse, Usage
 
 SUMMARY = "## Goal\nShip the release.\n## Done\nEverything up to the last request.\n"

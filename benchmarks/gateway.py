@@ -187,9 +187,9 @@ def one_run(args: argparse.Namespace, model_url: str) -> dict[str, float]:
     fresh home) with the same start times; returns the figures of both."""
     from hermes_gateway.serve import GatewayThread, build
 
-    from hermes_core.plugins import PluginManager
-    from hermes_core.registry import Registry
-    from hermes_core.runner import HostRunner
+    from hermes_core.loop.runner import HostRunner
+    from hermes_core.plugins.manager import PluginManager
+    from hermes_core.plugins.registry import Registry
     from hermes_core.session_store import SQLiteSessionStore
     from hermes_core.testing import make_agent
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from hermes_core.agent import Agent
 from hermes_core.cli.chat import _slash
-from hermes_core.context_windows import DEFAULT_CONTEXT_WINDOW
+from hermes_core.context.windows import DEFAULT_CONTEXT_WINDOW
+from hermes_core.loop.agent import Agent
 from hermes_core.session_store import MemorySessionStore, SQLiteSessionStore
 from hermes_core.testing import (
     Call,

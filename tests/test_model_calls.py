@@ -7,10 +7,14 @@ import types
 
 import pytest
 
-from hermes_core.agent import Agent
-from hermes_core.model_calls import ModelConnection
-from hermes_core.providers import ProviderResolutionError, api_mode_from_url, resolve_provider
-from hermes_core.registry import Registry
+from hermes_core.loop.agent import Agent
+from hermes_core.models.calls import ModelConnection
+from hermes_core.models.providers import (
+    ProviderResolutionError,
+    api_mode_from_url,
+    resolve_provider,
+)
+from hermes_core.plugins.registry import Registry
 from hermes_core.testing import ScriptedModel, plugin_manager, text, wait_until
 from hermes_hookspecs import (
     AuthenticationError,
@@ -215,7 +219,7 @@ def test_a_stale_call_is_abandoned_and_retried(monkeypatch):
 
 
 def test_cost_is_estimated_from_the_price_table_and_config_extends_it():
-    from hermes_core.pricing import estimate_cost, price_for
+    from hermes_core.models.pricing import estimate_cost, price_for
     from hermes_hookspecs import Usage
 
     assert price_for("claude-sonnet-4-20250514", {})["output"] == 15.0

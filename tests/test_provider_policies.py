@@ -7,7 +7,7 @@ import types
 
 import pytest
 
-from hermes_core.agent import Agent
+from hermes_core.loop.agent import Agent
 from hermes_core.testing import FakeLLM, plugin_manager, text
 from hermes_hookspecs import hookimpl
 
@@ -128,7 +128,7 @@ def test_a_connection_error_names_the_url_it_could_not_reach():
     "url", ["localhost:8080/v1", "htp://example.com", "http://", "http://h:x/"]
 )
 def test_a_malformed_base_url_is_a_configuration_error_at_once(url):
-    from hermes_core.providers import ProviderResolutionError
+    from hermes_core.models.providers import ProviderResolutionError
 
     with pytest.raises(ProviderResolutionError, match="is not a valid URL"):
         Agent(provider="custom", base_url=url, model="m", plugins=plugin_manager(["openai"]))

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from hermes_core.runner import HostRunner
+from hermes_core.loop.runner import HostRunner
 from hermes_core.session_store import SQLiteSessionStore
 from hermes_core.testing import ScriptedModel, Turn, make_agent, plugin_manager, text, tool_call
 from hermes_hookspecs import (

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from hermes_core.agent import Agent
-from hermes_core.config import ConfigError
-from hermes_core.dispatch import PLACEHOLDER_NAME, cap
+from hermes_core.config.loading import ConfigError
+from hermes_core.loop.agent import Agent
+from hermes_core.loop.dispatch import PLACEHOLDER_NAME, cap
+from hermes_core.loop.transcript import INTERRUPTED_RESULT
 from hermes_core.session_store import SQLiteSessionStore
 from hermes_core.testing import (
     Call,
@@ -30,7 +31,6 @@ from hermes_core.testing import (
     tool_calls,
     wait_until,
 )
-from hermes_core.transcript import INTERRUPTED_RESULT
 from hermes_hookspecs import (
     ApprovalRequest,
     Block,

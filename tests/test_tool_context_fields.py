@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_core.config import resolve_home
+from hermes_core.config.loading import resolve_home
 from hermes_core.session_store import MemorySessionStore
 from hermes_core.testing import make_agent, text, tool_call
 from hermes_hookspecs import (

@@ -19,7 +19,7 @@ from .state import CliState
 if TYPE_CHECKING:
     from hermes_hookspecs import TurnResult
 
-    from ..agent import Agent
+    from ..loop.agent import Agent
 
 SPINNER = "|/-\\"
 T = TypeVar("T")
@@ -153,7 +153,7 @@ def make_agent(
     store: Any = None,
 ) -> Agent:
     """Build the agent for a chat command from the CLI state."""
-    from ..agent import Agent
+    from ..loop.agent import Agent
 
     can_ask = sys.stdin.isatty()
     return Agent(
@@ -536,7 +536,7 @@ def _save_history(path: Path) -> None:
     import os
     import readline
 
-    from ..config import ensure_home
+    from ..config.loading import ensure_home
 
     try:
         ensure_home(path.parent)

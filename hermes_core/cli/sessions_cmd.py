@@ -21,7 +21,7 @@ def _state() -> CliState:
 
 def open_store(state: CliState) -> Any:
     """The session store of the active home (``$HERMES_HOME/state.db``)."""
-    from ..config import ensure_home
+    from ..config.loading import ensure_home
     from ..session_store.sqlite_store import SQLiteSessionStore
 
     ensure_home(state.home)

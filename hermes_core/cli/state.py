@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported on first use: `hermes --help` needs neither the registry nor yaml
-    from ..config import Config
-    from ..config_schema import ConfigSchema
-    from ..plugins import PluginManager
-    from ..registry import Registry
-    from ..runner import HostRunner
+    from ..config.loading import Config
+    from ..config.schema import ConfigSchema
+    from ..loop.runner import HostRunner
+    from ..plugins.manager import PluginManager
+    from ..plugins.registry import Registry
 
 
 class CliState:
@@ -44,7 +44,7 @@ class CliState:
     def home(self) -> Path:
         """The active HERMES_HOME (the profile's folder with ``-p``)."""
         if self._home is None:
-            from ..config import load_dotenv, resolve_home
+            from ..config.loading import load_dotenv, resolve_home
 
             self._home = resolve_home(self.profile)
             load_dotenv(self._home / ".env")
@@ -55,7 +55,7 @@ class CliState:
         """The configuration with command-line overrides applied, checked against the core's
         keys only: what is needed to choose the plugins to load."""
         if self._core_config is None:
-            from ..config import load_config
+            from ..config.loading import load_config
 
             self._core_config = load_config(self.home, overrides=self.overrides)
         return self._core_config
@@ -66,7 +66,7 @@ class CliState:
         defaults, and checked against the keys of the core and of every loaded plugin (unknown
         keys are warned about once)."""
         if self._config is None:
-            from ..config import warn_unknown_keys
+            from ..config.loading import warn_unknown_keys
 
             config = self.core_config.with_schema(self.config_schema)
             warn_unknown_keys(config)
@@ -76,21 +76,21 @@ class CliState:
     @property
     def config_schema(self) -> ConfigSchema:
         """The configuration keys of the core and of the loaded plugins."""
-        from ..registry import Registry
+        from ..plugins.registry import Registry
 
         return Registry.of(self.plugins).config_schema
 
     def set_config(self, key: str, value: Any) -> None:
         """Write ``value`` at the dotted ``key`` of the home's config.yaml (validated, atomic)
         and read the configuration again."""
-        from ..config import store_value
+        from ..config.loading import store_value
 
         store_value(self.config.path, key, value, self.config_schema)
         self.reload_config()
 
     def unset_config(self, key: str) -> bool:
         """Remove the dotted ``key`` from the home's config.yaml; False when it was not there."""
-        from ..config import unset_value
+        from ..config.loading import unset_value
 
         removed = unset_value(self.home / "config.yaml", key)
         self.reload_config()
@@ -105,7 +105,7 @@ class CliState:
     def plugins(self) -> PluginManager:
         """The plugin manager, loaded once."""
         if self._plugins is None:
-            from ..plugins import PluginManager
+            from ..plugins.manager import PluginManager
 
             disabled = self.core_config.get("plugins.disabled") or []
             self._plugins = PluginManager(
@@ -124,8 +124,8 @@ class CliState:
 
     def _fail_on_plugin_errors(self) -> None:
         """With ``--strict-plugins``: register everything now and fail on any plugin error."""
-        from ..plugins import PluginLoadError
-        from ..registry import Registry
+        from ..plugins.manager import PluginLoadError
+        from ..plugins.registry import Registry
 
         assert self._plugins is not None
         registry = Registry.of(self._plugins, self.config.data)
@@ -143,8 +143,8 @@ class CliState:
         """A runner for agent turns with this invocation's configuration, plugins and
         session store (``$HERMES_HOME/state.db``), for plugin commands (``CommandContext``)."""
         if self._runner is None:
-            from ..config import ensure_home
-            from ..runner import HostRunner
+            from ..config.loading import ensure_home
+            from ..loop.runner import HostRunner
             from ..session_store.sqlite_store import SQLiteSessionStore
 
             ensure_home(self.home)
@@ -164,7 +164,7 @@ class CliState:
     def registry(self) -> Registry:
         """What the plugins registered."""
         if self._registry is None:
-            from ..registry import Registry
+            from ..plugins.registry import Registry
 
             self._registry = Registry.of(self.plugins, self.config.data)
         return self._registry

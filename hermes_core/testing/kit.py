@@ -10,9 +10,9 @@ from typing import Any
 
 from hermes_hookspecs import ModelRequest
 
-from ..agent import Agent
-from ..plugins import TRACE_VARIABLE, PluginManager, PluginRecord
-from ..transcript import validate
+from ..loop.agent import Agent
+from ..loop.transcript import validate
+from ..plugins.manager import TRACE_VARIABLE, PluginManager, PluginRecord
 from .scripted import ScriptedModel, Step
 
 

@@ -434,7 +434,7 @@ class WeatherPlugin:
 
 
 def make_agent(fake, **kw):
-    from hermes_core.agent import Agent
+    from hermes_core.loop.agent import Agent
 
     kw.setdefault("config", {"agent": {"retry_base_delay": 0}})
     return Agent(

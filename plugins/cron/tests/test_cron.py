@@ -19,7 +19,7 @@ from hermes_cron.jobs import JobError, JobStore
 from hermes_cron.schedule import ScheduleError, parse
 from hermes_cron.scheduler import due_jobs, tick
 
-from hermes_core.runner import HostRunner
+from hermes_core.loop.runner import HostRunner
 from hermes_core.session_store import SQLiteSessionStore
 from hermes_core.testing import FakeLLM, ScriptedModel, load_plugin, make_agent, tool_call
 

@@ -21,8 +21,8 @@ from hermes_gateway.core import command_of, prompt_of
 from hermes_gateway.serve import GatewayThread, build
 from hermes_gateway.settings import GatewaySettingsError, load_settings
 
-from hermes_core.registry import Registry
-from hermes_core.runner import HostRunner
+from hermes_core.loop.runner import HostRunner
+from hermes_core.plugins.registry import Registry
 from hermes_core.session_store import SQLiteSessionStore
 from hermes_core.testing import (
     FakeLLM,

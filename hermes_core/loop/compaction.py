@@ -20,9 +20,9 @@ from hermes_hookspecs import (
     SessionInfo,
 )
 
+from ..context.windows import context_window, stated_window
+from ..models.calls import INTERRUPTED
 from . import transcript
-from .context_windows import context_window, stated_window
-from .model_calls import INTERRUPTED
 
 if TYPE_CHECKING:
     from .agent import Agent

@@ -34,10 +34,7 @@ from hermes_hookspecs import (
     Usage,
 )
 
-from . import transcript
-from .approvals import ApprovalCallback, ApprovalGate
-from .compaction import Compactor
-from .config import (
+from ..config.loading import (
     Config,
     ConfigError,
     load_config,
@@ -45,17 +42,20 @@ from .config import (
     resolve_home,
     warn_unknown_keys,
 )
+from ..context.engines import make_engine
+from ..context.prompt import collect_layers, join_layers
+from ..models.calls import AuxiliaryModels, ModelConnection
+from ..models.pricing import estimate_cost
+from ..plugins.manager import PluginManager
+from ..plugins.registry import Registry
+from ..session_store.memory_store import MemorySessionStore
+from ..tools.environments import EnvironmentManager
+from ..tools.toolsets import build_toolbox
+from . import transcript
+from .approvals import ApprovalCallback, ApprovalGate
+from .compaction import Compactor
 from .dispatch import DEFAULT_TOOL_TIMEOUT, REQUESTED_NAME, Dispatcher, normalize_calls
-from .engines import make_engine
-from .environments import EnvironmentManager
 from .events import Events, EventSink
-from .model_calls import AuxiliaryModels, ModelConnection
-from .plugins import PluginManager
-from .pricing import estimate_cost
-from .prompt import collect_layers, join_layers
-from .registry import Registry
-from .session_store.memory_store import MemorySessionStore
-from .toolsets import build_toolbox
 
 log = logging.getLogger("hermes.agent")
 
@@ -86,8 +86,8 @@ class Agent:
     directly (the test kit's scripted model, or your own) instead of a provider plugin.
 
     Callbacks: ``event_sink(Event)`` receives every event; the named callbacks receive one kind
-    each (see :mod:`hermes_core.events`). ``clarify_callback(question, choices) -> str`` answers
-    the clarify tool; ``approval_callback(request) -> decision`` asks a person to approve.
+    each (see :mod:`hermes_core.loop.events`). ``clarify_callback(question, choices) -> str``
+    answers the clarify tool; ``approval_callback(request) -> decision`` asks a person to approve.
     ``services`` is deprecated: string-keyed services for tools that still call
     ``ToolContext.service``; tools read the typed fields of ``ToolContext`` instead.
     """
@@ -265,8 +265,8 @@ class Agent:
         home = Path(self.config.home)
         if str(home) == os.devnull:
             return MemorySessionStore()
-        from .config import ensure_home
-        from .session_store.sqlite_store import SQLiteSessionStore
+        from ..config.loading import ensure_home
+        from ..session_store.sqlite_store import SQLiteSessionStore
 
         return SQLiteSessionStore(ensure_home(home) / "state.db")
 

@@ -1,7 +1,7 @@
 """Running agent turns for plugins (``hermes_hookspecs.AgentRunner``): subagents, scheduled jobs,
 gateway conversations.
 
-Each run gets a fresh :class:`~hermes_core.agent.Agent` built from the runner's configuration,
+Each run gets a fresh :class:`~hermes_core.loop.agent.Agent` built from the runner's configuration,
 plugin manager and session store, with the task's overrides on top; the run's session is stored
 like any other (``source`` is the task's). Runs are independent, so several may go on in
 parallel threads.
@@ -26,12 +26,12 @@ from hermes_hookspecs import (
     Usage,
 )
 
-from .config import Config
-from .registry import Registry
+from ..config.loading import Config
+from ..plugins.registry import Registry
 
 if TYPE_CHECKING:
+    from ..plugins.manager import PluginManager
     from .agent import Agent, _Turn
-    from .plugins import PluginManager
 
 _STATUS = {
     "completed": "completed",
@@ -263,7 +263,7 @@ class ChildRunner(HostRunner):
         return outcome
 
     def _check_toolsets(self, config: Config, task: AgentTask) -> None:
-        from .toolsets import enabled_toolsets
+        from ..tools.toolsets import enabled_toolsets
 
         data = config.data
         if task.toolsets is not None:
