@@ -88,8 +88,6 @@ class Agent:
     Callbacks: ``event_sink(Event)`` receives every event; the named callbacks receive one kind
     each (see :mod:`hermes_core.loop.events`). ``clarify_callback(question, choices) -> str``
     answers the clarify tool; ``approval_callback(request) -> decision`` asks a person to approve.
-    ``services`` is deprecated: string-keyed services for tools that still call
-    ``ToolContext.service``; tools read the typed fields of ``ToolContext`` instead.
     """
 
     def __init__(
@@ -112,7 +110,6 @@ class Agent:
         session_id: str | None = None,
         platform: str | None = None,
         yolo: bool = False,
-        services: Mapping[str, Any] | None = None,
         event_sink: EventSink | None = None,
         tool_progress_callback: Callable[[str, dict[str, Any]], None] | None = None,
         thinking_callback: Callable[[bool], None] | None = None,
@@ -203,12 +200,6 @@ class Agent:
         self.hermes_home = "" if home == os.devnull else home
         """The HERMES_HOME folder; empty for a configuration given as a mapping."""
         self.session_store: SessionStore = session_store or self._default_store()
-        # Deprecated: the string-keyed services of ``ToolContext.service`` for older tools; the
-        # contract's typed fields (``hermes_home``, ``session_store``, ``agents``) replace them.
-        self.services: dict[str, Any] = {"session_store": self.session_store, "agent": self}
-        if self.hermes_home:
-            self.services["hermes_home"] = self.hermes_home
-        self.services.update(services or {})
         self._read_only_config = MappingProxyType(cfg)
 
         if session_id is not None:
@@ -651,7 +642,6 @@ class Agent:
             call_id=call.id,
             tool_name=call.name,
             config=self._read_only_config,
-            services=self.services,
             hermes_home=Path(self.hermes_home) if self.hermes_home else None,
             session_store=self.session_store,
             cancel_event=self._cancel,

@@ -13,7 +13,7 @@ import dataclasses
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from hermes_hookspecs import (
@@ -42,7 +42,6 @@ _STATUS = {
 
 _MAX_CACHED_CONFIGS = 32
 """Distinct task configurations a runner keeps ready (see ``HostRunner._config``)."""
-_SERVICES_NOT_INHERITED = frozenset({"agent", "session_store", "hermes_home"})
 _ACCOUNT_LOCK = threading.Lock()
 
 
@@ -56,7 +55,6 @@ class HostRunner:
     :param session_store: where runs store their sessions.
     :param client: a model client to use directly (an embedder's or the test kit's), for tasks
         that name no ``provider`` or ``base_url``; ``None`` resolves the configured provider.
-    :param services: extra services handed to every run's tools.
     """
 
     def __init__(
@@ -66,15 +64,11 @@ class HostRunner:
         plugins: PluginManager,
         session_store: SessionStore,
         client: ModelClient | None = None,
-        services: Mapping[str, Any] | None = None,
     ) -> None:
         self.config = config
         self.plugins = plugins
         self.session_store = session_store
         self.client = client
-        self.services = {
-            k: v for k, v in (services or {}).items() if k not in _SERVICES_NOT_INHERITED
-        }
         self._build_lock = threading.Lock()
         self._configs: dict[tuple[Any, ...], Config] = {}
         self._configs_lock = threading.Lock()
@@ -130,7 +124,6 @@ class HostRunner:
                 stream_delta_callback=task.on_text_delta,
                 session_store=self.session_store,
                 session_id=task.session_id,
-                services=self.services,
                 approval_callback=task.approval,
             )
         if task.parent_session_id is not None and (
@@ -215,7 +208,7 @@ class HostRunner:
 class ChildRunner(HostRunner):
     """The runner a tool handler gets as ``ToolContext.agents``: it runs subagents of the
     calling agent. Runs inherit the caller's configuration, plugins, session store, model client
-    and services; they are offered no toolset the caller lacks; their usage and cost count
+; they are offered no toolset the caller lacks; their usage and cost count
     towards the calling turn (so the parent's totals include its children's); and
     ``hermes_subagent_start`` / ``hermes_subagent_stop`` are called around each."""
 
@@ -226,7 +219,6 @@ class ChildRunner(HostRunner):
             plugins=parent.plugins,
             session_store=parent.session_store,
             client=primary.client if primary.create_client is None else None,
-            services=parent.services,
         )
         self._turn = turn
         self._parent_session_id = parent.session_id
