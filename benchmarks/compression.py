@@ -134,7 +134,7 @@ def main() -> None:
     engine_ms = timed(lambda: engine().compress([dict(m) for m in messages]), args.runs)
 
     plugins = PluginManager(only=["compressor"], environ={})
-    agent = Agent(client=InstantModel(), plugins=plugins, config={})
+    agent = Agent.from_config(client=InstantModel(), plugins=plugins, config={})
     agent.run_conversation("start")  # a session, a system prompt
     agent_ms = []
     for _ in range(args.runs):

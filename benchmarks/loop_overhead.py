@@ -81,7 +81,7 @@ def history() -> list[dict]:
 
 
 def run_once(iterations: int, plugins: PluginManager) -> float:
-    agent = Agent(
+    agent = Agent.from_config(
         client=InstantModel(iterations), plugins=plugins, config={}, max_turns=iterations + 5
     )
     hist = history()

@@ -556,7 +556,7 @@ def test_tools_disable_and_enable_accept_one_tool_and_name_its_toolset(
     assert run.out.strip() == ("disabled tool roll (toolset dice; the rest of it stays enabled)")
     assert config_file(hermes_home)["disabled_tools"] == ["roll"]
     assert enabled()["roll"] is False and enabled()["loaded_roll"] is True
-    agent = Agent(
+    agent = Agent.from_config(
         client=ScriptedModel(text("ok")),
         home=hermes_home,
         plugins=PluginManager(only=[], extra=plugins, environ={}),

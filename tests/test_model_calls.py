@@ -8,6 +8,7 @@ import types
 import pytest
 
 from hermes_core.loop.agent import Agent
+from hermes_core.loop.events import Callbacks
 from hermes_core.models.calls import ModelConnection
 from hermes_core.models.providers import (
     ProviderResolutionError,
@@ -55,7 +56,7 @@ def providers_plugin(**models: ScriptedModel) -> types.ModuleType:
 
 
 def agent_with(plugins, config, **kwargs) -> Agent:
-    return Agent(plugins=plugin_manager(plugins), config=config, **kwargs)
+    return Agent.from_config(plugins=plugin_manager(plugins), config=config, **kwargs)
 
 
 @pytest.mark.parametrize(
@@ -160,7 +161,9 @@ def test_fallback_after_retries_lasts_one_turn_and_is_recorded(monkeypatch):
         "fallback_providers": [{"provider": "backup", "model": "b-1", "key_env": "BACKUP_KEY"}],
     }
     agent = agent_with(
-        [providers_plugin(primary=primary, backup=backup)], config, status_callback=statuses.append
+        [providers_plugin(primary=primary, backup=backup)],
+        config,
+        callbacks=Callbacks(status=statuses.append),
     )
     result = agent.run_conversation("q")
     assert result["final_response"] == "from backup"

@@ -228,7 +228,7 @@ def test_unencodable_tool_results_keep_the_session_usable_with_the_openai_sdk(tm
         )
 
         def agent(session_id: str | None = None) -> Agent:
-            return Agent(
+            return Agent.from_config(
                 provider="custom",
                 base_url=fake.openai_base_url,
                 model="m",
@@ -572,7 +572,7 @@ def test_a_session_stored_with_unencodable_text_resumes_with_the_openai_sdk(tmp_
     store.append_message(session_id, {"role": "tool", "tool_call_id": "c2", "content": "fine"})
     store.append_message(session_id, {"role": "assistant", "content": "done \ud800"})
     with FakeLLM("resumed") as fake:
-        agent = Agent(
+        agent = Agent.from_config(
             provider="custom",
             base_url=fake.openai_base_url,
             model="m",

@@ -470,7 +470,7 @@ def test_with_the_openai_sdk_against_the_fake_server():
 
     with FakeLLM() as server:
         server.add(answer, answer, answer)
-        agent = Agent(
+        agent = Agent.from_config(
             provider="custom",
             base_url=server.openai_base_url,
             model="m",
