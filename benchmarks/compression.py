@@ -28,9 +28,9 @@ from typing import Any
 
 from hermes_engine_compressor.engine import Compressor
 
-from hermes_core.agent import Agent
-from hermes_core.plugins import PluginManager
-from hermes_core.transcript import validate
+from hermes_core.loop.agent import Agent
+from hermes_core.loop.transcript import validate
+from hermes_core.plugins.manager import PluginManager
 from hermes_hookspecs import ModelResponse, Usage
 
 SUMMARY = "## Goal\nShip the release.\n## Done\nEverything up to the last request.\n"
@@ -134,7 +134,7 @@ def main() -> None:
     engine_ms = timed(lambda: engine().compress([dict(m) for m in messages]), args.runs)
 
     plugins = PluginManager(only=["compressor"], environ={})
-    agent = Agent(client=InstantModel(), plugins=plugins, config={})
+    agent = Agent.from_config(client=InstantModel(), plugins=plugins, config={})
     agent.run_conversation("start")  # a session, a system prompt
     agent_ms = []
     for _ in range(args.runs):

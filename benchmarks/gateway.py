@@ -187,9 +187,10 @@ def one_run(args: argparse.Namespace, model_url: str) -> dict[str, float]:
     fresh home) with the same start times; returns the figures of both."""
     from hermes_gateway.serve import GatewayThread, build
 
-    from hermes_core.plugins import PluginManager
-    from hermes_core.registry import Registry
-    from hermes_core.runner import HostRunner
+    from hermes_core.host import Host
+    from hermes_core.loop.runner import HostRunner
+    from hermes_core.plugins.manager import PluginManager
+    from hermes_core.plugins.registry import Registry
     from hermes_core.session_store import SQLiteSessionStore
     from hermes_core.testing import make_agent
 
@@ -205,7 +206,11 @@ def one_run(args: argparse.Namespace, model_url: str) -> dict[str, float]:
     }
     agent = make_agent(plugin_manager=manager, config=config)
     runner = HostRunner(
-        config=agent.config, plugins=manager, session_store=SQLiteSessionStore(home / "state.db")
+        Host(
+            config=agent.config,
+            plugins=manager,
+            session_store=SQLiteSessionStore(home / "state.db"),
+        )
     )
     factories = {n: e.value for n, e in Registry.of(manager).platform_adapters.items()}
     gateway_config = {

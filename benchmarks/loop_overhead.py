@@ -16,8 +16,8 @@ import statistics
 import time
 import types
 
-from hermes_core.agent import Agent
-from hermes_core.plugins import PluginManager
+from hermes_core.loop.agent import Agent
+from hermes_core.plugins.manager import PluginManager
 from hermes_hookspecs import ModelResponse, Tool, Toolset, Usage, hookimpl
 
 TOOLS = 50
@@ -81,7 +81,7 @@ def history() -> list[dict]:
 
 
 def run_once(iterations: int, plugins: PluginManager) -> float:
-    agent = Agent(
+    agent = Agent.from_config(
         client=InstantModel(iterations), plugins=plugins, config={}, max_turns=iterations + 5
     )
     hist = history()

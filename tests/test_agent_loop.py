@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from hermes_core.agent import RESULT_KEYS, AgentError
+from hermes_core.loop.agent import RESULT_KEYS, AgentError
 from hermes_core.testing import (
     Call,
     ScriptedModel,

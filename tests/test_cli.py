@@ -30,9 +30,9 @@ import pytest
 import yaml
 
 from hermes_core import __version__
-from hermes_core.agent import RESULT_KEYS
 from hermes_core.cli import app
-from hermes_core.plugins import reset_entry_point_cache
+from hermes_core.loop.agent import RESULT_KEYS
+from hermes_core.plugins.manager import reset_entry_point_cache
 from hermes_core.testing import ScriptedModel, text, tool_call
 from hermes_core.testing.kit import scripted_provider_plugin
 from hermes_hookspecs import AuthenticationError, ProviderError, Tool, Toolset, hookimpl
@@ -542,8 +542,8 @@ def test_tools_enable_or_disable_an_unknown_toolset(
 def test_tools_disable_and_enable_accept_one_tool_and_name_its_toolset(
     hermes: Callable[..., Run], hermes_home: Path
 ) -> None:
-    from hermes_core.agent import Agent
-    from hermes_core.plugins import PluginManager
+    from hermes_core.loop.agent import Agent
+    from hermes_core.plugins.manager import PluginManager
 
     plugins = dice_and_oracle()
 
@@ -556,7 +556,7 @@ def test_tools_disable_and_enable_accept_one_tool_and_name_its_toolset(
     assert run.out.strip() == ("disabled tool roll (toolset dice; the rest of it stays enabled)")
     assert config_file(hermes_home)["disabled_tools"] == ["roll"]
     assert enabled()["roll"] is False and enabled()["loaded_roll"] is True
-    agent = Agent(
+    agent = Agent.from_config(
         client=ScriptedModel(text("ok")),
         home=hermes_home,
         plugins=PluginManager(only=[], extra=plugins, environ={}),
@@ -703,7 +703,7 @@ def test_invalid_config_in_a_real_process_traceback_only_with_debug(hermes_home:
 
 
 def test_debug_reraises_in_process(hermes: Callable[..., Run], hermes_home: Path) -> None:
-    from hermes_core.config import ConfigError
+    from hermes_core.config.loading import ConfigError
 
     (hermes_home / "config.yaml").write_text("agent: [\n", encoding="utf-8")
     with pytest.raises(ConfigError):

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from hermes_core.agent import Agent
 from hermes_core.cli.chat import _slash
-from hermes_core.context_windows import DEFAULT_CONTEXT_WINDOW
+from hermes_core.context.windows import DEFAULT_CONTEXT_WINDOW
+from hermes_core.loop.agent import Agent
 from hermes_core.session_store import MemorySessionStore, SQLiteSessionStore
 from hermes_core.testing import (
     Call,
@@ -310,7 +310,7 @@ def test_the_window_follows_a_fallback_model():
 
     plugin = types.ModuleType("two_providers")
     plugin.hermes_register_providers = hookimpl(providers)
-    agent = Agent(
+    agent = Agent.from_config(
         plugins=plugin_manager(["compressor", plugin]),
         config={
             "model": {"provider": "first", "default": "gpt-4o", "api_key": "k"},
@@ -330,7 +330,7 @@ def test_the_window_follows_a_fallback_model():
 
 
 def test_the_compressor_is_the_default_when_installed():
-    agent = Agent(client=ScriptedModel(), config={"toolsets": []})
+    agent = Agent.from_config(client=ScriptedModel(), config={"toolsets": []})
     try:
         assert agent.engine is not None and agent.engine.name == "compressor"
         assert agent.engine.summarize is not None and agent.engine.notify is not None

@@ -1,4 +1,4 @@
-"""Tests for hermes_core.config: locations, .env, layering, validation and file edits."""
+"""Tests for hermes_core.config.loading: locations, .env, layering, validation and file edits."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hermes_core.config import (
+from hermes_core.config.loading import (
     DEFAULTS,
     ENV_VARS,
     Config,
@@ -23,9 +23,9 @@ from hermes_core.config import (
     unset_value,
     validate,
 )
-from hermes_core.config_schema import ConfigSchema
-from hermes_core.plugins import PluginManager
-from hermes_core.registry import Registry
+from hermes_core.config.schema import ConfigSchema
+from hermes_core.plugins.manager import PluginManager
+from hermes_core.plugins.registry import Registry
 from hermes_hookspecs import API_MODES, HermesError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -647,7 +647,7 @@ def test_save_config_round_trip(tmp_path: Path) -> None:
 
 
 def test_import_does_not_import_yaml() -> None:
-    code = "import sys, hermes_core.config; print('yaml' in sys.modules)"
+    code = "import sys, hermes_core.config.loading; print('yaml' in sys.modules)"
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "hookspecs")])
     result = subprocess.run(

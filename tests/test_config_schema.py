@@ -15,18 +15,18 @@ from typing import Any
 import pytest
 import yaml
 
-from hermes_core import config as config_module
 from hermes_core.cli import app
-from hermes_core.config import (
+from hermes_core.config import loading as config_module
+from hermes_core.config.loading import (
     ConfigError,
     ConfigWarning,
     load_config,
     store_value,
     warn_unknown_keys,
 )
-from hermes_core.config_schema import ConfigSchema, SchemaError
-from hermes_core.plugins import PluginManager
-from hermes_core.registry import Registry
+from hermes_core.config.schema import ConfigSchema, SchemaError
+from hermes_core.plugins.manager import PluginManager
+from hermes_core.plugins.registry import Registry
 from hermes_core.testing import make_agent, text, tool_call
 from hermes_hookspecs import (
     NO_DEFAULT,

@@ -40,7 +40,7 @@ from typing import Any
 
 import pytest
 
-from hermes_core.plugins import reset_entry_point_cache
+from hermes_core.plugins.manager import reset_entry_point_cache
 from hermes_core.testing import assert_request_valid, load_plugin, text, tool_call
 
 DIST = "hermes-e2e-acme-dice"

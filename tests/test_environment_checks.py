@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from hermes_core.cli.doctor_checks import backend_report
-from hermes_core.environments import config_problems
 from hermes_core.testing import make_agent, text, tool_call
+from hermes_core.tools.environments import config_problems
 from hermes_hookspecs import EnvironmentUnavailable, hookimpl
 
 

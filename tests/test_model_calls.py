@@ -7,10 +7,15 @@ import types
 
 import pytest
 
-from hermes_core.agent import Agent
-from hermes_core.model_calls import ModelConnection
-from hermes_core.providers import ProviderResolutionError, api_mode_from_url, resolve_provider
-from hermes_core.registry import Registry
+from hermes_core.loop.agent import Agent
+from hermes_core.loop.events import Callbacks
+from hermes_core.models.calls import ModelConnection
+from hermes_core.models.providers import (
+    ProviderResolutionError,
+    api_mode_from_url,
+    resolve_provider,
+)
+from hermes_core.plugins.registry import Registry
 from hermes_core.testing import ScriptedModel, plugin_manager, text, wait_until
 from hermes_hookspecs import (
     AuthenticationError,
@@ -51,7 +56,7 @@ def providers_plugin(**models: ScriptedModel) -> types.ModuleType:
 
 
 def agent_with(plugins, config, **kwargs) -> Agent:
-    return Agent(plugins=plugin_manager(plugins), config=config, **kwargs)
+    return Agent.from_config(plugins=plugin_manager(plugins), config=config, **kwargs)
 
 
 @pytest.mark.parametrize(
@@ -156,7 +161,9 @@ def test_fallback_after_retries_lasts_one_turn_and_is_recorded(monkeypatch):
         "fallback_providers": [{"provider": "backup", "model": "b-1", "key_env": "BACKUP_KEY"}],
     }
     agent = agent_with(
-        [providers_plugin(primary=primary, backup=backup)], config, status_callback=statuses.append
+        [providers_plugin(primary=primary, backup=backup)],
+        config,
+        callbacks=Callbacks(status=statuses.append),
     )
     result = agent.run_conversation("q")
     assert result["final_response"] == "from backup"
@@ -215,7 +222,7 @@ def test_a_stale_call_is_abandoned_and_retried(monkeypatch):
 
 
 def test_cost_is_estimated_from_the_price_table_and_config_extends_it():
-    from hermes_core.pricing import estimate_cost, price_for
+    from hermes_core.models.pricing import estimate_cost, price_for
     from hermes_hookspecs import Usage
 
     assert price_for("claude-sonnet-4-20250514", {})["output"] == 15.0

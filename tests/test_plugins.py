@@ -6,14 +6,14 @@ import types
 
 import pytest
 
-from hermes_core.plugins import (
+from hermes_core.plugins.manager import (
     CORE_PLUGINS,
     HOOK_NAMES,
     PluginLoadError,
     PluginManager,
     discover_entry_points,
 )
-from hermes_core.registry import Registry
+from hermes_core.plugins.registry import Registry
 from hermes_core.testing import make_agent, plugin_manager, text, tool_call, tool_calls
 from hermes_hookspecs import (
     ApprovalRequest,

@@ -7,7 +7,7 @@ import types
 
 import pytest
 
-from hermes_core.agent import Agent
+from hermes_core.loop.agent import Agent
 from hermes_core.testing import FakeLLM, plugin_manager, text
 from hermes_hookspecs import hookimpl
 
@@ -30,7 +30,7 @@ def agent(primary: FakeLLM, backup: FakeLLM, extra=(), **agent_cfg) -> Agent:
             {"provider": "anthropic", "model": "claude-test", "base_url": backup.anthropic_base_url}
         ],
     }
-    return Agent(
+    return Agent.from_config(
         provider="custom",
         base_url=primary.openai_base_url,
         model="primary-model",
@@ -112,7 +112,7 @@ def _closed_port() -> int:
 
 def test_a_connection_error_names_the_url_it_could_not_reach():
     url = f"http://127.0.0.1:{_closed_port()}/v1"
-    bot = Agent(
+    bot = Agent.from_config(
         provider="custom",
         base_url=url,
         model="m",
@@ -128,7 +128,9 @@ def test_a_connection_error_names_the_url_it_could_not_reach():
     "url", ["localhost:8080/v1", "htp://example.com", "http://", "http://h:x/"]
 )
 def test_a_malformed_base_url_is_a_configuration_error_at_once(url):
-    from hermes_core.providers import ProviderResolutionError
+    from hermes_core.models.providers import ProviderResolutionError
 
     with pytest.raises(ProviderResolutionError, match="is not a valid URL"):
-        Agent(provider="custom", base_url=url, model="m", plugins=plugin_manager(["openai"]))
+        Agent.from_config(
+            provider="custom", base_url=url, model="m", plugins=plugin_manager(["openai"])
+        )

@@ -8,7 +8,8 @@ from typing import Any
 
 import click
 
-from hermes_core.runner import HostRunner
+from hermes_core.host import Host
+from hermes_core.loop.runner import HostRunner
 from hermes_core.session_store import SQLiteSessionStore
 from hermes_core.testing import ScriptedModel, Turn, make_agent, plugin_manager, text, tool_call
 from hermes_hookspecs import (
@@ -75,7 +76,9 @@ class _Plugin:
 def _runner(model: ScriptedModel, plugin: object, tmp_path: Any, **config: Any) -> HostRunner:
     agent = make_agent(model=model, plugins=[plugin], config=config or {})
     store = SQLiteSessionStore(tmp_path / "state.db")
-    return HostRunner(config=agent.config, plugins=agent.plugins, session_store=store, client=model)
+    return HostRunner(
+        Host(config=agent.config, plugins=agent.plugins, session_store=store, client=model)
+    )
 
 
 def test_a_run_stores_its_own_session_with_source_and_parent(tmp_path):
@@ -253,10 +256,12 @@ def test_plugin_manager_shared_between_runs(tmp_path):
     manager = plugin_manager([_Plugin()])
     agent = make_agent(model=ScriptedModel(fn=lambda r: "ok"), plugin_manager=manager)
     runner = HostRunner(
-        config=agent.config,
-        plugins=manager,
-        session_store=SQLiteSessionStore(tmp_path / "s.db"),
-        client=agent.client,
+        Host(
+            config=agent.config,
+            plugins=manager,
+            session_store=SQLiteSessionStore(tmp_path / "s.db"),
+            client=agent.client,
+        )
     )
     outs: list[AgentOutcome] = []
     threads = [

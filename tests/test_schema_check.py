@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from hermes_core.schema_check import MAX_PROBLEMS, check
+from hermes_core.tools.schema_check import MAX_PROBLEMS, check
 
 WEATHER = {
     "type": "object",

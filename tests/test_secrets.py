@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hermes_core.config import load_config, load_dotenv, mark_config_secrets
-from hermes_core.providers import fallback_configs, resolve_provider
-from hermes_core.registry import Registry
+from hermes_core.config.loading import load_config, load_dotenv, mark_config_secrets
+from hermes_core.models.providers import fallback_configs, resolve_provider
+from hermes_core.plugins.registry import Registry
 from hermes_core.testing import make_agent, plugin_manager, text, tool_call
 from hermes_hookspecs import secrets
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hermes_core.config import load_dotenv
+from hermes_core.config.loading import load_dotenv
 from hermes_core.session_store import SQLiteSessionStore
 from hermes_core.testing import ScriptedModel, text, tool_call
 from hermes_hookspecs import SessionInfo, secrets

@@ -946,17 +946,12 @@ def test_an_existing_database_open_to_others_is_made_owner_only(tmp_path):
         store.close()
 
 
-# --- the package and its compatibility modules ----------------------------------------------
+# --- the package -----------------------------------------------------------------------------
 
 
-def test_the_compatibility_modules_re_export_the_package_names():
-    import hermes_core.session_db as session_db
+def test_the_package_exports_the_store_api():
     import hermes_core.session_store as session_store
-    import hermes_core.sessions as sessions
 
-    for name in session_db.__all__:
-        assert getattr(session_db, name) is getattr(session_store, name), name
-    assert sessions.MemorySessionStore is session_store.MemorySessionStore
     assert callable(session_store.repair)  # the function, not the module that holds it
     with pytest.raises(AttributeError):
         session_store.no_such_name  # noqa: B018

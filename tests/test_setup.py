@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from hermes_core.cli import main
-from hermes_core.config import load_dotenv, write_dotenv
+from hermes_core.config.loading import load_dotenv, write_dotenv
 from hermes_hookspecs import Provider, hookimpl
 
 

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from hermes_core.agent import Agent
-from hermes_core.config import ConfigError
-from hermes_core.dispatch import PLACEHOLDER_NAME, cap
+from hermes_core.config.loading import ConfigError
+from hermes_core.loop.agent import Agent
+from hermes_core.loop.dispatch import PLACEHOLDER_NAME, cap
+from hermes_core.loop.transcript import INTERRUPTED_RESULT
 from hermes_core.session_store import SQLiteSessionStore
 from hermes_core.testing import (
     Call,
@@ -30,7 +31,6 @@ from hermes_core.testing import (
     tool_calls,
     wait_until,
 )
-from hermes_core.transcript import INTERRUPTED_RESULT
 from hermes_hookspecs import (
     ApprovalRequest,
     Block,
@@ -228,7 +228,7 @@ def test_unencodable_tool_results_keep_the_session_usable_with_the_openai_sdk(tm
         )
 
         def agent(session_id: str | None = None) -> Agent:
-            return Agent(
+            return Agent.from_config(
                 provider="custom",
                 base_url=fake.openai_base_url,
                 model="m",
@@ -572,7 +572,7 @@ def test_a_session_stored_with_unencodable_text_resumes_with_the_openai_sdk(tmp_
     store.append_message(session_id, {"role": "tool", "tool_call_id": "c2", "content": "fine"})
     store.append_message(session_id, {"role": "assistant", "content": "done \ud800"})
     with FakeLLM("resumed") as fake:
-        agent = Agent(
+        agent = Agent.from_config(
             provider="custom",
             base_url=fake.openai_base_url,
             model="m",

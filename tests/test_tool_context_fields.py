@@ -1,19 +1,15 @@
 """The typed fields of ``ToolContext`` the host sets (``hermes_home``, ``session_store``), their
-inheritance by subagents, the deprecated ``services``/``service()`` path, and ``default_home``."""
+inheritance by subagents, and ``default_home``."""
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
-import pytest
-
-from hermes_core.config import resolve_home
+from hermes_core.config.loading import resolve_home
 from hermes_core.session_store import MemorySessionStore
 from hermes_core.testing import make_agent, text, tool_call
 from hermes_hookspecs import (
     AgentTask,
-    HermesError,
     Tool,
     ToolContext,
     Toolset,
@@ -105,44 +101,6 @@ def test_subagents_inherit_the_home_and_the_store(tmp_path):
     assert child.session_id != agent.session_id
     assert child.hermes_home == tmp_path
     assert child.session_store is agent.session_store
-
-
-def test_the_deprecated_service_path_still_works_for_older_tools(tmp_path):
-    found: dict[str, object] = {}
-
-    def old_style(args, ctx):
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            found["store"] = ctx.service("session_store")
-            found["home"] = ctx.service("hermes_home")
-            found["services_home"] = ctx.services["hermes_home"]
-        found["warned"] = all(issubclass(w.category, DeprecationWarning) for w in caught)
-        found["warnings"] = len(caught)
-        return "ok"
-
-    agent = make_agent(
-        tool_call("old"),
-        text("done"),
-        plugins=[plugin(Tool("old", "", OBJ, old_style))],
-        home=tmp_path,
-        config={},
-    )
-    agent.chat("go")
-    assert found["store"] is agent.session_store
-    assert found["home"] == found["services_home"] == str(tmp_path)
-    assert found["warned"] and found["warnings"] == 2
-
-
-def test_service_falls_back_to_the_typed_fields_and_names_what_is_offered():
-    store = MemorySessionStore()
-    ctx = ToolContext(task_id="t", session_store=store, hermes_home=Path("/srv/hermes"))
-    with pytest.warns(DeprecationWarning):
-        assert ctx.service("session_store") is store
-    with pytest.warns(DeprecationWarning):
-        assert ctx.service("hermes_home") == "/srv/hermes"
-    with pytest.warns(DeprecationWarning), pytest.raises(HermesError) as info:
-        ctx.service("memory")
-    assert "offered: hermes_home, session_store" in str(info.value)
 
 
 def test_default_home_follows_the_cores_rules(tmp_path):

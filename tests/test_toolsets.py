@@ -6,9 +6,9 @@ import types
 
 import pytest
 
-from hermes_core.registry import Registry
+from hermes_core.plugins.registry import Registry
 from hermes_core.testing import make_agent, plugin_manager, text, tool_call, tool_calls
-from hermes_core.toolsets import ToolsetError, build_toolbox, describe_tools, enabled_toolsets
+from hermes_core.tools.toolsets import ToolsetError, build_toolbox, describe_tools, enabled_toolsets
 from hermes_hookspecs import ApprovalRequest, Tool, Toolset, blocked, hookimpl
 
 OBJ = {"type": "object", "properties": {}}

@@ -243,7 +243,7 @@ def _show_warning(
     line: str | None = None,
 ) -> None:
     """Print a configuration warning as one ``hermes: warning:`` line; others as Python does."""
-    from ..config import ConfigWarning
+    from ..config.loading import ConfigWarning
 
     if issubclass(category, ConfigWarning):
         click.echo(f"hermes: warning: {message}", err=True)
@@ -271,7 +271,7 @@ def _run(args: list[str], debug: bool, extra_plugins: Sequence[tuple[str, object
     except HermesError as exc:
         if debug:
             raise
-        from ..config import ConfigError
+        from ..config.loading import ConfigError
 
         click.echo(f"hermes: error: {exc}", err=True)
         return 2 if isinstance(exc, ConfigError) else 1

@@ -19,7 +19,7 @@ from .state import CliState
 if TYPE_CHECKING:
     from hermes_hookspecs import TurnResult
 
-    from ..agent import Agent
+    from ..loop.agent import Agent
 
 SPINNER = "|/-\\"
 T = TypeVar("T")
@@ -151,29 +151,21 @@ def make_agent(
     yolo: bool,
     stream: bool,
     session_id: str | None = None,
-    store: Any = None,
 ) -> Agent:
     """Build the agent for a chat command from the CLI state."""
-    from ..agent import Agent
+    from ..loop.events import Callbacks
 
     can_ask = sys.stdin.isatty()
-    return Agent(
-        config=state.config,
-        plugins=state.plugins,
-        session_store=store,
-        session_id=session_id,
-        platform="cli",
-        yolo=yolo,
-        stream=stream,
-        stream_delta_callback=display.text_delta if stream else None,
-        tool_progress_callback=display.tool_progress,
-        status_callback=display.status if interactive else None,
-        thinking_callback=display.thinking if interactive else None,
-        approval_callback=(lambda r: display.ask(lambda: _ask_approval(r))) if can_ask else None,
-        clarify_callback=(lambda q, c: display.ask(lambda: _ask_clarify(q, c)))
-        if can_ask
-        else None,
+    callbacks = Callbacks(
+        stream_delta=display.text_delta if stream else None,
+        tool_progress=display.tool_progress,
+        status=display.status if interactive else None,
+        thinking=display.thinking if interactive else None,
+        approval=(lambda r: display.ask(lambda: _ask_approval(r))) if can_ask else None,
+        clarify=(lambda q, c: display.ask(lambda: _ask_clarify(q, c))) if can_ask else None,
     )
+    host = state.host.with_overrides({"agent.platform": "cli", "agent.stream": stream})
+    return host.agent(session_id=session_id, callbacks=callbacks, yolo=yolo)
 
 
 @click.command("chat")
@@ -275,7 +267,6 @@ def _one_shot(
         yolo=yolo,
         stream=stream,
         session_id=session_id,
-        store=store,
     )
     for line in agent.tool_problems:
         click.echo(f"hermes: warning: {line}", err=True)
@@ -323,7 +314,6 @@ def _interactive(
             yolo=yolo,
             stream=stream,
             session_id=session,
-            store=store,
         )
 
     agent = new_agent(session_id)
@@ -553,7 +543,7 @@ def _save_history(path: Path) -> None:
     import os
     import readline
 
-    from ..config import ensure_home
+    from ..config.loading import ensure_home
 
     try:
         ensure_home(path.parent)

@@ -16,7 +16,7 @@ from .. import __version__
 from .state import CliState
 
 if TYPE_CHECKING:
-    from ..config_schema import ConfigSchema
+    from ..config.schema import ConfigSchema
 
 
 def _state() -> CliState:
@@ -121,7 +121,7 @@ def tools_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def tools_list(as_json: bool) -> None:
     """List every tool: toolset, whether it is available (and why not), which plugin."""
-    from ..toolsets import ToolsetError, describe_tools, enabled_toolsets
+    from ..tools.toolsets import ToolsetError, describe_tools, enabled_toolsets
 
     state = _state()
     try:
@@ -145,7 +145,7 @@ def tools_list(as_json: bool) -> None:
 
 
 def _toolset_names(state: CliState, name: str) -> None:
-    from ..toolsets import RESERVED
+    from ..tools.toolsets import RESERVED
 
     if name not in state.registry.toolsets and name not in RESERVED:
         known = ", ".join(sorted(state.registry.toolsets)) or "none installed"
@@ -177,8 +177,8 @@ def _save_list(data: dict[str, Any], key: str, values: list[str]) -> None:
 @click.argument("name")
 def tools_enable(name: str) -> None:
     """Enable toolset NAME, or the single tool NAME (edits config.yaml)."""
-    from ..config import save_config
-    from ..toolsets import enabled_toolsets
+    from ..config.loading import save_config
+    from ..tools.toolsets import enabled_toolsets
 
     state = _state()
     data = dict(state.config.file_data)
@@ -206,7 +206,7 @@ def tools_enable(name: str) -> None:
 @click.argument("name")
 def tools_disable(name: str) -> None:
     """Disable toolset NAME, or only the tool NAME (edits config.yaml)."""
-    from ..config import save_config
+    from ..config.loading import save_config
 
     state = _state()
     data = dict(state.config.file_data)
@@ -285,7 +285,7 @@ def _masked(value: Any, key: str = "", schema: ConfigSchema | None = None) -> An
     and any known secret value."""
     from hermes_hookspecs import redact
 
-    from ..config import is_secret_key, secret_reference
+    from ..config.loading import is_secret_key, secret_reference
     from .setup import mask_secret
 
     if isinstance(value, Mapping):
@@ -303,7 +303,7 @@ def _masked(value: Any, key: str = "", schema: ConfigSchema | None = None) -> An
 def _schema(state: CliState) -> ConfigSchema:
     """The keys of the core and the loaded plugins; the core's alone when the plugins cannot
     load because the configuration they depend on is broken (so that ``set`` can repair it)."""
-    from ..config import CORE_SCHEMA, ConfigError
+    from ..config.loading import CORE_SCHEMA, ConfigError
 
     try:
         return state.config_schema
@@ -345,7 +345,7 @@ def config_show(as_json: bool, sources: bool, defaults: bool) -> None:
 
 def _show_declared(schema: ConfigSchema, as_json: bool) -> None:
     """Print every declared key with its type, default, owner and doc."""
-    from ..config_schema import type_words
+    from ..config.schema import type_words
 
     rows: list[dict[str, Any]] = []
     for path in sorted(schema.keys):
@@ -408,7 +408,7 @@ def config_set(key: str, value: str | None, force: bool = False) -> None:
     *password key, or a key a plugin declares secret) goes to $HERMES_HOME/.env instead and is
     never printed; without VALUE it is asked for, hidden.
     """
-    from ..config import ConfigError, _split_key, is_secret_key, set_value
+    from ..config.loading import ConfigError, _split_key, is_secret_key, set_value
 
     state = _state()
     schema = _schema(state)
@@ -457,7 +457,7 @@ def _set_secret(state: CliState, key: str, value: str | None) -> None:
     """Store a secret in ``.env`` (never config.yaml, never echoed): see :func:`config_set`."""
     import os
 
-    from ..config import ConfigError, load_dotenv, set_value, unset_value, write_dotenv
+    from ..config.loading import ConfigError, load_dotenv, set_value, unset_value, write_dotenv
 
     variable = secret_variable(state, key)
     if value is None:
@@ -489,7 +489,7 @@ def _set_secret(state: CliState, key: str, value: str | None) -> None:
 @click.argument("key")
 def config_unset(key: str) -> None:
     """Remove KEY from config.yaml."""
-    from ..config import unset_value
+    from ..config.loading import unset_value
 
     if not unset_value(_state().home / "config.yaml", key):
         raise HermesError(f"{key} is not set in config.yaml")
@@ -518,10 +518,10 @@ def doctor(network: bool = True) -> None:
     """
     import warnings
 
-    from ..config import ConfigWarning, warn_unknown_keys
-    from ..environments import EnvironmentManager
-    from ..providers import resolve_provider
-    from ..toolsets import UNLISTED, describe_tools, enabled_toolsets
+    from ..config.loading import ConfigWarning, warn_unknown_keys
+    from ..models.providers import resolve_provider
+    from ..tools.environments import EnvironmentManager
+    from ..tools.toolsets import UNLISTED, describe_tools, enabled_toolsets
     from .doctor_checks import backend_report, home_writable, private_files, probe_provider
 
     state = _state()

@@ -13,7 +13,7 @@ from typing import Any
 
 from hermes_hookspecs import Cancelled, HermesError, ModelRequest
 
-from ..environments import config_problems, probe
+from ..tools.environments import config_problems, probe
 
 PROBE_TIMEOUT = 15.0
 """Seconds the provider probe waits for an answer."""
@@ -26,7 +26,7 @@ def probe_provider(
 
     The request asks for at most one token, so a paid provider charges next to nothing.
     """
-    from ..providers import client_factory, resolve_provider
+    from ..models.providers import client_factory, resolve_provider
 
     try:
         provider, settings = resolve_provider(registry, config.get("model") or {})
@@ -66,7 +66,7 @@ def probe_provider(
 
 def home_writable(home: Path) -> tuple[bool, str]:
     """Whether hermes can create files in ``home``; ``(ok, one line)``."""
-    from ..config import ensure_home
+    from ..config.loading import ensure_home
 
     try:
         ensure_home(home)
@@ -109,7 +109,7 @@ def private_files(home: Path, config_path: Path | None = None) -> list[tuple[boo
 
 def _holds_secret(path: Path) -> bool:
     """Whether a config file stores a secret value in plain text (not a ``${NAME}`` reference)."""
-    from ..config import ConfigError, _read_file, is_secret_key, secret_reference
+    from ..config.loading import ConfigError, _read_file, is_secret_key, secret_reference
 
     try:
         data = _read_file(path)[0]

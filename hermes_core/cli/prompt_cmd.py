@@ -18,7 +18,7 @@ from .state import CliState
 if TYPE_CHECKING:
     from hermes_hookspecs import PromptContext
 
-    from ..prompt import BuiltLayer
+    from ..context.prompt import BuiltLayer
 
 CHARS_PER_TOKEN = 4
 """The rough size of a token, for the ``~tokens`` column."""
@@ -33,7 +33,7 @@ def _model_and_provider(state: CliState) -> tuple[str, str, str | None]:
     """The model and provider a new session would use, and a note when they could not be
     resolved (the configured names are used then). No client is created and no key is needed:
     the prompt does not depend on the key."""
-    from ..providers import resolve_provider
+    from ..models.providers import resolve_provider
 
     model_cfg = dict(state.config.data.get("model") or {})
     try:
@@ -45,7 +45,7 @@ def _model_and_provider(state: CliState) -> tuple[str, str, str | None]:
 
 def _engine_tools(state: CliState) -> list[Any]:
     """The tools of the context engine a new session would start, as ``Agent`` does."""
-    from ..engines import make_engine
+    from ..context.engines import make_engine
 
     engine = make_engine(state.registry, state.config.data)
     return list(engine.tools()) if engine is not None else []
@@ -58,8 +58,8 @@ def build_prompt(
     notes about anything that had to be assumed."""
     from hermes_hookspecs import PromptContext
 
-    from ..prompt import collect_layers, join_layers
-    from ..toolsets import build_toolbox
+    from ..context.prompt import collect_layers, join_layers
+    from ..tools.toolsets import build_toolbox
 
     cfg = state.config.data
     notes: list[str] = []

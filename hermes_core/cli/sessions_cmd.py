@@ -21,11 +21,7 @@ def _state() -> CliState:
 
 def open_store(state: CliState) -> Any:
     """The session store of the active home (``$HERMES_HOME/state.db``)."""
-    from ..config import ensure_home
-    from ..session_store.sqlite_store import SQLiteSessionStore
-
-    ensure_home(state.home)
-    return SQLiteSessionStore(state.home / "state.db")
+    return state.host.session_store
 
 
 def _mark_known_secrets(state: CliState) -> None:
@@ -276,7 +272,6 @@ def sessions_compress(session_id: str, focus: str | None, as_json: bool) -> None
         yolo=False,
         stream=False,
         session_id=session_id,
-        store=store,
     )
     current = agent.session_id  # the newest of the lineage
     try:

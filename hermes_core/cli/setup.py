@@ -18,7 +18,7 @@ def _state() -> CliState:
 
 
 def _set_model(state: CliState, provider: str, model: str | None, base_url: str | None) -> None:
-    from ..config import save_config
+    from ..config.loading import save_config
 
     data: dict[str, Any] = dict(state.config.file_data)
     section = data.get("model")
@@ -37,7 +37,7 @@ def _set_model(state: CliState, provider: str, model: str | None, base_url: str 
 
 
 def _is_loopback(url: str | None) -> bool:
-    from ..providers import _is_loopback as loopback
+    from ..models.providers import _is_loopback as loopback
 
     return loopback(url)
 
@@ -61,7 +61,7 @@ def setup(
     provider: str | None, model: str | None, base_url: str | None, api_key: str | None
 ) -> None:
     """Set provider, model, endpoint and key (config.yaml and .env)."""
-    from ..config import write_dotenv
+    from ..config.loading import write_dotenv
 
     state = _state()
     providers = state.registry.providers

@@ -2,8 +2,8 @@
 loaded through their real entry points, assertions on recorded requests, and a fake LLM server
 (:class:`FakeLLM`) that speaks the providers' wire protocols to their real SDKs.
 
-It is also a pytest plugin (installed with hermes-framework): see :mod:`hermes_core.pytest_plugin`
-for the fixtures, and docs/testing-plugins.md.
+It is also a pytest plugin (installed with hermes-framework): see
+:mod:`hermes_core.testing.pytest_plugin` for the fixtures, and docs/testing-plugins.md.
 """
 
 from __future__ import annotations

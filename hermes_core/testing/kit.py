@@ -10,9 +10,10 @@ from typing import Any
 
 from hermes_hookspecs import ModelRequest
 
-from ..agent import Agent
-from ..plugins import TRACE_VARIABLE, PluginManager, PluginRecord
-from ..transcript import validate
+from ..loop.agent import Agent
+from ..loop.events import Callbacks
+from ..loop.transcript import validate
+from ..plugins.manager import TRACE_VARIABLE, PluginManager, PluginRecord
 from .scripted import ScriptedModel, Step
 
 
@@ -50,6 +51,21 @@ def load_plugin(name: str) -> PluginRecord:
     return record
 
 
+CALLBACK_NAMES: dict[str, str] = {
+    "event_sink": "events",
+    "tool_progress_callback": "tool_progress",
+    "thinking_callback": "thinking",
+    "reasoning_callback": "reasoning",
+    "step_callback": "step",
+    "stream_delta_callback": "stream_delta",
+    "tool_gen_callback": "tool_generation",
+    "status_callback": "status",
+    "clarify_callback": "clarify",
+    "approval_callback": "approval",
+}
+"""The keywords :func:`make_agent` takes for the agent's :class:`Callbacks`, and their fields."""
+
+
 def make_agent(
     *script: Step,
     model: ScriptedModel | None = None,
@@ -63,13 +79,26 @@ def make_agent(
     ``script`` steps go to a new :class:`ScriptedModel` (or are added to ``model``); the model is
     available as ``agent.client``. ``config`` is the whole configuration (defaults fill the rest);
     nothing is read from disk or the environment unless ``home`` is given.
+
+    Other keywords: ``plugin_manager`` (instead of ``plugins``), the callbacks by the names of
+    :data:`CALLBACK_NAMES` (``approval_callback``, ``clarify_callback``, ``event_sink``...), and
+    what :meth:`Agent.from_config` takes (``yolo``, ``session_store``, ``session_id``,
+    ``toolsets``, ``stream``, ``max_turns``...).
     """
     client = model or ScriptedModel()
     client.add(*script)
     manager = kwargs.pop("plugin_manager", None) or plugin_manager(plugins)
     if config is None and home is None:
         config = {}
-    return Agent(client=client, plugins=manager, config=config, home=home, **kwargs)
+    named = {CALLBACK_NAMES[k]: kwargs.pop(k) for k in list(kwargs) if k in CALLBACK_NAMES}
+    return Agent.from_config(
+        config,
+        client=client,
+        plugins=manager,
+        home=home,
+        callbacks=Callbacks(**named) if named else None,
+        **kwargs,
+    )
 
 
 def assert_valid_transcript(messages: list[dict[str, Any]]) -> None:

@@ -4,7 +4,6 @@ handler receives."""
 from __future__ import annotations
 
 import threading
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,9 +80,6 @@ class ToolContext:
     :param call_id: the id of the tool call.
     :param tool_name: the name of the tool being called.
     :param config: the effective configuration (read-only mapping of nested dicts).
-    :param services: deprecated: named services offered by the host, read with
-        :meth:`service`. Use the typed fields (:attr:`hermes_home`, :attr:`session_store`,
-        :attr:`agents`) instead; the host still fills it for older tools.
     :param cancel_event: set when the user interrupts; long handlers should check
         :attr:`cancelled` and stop.
     :param agents: runs other agents (subagents) for this tool, set by the host; runs inherit the
@@ -102,7 +98,6 @@ class ToolContext:
     call_id: str = ""
     tool_name: str = ""
     config: Mapping[str, Any] = field(default_factory=dict)
-    services: Mapping[str, Any] = field(default_factory=dict)
     cancel_event: threading.Event = field(default_factory=threading.Event)
     environment_factory: Callable[[], Environment] = _no_environment
     approver: Callable[[ApprovalRequest], bool] = _deny
@@ -155,28 +150,6 @@ class ToolContext:
     def emit(self, event: str, **data: Any) -> None:
         """Report progress to the host's event sink (e.g. ``emit("status", text="cloning")``)."""
         self.emitter(event, data)
-
-    def service(self, name: str) -> Any:
-        """Deprecated: return the host service called ``name``; raise a clear error when it is
-        missing. Read the typed fields (``hermes_home``, ``session_store``, ``agents``) instead.
-        """
-        warnings.warn(
-            "ToolContext.service() is deprecated; use the typed fields "
-            "(ctx.hermes_home, ctx.session_store, ctx.agents)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        if name in self.services:
-            return self.services[name]
-        typed: dict[str, Any] = {
-            "hermes_home": str(self.hermes_home) if self.hermes_home is not None else None,
-            "session_store": self.session_store,
-        }
-        if typed.get(name) is not None:
-            return typed[name]
-        offered = ", ".join(sorted({*self.services, *(k for k, v in typed.items() if v)}))
-        offered = offered or "none"
-        raise HermesError(f"service {name!r} is not available (offered: {offered})")
 
 
 @dataclass(frozen=True)

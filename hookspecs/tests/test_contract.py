@@ -58,11 +58,6 @@ def test_tool_context_fails_closed_without_host():
         ctx.clarify("which?")
     with pytest.raises(hs.HermesError):
         ctx.environment  # noqa: B018
-    with (
-        pytest.warns(DeprecationWarning),
-        pytest.raises(hs.HermesError, match="service 'memory' is not available"),
-    ):
-        ctx.service("memory")
     assert ctx.hermes_home is None and ctx.session_store is None
 
 

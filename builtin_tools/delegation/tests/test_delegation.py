@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from hermes_core.agent import Agent
+from hermes_core.loop.agent import Agent
 from hermes_core.testing import (
     FakeLLM,
     ScriptedModel,
@@ -438,7 +438,7 @@ def test_bad_calls_are_explained_to_the_model(args, expected):
 
 
 def test_bad_config_is_explained():
-    from hermes_core.config import ConfigError
+    from hermes_core.config.loading import ConfigError
 
     model = ScriptedModel(tool_call("delegate_task", {"goal": "a"}), "sorry")
     # the declared keys are checked when the agent is made, before any model call
@@ -470,7 +470,7 @@ def test_with_the_openai_sdk_against_the_fake_server():
 
     with FakeLLM() as server:
         server.add(answer, answer, answer)
-        agent = Agent(
+        agent = Agent.from_config(
             provider="custom",
             base_url=server.openai_base_url,
             model="m",

@@ -11,7 +11,6 @@ import posixpath
 import secrets
 import threading
 import time
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,14 +32,6 @@ DEFAULT_MAX_OUTPUT = 64 * 1024 * 1024
 INTERNAL_TIMEOUT = 60.0
 """Seconds the base's own short scripts (start-up, status queries, kills) may take."""
 _AFTER_TIMEOUT_GRACE = 2.0
-
-# the names of the extension points before they were public: a subclass that still overrides
-# one keeps working (and is warned), and calling the old name reaches the new method
-_RENAMED = {
-    "_open": "open_channel",
-    "_open_held": "open_held",
-    "_teardown": "teardown",
-}
 
 
 @dataclass
@@ -72,16 +63,6 @@ class ShellEnvironment(Environment):
     """Seconds the lifeline keeps the state folder after its input ended, for
     :meth:`renew_lifeline` to claim it; 0 for backends that never renew."""
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        for old, new in _RENAMED.items():
-            if old in cls.__dict__ and new not in cls.__dict__:
-                warnings.warn(
-                    f"{cls.__name__}.{old} is deprecated: name it {new}",
-                    DeprecationWarning,
-                    stacklevel=2,
-                )
-
     def __init__(
         self,
         *,
@@ -91,7 +72,7 @@ class ShellEnvironment(Environment):
         max_output_bytes: int = DEFAULT_MAX_OUTPUT,
         config: Mapping[str, Any] | None = None,
     ) -> None:
-        if not (self._overrides("open_channel") or self._overrides("_open")):
+        if not self._overrides("open_channel"):
             raise TypeError(f"{type(self).__name__} must implement open_channel(argv, stdin)")
         self.task_id = task_id
         # what terminal.env_passthrough lets into the sandbox; every other secret stays out
@@ -125,8 +106,6 @@ class ShellEnvironment(Environment):
         """**Required.** Start ``argv`` in the sandbox; write ``stdin`` to it and close its input
         (``None``: end-of-file at once); return a :class:`Channel` on its output. Raise
         :class:`~hermes_hookspecs.EnvironmentUnavailable` when the sandbox is gone."""
-        if self._overrides("_open"):
-            return self._open(argv, stdin)
         raise NotImplementedError(f"{type(self).__name__} must implement open_channel")
 
     def open_held(self, argv: list[str]) -> HeldInput | None:
@@ -134,44 +113,12 @@ class ShellEnvironment(Environment):
         the :class:`HeldInput`; when it is closed, or this process dies in any way (its
         connection closes with it), the program reads end of file. ``None``: the backend
         cannot (the default)."""
-        if self._overrides("_open_held"):
-            held: HeldInput | None = self._open_held(argv)  # the old name of this extension
-            return held
         return None
 
     def teardown(self) -> None:
         """Optional: release the backend (remove the container, close the connection...).
         Called once, last, by :meth:`cleanup`; also call it when ``__init__`` fails after
         connecting. Does nothing by default."""
-        if self._overrides("_teardown"):
-            self._teardown()
-
-    # --- the old names of the extension points (deprecated aliases) -------------------------
-
-    def _open(self, argv: list[str], stdin: bytes | None) -> Channel:
-        """Deprecated alias of :meth:`open_channel`."""
-        return self.open_channel(argv, stdin)
-
-    def _open_held(self, argv: list[str]) -> Any:
-        """Deprecated alias of :meth:`open_held`."""
-        return self.open_held(argv) if self._overrides("open_held") else None
-
-    def _teardown(self) -> None:
-        """Deprecated alias of :meth:`teardown`."""
-        if self._overrides("teardown"):
-            self.teardown()
-
-    def _start(self) -> None:
-        """Deprecated alias of :meth:`prepare_shell`."""
-        self.prepare_shell()
-
-    def _hold_lifeline(self) -> None:
-        """Deprecated alias of :meth:`hold_lifeline`."""
-        self.hold_lifeline()
-
-    def _exec(self, body: str, **options: Any) -> ExecOutcome:
-        """Deprecated alias of :meth:`run_script`."""
-        return self.run_script(body, **options)
 
     # --- start-up -------------------------------------------------------------------------
 

@@ -174,35 +174,6 @@ def test_forwarded_environ_is_only_what_env_passthrough_names():
     assert forwarded_environ(config, environ) == {"GITHUB_TOKEN": "t", "LANG": "C"}
 
 
-def test_a_backend_written_against_the_old_names_still_works(tmp_path):
-    closed = []
-    with pytest.warns(DeprecationWarning) as warned:
-
-        class OldBackend(ShellEnvironment):
-            def __init__(self, path):
-                super().__init__(task_id="old", workdir=str(path))
-                self._start()
-
-            def _open(self, argv, stdin):
-                return PipeChannel(argv, stdin)
-
-            def _teardown(self):
-                closed.append(True)
-
-    assert sorted(str(w.message) for w in warned) == [
-        "OldBackend._open is deprecated: name it open_channel",
-        "OldBackend._teardown is deprecated: name it teardown",
-    ]
-    env = OldBackend(tmp_path)
-    try:
-        assert env.run("echo old names").output.strip() == "old names"
-        assert env._exec("echo $((6 * 7))").output.strip() == b"42"
-        assert env.open_held(["true"]) is None
-    finally:
-        env.cleanup()
-    assert closed == [True]
-
-
 def test_a_backend_without_open_channel_is_refused():
     class Incomplete(ShellEnvironment):
         pass

@@ -14,7 +14,7 @@ def test_loads_through_its_entry_point():
 
 
 def registered():
-    from hermes_core.registry import Registry
+    from hermes_core.plugins.registry import Registry
 
     return Registry.of(plugin_manager(["anthropic"])).providers["anthropic"].value
 

@@ -433,11 +433,17 @@ class WeatherPlugin:
         return [PromptLayer(name="test-system", tier="stable", order=0, text=SYSTEM)]
 
 
+def _callbacks(**named):
+    from hermes_core.loop.events import Callbacks
+
+    return Callbacks(**named)
+
+
 def make_agent(fake, **kw):
-    from hermes_core.agent import Agent
+    from hermes_core.loop.agent import Agent
 
     kw.setdefault("config", {"agent": {"retry_base_delay": 0}})
-    return Agent(
+    return Agent.from_config(
         provider="anthropic",
         base_url=fake.anthropic_base_url,
         api_key="k",
@@ -475,7 +481,7 @@ def test_agent_tool_call_then_text(fake, stream):
         "You're welcome.",
     )
     deltas = []
-    with make_agent(fake, stream=stream, stream_delta_callback=deltas.append) as agent:
+    with make_agent(fake, stream=stream, callbacks=_callbacks(stream_delta=deltas.append)) as agent:
         assert agent.chat("Weather in Paris and Oslo?") == "Sunny in Paris and Oslo, at noon."
         assert agent.chat("thanks") == "You're welcome."
         session, store = agent.session_id, agent.session_store
@@ -528,7 +534,7 @@ def test_agent_replays_signed_thinking(fake):
         "Sunny in Lima.",
     )
     reasoning = []
-    with make_agent(fake, stream=True, reasoning_callback=reasoning.append) as agent:
+    with make_agent(fake, stream=True, callbacks=_callbacks(reasoning=reasoning.append)) as agent:
         assert agent.chat("Lima?") == "Sunny in Lima."
         stored = agent.messages[1]
     assert stored["reasoning"] == "I should look it up."
@@ -580,7 +586,7 @@ def test_agent_interrupt_mid_stream_leaves_no_trace(fake):
     def on_delta(text):
         holder["agent"].interrupt()
 
-    with make_agent(fake, stream=True, stream_delta_callback=on_delta) as agent:
+    with make_agent(fake, stream=True, callbacks=_callbacks(stream_delta=on_delta)) as agent:
         holder["agent"] = agent
         started = time.monotonic()
         result = agent.run_conversation("hi")

@@ -19,7 +19,8 @@ from hermes_cron.jobs import JobError, JobStore
 from hermes_cron.schedule import ScheduleError, parse
 from hermes_cron.scheduler import due_jobs, tick
 
-from hermes_core.runner import HostRunner
+from hermes_core.host import Host
+from hermes_core.loop.runner import HostRunner
 from hermes_core.session_store import SQLiteSessionStore
 from hermes_core.testing import FakeLLM, ScriptedModel, load_plugin, make_agent, tool_call
 
@@ -29,10 +30,12 @@ NOW = _dt.datetime(2026, 3, 2, 8, 59, 30).astimezone().timestamp()  # a Monday
 def _runner(model: ScriptedModel, home: Path) -> HostRunner:
     agent = make_agent(model=model, plugins=["cron", "todo", "clarify"], config={})
     return HostRunner(
-        config=agent.config,
-        plugins=agent.plugins,
-        session_store=SQLiteSessionStore(home / "state.db"),
-        client=model,
+        Host(
+            config=agent.config,
+            plugins=agent.plugins,
+            session_store=SQLiteSessionStore(home / "state.db"),
+            client=model,
+        )
     )
 
 

@@ -21,8 +21,9 @@ from hermes_gateway.core import command_of, prompt_of
 from hermes_gateway.serve import GatewayThread, build
 from hermes_gateway.settings import GatewaySettingsError, load_settings
 
-from hermes_core.registry import Registry
-from hermes_core.runner import HostRunner
+from hermes_core.host import Host
+from hermes_core.loop.runner import HostRunner
+from hermes_core.plugins.registry import Registry
 from hermes_core.session_store import SQLiteSessionStore
 from hermes_core.testing import (
     FakeLLM,
@@ -96,10 +97,12 @@ def make_runner(
         config={"toolsets": ["canary"], "agent": {"api_max_retries": 0}, **(config or {})},
     )
     return HostRunner(
-        config=agent.config,
-        plugins=manager,
-        session_store=SQLiteSessionStore(home / "state.db"),
-        client=model,
+        Host(
+            config=agent.config,
+            plugins=manager,
+            session_store=SQLiteSessionStore(home / "state.db"),
+            client=model,
+        )
     )
 
 

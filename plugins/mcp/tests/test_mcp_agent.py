@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from hermes_toolset_mcp.runtime import RUNTIME
 
-from hermes_core.agent import Agent
+from hermes_core.loop.agent import Agent
 from hermes_core.testing import ScriptedModel, make_agent, text, tool_call, tool_calls
 from hermes_hookspecs import TOOL_NAME_RE, Block, hookimpl
 
@@ -134,7 +134,9 @@ def test_a_broken_server_is_reported_once_and_the_others_work(calls: Path) -> No
         assert agent.chat("add") == "two"
         assert tool_results(agent) == ["2"]
         # A second agent of the same process (same plugins) is not told again.
-        with Agent(client=ScriptedModel("hi"), plugins=agent.plugins, config=config) as again:
+        with Agent.from_config(
+            client=ScriptedModel("hi"), plugins=agent.plugins, config=config
+        ) as again:
             assert again.tool_problems == []
             assert "mcp_demo_add" in again.toolbox.names
 

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from hermes_core.agent import Agent
+from hermes_core.loop.agent import Agent
+from hermes_core.loop.events import Callbacks
 from hermes_core.testing import FakeLLM, assert_valid_transcript, plugin_manager
 from hermes_hookspecs import PromptLayer, Tool, Toolset, hookimpl
 
@@ -68,7 +69,7 @@ def fake():
 
 def make(fake, **kwargs):
     kwargs.setdefault("config", {})
-    return Agent(
+    return Agent.from_config(
         provider="custom",
         base_url=fake.openai_base_url,
         model="m",
@@ -94,7 +95,7 @@ def test_tool_call_then_text_with_a_byte_stable_prefix(fake, stream):
         "Rome too.",
     )
     deltas = []
-    agent = make(fake, stream=stream, stream_delta_callback=deltas.append)
+    agent = make(fake, stream=stream, callbacks=Callbacks(stream_delta=deltas.append))
     with agent:
         assert agent.chat("Weather in Paris and Oslo?") == "Paris and Oslo are sunny; it is noon."
         assert agent.chat("And Rome?") == "Rome too."
@@ -139,7 +140,7 @@ def test_a_broken_stream_is_retried_whole(fake):
     agent = make(
         fake,
         stream=True,
-        stream_delta_callback=deltas.append,
+        callbacks=Callbacks(stream_delta=deltas.append),
         config={"agent": {"retry_base_delay": 0.01}},
     )
     with agent:

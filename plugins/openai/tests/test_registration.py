@@ -9,7 +9,7 @@ import sys
 import hermes_provider_openai as plugin
 import pytest
 
-from hermes_core.registry import Registry
+from hermes_core.plugins.registry import Registry
 from hermes_core.testing import load_plugin, plugin_manager
 from hermes_hookspecs import ProviderError, ProviderSettings
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from .approvals import ApprovalCallback
 
 log = logging.getLogger("hermes.events")
 
@@ -30,28 +32,60 @@ class Event:
 
 
 EventSink = Callable[[Event], None]
+ClarifyCallback = Callable[[str, Sequence[str] | None], str]
+"""Asks a person the clarify tool's question (with its choices, if any) and returns the answer."""
+
+
+@dataclass(frozen=True)
+class Callbacks:
+    """How a user interface follows an agent and answers it; every one is optional.
+
+    :param events: receives every :class:`Event`.
+    :param tool_progress: ``("start" | "end", data)`` around each tool call.
+    :param thinking: ``True`` when a model call starts, ``False`` when it ends.
+    :param reasoning: the model's reasoning text.
+    :param step: the figures of each completed iteration.
+    :param stream_delta: the answer's text as it streams (asking for it turns streaming on).
+    :param tool_generation: the name of a tool call the model started writing.
+    :param status: state changes and warnings worth showing.
+    :param clarify: answers the clarify tool; without it the model is told no one can answer.
+    :param approval: asks a person to approve a dangerous action; without it, what no approval
+        plugin decides is denied.
+    """
+
+    events: EventSink | None = None
+    tool_progress: Callable[[str, dict[str, Any]], None] | None = None
+    thinking: Callable[[bool], None] | None = None
+    reasoning: Callable[[str], None] | None = None
+    step: Callable[[dict[str, Any]], None] | None = None
+    stream_delta: Callable[[str], None] | None = None
+    tool_generation: Callable[[str], None] | None = None
+    status: Callable[[str], None] | None = None
+    clarify: ClarifyCallback | None = None
+    approval: ApprovalCallback | None = None
 
 
 class Events:
-    """Fans events out to an optional sink and the seed-style named callbacks.
+    """Fans events out to the user interface's sink and its named callbacks.
 
     A callback that raises is logged and ignored: a display problem must not stop the agent.
     """
 
-    def __init__(
-        self,
-        sink: EventSink | None = None,
-        *,
-        tool_progress: Callable[[str, dict[str, Any]], None] | None = None,
-        thinking: Callable[[bool], None] | None = None,
-        reasoning: Callable[[str], None] | None = None,
-        step: Callable[[dict[str, Any]], None] | None = None,
-        stream_delta: Callable[[str], None] | None = None,
-        tool_generation: Callable[[str], None] | None = None,
-        status: Callable[[str], None] | None = None,
-    ) -> None:
-        self.sink = sink
+    def __init__(self, callbacks: Callbacks | None = None) -> None:
+        callbacks = callbacks or Callbacks()
+        self.sink = callbacks.events
         self._named: dict[str, Callable[[dict[str, Any]], None]] = {}
+        tool_progress, thinking, reasoning = (
+            callbacks.tool_progress,
+            callbacks.thinking,
+            callbacks.reasoning,
+        )
+        step, stream_delta, tool_generation, status = (
+            callbacks.step,
+            callbacks.stream_delta,
+            callbacks.tool_generation,
+            callbacks.status,
+        )
         if tool_progress:
             self._named["tool_start"] = lambda d: tool_progress("start", d)
             self._named["tool_end"] = lambda d: tool_progress("end", d)

@@ -2,7 +2,7 @@
 (in parallel or one by one, each with a timeout), and answers for every call.
 
 Every answer passes the tool boundary once (:meth:`Dispatcher.seal`): its text is made
-encodable (:func:`~hermes_core.transcript.clean_text`), secrets are redacted
+encodable (:func:`~hermes_core.loop.transcript.clean_text`), secrets are redacted
 (:func:`hermes_hookspecs.redact`) and it is capped, before ``hermes_post_tool_call`` hooks,
 events, the transcript, the session store and the model see it.
 """
@@ -43,11 +43,11 @@ from hermes_hookspecs import (
 from hermes_hookspecs.refusals import is_blocked
 from hermes_hookspecs.threads import Workers
 
+from ..plugins.manager import PluginManager
+from ..tools.schema_check import check as check_schema
+from ..tools.toolsets import ToolBox
 from .approvals import ApprovalGate, refusal
 from .events import Events
-from .plugins import PluginManager
-from .schema_check import check as check_schema
-from .toolsets import ToolBox
 from .transcript import clean_text, clean_value
 
 DEFAULT_MAX_RESULT_CHARS = 100_000

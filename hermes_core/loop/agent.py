@@ -8,14 +8,14 @@ import logging
 import os
 import threading
 import time
-import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from hermes_hookspecs import (
     TURN_RESULT_KEYS,
+    AgentOutcome,
     Cancelled,
     ContextEngine,
     ExitReason,
@@ -34,28 +34,23 @@ from hermes_hookspecs import (
     Usage,
 )
 
+from ..config.loading import Config, ConfigError
+from ..context.engines import make_engine
+from ..context.prompt import collect_layers, join_layers
+from ..context.windows import context_window
+from ..host import Host
+from ..models.calls import AuxiliaryModels, ModelConnection
+from ..models.pricing import estimate_cost
+from ..plugins.manager import PluginManager
+from ..tools.environments import EnvironmentManager
+from ..tools.toolsets import build_toolbox
 from . import transcript
-from .approvals import ApprovalCallback, ApprovalGate
+from .approvals import ApprovalGate
 from .compaction import Compactor
-from .config import (
-    Config,
-    ConfigError,
-    load_config,
-    load_dotenv,
-    resolve_home,
-    warn_unknown_keys,
-)
 from .dispatch import DEFAULT_TOOL_TIMEOUT, REQUESTED_NAME, Dispatcher, normalize_calls
-from .engines import make_engine
-from .environments import EnvironmentManager
-from .events import Events, EventSink
-from .model_calls import AuxiliaryModels, ModelConnection
-from .plugins import PluginManager
-from .pricing import estimate_cost
-from .prompt import collect_layers, join_layers
-from .registry import Registry
-from .session_store.memory_store import MemorySessionStore
-from .toolsets import build_toolbox
+from .events import Callbacks, Events
+from .ids import new_id
+from .runner import CallingAgent
 
 log = logging.getLogger("hermes.agent")
 
@@ -74,92 +69,49 @@ class AgentError(HermesError):
     """The agent could not produce an answer (``chat`` raises it with the turn's error)."""
 
 
-def _new_id(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:16]}"
+SETTINGS: dict[str, str] = {
+    "model": "model.default",
+    "provider": "model.provider",
+    "base_url": "model.base_url",
+    "api_key": "model.api_key",
+    "api_mode": "model.api_mode",
+    "toolsets": "toolsets",
+    "max_turns": "agent.max_turns",
+    "stream": "agent.stream",
+    "platform": "agent.platform",
+}
+"""The settings :meth:`Agent.from_config` takes by name, and the configuration key of each."""
 
 
 class Agent:
     """A conversation with a model that can call tools.
 
-    Everything but ``client`` is optional: the configuration comes from ``$HERMES_HOME`` (or
-    ``home``/``profile``) and the arguments override it. Pass ``client`` to use a model client
-    directly (the test kit's scripted model, or your own) instead of a provider plugin.
-
-    Callbacks: ``event_sink(Event)`` receives every event; the named callbacks receive one kind
-    each (see :mod:`hermes_core.events`). ``clarify_callback(question, choices) -> str`` answers
-    the clarify tool; ``approval_callback(request) -> decision`` asks a person to approve.
-    ``services`` is deprecated: string-keyed services for tools that still call
-    ``ToolContext.service``; tools read the typed fields of ``ToolContext`` instead.
+    An agent is made from a :class:`~hermes_core.host.Host` (configuration, plugins, registry,
+    session store), a session (``session_id`` resumes a stored one; by default a new one) and
+    the user interface's :class:`~hermes_core.loop.events.Callbacks`; ``yolo`` approves every
+    dangerous action without asking. :meth:`from_config` makes one with a host of its own.
     """
 
     def __init__(
         self,
+        host: Host,
         *,
-        model: str | None = None,
-        provider: str | None = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        api_mode: str | None = None,
-        client: ModelClient | None = None,
-        config: Config | Mapping[str, Any] | None = None,
-        home: str | Path | None = None,
-        profile: str | None = None,
-        plugins: PluginManager | None = None,
-        toolsets: Sequence[str] | None = None,
-        max_turns: int | None = None,
-        stream: bool | None = None,
-        session_store: SessionStore | None = None,
         session_id: str | None = None,
-        platform: str | None = None,
+        callbacks: Callbacks | None = None,
         yolo: bool = False,
-        services: Mapping[str, Any] | None = None,
-        event_sink: EventSink | None = None,
-        tool_progress_callback: Callable[[str, dict[str, Any]], None] | None = None,
-        thinking_callback: Callable[[bool], None] | None = None,
-        reasoning_callback: Callable[[str], None] | None = None,
-        clarify_callback: Callable[[str, Sequence[str] | None], str] | None = None,
-        step_callback: Callable[[dict[str, Any]], None] | None = None,
-        stream_delta_callback: Callable[[str], None] | None = None,
-        tool_gen_callback: Callable[[str], None] | None = None,
-        status_callback: Callable[[str], None] | None = None,
-        approval_callback: ApprovalCallback | None = None,
     ) -> None:
-        overrides = {
-            "model.default": model,
-            "model.provider": provider,
-            "model.base_url": base_url,
-            "model.api_key": api_key,
-            "model.api_mode": api_mode,
-            "toolsets": list(toolsets) if toolsets is not None else None,
-            "agent.max_turns": max_turns,
-            "agent.stream": stream,
-            "agent.platform": platform,
-        }
-        self.config = self._load_config(config, home, profile, overrides)
+        self.host = host
+        self.config = host.config
         cfg = self.config.data
-        self.plugins = plugins or PluginManager(
-            disabled=cfg.get("plugins", {}).get("disabled") or ()
-        )
-        # The plugins' own keys: their defaults under the values set, one check of it all.
-        self.config = self.config.with_schema(Registry.of(self.plugins).config_schema)
-        warn_unknown_keys(self.config)
-        cfg = self.config.data
-        self.registry = Registry.of(self.plugins, cfg)
-        self.events = Events(
-            event_sink,
-            tool_progress=tool_progress_callback,
-            thinking=thinking_callback,
-            reasoning=reasoning_callback,
-            step=step_callback,
-            stream_delta=stream_delta_callback,
-            tool_generation=tool_gen_callback,
-            status=status_callback,
-        )
-        self.clarify_callback = clarify_callback
+        self.plugins = host.plugins
+        self.registry = host.registry
+        callbacks = callbacks or Callbacks()
+        self.events = Events(callbacks)
+        self.clarify_callback = callbacks.clarify
         approvals_mode = (cfg.get("approvals") or {}).get("mode", "manual")
         self.approvals = ApprovalGate(
             self.plugins,
-            callback=None if approvals_mode == "deny" else approval_callback,
+            callback=None if approvals_mode == "deny" else callbacks.approval,
             yolo=yolo or approvals_mode == "yolo",
         )
         agent_cfg = cfg.get("agent") or {}
@@ -172,12 +124,16 @@ class Agent:
             else self.events.streaming
         )
 
-        self.connection = ModelConnection(self.registry, self.plugins, cfg, self.events, client)
+        self.connection = ModelConnection(
+            self.registry, self.plugins, cfg, self.events, host.client
+        )
         self.auxiliary = AuxiliaryModels(
             self.registry, self.plugins, cfg, self.events, self.connection
         )
         self.engine: ContextEngine | None = make_engine(self.registry, cfg)
-        self.compactor = Compactor(self)
+        self.compactor = Compactor(
+            _Compactable(self), self.engine, self.events, self._context_window
+        )
         self.tool_problems: list[str] = []
         """Problems met while building the tool list (e.g. a server that did not start), one
         line each; each is also emitted as a ``status`` event."""
@@ -199,22 +155,15 @@ class Agent:
             timeouts=_tool_timeouts(tools_cfg.get("timeouts")),
         )
         self.environments = EnvironmentManager(self.registry, cfg)
-        home = str(self.config.home)
-        self.hermes_home = "" if home == os.devnull else home
+        self.hermes_home = str(host.home) if host.has_home else ""
         """The HERMES_HOME folder; empty for a configuration given as a mapping."""
-        self.session_store: SessionStore = session_store or self._default_store()
-        # Deprecated: the string-keyed services of ``ToolContext.service`` for older tools; the
-        # contract's typed fields (``hermes_home``, ``session_store``, ``agents``) replace them.
-        self.services: dict[str, Any] = {"session_store": self.session_store, "agent": self}
-        if self.hermes_home:
-            self.services["hermes_home"] = self.hermes_home
-        self.services.update(services or {})
+        self.session_store: SessionStore = host.session_store
         self._read_only_config = MappingProxyType(cfg)
 
         if session_id is not None:
             newest = getattr(self.session_store, "newest_in_lineage", None)
             session_id = newest(session_id) if newest is not None else session_id
-        self.session_id = session_id or _new_id("session")
+        self.session_id = session_id or new_id("session")
         self.session: SessionInfo | None = None
         self.messages: list[dict[str, Any]] = []
         self.system_prompt: str | None = None
@@ -230,6 +179,48 @@ class Agent:
         self.compactor.sync_window()
         self._closed = False
 
+    @classmethod
+    def from_config(
+        cls,
+        config: Config | Mapping[str, Any] | None = None,
+        *,
+        home: str | Path | None = None,
+        profile: str | None = None,
+        plugins: PluginManager | None = None,
+        client: ModelClient | None = None,
+        session_store: SessionStore | None = None,
+        session_id: str | None = None,
+        callbacks: Callbacks | None = None,
+        yolo: bool = False,
+        **settings: Any,
+    ) -> Agent:
+        """An agent with a :class:`~hermes_core.host.Host` of its own: the simple way to embed
+        hermes (``Agent.from_config(provider="anthropic", model="claude-sonnet-4-5")``).
+
+        The configuration comes from ``$HERMES_HOME`` (or ``home``/``profile``), or is
+        ``config`` (a mapping: exactly that, nothing read from disk). ``settings`` override it:
+        ``model``, ``provider``, ``base_url``, ``api_key``, ``api_mode``, ``toolsets``,
+        ``max_turns``, ``stream`` and ``platform``. ``client`` is a model client to use instead
+        of a provider plugin's; ``plugins``, ``session_store`` replace the installed plugins and
+        the home's store; ``session_id``, ``callbacks`` and ``yolo`` are the agent's own.
+        """
+        unknown = sorted(set(settings) - set(SETTINGS))
+        if unknown:
+            raise TypeError(f"Agent.from_config() got unknown setting(s): {', '.join(unknown)}")
+        overrides = {SETTINGS[name]: value for name, value in settings.items()}
+        if overrides.get("toolsets") is not None:
+            overrides["toolsets"] = list(overrides["toolsets"])
+        host = Host(
+            home=home,
+            profile=profile,
+            config=config,
+            overrides=overrides,
+            plugins=plugins,
+            session_store=session_store,
+            client=client,
+        )
+        return cls(host, session_id=session_id, callbacks=callbacks, yolo=yolo)
+
     # --- set-up ----------------------------------------------------------------------------
 
     def _tool_problem(self, line: str) -> None:
@@ -237,38 +228,8 @@ class Agent:
         self.tool_problems.append(line)
         self.events.emit("status", text=f"warning: {line}")
 
-    @staticmethod
-    def _load_config(
-        config: Config | Mapping[str, Any] | None,
-        home: str | Path | None,
-        profile: str | None,
-        overrides: dict[str, Any],
-    ) -> Config:
-        if isinstance(config, Config):
-            return config.with_overrides({k: v for k, v in overrides.items() if v is not None})
-        if config is not None:  # a plain mapping: exactly this configuration, nothing from disk
-            # ``${NAME}`` in a secret key still means the process's variable NAME
-            return load_config(
-                Path(home or os.devnull),
-                environ={},
-                overrides=overrides,
-                file_data=dict(config),
-                references=os.environ,
-            )
-        root = Path(home) if home is not None else resolve_home(profile)
-        load_dotenv(root / ".env")
-        return load_config(root, overrides=overrides)
-
-    def _default_store(self) -> SessionStore:
-        """``$HERMES_HOME/state.db`` for a configuration read from a home folder; in memory for
-        one given as a mapping (tests, embedded use without a home)."""
-        home = Path(self.config.home)
-        if str(home) == os.devnull:
-            return MemorySessionStore()
-        from .config import ensure_home
-        from .session_store.sqlite_store import SQLiteSessionStore
-
-        return SQLiteSessionStore(ensure_home(home) / "state.db")
+    def _context_window(self, model: str) -> int:
+        return context_window(model, self.config.data, self.connection.primary.model)
 
     # --- public API ------------------------------------------------------------------------
 
@@ -381,7 +342,7 @@ class Agent:
         ``cancel_event``, when given, interrupts the turn once set, as :meth:`interrupt` does
         (which then sets it); by default each turn has a fresh one.
         """
-        task_id = task_id or _new_id("task")
+        task_id = task_id or new_id("task")
         self._cancel = cancel_event if cancel_event is not None else threading.Event()
         self.connection.start_turn()
         switches_before = len(self.connection.switches)
@@ -635,6 +596,25 @@ class Agent:
         self.messages.append(message)
         self._store("append_message", self.session_id, message)
 
+    def _continue_in(
+        self,
+        child: SessionInfo,
+        messages: list[dict[str, Any]],
+        system_message: str | None,
+        ended_at: float,
+    ) -> None:
+        """End the current session as compressed and go on in ``child`` holding ``messages``;
+        the system prompt is built again for it."""
+        assert self.session is not None
+        self._store("update_session", self.session.id, ended_at=ended_at, end_reason="compressed")
+        self._store("create_session", child)
+        self.session = child
+        self.session_id = child.id
+        self.messages = []
+        for message in messages:
+            self._append(message)
+        self._build_system_prompt(system_message)
+
     def _store(self, method: str, *args: Any, **kwargs: Any) -> None:
         try:
             getattr(self.session_store, method)(*args, **kwargs)
@@ -651,7 +631,6 @@ class Agent:
             call_id=call.id,
             tool_name=call.name,
             config=self._read_only_config,
-            services=self.services,
             hermes_home=Path(self.hermes_home) if self.hermes_home else None,
             session_store=self.session_store,
             cancel_event=self._cancel,
@@ -660,9 +639,13 @@ class Agent:
             emitter=lambda event, data: self.events.emit(event, **data),
         )
         ctx.approver = lambda request: self.approvals.approve(request, ctx)
-        from .runner import ChildRunner  # imported here: runner.py imports this module
-
-        ctx.agents = ChildRunner(self, turn)
+        ctx.agents = self.host.child_runner(
+            CallingAgent(
+                session_id=self.session_id,
+                toolsets=frozenset(self.toolbox.toolsets),
+                charge=turn.charge,
+            )
+        )
         return ctx
 
     def _clarify(self, question: str, choices: Sequence[str] | None) -> str:
@@ -706,6 +689,15 @@ class _Turn:
         self.cost_usd: float | None = None
         self.exit_reason: ExitReason = "error"
         self.error: str | None = None
+        self._charge_lock = threading.Lock()
+
+    def charge(self, outcome: AgentOutcome) -> None:
+        """Count a subagent's usage and cost towards this turn (subagents may run in
+        parallel threads)."""
+        with self._charge_lock:
+            self.usage.add(outcome.usage)
+            if outcome.cost_usd:
+                self.cost_usd = (self.cost_usd or 0.0) + outcome.cost_usd
 
     def finish(self, exit_reason: ExitReason, error: str | None = None) -> None:
         self.exit_reason = exit_reason
@@ -727,3 +719,54 @@ class _Turn:
             "model": agent.model,
             "provider": agent.provider_name,
         }
+
+
+class _Compactable:
+    """The agent as its compactor sees it (:class:`~hermes_core.loop.compaction.Conversation`)."""
+
+    def __init__(self, agent: Agent) -> None:
+        self._agent = agent
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return self._agent.messages
+
+    @property
+    def session(self) -> SessionInfo | None:
+        return self._agent.session
+
+    @property
+    def model(self) -> str:
+        return self._agent.model
+
+    @property
+    def provider(self) -> str:
+        return self._agent.provider_name
+
+    @property
+    def cancel_event(self) -> threading.Event:
+        return self._agent._cancel
+
+    def reset_interrupt(self) -> None:
+        self._agent._cancel = threading.Event()
+
+    def ensure_session(self) -> None:
+        self._agent._start_session()
+
+    def stored_session(self, session_id: str) -> SessionInfo | None:
+        return self._agent.session_store.get_session(session_id)
+
+    def side_request(
+        self, task: str, messages: list[dict[str, Any]], max_tokens: int | None
+    ) -> ModelResponse:
+        return self._agent.side_request(task, messages, max_tokens)
+
+    def continue_in(
+        self,
+        child: SessionInfo,
+        messages: list[dict[str, Any]],
+        system_message: str | None,
+        *,
+        ended_at: float,
+    ) -> None:
+        self._agent._continue_in(child, messages, system_message, ended_at)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from hermes_hookspecs import TIERS, PromptContext, PromptLayer
 
-from .plugins import PluginManager
+from ..plugins.manager import PluginManager
 
 LAYER_SEPARATOR = "\n\n"
 

@@ -17,7 +17,7 @@ from hermes_hookspecs import (
 )
 from hermes_hookspecs.secrets import mark_secret
 
-from .registry import Registry
+from ..plugins.registry import Registry
 
 
 class ProviderResolutionError(HermesError):

@@ -1,6 +1,6 @@
-"""Context compression for an agent: when to compress, the context window the engine works with,
-the engine's summaries on the compression model, and the one sequence every compaction follows
-(compress, check for an interrupt, then continue in a child session)."""
+"""Context compression of a conversation: when to compress, the context window the engine works
+with, the engine's summaries on the compression model, and the one sequence every compaction
+follows (compress, check for an interrupt, then continue in a child session)."""
 
 from __future__ import annotations
 
@@ -9,37 +9,106 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from hermes_hookspecs import (
     CONTEXT_SUMMARY_FLAG,
     Cancelled,
+    ContextEngine,
     HermesError,
     ModelResponse,
     ProviderError,
     SessionInfo,
 )
 
+from ..context.windows import stated_window
+from ..models.calls import INTERRUPTED
 from . import transcript
-from .context_windows import context_window, stated_window
-from .model_calls import INTERRUPTED
-
-if TYPE_CHECKING:
-    from .agent import Agent
+from .events import Events
+from .ids import new_id
 
 log = logging.getLogger("hermes.agent")
 
 
+class Conversation(Protocol):
+    """What the compactor needs of the conversation it compresses (the agent gives it this)."""
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The transcript, without the system prompt."""
+        ...
+
+    @property
+    def session(self) -> SessionInfo | None:
+        """The current session; ``None`` before it started."""
+        ...
+
+    @property
+    def model(self) -> str:
+        """The model of the current turn."""
+        ...
+
+    @property
+    def provider(self) -> str:
+        """The provider of the current turn."""
+        ...
+
+    @property
+    def cancel_event(self) -> threading.Event:
+        """Set when the user interrupts the current turn."""
+        ...
+
+    def reset_interrupt(self) -> None:
+        """Forget an interrupt of an earlier turn."""
+
+    def ensure_session(self) -> None:
+        """Start (or resume) the session if that did not happen yet."""
+
+    def stored_session(self, session_id: str) -> SessionInfo | None:
+        """The session as the store holds it."""
+
+    def side_request(
+        self, task: str, messages: list[dict[str, Any]], max_tokens: int | None
+    ) -> ModelResponse:
+        """Ask the model of ``auxiliary.<task>`` (see ``Agent.side_request``)."""
+        ...
+
+    def continue_in(
+        self,
+        child: SessionInfo,
+        messages: list[dict[str, Any]],
+        system_message: str | None,
+        *,
+        ended_at: float,
+    ) -> None:
+        """End the current session (compressed, at ``ended_at``) and go on in ``child`` holding
+        ``messages``, with the system prompt built again."""
+
+
 class Compactor:
-    """The context compression of one agent, with its engine (``agent.engine``).
+    """The context compression of one conversation, with its context engine.
 
     It keeps what the decisions need between calls: whether a response asked for compression,
     the prompt size the provider last reported, the user's latest request (kept through every
     compaction) and the context windows providers proved smaller than assumed.
+
+    :param conversation: the conversation it compresses.
+    :param engine: the context engine; ``None``: nothing is ever compressed.
+    :param events: where status lines go.
+    :param window: the context window of a model, in tokens.
     """
 
-    def __init__(self, agent: Agent) -> None:
-        self.agent = agent
+    def __init__(
+        self,
+        conversation: Conversation,
+        engine: ContextEngine | None,
+        events: Events,
+        window: Callable[[str], int],
+    ) -> None:
+        self.conversation = conversation
+        self.engine = engine
+        self.events = events
+        self._window = window
         self.pending = False
         """A response said the next request should be compressed first."""
         self.last_prompt_tokens: int | None = None
@@ -47,7 +116,6 @@ class Compactor:
         """The content of the user's message of the latest turn."""
         self._window_model: str | None = None
         self._window_overrides: dict[str, int] = {}
-        engine = agent.engine
         if engine is not None:
             engine.summarize = self.summarize
             engine.notify = self.engine_status
@@ -60,13 +128,13 @@ class Compactor:
 
         :raises Cancelled: the user interrupted the compaction; nothing changed.
         """
-        engine = self.agent.engine
+        engine = self.engine
         if engine is None:
             return
         self.sync_window()
         if not self.pending:
             try:
-                wanted = engine.should_compress_preflight(self.agent.messages)
+                wanted = engine.should_compress_preflight(self.conversation.messages)
             except Exception as exc:
                 self._engine_failed("should_compress_preflight", exc)
                 return
@@ -84,7 +152,7 @@ class Compactor:
         :raises Cancelled: the user interrupted the compaction; nothing changed.
         """
         self._learn_window(error, messages, tools)
-        self.agent.events.emit(
+        self.events.emit(
             "status", text="the request did not fit in the context window; compressing and retrying"
         )
 
@@ -98,7 +166,7 @@ class Compactor:
         request is compressed first. An engine's failure is reported, never raised."""
         if response.usage.input_tokens > 0:
             self.last_prompt_tokens = response.usage.input_tokens
-        engine = self.agent.engine
+        engine = self.engine
         if engine is None:
             return
         self.sync_window()
@@ -115,17 +183,17 @@ class Compactor:
         :raises HermesError: no engine is active, the conversation is empty, the engine failed
             or the user interrupted it.
         """
-        agent = self.agent
-        engine = agent.engine
+        conversation = self.conversation
+        engine = self.engine
         if engine is None:
             raise HermesError(
                 "no context engine is active (context.engine in config.yaml; install one, e.g. "
                 "hermes-engine-compressor)"
             )
-        agent._start_session()
-        if not agent.messages:
+        conversation.ensure_session()
+        if not conversation.messages:
             raise HermesError("nothing to compress yet: the conversation is empty")
-        agent._cancel = threading.Event()  # an interrupt of an earlier turn does not apply
+        conversation.reset_interrupt()  # an interrupt of an earlier turn does not apply
 
         def failed(exc: Exception) -> None:
             if isinstance(exc, HermesError):
@@ -134,14 +202,15 @@ class Compactor:
                 f"context engine {engine.name!r} failed: {type(exc).__name__}: {exc}"
             ) from exc
 
-        parent = agent.session_id
+        assert conversation.session is not None
+        parent = conversation.session.id
         try:
             figures = self._compact(focus, failed)
         except Cancelled:  # the public answer of ``Agent.compress`` stays a HermesError
             raise HermesError("compression interrupted; nothing changed") from None
         assert figures is not None  # ``failed`` always raises
         if figures["session_id"] == parent:
-            agent.events.emit("status", text="nothing to compress: the engine kept every message")
+            self.events.emit("status", text="nothing to compress: the engine kept every message")
         return figures
 
     # --- the engine's hooks ----------------------------------------------------------------
@@ -152,10 +221,10 @@ class Compactor:
         :raises Cancelled: the user interrupted (it passes through an engine's own ``except
             Exception``, so an interrupted summary is never taken for a failed one).
         """
-        agent = self.agent
-        if agent._cancel.is_set():
+        conversation = self.conversation
+        if conversation.cancel_event.is_set():
             raise Cancelled(INTERRUPTED)
-        response = agent.side_request("compression", messages, max_tokens)
+        response = conversation.side_request("compression", messages, max_tokens)
         content = response.message.get("content")
         if isinstance(content, list):
             return "\n".join(
@@ -167,23 +236,20 @@ class Compactor:
 
     def engine_status(self, text: str) -> None:
         """``ContextEngine.notify``: a status line from the engine."""
-        self.agent.events.emit("status", text=str(text))
+        self.events.emit("status", text=str(text))
 
     # --- the context window ----------------------------------------------------------------
 
     def sync_window(self) -> None:
         """Tell the engine the window of the model in use, when that model changed."""
-        agent = self.agent
-        if agent.engine is None:
+        if self.engine is None:
             return
-        model = agent.model
+        model = self.conversation.model
         if model == self._window_model:
             return
         self._window_model = model
-        window = self._window_overrides.get(model) or context_window(
-            model, agent.config.data, agent.connection.primary.model
-        )
-        agent.engine.set_context_window(window)
+        window = self._window_overrides.get(model) or self._window(model)
+        self.engine.set_context_window(window)
 
     def _learn_window(
         self, error: ProviderError, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
@@ -191,18 +257,19 @@ class Compactor:
         """After an overflow: the model's window is smaller than assumed. Use the limit the
         provider stated, else 90% of the refused request's estimated size, for this model from
         now on."""
-        agent = self.agent
-        assert agent.engine is not None
+        engine = self.engine
+        model = self.conversation.model
+        assert engine is not None
         refused = _estimate_tokens(messages) + len(json.dumps(tools, default=str)) // 4
         window = stated_window(str(error)) or int(refused * 0.9)
-        current = agent.engine.context_window
+        current = engine.context_window
         if window <= 0 or (current and window >= current):
             return
-        self._window_overrides[agent.model] = window
-        self._window_model = agent.model
-        agent.engine.set_context_window(window)
-        agent.events.emit(
-            "status", text=f"assuming a context window of {window:,} tokens for {agent.model}"
+        self._window_overrides[model] = window
+        self._window_model = model
+        engine.set_context_window(window)
+        self.events.emit(
+            "status", text=f"assuming a context window of {window:,} tokens for {model}"
         )
 
     # --- the one compaction sequence -------------------------------------------------------
@@ -220,20 +287,20 @@ class Compactor:
         try:
             shortened = self._compressed(focus)
         except Exception as exc:
-            if self.agent._cancel.is_set():  # an engine that reported the interrupt its way
+            if self.conversation.cancel_event.is_set():  # an engine reported it its own way
                 raise Cancelled(INTERRUPTED) from None
             failed(exc)
             return None
-        if self.agent._cancel.is_set():  # interrupted while the engine worked: nothing changes
+        if self.conversation.cancel_event.is_set():  # interrupted while the engine worked
             raise Cancelled(INTERRUPTED)
         return self._commit(shortened)
 
     def _compressed(self, focus: str | None) -> list[dict[str, Any]]:
         """The engine's shorter transcript, repaired and validated; nothing is changed yet."""
-        engine = self.agent.engine
+        engine = self.engine
         assert engine is not None
         # Memory needs no flush first: the memory toolset writes to disk before a call returns.
-        before = self.agent.messages
+        before = self.conversation.messages
         result = engine.compress([dict(m) for m in before], self.last_prompt_tokens, focus)
         if not isinstance(result, list):
             raise HermesError(
@@ -249,9 +316,9 @@ class Compactor:
     def _commit(self, shortened: list[dict[str, Any]]) -> dict[str, Any]:
         """Continue in a child session holding ``shortened``; rebuild the system prompt once.
         A result equal to the transcript changes nothing (no child session)."""
-        agent = self.agent
-        before = agent.messages
-        parent = agent.session
+        conversation = self.conversation
+        before = conversation.messages
+        parent = conversation.session
         assert parent is not None
         if shortened == before:
             tokens = _estimate_tokens(before)
@@ -268,36 +335,27 @@ class Compactor:
         metadata = {**parent.metadata, **(stored.metadata if stored is not None else {})}
         for key in _SESSION_COUNTERS:
             metadata.pop(key, None)
-        from .agent import _new_id  # imported here: agent.py imports this module
-
         child = SessionInfo(
-            id=_new_id("session"),
+            id=new_id("session"),
             source=parent.source,
-            model=agent.model,
-            provider=agent.provider_name,
+            model=conversation.model,
+            provider=conversation.provider,
             parent_session_id=parent.id,
             started_at=max(now, parent.started_at),
             title=(stored.title if stored is not None else None) or parent.title,
             metadata=metadata,
         )
-        agent._store("update_session", parent.id, ended_at=now, end_reason="compressed")
-        agent._store("create_session", child)
-        agent.session = child
-        agent.session_id = child.id
-        agent.messages = []
-        for message in shortened:
-            agent._append(message)
         self.last_prompt_tokens = None  # reported for the transcript just replaced
-        agent._build_system_prompt(metadata.get("system_message"))
+        conversation.continue_in(child, shortened, metadata.get("system_message"), ended_at=now)
         figures = {
             "session_id": child.id,
             "parent_session_id": parent.id,
             "messages_before": len(before),
-            "messages_after": len(agent.messages),
+            "messages_after": len(conversation.messages),
             "tokens_before": _estimate_tokens(before),
-            "tokens_after": _estimate_tokens(agent.messages),
+            "tokens_after": _estimate_tokens(conversation.messages),
         }
-        agent.events.emit(
+        self.events.emit(
             "status",
             text=(
                 f"context compressed: {figures['messages_before']} -> "
@@ -309,15 +367,15 @@ class Compactor:
 
     def _stored_session(self, session_id: str) -> SessionInfo | None:
         try:
-            return self.agent.session_store.get_session(session_id)
+            return self.conversation.stored_session(session_id)
         except Exception:
             return None
 
     def _engine_failed(self, what: str, exc: Exception) -> None:
-        engine = self.agent.engine
+        engine = self.engine
         assert engine is not None
         log.warning("context engine %r failed in %s", engine.name, what, exc_info=exc)
-        self.agent.events.emit(
+        self.events.emit(
             "status",
             text=f"context engine {engine.name!r} failed ({type(exc).__name__}: {exc}); "
             "continuing without compressing",

@@ -24,11 +24,11 @@ from hermes_hookspecs import (
 from hermes_hookspecs.secrets import mark_secret
 from hermes_hookspecs.threads import Workers
 
-from . import transcript
-from .events import Events
-from .plugins import PluginManager
+from ..loop import transcript
+from ..loop.events import Events
+from ..plugins.manager import PluginManager
+from ..plugins.registry import Registry
 from .providers import client_factory, fallback_configs, resolve_provider
-from .registry import Registry
 
 POLL_SECONDS = 0.05
 MODEL_WORKERS = Workers("hermes-model")

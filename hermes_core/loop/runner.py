@@ -1,8 +1,8 @@
 """Running agent turns for plugins (``hermes_hookspecs.AgentRunner``): subagents, scheduled jobs,
 gateway conversations.
 
-Each run gets a fresh :class:`~hermes_core.agent.Agent` built from the runner's configuration,
-plugin manager and session store, with the task's overrides on top; the run's session is stored
+Each run gets a fresh :class:`~hermes_core.loop.agent.Agent` of the runner's
+:class:`~hermes_core.host.Host`, with the task's overrides on top; the run's session is stored
 like any other (``source`` is the task's). Runs are independent, so several may go on in
 parallel threads.
 """
@@ -12,26 +12,28 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hermes_hookspecs import (
     AgentOutcome,
     AgentTask,
     HermesError,
-    ModelClient,
     SessionInfo,
     SessionStore,
     Usage,
 )
 
-from .config import Config
-from .registry import Registry
+from ..tools.toolsets import enabled_toolsets
+from .events import Callbacks
+from .ids import new_id
 
 if TYPE_CHECKING:
-    from .agent import Agent, _Turn
-    from .plugins import PluginManager
+    from ..config.loading import Config
+    from ..host import Host
+    from ..plugins.manager import PluginManager
+    from .agent import Agent
 
 _STATUS = {
     "completed": "completed",
@@ -40,44 +42,51 @@ _STATUS = {
 }
 """``run_conversation`` exit reasons -> outcome statuses; every other reason is ``error``."""
 
-_MAX_CACHED_CONFIGS = 32
-"""Distinct task configurations a runner keeps ready (see ``HostRunner._config``)."""
-_SERVICES_NOT_INHERITED = frozenset({"agent", "session_store", "hermes_home"})
-_ACCOUNT_LOCK = threading.Lock()
+_MAX_CACHED_HOSTS = 32
+"""Distinct task configurations a runner keeps ready (see ``HostRunner._host``)."""
+
+
+@dataclass(frozen=True)
+class CallingAgent:
+    """What a :class:`ChildRunner` knows of the agent whose tool starts subagents.
+
+    :param session_id: the calling agent's session (the parent of its subagents' sessions).
+    :param toolsets: the toolsets the calling agent has; its subagents get no others.
+    :param charge: counts a subagent's usage and cost towards the calling turn.
+    """
+
+    session_id: str
+    toolsets: frozenset[str]
+    charge: Callable[[AgentOutcome], None]
 
 
 class HostRunner:
-    """Runs :class:`~hermes_hookspecs.AgentTask` s with one configuration, plugin manager and
-    session store (implements ``hermes_hookspecs.AgentRunner``).
+    """Runs :class:`~hermes_hookspecs.AgentTask` s with the configuration, plugins, session
+    store and model client of one :class:`~hermes_core.host.Host` (implements
+    ``hermes_hookspecs.AgentRunner``). A task's ``config_overrides`` and model fields go on top
+    of the host's configuration; a task that names a ``provider`` or ``base_url`` uses it rather
+    than the host's model client."""
 
-    :param config: the configuration runs start from (a task's ``config_overrides`` and model
-        fields go on top).
-    :param plugins: the plugin manager every run uses.
-    :param session_store: where runs store their sessions.
-    :param client: a model client to use directly (an embedder's or the test kit's), for tasks
-        that name no ``provider`` or ``base_url``; ``None`` resolves the configured provider.
-    :param services: extra services handed to every run's tools.
-    """
-
-    def __init__(
-        self,
-        *,
-        config: Config,
-        plugins: PluginManager,
-        session_store: SessionStore,
-        client: ModelClient | None = None,
-        services: Mapping[str, Any] | None = None,
-    ) -> None:
-        self.config = config
-        self.plugins = plugins
-        self.session_store = session_store
-        self.client = client
-        self.services = {
-            k: v for k, v in (services or {}).items() if k not in _SERVICES_NOT_INHERITED
-        }
+    def __init__(self, host: Host) -> None:
+        self.host = host
         self._build_lock = threading.Lock()
-        self._configs: dict[tuple[Any, ...], Config] = {}
-        self._configs_lock = threading.Lock()
+        self._hosts: dict[tuple[Any, ...], Host] = {}
+        self._hosts_lock = threading.Lock()
+
+    @property
+    def config(self) -> Config:
+        """The configuration runs start from."""
+        return self.host.config
+
+    @property
+    def plugins(self) -> PluginManager:
+        """The plugin manager every run uses."""
+        return self.host.plugins
+
+    @property
+    def session_store(self) -> SessionStore:
+        """Where runs store their sessions."""
+        return self.host.session_store
 
     def run(self, task: AgentTask) -> AgentOutcome:
         """Run ``task`` to the end; what goes wrong inside it is an outcome, never an exception."""
@@ -118,23 +127,13 @@ class HostRunner:
     # --- building the agent of one run ---------------------------------------------------------
 
     def _build(self, task: AgentTask) -> Agent:
-        from .agent import Agent
-
-        config = self._config(task)
-        direct = self.client is not None and task.provider is None and task.base_url is None
+        host = self._host(task)
+        store = host.session_store
+        callbacks = Callbacks(stream_delta=task.on_text_delta, approval=task.approval)
         with self._build_lock:  # registries fill lazily on first use: one agent at a time
-            agent = Agent(
-                config=config,
-                plugins=self.plugins,
-                client=self.client if direct else None,
-                stream_delta_callback=task.on_text_delta,
-                session_store=self.session_store,
-                session_id=task.session_id,
-                services=self.services,
-                approval_callback=task.approval,
-            )
+            agent = host.agent(session_id=task.session_id, callbacks=callbacks)
         if task.parent_session_id is not None and (
-            task.session_id is None or self.session_store.get_session(agent.session_id) is None
+            task.session_id is None or store.get_session(agent.session_id) is None
         ):
             # A new session with a parent link, stored now so that it carries the link (the
             # agent stores any other new session itself, with the same fields: no read here).
@@ -147,18 +146,18 @@ class HostRunner:
                 started_at=time.time(),
             )
             try:
-                self.session_store.create_session(session)
+                store.create_session(session)
             except Exception:
                 agent.close("error")
                 raise
         return agent
 
-    def _config(self, task: AgentTask) -> Config:
-        """The configuration of ``task``'s run: the runner's, then the task's
-        ``config_overrides``, its excluded toolsets and its model, toolset, budget, streaming and
-        source fields on top (the agent is built with nothing left to override). Tasks without
-        ``config_overrides`` that differ in no field share one cached copy: a copy costs a deep
-        copy and a validation of the whole configuration, and a gateway makes one per message."""
+    def _host(self, task: AgentTask) -> Host:
+        """The host of ``task``'s run: the runner's, with the task's ``config_overrides``, its
+        excluded toolsets and its model, toolset, budget, streaming and source fields on top
+        (the agent is built with nothing left to override). Tasks without ``config_overrides``
+        that differ in no field share one cached host: a configuration copy costs a deep copy
+        and a validation of the whole configuration, and a gateway makes one per message."""
         fields = {
             "model.default": task.model,
             "model.provider": task.provider,
@@ -176,30 +175,31 @@ class HostRunner:
                 tuple(task.exclude_toolsets),
                 tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in fields.items()),
             )
-            with self._configs_lock:
-                cached = self._configs.get(key)
+            with self._hosts_lock:
+                cached = self._hosts.get(key)
             if cached is not None:  # cached once checked: the check depends on the key only
                 return cached
-        config = self.config.with_overrides(task.config_overrides)
+        host = self.host.with_overrides(task.config_overrides)
         if task.exclude_toolsets:
-            config = self._excluding(config, task.exclude_toolsets)
-        self._check_toolsets(config, task)
-        config = config.with_overrides(fields)
+            host = self._excluding(host, task.exclude_toolsets)
+        self._check_toolsets(host, task)
+        direct = task.provider is None and task.base_url is None
+        host = host.with_overrides(fields, keep_client=direct)
         if key is not None:
-            with self._configs_lock:
-                if len(self._configs) >= _MAX_CACHED_CONFIGS:
-                    self._configs.pop(next(iter(self._configs)))
-                self._configs[key] = config
-        return config
+            with self._hosts_lock:
+                if len(self._hosts) >= _MAX_CACHED_HOSTS:
+                    self._hosts.pop(next(iter(self._hosts)))
+                self._hosts[key] = host
+        return host
 
-    def _excluding(self, config: Config, names: Sequence[str]) -> Config:
-        """``config`` with the installed toolsets among ``names`` added to ``disabled_toolsets``."""
-        installed = Registry.of(self.plugins, self.config.data).toolsets
-        disabled = list(config.data.get("disabled_toolsets") or [])
+    def _excluding(self, host: Host, names: Sequence[str]) -> Host:
+        """``host`` with the installed toolsets among ``names`` added to ``disabled_toolsets``."""
+        installed = self.host.registry.toolsets
+        disabled = list(host.config.data.get("disabled_toolsets") or [])
         disabled += [n for n in names if n in installed and n not in disabled]
-        return config.with_overrides({"disabled_toolsets": disabled})
+        return host.with_overrides({"disabled_toolsets": disabled})
 
-    def _check_toolsets(self, config: Config, task: AgentTask) -> None:
+    def _check_toolsets(self, host: Host, task: AgentTask) -> None:
         """Raise when the run may not have the toolsets it asks for (subclasses restrict)."""
 
     def _failed(self, task: AgentTask, error: str, started: float) -> AgentOutcome:
@@ -214,46 +214,36 @@ class HostRunner:
 
 class ChildRunner(HostRunner):
     """The runner a tool handler gets as ``ToolContext.agents``: it runs subagents of the
-    calling agent. Runs inherit the caller's configuration, plugins, session store, model client
-    and services; they are offered no toolset the caller lacks; their usage and cost count
+    calling agent. Runs use the calling agent's host (its configuration, plugins, session store
+    and model client); they are offered no toolset the caller lacks; their usage and cost count
     towards the calling turn (so the parent's totals include its children's); and
     ``hermes_subagent_start`` / ``hermes_subagent_stop`` are called around each."""
 
-    def __init__(self, parent: Agent, turn: _Turn) -> None:
-        primary = parent.connection.primary
-        super().__init__(
-            config=parent.config,
-            plugins=parent.plugins,
-            session_store=parent.session_store,
-            client=primary.client if primary.create_client is None else None,
-            services=parent.services,
-        )
-        self._turn = turn
-        self._parent_session_id = parent.session_id
-        self._parent_toolsets = frozenset(parent.toolbox.toolsets)
+    def __init__(self, host: Host, caller: CallingAgent) -> None:
+        super().__init__(host)
+        self.caller = caller
 
     def run(self, task: AgentTask) -> AgentOutcome:
         """Run ``task`` as a subagent and add its usage and cost to the calling turn's."""
+        caller = self.caller
         if task.session_id is None:
             task = dataclasses.replace(task, session_id=new_session_id())
         if task.parent_session_id is None:
-            task = dataclasses.replace(task, parent_session_id=self._parent_session_id)
+            task = dataclasses.replace(task, parent_session_id=caller.session_id)
         child_id = task.session_id or ""
-        self.plugins.call_each(
+        plugins = self.host.plugins
+        plugins.call_each(
             "hermes_subagent_start",
-            parent_session_id=self._parent_session_id,
+            parent_session_id=caller.session_id,
             child_session_id=child_id,
             goal=task.prompt,
             source=task.source,
         )
         outcome = super().run(task)
-        with _ACCOUNT_LOCK:
-            self._turn.usage.add(outcome.usage)
-            if outcome.cost_usd:
-                self._turn.cost_usd = (self._turn.cost_usd or 0.0) + outcome.cost_usd
-        self.plugins.call_each(
+        caller.charge(outcome)
+        plugins.call_each(
             "hermes_subagent_stop",
-            parent_session_id=self._parent_session_id,
+            parent_session_id=caller.session_id,
             child_session_id=outcome.session_id or child_id,
             goal=task.prompt,
             status=outcome.status,
@@ -262,16 +252,14 @@ class ChildRunner(HostRunner):
         )
         return outcome
 
-    def _check_toolsets(self, config: Config, task: AgentTask) -> None:
-        from .toolsets import enabled_toolsets
-
-        data = config.data
+    def _check_toolsets(self, host: Host, task: AgentTask) -> None:
+        data = host.config.data
         if task.toolsets is not None:
             data = {**data, "toolsets": list(task.toolsets)}
-        wanted = enabled_toolsets(Registry.of(self.plugins, self.config.data), data)
-        extra = sorted(set(wanted) - self._parent_toolsets)
+        wanted = enabled_toolsets(self.host.registry, data)
+        extra = sorted(set(wanted) - self.caller.toolsets)
         if extra:
-            offered = ", ".join(sorted(self._parent_toolsets)) or "none"
+            offered = ", ".join(sorted(self.caller.toolsets)) or "none"
             raise HermesError(
                 f"toolset(s) {', '.join(extra)} are not available to the calling agent, so not "
                 f"to its subagents either (available: {offered})"
@@ -280,4 +268,4 @@ class ChildRunner(HostRunner):
 
 def new_session_id() -> str:
     """A fresh session id in the agent's format (for callers that name a session up front)."""
-    return f"session_{uuid.uuid4().hex[:16]}"
+    return new_id("session")

@@ -7,7 +7,7 @@ from typing import Any
 
 from hermes_hookspecs import ContextEngine, HermesError
 
-from .registry import Registry
+from ..plugins.registry import Registry
 
 DEFAULT_ENGINE = "compressor"
 

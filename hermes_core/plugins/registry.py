@@ -20,8 +20,8 @@ from hermes_hookspecs import (
 )
 from hermes_hookspecs.secrets import mark_secret
 
-from .config_schema import ConfigSchema
-from .plugins import PluginManager, PluginRecord
+from ..config.schema import ConfigSchema
+from .manager import PluginManager, PluginRecord
 
 T = TypeVar("T")
 
@@ -109,7 +109,7 @@ class Registry:
         (``hermes_register_config``). A key that is already declared is refused and recorded
         against the later plugin, naming both."""
         if self._config_schema is None:
-            from .config import CORE_SCHEMA
+            from ..config.loading import CORE_SCHEMA
 
             schema = CORE_SCHEMA.copy()
             self._collect("hermes_register_config", schema.declare_for)

@@ -9,7 +9,7 @@ from typing import Any
 
 from hermes_hookspecs import Environment, EnvironmentUnavailable, HermesError
 
-from .registry import Registry
+from ..plugins.registry import Registry
 
 
 def config_problems(factory: Any, config: Mapping[str, Any]) -> list[str]:

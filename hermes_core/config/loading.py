@@ -23,8 +23,8 @@ from hermes_hookspecs import HermesError
 from hermes_hookspecs.home import default_home
 from hermes_hookspecs.secrets import mark_secret
 
-from .config_keys import APPROVAL_MODES, core_sections
-from .config_schema import CORE_OWNER, ConfigSchema, check, describe, from_text
+from .keys import APPROVAL_MODES, core_sections
+from .schema import CORE_OWNER, ConfigSchema, check, describe, from_text
 
 __all__ = [
     "APPROVAL_MODES",
@@ -62,7 +62,7 @@ class ConfigWarning(UserWarning):
 
 
 CORE_SCHEMA: ConfigSchema = ConfigSchema((section, CORE_OWNER) for section in core_sections())
-"""The keys the core reads (see :mod:`hermes_core.config_keys`); plugins add theirs through
+"""The keys the core reads (see :mod:`hermes_core.config.keys`); plugins add theirs through
 ``hermes_register_config`` (``Registry.config_schema``)."""
 
 DEFAULTS: dict[str, Any] = {"model": {}, **CORE_SCHEMA.defaults()}

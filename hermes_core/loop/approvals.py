@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from hermes_hookspecs import APPROVAL_DECISIONS, ApprovalRequest, ToolContext, blocked
 
-from .plugins import PluginManager
+from ..plugins.manager import PluginManager
 
 ApprovalCallback = Callable[[ApprovalRequest], str | None]
 """Asks a person; returns a decision (``once``/``session``/``always``/``deny``) or ``None``."""

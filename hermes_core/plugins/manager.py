@@ -27,7 +27,7 @@ def _log() -> Any:
 
 ENTRY_POINT_GROUP = PROJECT_NAME
 HOOK_NAMES: frozenset[str] = frozenset(n for n in dir(_specs) if n.startswith("hermes_"))
-CORE_PLUGINS: tuple[tuple[str, str], ...] = (("core_layers", "hermes_core.core_layers"),)
+CORE_PLUGINS: tuple[tuple[str, str], ...] = (("core_layers", "hermes_core.context.core_layers"),)
 """Plugins that ship inside the core, registered first, in this order."""
 
 MAX_RECORDED_ERRORS = 20

@@ -11,7 +11,7 @@ from typing import Any
 
 from hermes_hookspecs import HermesError, Tool
 
-from .registry import Registry
+from ..plugins.registry import Registry
 
 DEFAULT_BUNDLE = "default"
 """Every installed toolset that is enabled by default."""
