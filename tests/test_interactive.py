@@ -226,3 +226,18 @@ def test_resuming_is_announced_and_a_broken_plugin_is_announced_once(tmp_path: P
     term.expect("> ")
     assert term.screen.count("failed to load") == 1
     assert term.close() == 0
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
+def test_the_banner_says_when_the_sandbox_is_off(tmp_path: Path) -> None:
+    env = _chat_env(tmp_path, [{"text": "Hi."}])
+    hermes = str(Path(sys.executable).with_name("hermes"))
+    term = Terminal([hermes, "chat"], env)
+    term.expect("> ")
+    assert "sandbox OFF" not in term.screen
+    assert term.close() == 0
+    (tmp_path / "home" / "config.yaml").write_text("terminal:\n  sandbox: off\n")
+    term = Terminal([hermes, "chat"], env)
+    term.expect("sandbox OFF (terminal.sandbox: off): commands run with your full authority")
+    term.expect("> ")
+    assert term.close() == 0

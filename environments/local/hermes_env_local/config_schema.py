@@ -23,6 +23,12 @@ def hermes_register_config(register: Callable[[ConfigSection], None]) -> None:
                     doc="working directory inside the execution environment",
                     shared=True,
                 ),
+                ConfigKey(
+                    "sandbox",
+                    ("string", "boolean", "object"),
+                    doc="the command sandbox: workspace, read-only or off, or {profile, network, "
+                    "hide, max_processes, max_file_size_mb} (unset: workspace; docs/sandbox.md)",
+                ),
             ],
         )
     )

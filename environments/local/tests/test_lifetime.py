@@ -287,3 +287,51 @@ def test_no_guard_no_command(tmp_path, monkeypatch):
     assert not canary.exists()
     assert own.pid is None
     assert own.groups == frozenset()  # the refused shell's id is not killed later
+
+
+SANDBOXED_PROGRAM = textwrap.dedent(
+    """
+    import sys, time
+    from concurrent.futures import ThreadPoolExecutor
+    from hermes_env_local import LocalEnvironment
+
+    env = LocalEnvironment(sys.argv[1])  # the default: every command in the sandbox
+    env.start_background("sleep 301.5 & wait")
+    ThreadPoolExecutor(1).submit(env.run, "sleep 302.5")
+    print("started", flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def sandboxed_sleepers() -> list[int]:
+    """This machine's pids of the sandboxed sleepers the program started."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                argv = handle.read().split(b"\0")
+        except OSError:
+            continue
+        if argv[:1] == [b"sleep"] and argv[1:2] in ([b"301.5"], [b"302.5"]):
+            if alive(int(entry)):
+                found.append(int(entry))
+    return found
+
+
+@needs_proc
+def test_sandboxed_commands_die_when_hermes_is_killed(tmp_path):
+    from hermes_env_sandbox import unavailable_reason
+
+    if unavailable_reason() is not None:
+        pytest.skip(f"no sandbox here: {unavailable_reason()}")
+    script = tmp_path / "sandboxed_hermes.py"
+    script.write_text(SANDBOXED_PROGRAM)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "started\n"
+    wait_for(lambda: len(sandboxed_sleepers()) == 2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    wait_for(lambda: not sandboxed_sleepers(), timeout=5)

