@@ -433,7 +433,7 @@ def test_cli_masks_keys_a_plugin_declares_secret(
 def test_a_declared_secret_written_as_a_reference_takes_the_variable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from hermes_hookspecs.secrets import secret_values
+    from hermes_runtime.secrets import secret_values
 
     monkeypatch.setenv("VAULT_PIN", "pin-0123456789")
     (tmp_path / "config.yaml").write_text("vault:\n  pin_code: ${VAULT_PIN}\n")

@@ -17,7 +17,7 @@ from hermes_core.config.loading import load_config, load_dotenv, mark_config_sec
 from hermes_core.models.providers import fallback_configs, resolve_provider
 from hermes_core.plugins.registry import Registry
 from hermes_core.testing import make_agent, plugin_manager, text, tool_call
-from hermes_hookspecs import secrets
+from hermes_runtime import secrets
 
 OPENAI_KEY = "sk-openai-test-4d9f2b7c1e"
 DOTENV_TOKEN = "dotenv-token-8a6c3e1f0b"

@@ -15,7 +15,8 @@ import yaml
 from hermes_core.config.loading import load_dotenv
 from hermes_core.session_store import SQLiteSessionStore
 from hermes_core.testing import ScriptedModel, text, tool_call
-from hermes_hookspecs import SessionInfo, secrets
+from hermes_hookspecs import SessionInfo
+from hermes_runtime import secrets
 
 KEY = "sk-cli-secret-key-0123456789abcdef"
 

@@ -41,7 +41,7 @@ from hermes_hookspecs import (
     blocked,
     hookimpl,
 )
-from hermes_hookspecs.secrets import REDACTED, forget_secrets, mark_secret
+from hermes_runtime.secrets import REDACTED, forget_secrets, mark_secret
 
 OBJ = {"type": "object", "properties": {}}
 STR_ARG = {"type": "object", "properties": {"q": {"type": "string"}}}

@@ -13,9 +13,9 @@ from hermes_hookspecs import (
     Tool,
     ToolContext,
     Toolset,
-    default_home,
     hookimpl,
 )
+from hermes_runtime.home import default_home
 
 OBJ = {"type": "object", "properties": {}}
 

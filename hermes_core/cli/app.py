@@ -164,7 +164,7 @@ def redact_log_handlers(handlers: Sequence[Any]) -> None:
     in the lines they write, tracebacks included."""
     import logging
 
-    from hermes_hookspecs import redact
+    from hermes_runtime.secrets import redact
 
     class RedactSecrets(logging.Filter):
         """Rewrites a record whose message or traceback holds a known secret value."""

@@ -283,7 +283,7 @@ def _masked(value: Any, key: str = "", schema: ConfigSchema | None = None) -> An
     """``value`` (the value at dotted ``key``) with every secret in it masked: the values of
     secret keys (``*api_key``, ``*token``, ``*secret``..., and keys a plugin declares secret)
     and any known secret value."""
-    from hermes_hookspecs import redact
+    from hermes_runtime.secrets import redact
 
     from ..config.loading import is_secret_key, secret_reference
     from .setup import mask_secret

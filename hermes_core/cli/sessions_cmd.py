@@ -37,7 +37,7 @@ def _mark_known_secrets(state: CliState) -> None:
 def redacted(value: Any) -> Any:
     """``value`` (a message, a session record) with every known secret value replaced by
     ``[REDACTED]``, in every string it holds."""
-    from hermes_hookspecs import redact
+    from hermes_runtime.secrets import redact
 
     if isinstance(value, str):
         return redact(value)

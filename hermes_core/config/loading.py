@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from hermes_hookspecs import HermesError
-from hermes_hookspecs.home import default_home
-from hermes_hookspecs.secrets import mark_secret
+from hermes_runtime.home import default_home
+from hermes_runtime.secrets import mark_secret
 
 from .keys import APPROVAL_MODES, core_sections
 from .schema import CORE_OWNER, ConfigSchema, check, describe, from_text
@@ -111,7 +111,7 @@ def load_dotenv(path: Path, environ: MutableMapping[str, str] | None = None) -> 
     Each key is put into ``environ`` (default ``os.environ``) only when it is not already there,
     so the real environment wins. Every key is marked as a secret variable and every value (but
     those of the ``HERMES_*`` settings in :data:`ENV_VARS`) as a secret value
-    (``hermes_hookspecs.mark_secret``). A missing file gives ``{}``; a malformed line raises
+    (``hermes_runtime.secrets.mark_secret``). A missing file gives ``{}``; a malformed line raises
     ConfigError naming the file and line (never the line's content, which may be a secret).
     """
     env = os.environ if environ is None else environ
@@ -270,7 +270,7 @@ def secret_reference(value: Any) -> str | None:
 
 
 def mark_config_secrets(data: Any, schema: ConfigSchema | None = None, prefix: str = "") -> None:
-    """Mark as secrets (``hermes_hookspecs.mark_secret``) the values of every secret key in a
+    """Mark as secrets (``hermes_runtime.secrets.mark_secret``) the values of every secret key in a
     configuration (at any depth, lists included): keys secret by their name
     (:func:`is_secret_key`) or declared ``secret`` in ``schema``; and the variables every
     ``key_env`` names."""

@@ -3,7 +3,7 @@
 
 Every answer passes the tool boundary once (:meth:`Dispatcher.seal`): its text is made
 encodable (:func:`~hermes_core.loop.transcript.clean_text`), secrets are redacted
-(:func:`hermes_hookspecs.redact`) and it is capped, before ``hermes_post_tool_call`` hooks,
+(:func:`hermes_runtime.secrets.redact`) and it is capped, before ``hermes_post_tool_call`` hooks,
 events, the transcript, the session store and the model see it.
 """
 
@@ -38,10 +38,10 @@ from hermes_hookspecs import (
     ToolError,
     ToolResult,
     blocked,
-    redact,
 )
 from hermes_hookspecs.refusals import is_blocked
-from hermes_hookspecs.threads import Workers
+from hermes_runtime.secrets import redact
+from hermes_runtime.threads import Workers
 
 from ..plugins.manager import PluginManager
 from ..tools.schema_check import check as check_schema

@@ -21,8 +21,8 @@ from hermes_hookspecs import (
     ProviderError,
     ProviderSettings,
 )
-from hermes_hookspecs.secrets import mark_secret
-from hermes_hookspecs.threads import Workers
+from hermes_runtime.secrets import mark_secret
+from hermes_runtime.threads import Workers
 
 from ..loop import transcript
 from ..loop.events import Events

@@ -15,7 +15,7 @@ from hermes_hookspecs import (
     Provider,
     ProviderSettings,
 )
-from hermes_hookspecs.secrets import mark_secret
+from hermes_runtime.secrets import mark_secret
 
 from ..plugins.registry import Registry
 

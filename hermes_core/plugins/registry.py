@@ -18,7 +18,7 @@ from hermes_hookspecs import (
     Tool,
     Toolset,
 )
-from hermes_hookspecs.secrets import mark_secret
+from hermes_runtime.secrets import mark_secret
 
 from ..config.schema import ConfigSchema
 from .manager import PluginManager, PluginRecord

@@ -37,7 +37,7 @@ def hermes_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
     home's ``.env`` marks its variables process-wide)."""
     import os
 
-    from hermes_hookspecs.secrets import forget_secrets
+    from hermes_runtime.secrets import forget_secrets
 
     home = tmp_path / "hermes-home"
     home.mkdir()

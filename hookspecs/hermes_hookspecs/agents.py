@@ -146,3 +146,6 @@ class CommandContext(Protocol):
         """The messaging platform adapter factories plugins registered
         (``hermes_register_platform_adapters``), by adapter name."""
         ...
+
+
+__all__ = ["OUTCOME_STATUSES", "AgentOutcome", "AgentRunner", "AgentTask", "CommandContext"]

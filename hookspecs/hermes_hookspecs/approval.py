@@ -42,3 +42,6 @@ class ApprovalRequest:
     def cache_key(self) -> str:
         """The key decisions are remembered under."""
         return self.key or self.action
+
+
+__all__ = ["APPROVAL_DECISIONS", "ApprovalDecision", "ApprovalRequest"]

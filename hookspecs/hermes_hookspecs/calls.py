@@ -87,7 +87,7 @@ class ToolContext:
         count towards the calling agent's. ``None`` when the host offers no runner.
     :param hermes_home: the active hermes home folder (the active profile's), set by the host;
         ``None`` when the agent runs without one (a configuration given as a mapping). Code with
-        no context to ask uses :func:`~hermes_hookspecs.default_home`.
+        no context to ask uses ``hermes_runtime.home.default_home``.
     :param session_store: the store that keeps the agent's sessions, set by the host (a
         subagent's is its parent's); ``None`` when the host offers none. A store that can
         search is a :class:`~hermes_hookspecs.SearchableSessionStore`.
@@ -157,3 +157,6 @@ class Block:
     """Returned by a ``hermes_pre_tool_call`` hook to stop a call; ``reason`` goes to the model."""
 
     reason: str
+
+
+__all__ = ["Block", "ToolCall", "ToolContext", "ToolResult"]

@@ -174,3 +174,6 @@ class ConfigSection:
 
     def __repr__(self) -> str:
         return f"ConfigSection({self.name!r}, keys={[k.name for k in self.keys]!r})"
+
+
+__all__ = ["CONFIG_TYPES", "NO_DEFAULT", "ConfigKey", "ConfigSection"]

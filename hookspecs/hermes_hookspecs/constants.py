@@ -7,3 +7,5 @@ API_MODES: tuple[str, ...] = ("chat_completions", "codex_responses", "anthropic_
 
 FINISH_REASONS: tuple[str, ...] = ("stop", "tool_calls", "length", "content_filter")
 """Why a model stopped: the OpenAI names, which every provider maps its own reasons to."""
+
+__all__ = ["API_MODES", "FINISH_REASONS"]

@@ -85,3 +85,6 @@ class ContextEngine(abc.ABC):
     def status(self) -> dict[str, Any]:
         """Figures for the CLI: tokens used, threshold, window, compressions so far."""
         return {"engine": self.name, "context_window": self.context_window}
+
+
+__all__ = ["ContextEngine"]

@@ -170,3 +170,13 @@ of whether the backend can start with this configuration (it may connect, log in
 image). It returns a one-line description of what it found, or raises
 :class:`~hermes_hookspecs.EnvironmentUnavailable` saying what is wrong and how to fix it.
 ``hermes doctor`` calls it when :data:`EnvironmentConfigCheck` found no problem."""
+
+__all__ = [
+    "BackgroundProcess",
+    "CommandResult",
+    "Environment",
+    "EnvironmentConfigCheck",
+    "EnvironmentFactory",
+    "EnvironmentProbe",
+    "SandboxedEnvironment",
+]

@@ -130,3 +130,19 @@ class ContextOverflowError(ProviderError):
     """The request did not fit in the model's context window."""
 
     default_kind = "context_overflow"
+
+
+__all__ = [
+    "ERROR_KINDS",
+    "RETRYABLE_KINDS",
+    "AuthenticationError",
+    "Cancelled",
+    "ContextOverflowError",
+    "EnvironmentRefused",
+    "EnvironmentUnavailable",
+    "HermesError",
+    "ProviderError",
+    "RateLimitError",
+    "ToolCancelled",
+    "ToolError",
+]

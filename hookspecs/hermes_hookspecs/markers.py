@@ -12,3 +12,5 @@ hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 """Marks a plugin function as the implementation of a hermes hook."""
+
+__all__ = ["PROJECT_NAME", "hookimpl", "hookspec"]

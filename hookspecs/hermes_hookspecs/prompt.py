@@ -57,3 +57,6 @@ class PromptContext:
     session_id: str = ""
     date: str = ""
     config: Mapping[str, Any] = field(default_factory=dict)
+
+
+__all__ = ["TIERS", "PromptContext", "PromptLayer"]

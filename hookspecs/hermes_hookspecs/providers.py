@@ -187,3 +187,14 @@ class Provider:
     description: str = ""
     default_model: str | None = None
     api_modes: tuple[str, ...] = ()
+
+
+__all__ = [
+    "ModelClient",
+    "ModelRequest",
+    "ModelResponse",
+    "Provider",
+    "ProviderSettings",
+    "StreamSink",
+    "Usage",
+]

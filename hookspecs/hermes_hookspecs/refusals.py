@@ -24,3 +24,6 @@ def blocked(rule: str, reason: str, target: str = "") -> str:
 def is_blocked(text: str) -> bool:
     """Whether a tool result is a refusal produced by :func:`blocked`."""
     return text.startswith(BLOCKED_MARKER)
+
+
+__all__ = ["BLOCKED_MARKER", "blocked"]

@@ -43,3 +43,6 @@ class PluginReport:
             "notes": list(self.notes),
             "error": self.error,
         }
+
+
+__all__ = ["REPORT_STATUSES", "PluginReport"]

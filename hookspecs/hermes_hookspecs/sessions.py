@@ -108,3 +108,6 @@ class SearchableSessionStore(SessionStore, Protocol):
         :param exclude_session: leave out this session's messages (e.g. the current one).
         """
         ...
+
+
+__all__ = ["SearchHit", "SearchableSessionStore", "SessionInfo", "SessionStore"]

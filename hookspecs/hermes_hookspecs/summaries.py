@@ -45,3 +45,6 @@ def is_context_summary(message: Mapping[str, Any]) -> bool:
     return bool(message.get(CONTEXT_SUMMARY_FLAG)) or starts_with_context_summary(
         message.get("content")
     )
+
+
+__all__ = ["CONTEXT_SUMMARY_FLAG", "CONTEXT_SUMMARY_MARKER", "is_context_summary"]

@@ -91,3 +91,6 @@ class Toolset:
     includes: list[str] = field(default_factory=list)
     enabled_by_default: bool = True
     discover: Callable[[], Sequence[Tool]] | None = None
+
+
+__all__ = ["TOOL_NAME_RE", "Tool", "ToolHandler", "Toolset"]

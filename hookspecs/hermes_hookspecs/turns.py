@@ -54,3 +54,5 @@ class TurnResult(TypedDict):
 
 TURN_RESULT_KEYS: frozenset[str] = frozenset(TurnResult.__required_keys__)
 """The keys of every :class:`TurnResult`."""
+
+__all__ = ["EXIT_REASONS", "TURN_RESULT_KEYS", "ExitReason", "TurnResult"]

@@ -219,3 +219,14 @@ def test_config_declarations_check_themselves() -> None:
     assert section.path(key) == "acme.deep.retries" and section.open
     with pytest.raises(ValueError):
         ConfigSection("acme..deep")
+
+
+def test_the_package_exports_each_name_once_and_as_its_module_declares_it():
+    import importlib
+
+    assert len(hs.__all__) == len(set(hs.__all__))
+    for module, names in hs._LAZY.items():
+        declared = importlib.import_module(f"hermes_hookspecs.{module}").__all__
+        assert tuple(declared) == names, module
+    for name in hs.__all__:
+        assert getattr(hs, name) is not None, name

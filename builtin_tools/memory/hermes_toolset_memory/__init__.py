@@ -74,7 +74,7 @@ BAR = "═" * 46
 def tool_home(ctx: ToolContext) -> Path:
     """The home folder a tool call works in: the host's (``ctx.hermes_home``, it knows the
     active profile), else the default one (``$HERMES_HOME``, else ``~/.hermes``)."""
-    from hermes_hookspecs import default_home
+    from hermes_runtime.home import default_home
 
     return ctx.hermes_home or default_home()
 
@@ -181,7 +181,8 @@ def hermes_prompt_layers(context: PromptContext) -> list[PromptLayer] | None:
     snapshot, so writes during the session do not change it."""
     if TOOL_NAME not in context.tool_names:
         return None
-    from hermes_hookspecs import PromptLayer, default_home
+    from hermes_hookspecs import PromptLayer
+    from hermes_runtime.home import default_home
 
     home = Path(context.hermes_home) if context.hermes_home else default_home()
     return [

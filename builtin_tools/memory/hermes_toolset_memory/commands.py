@@ -16,7 +16,7 @@ TARGET_HELP = "memory (MEMORY.md, the agent's notes) or user (USER.md, what it k
 def _store() -> Any:
     """The store of the active home: the CLI's (``CommandContext.home``, ``-p`` profiles
     included), else the default one."""
-    from hermes_hookspecs import default_home
+    from hermes_runtime.home import default_home
 
     from .store import MemoryStore, limits_from_config
 

@@ -201,7 +201,8 @@ def hermes_prompt_layers(context: PromptContext) -> list[PromptLayer] | None:
         return None
     from pathlib import Path
 
-    from hermes_hookspecs import PromptLayer, default_home
+    from hermes_hookspecs import PromptLayer
+    from hermes_runtime.home import default_home
 
     from .catalog import log, log_problems, scan, skills_root
 

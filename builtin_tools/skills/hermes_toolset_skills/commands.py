@@ -12,7 +12,7 @@ DESCRIPTION_WIDTH = 70
 def _root() -> Path:
     """The skills folder of the active home: the CLI's (``CommandContext.home``, ``-p`` profiles
     included), else the default one."""
-    from hermes_hookspecs import default_home
+    from hermes_runtime.home import default_home
 
     from .catalog import skills_root
 

@@ -7,7 +7,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from hermes_hookspecs import ToolContext, default_home
+from hermes_hookspecs import ToolContext
+from hermes_runtime.home import default_home
 
 from .catalog import (
     SKILL_FILE,

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from hermes_hookspecs.secrets import passthrough
+from hermes_runtime.secrets import passthrough
 
 __all__ = [
     "forwarded_environ",

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_hookspecs import BackgroundProcess, CommandResult, Environment, EnvironmentUnavailable
-from hermes_hookspecs.secrets import passthrough, secret_names
+from hermes_runtime.secrets import passthrough, secret_names
 
 from . import scripts
 from .channel import Channel, ExecOutcome, HeldInput

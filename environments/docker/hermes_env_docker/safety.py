@@ -25,7 +25,7 @@ from urllib.parse import urlparse
 
 from hermes_env_sandbox import HIDDEN_IN_HOME
 
-from hermes_hookspecs import default_home
+from hermes_runtime.home import default_home
 
 __all__ = [
     "ALLOW_KEY",

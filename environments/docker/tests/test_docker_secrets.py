@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hermes_hookspecs import secrets
+from hermes_runtime import secrets
 
 OPENAI_KEY = "sk-docker-openai-5e1b"
 TOKEN = "docker-dotenv-token-93f0"

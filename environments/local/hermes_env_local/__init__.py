@@ -51,10 +51,10 @@ from hermes_hookspecs import (
     CommandResult,
     Environment,
     EnvironmentUnavailable,
-    default_home,
     hookimpl,
 )
-from hermes_hookspecs.secrets import passthrough, secret_names
+from hermes_runtime.home import default_home
+from hermes_runtime.secrets import passthrough, secret_names
 
 from .config_schema import hermes_register_config  # noqa: F401 - a hook of this plugin
 from .guard import GATE_PREAMBLE, process_guard, spawn_gated
@@ -266,8 +266,8 @@ class LocalEnvironment(Environment):
     :param env: the starting exported variables (default: this process's environment).
     :param shell: the bash executable.
     :param env_passthrough: secret variables commands may see nevertheless; every other secret
-        (``hermes_hookspecs.secret_names``: provider keys, whatever ``.env`` set) is left out of
-        every command's environment.
+        (``hermes_runtime.secrets.secret_names``: provider keys, whatever ``.env`` set) is left
+        out of every command's environment.
     :param sandbox: the OS sandbox every command runs in (default: the ``workspace`` profile:
         only ``cwd`` and the task's ``/tmp`` writable, no network, hermes's home and the
         credential folders hidden, the environment an allow-list); ``SandboxSettings("off")``

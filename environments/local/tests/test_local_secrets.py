@@ -1,5 +1,5 @@
 """The local environment keeps secrets out of the commands it runs: whatever
-``hermes_hookspecs.secret_names`` holds, unless ``terminal.env_passthrough`` names it."""
+``hermes_runtime.secrets.secret_names`` holds, unless ``terminal.env_passthrough`` names it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hermes_env_local import LocalEnvironment, create
 from hermes_env_sandbox import SandboxSettings
 
 from hermes_core.testing.environment_suite import wait_for
-from hermes_hookspecs import secrets
+from hermes_runtime import secrets
 
 SECRET = "local-secret-value-2c8e"
 

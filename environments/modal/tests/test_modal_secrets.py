@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from hermes_env_modal import ModalEnvironment
 
-from hermes_hookspecs import secrets
+from hermes_runtime import secrets
 
 OPENAI_KEY = "sk-modal-openai-3f2a"
 TOKEN = "modal-dotenv-token-66de"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from hermes_env_ssh import SSHEnvironment
 
-from hermes_hookspecs import secrets
+from hermes_runtime import secrets
 
 OPENAI_KEY = "sk-ssh-openai-0c4d"
 TOKEN = "ssh-dotenv-token-71ab"

@@ -15,7 +15,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from hermes_hookspecs import default_home, hookimpl
+from hermes_hookspecs import hookimpl
+from hermes_runtime.home import default_home
 
 from . import current
 from .config_schema import hermes_register_config  # noqa: F401 - a hook of this plugin

@@ -18,8 +18,8 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from hermes_hookspecs import ToolCancelled, ToolError, mark_secret
-from hermes_hookspecs.secrets import child_environ
+from hermes_hookspecs import ToolCancelled, ToolError
+from hermes_runtime.secrets import child_environ, mark_secret
 
 from .settings import ServerConfig, expand
 
@@ -197,7 +197,7 @@ class Connection:
         :class:`ServerUnavailable` naming the fix when no sandbox can start here."""
         from hermes_env_sandbox import Sandbox, SandboxSettings, SandboxUnavailable
 
-        from hermes_hookspecs import default_home
+        from hermes_runtime.home import default_home
 
         terminal = self.config.get("terminal") or {}
         workspace = os.path.abspath(os.path.expanduser(cwd or terminal.get("cwd") or "."))

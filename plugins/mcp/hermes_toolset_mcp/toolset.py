@@ -7,7 +7,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from hermes_hookspecs import HermesError, Tool, ToolContext, ToolError, Toolset, redact
+from hermes_hookspecs import HermesError, Tool, ToolContext, ToolError, Toolset
+from hermes_runtime.secrets import redact
 
 from .names import tool_name, toolset_name
 from .settings import ServerConfig, ServerConfigError

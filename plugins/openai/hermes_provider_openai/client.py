@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hermes_hookspecs import Cancelled, ModelRequest, ModelResponse, ProviderError
-from hermes_hookspecs.threads import Workers
+from hermes_runtime.threads import Workers
 
 from . import chat, responses
 from .errors import from_sdk

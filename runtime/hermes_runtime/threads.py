@@ -1,6 +1,6 @@
 """Threads for blocking calls, reused from call to call: for the host's tool handlers and model
 calls, and for plugins that run blocking SDK calls (the dependency rule keeps plugins out of
-the core, so the one implementation lives here).
+the core, and the contract holds no runtime, so the one implementation lives in this library).
 
 Starting a thread per call costs its start-up and, with many threads busy, a wait for the
 interpreter's lock before the new thread can even report that it runs; a gateway serving fifty

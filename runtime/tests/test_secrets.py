@@ -1,12 +1,10 @@
-"""The refusal wording and the process's secrets, without the core."""
+"""The process's secrets: which variables stay out of commands, which values are redacted."""
 
 from __future__ import annotations
 
 import pytest
 
-import hermes_hookspecs as hs
-from hermes_hookspecs import secrets
-from hermes_hookspecs.refusals import is_blocked
+from hermes_runtime import secrets
 
 
 @pytest.fixture(autouse=True)
@@ -16,15 +14,6 @@ def _clean_secrets(monkeypatch):
     secrets.forget_secrets()
     yield
     secrets.forget_secrets()
-
-
-def test_a_refusal_starts_with_the_marker_names_the_rule_and_says_not_to_retry():
-    text = hs.blocked("user-denied", "the user denied this command.", "rm -rf ~/projects")
-    assert text.startswith("BLOCKED: the user denied this command (rule user-denied).")
-    assert "rm -rf ~/projects" in text
-    assert "Do not retry" in text
-    assert is_blocked(text)
-    assert not is_blocked("ok: BLOCKED: in the middle")
 
 
 def test_marked_and_known_secret_variables_never_reach_a_child_environment():
@@ -48,20 +37,20 @@ def test_redaction_replaces_marked_values_and_values_of_secret_variables(monkeyp
     secrets.mark_secret(value="short")  # too short to redact without mangling ordinary words
     secrets.mark_secret("ACME_TOKEN", "acme-token-value-123")
     text = "a=sk-ant-0123456789 b=acme-token-value-123 c=short"
-    assert hs.redact(text) == f"a={secrets.REDACTED} b={secrets.REDACTED} c=short"
+    assert secrets.redact(text) == f"a={secrets.REDACTED} b={secrets.REDACTED} c=short"
 
 
 def test_the_longest_secret_is_redacted_first():
     secrets.mark_secret(value="abcdefgh")
     secrets.mark_secret(value="abcdefgh-longer")
-    assert hs.redact("x abcdefgh-longer y") == f"x {secrets.REDACTED} y"
+    assert secrets.redact("x abcdefgh-longer y") == f"x {secrets.REDACTED} y"
 
 
 def test_a_secret_is_redacted_however_it_is_encoded():
     import base64
     import binascii
 
-    from hermes_hookspecs.secrets import forget_secrets, mark_secret, redact
+    from hermes_runtime.secrets import forget_secrets, mark_secret, redact
 
     value = "sk-live-0123456789-secret-value"
     mark_secret(value=value)

@@ -1,4 +1,4 @@
-"""The process's reused threads for blocking calls (hermes_hookspecs.threads)."""
+"""The process's reused threads for blocking calls (hermes_runtime.threads)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from hermes_core.testing import wait_until
-from hermes_hookspecs.threads import Workers
+from hermes_runtime.threads import Workers
 
 
 def test_a_call_runs_on_an_idle_thread_when_there_is_one():
