@@ -48,13 +48,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "EnvironmentProbe",
         "SandboxedEnvironment",
     ),
-    "platforms": (
-        "Attachment",
-        "Gateway",
-        "InboundMessage",
-        "PlatformAdapter",
-        "PlatformAdapterFactory",
-    ),
+    "platforms": ("PlatformAdapterFactory",),
     "prompt": ("TIERS", "PromptContext", "PromptLayer"),
     "providers": (
         "ModelClient",

@@ -119,8 +119,9 @@ def hermes_register_platform_adapters(
     :param register: call ``register(name, factory)``; ``name`` is the adapter's kind, what
         users put in ``gateway.platforms.<platform>.adapter`` (or the platform's own name when
         that key is absent); ``factory(platform, settings)`` returns a
-        :class:`~hermes_hookspecs.PlatformAdapter`. It must import the platform's SDK inside the
-        factory, not at module import. Duplicate names are an error naming both plugins.
+        ``hermes_gateway.PlatformAdapter`` (the gateway plugin declares the type). It must
+        import the platform's SDK inside the factory, not at module import. Duplicate names
+        are an error naming both plugins.
     :return: nothing; return values are ignored.
     """
 

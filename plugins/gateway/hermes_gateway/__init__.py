@@ -10,9 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from hermes_hookspecs import PlatformAdapter, hookimpl
+from hermes_hookspecs import hookimpl
 
 from .config_schema import hermes_register_config  # noqa: F401 - a hook of this plugin
+from .platforms import (
+    AdapterFactory,
+    Attachment,
+    Gateway,
+    InboundMessage,
+    PlatformAdapter,
+)
 
 
 def _api_server(platform: str, settings: Any) -> PlatformAdapter:
@@ -53,3 +60,6 @@ def hermes_register_commands(cli: Any) -> None:
             return self._real().get_command(ctx, name)
 
     cli.add_command(LazyGatewayGroup("gateway", help="The messaging gateway: run, adapters."))
+
+
+__all__ = ["AdapterFactory", "Attachment", "Gateway", "InboundMessage", "PlatformAdapter"]

@@ -16,11 +16,12 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from hermes_hookspecs import AgentOutcome, Gateway, HermesError, InboundMessage, PlatformAdapter
+from hermes_hookspecs import AgentOutcome, HermesError
 
 from . import openai_format as fmt
 from .core import GatewayClosed, new_session_id
 from .listening import listen
+from .platforms import Gateway, InboundMessage, PlatformAdapter
 
 if TYPE_CHECKING:
     from aiohttp import web

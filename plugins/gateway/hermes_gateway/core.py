@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes_hookspecs import AgentOutcome, AgentRunner, AgentTask, InboundMessage, PlatformAdapter
+from hermes_hookspecs import AgentOutcome, AgentRunner, AgentTask
 
 from . import memory
+from .platforms import InboundMessage, PlatformAdapter
 from .routes import RouteStore, route_key
 from .settings import GatewaySettings, PlatformSettings
 

@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from hermes_hookspecs import PlatformAdapter
+from .platforms import PlatformAdapter
 
 
 async def deliver_outbox(

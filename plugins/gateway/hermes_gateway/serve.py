@@ -11,11 +11,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from hermes_hookspecs import AgentRunner, HermesError, PlatformAdapter, PlatformAdapterFactory
+from hermes_hookspecs import AgentRunner, HermesError
 
 from . import memory
 from .core import GatewayCore
 from .outbox import keep_delivering
+from .platforms import AdapterFactory, PlatformAdapter
 from .routes import RouteStore
 from .settings import GatewaySettingsError, load_settings
 
@@ -24,7 +25,7 @@ def build(
     home: Path,
     config: Mapping[str, Any],
     runner: AgentRunner,
-    factories: Mapping[str, PlatformAdapterFactory],
+    factories: Mapping[str, AdapterFactory],
     log: Callable[[str], None],
 ) -> GatewayCore:
     """The gateway of ``config`` with one (unconnected) adapter per configured platform;

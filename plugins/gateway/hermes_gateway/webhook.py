@@ -15,10 +15,11 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from hermes_hookspecs import Attachment, Gateway, HermesError, InboundMessage, PlatformAdapter
+from hermes_hookspecs import HermesError
 
 from .core import GatewayClosed
 from .listening import listen
+from .platforms import Attachment, Gateway, InboundMessage, PlatformAdapter
 
 if TYPE_CHECKING:
     import aiohttp

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hermes_gateway import Attachment, InboundMessage, PlatformAdapter
 from hermes_gateway.core import command_of, prompt_of
 from hermes_gateway.serve import GatewayThread, build
 from hermes_gateway.settings import GatewaySettingsError, load_settings
@@ -39,10 +40,7 @@ from hermes_core.testing import (
 from hermes_hookspecs import (
     AgentOutcome,
     AgentTask,
-    Attachment,
     HermesError,
-    InboundMessage,
-    PlatformAdapter,
     ProviderError,
     Tool,
     Toolset,
