@@ -52,6 +52,7 @@ cache-write tokens, as that API reports them.
 
 from __future__ import annotations
 
-from .server import FakeLLM, RecordedRequest, load_script
+from .server import FakeLLM
+from .steps import RecordedRequest, load_script
 
 __all__ = ["FakeLLM", "RecordedRequest", "load_script"]

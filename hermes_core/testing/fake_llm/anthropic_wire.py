@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .server import Answer, ErrorStep, Exchange
+    from .steps import Answer, ErrorStep, Exchange
 
 Event = tuple[str | None, Any]
 
