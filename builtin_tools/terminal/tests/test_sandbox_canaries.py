@@ -123,6 +123,18 @@ def test_secrets_cannot_be_read(home):
     assert "searched" in out[3]
 
 
+def test_the_walls_cannot_be_taken_down_from_inside(home):
+    out = attack(
+        "umount ~/.ssh; umount -l ~/.hermes; mount -o remount,rw /; cat ~/.ssh/id_ed25519",
+        "unshare -rm sh -c 'umount ~/.ssh; cat ~/.ssh/id_ed25519'; echo x >> ~/.bashrc",
+        "grep -h Cap[EP] /proc/self/status",
+        home=home,
+    )
+    assert SECRET not in "\n".join(out)
+    intact(home)
+    assert "0000000000000000" in out[2] and "fff" not in out[2]  # no capability at all
+
+
 def test_a_link_in_the_workspace_to_a_hidden_folder_shows_nothing(home):
     os.symlink(home / ".ssh", home / "project" / "keys")
     os.symlink(home / ".hermes", home / "project" / "conf")

@@ -5,7 +5,8 @@ A :class:`Sandbox` belongs to one task. :meth:`Sandbox.command` turns a command'
 would have started the command. The mounts, in the order bwrap makes them:
 
 1. the whole file system read-only, a fresh ``/dev``, a fresh ``/proc`` (own PID namespace),
-   an empty ``/run`` (the Docker, containerd and podman sockets, the user's agent sockets);
+   an empty ``/run`` (the Docker, containerd and podman sockets, the user's agent sockets), and
+   no capabilities, for root too (no mount can be undone from inside);
 2. hidden paths that contain a writable folder (a per-user workspace inside ``$HERMES_HOME``);
 3. the task's ``/tmp`` folder, then the workspace, writable (``workspace`` profile only);
 4. inside the workspace, read-only again: ``.git/hooks``, ``.git/config`` and, when the home
@@ -253,6 +254,9 @@ class Sandbox:
     def _mounts(self, fds: list[int], files: Mapping[str, str], protect: bool) -> list[str]:
         args = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+        # bwrap started by root keeps root's capabilities in the sandbox unless told: with them
+        # a command could unmount what hides a folder, or remount / writable
+        args += ["--cap-drop", "ALL"]
         if not self.settings.network:
             args.append("--unshare-net")
         args += ["--tmpfs", "/run"]
