@@ -161,11 +161,19 @@ def test_exported_git_configuration_runs_nothing_outside(home):
         f"GIT_CONFIG_VALUE_0='rm -rf {victim}; false'",
         "git status --short; echo status-done",
         "echo '#!/bin/sh' > .git/hooks/pre-commit; echo hooks=$?",
+        "git -c user.name=a -c user.email=a@b commit -q --allow-empty -m two && echo committed",
+        "mv .git .git-aside; mkdir -p .git/hooks; echo evil > .git/hooks/post-checkout",
+        "rm -rf .git; echo evil > .git/hooks/post-checkout; echo '[core]' > .git/config",
         home=home,
     )
     intact(home)
+    git = home / "project" / ".git"
     assert "status-done" in out[2]
     assert "Read-only file system" in out[3]
+    assert "committed" in out[4]  # work inside .git goes on
+    assert not (home / "project" / ".git-aside").exists()  # it cannot be moved aside
+    assert not (git / "hooks" / "post-checkout").exists()  # nor emptied and refilled
+    assert (git / "config").read_text().startswith("[core]\n\trepositoryformatversion")
     assert not (home / "project" / ".git" / "hooks" / "pre-commit").exists()
 
 

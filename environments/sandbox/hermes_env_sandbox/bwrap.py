@@ -11,6 +11,7 @@ would have started the command. The mounts, in the order bwrap makes them:
 3. the task's ``/tmp`` folder, then the workspace, writable (``workspace`` profile only);
 4. inside the workspace, read-only again: ``.git/hooks``, ``.git/config`` and, when the home
    folder is inside it, the shell's start-up files (what a command would plant to run later);
+   ``.git`` itself a mount point, so that it cannot be moved aside and replaced;
    each bound from a file descriptor opened and checked by hermes, never through a path a
    command could swap for a symlink in between;
 5. every other hidden path: an empty read-only folder, or an empty file;
@@ -298,6 +299,12 @@ class Sandbox:
     def _protections(self, fds: list[int]) -> list[str]:
         args: list[str] = []
         for root in self.writable:
+            # .git a mount point of its own: it cannot be moved aside or deleted and replaced
+            # by one whose hooks run when the user next runs git; what is inside stays writable
+            opened = _open_inside(os.path.join(root, ".git"), root)
+            if opened is not None:
+                fds.append(opened[0])
+                args += ["--bind-fd", str(opened[0]), opened[1]]
             names = [os.path.join(root, p) for p in PROTECTED_IN_WORKSPACE]
             if _inside(self.home, root):
                 names += [os.path.join(self.home, p) for p in PROTECTED_IN_HOME]
