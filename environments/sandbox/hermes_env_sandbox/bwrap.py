@@ -80,7 +80,14 @@ PROTECTED_IN_HOME = (
     ".config/git",
     ".config/autostart",
     ".config/systemd",
+    ".config/environment.d",
+    ".config/fish",
     ".local/bin",
+    ".local/lib",
+    ".local/share/applications",
+    ".pam_environment",
+    ".xprofile",
+    ".xsessionrc",
 )
 """Read-only when the home folder is inside a writable folder (a workspace of ``~``)."""
 
