@@ -25,10 +25,9 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from hermes_hookspecs import EnvironmentRefused
 
@@ -146,6 +145,8 @@ def unavailable_reason(bwrap: str | None = None) -> str | None:
 
 
 def _probe(bwrap: str) -> str | None:
+    import subprocess  # here: `hermes --help` loads this module
+
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     argv += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--", "true"]
     try:
@@ -170,8 +171,7 @@ def _real(path: str) -> str:
     return os.path.realpath(os.path.expanduser(path))
 
 
-@dataclass(frozen=True)
-class _Hidden:
+class _Hidden(NamedTuple):
     path: str
     is_dir: bool
 
