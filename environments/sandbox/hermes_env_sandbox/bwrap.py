@@ -271,10 +271,9 @@ class Sandbox:
         if self.settings.network:
             args += self._resolver_mounts()
         args += ["--bind", self.tmp, "/tmp"]  # first: the rest may lie inside /tmp
-        hidden = [h for h in self._hidden() if not _inside(h.path, "/tmp")]
-        around = [
-            h for h in self._hidden() if h.is_dir and any(_inside(r, h.path) for r in self.writable)
-        ]
+        every = self._hidden()
+        hidden = [h for h in every if not _inside(h.path, "/tmp")]
+        around = [h for h in every if h.is_dir and any(_inside(r, h.path) for r in self.writable)]
         for item in around:
             args += ["--tmpfs", item.path]
         for root in self.writable:
