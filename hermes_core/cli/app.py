@@ -244,9 +244,12 @@ def _show_warning(
 ) -> None:
     """Print a configuration warning as one ``hermes: warning:`` line; others as Python does."""
     from ..config.loading import ConfigWarning
+    from ..session_store.hermes_agent import SessionImportNotice
 
     if issubclass(category, ConfigWarning):
         click.echo(f"hermes: warning: {message}", err=True)
+    elif issubclass(category, SessionImportNotice):
+        click.echo(f"hermes: {message}", err=True)
     else:
         warnings_module = sys.modules["warnings"]
         text = warnings_module.formatwarning(message, category, filename, lineno, line)
