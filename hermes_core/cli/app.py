@@ -266,6 +266,12 @@ def _run(args: list[str], debug: bool, extra_plugins: Sequence[tuple[str, object
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.ClickException as exc:
+        from .install_hints import missing_command_message
+
+        hint = missing_command_message(exc, args)
+        if hint is not None:
+            click.echo(f"hermes: {hint}", err=True)
+            return 2
         exc.show()
         return exc.exit_code
     except KeyboardInterrupt:
