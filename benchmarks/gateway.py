@@ -209,7 +209,7 @@ def one_run(args: argparse.Namespace, model_url: str) -> dict[str, float]:
         Host(
             config=agent.config,
             plugins=manager,
-            session_store=SQLiteSessionStore(home / "state.db"),
+            session_store=SQLiteSessionStore(home / "sessions.db"),
         )
     )
     factories = {n: e.value for n, e in Registry.of(manager).platform_adapters.items()}

@@ -11,7 +11,7 @@ The stages, each built on first use and then kept, each needing only the ones be
 4. the registry of what the plugins register, and the configuration schema (the core's keys
    and those the plugins declare);
 5. the configuration: the core one with the plugins' defaults, checked against every key;
-6. the session store: ``$HERMES_HOME/state.db``, or in memory without a home folder.
+6. the session store: ``$HERMES_HOME/sessions.db``, or in memory without a home folder.
 
 ``hermes --help`` builds stages 1 to 3 only; an agent needs them all.
 """
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from .plugins.manager import PluginManager
     from .plugins.registry import Registry
 
-STATE_DB = "state.db"
 """The session store's file in the home folder."""
 
 
@@ -65,7 +64,7 @@ class Host:
     :param plugin_names: load only the plugins with these entry point names.
     :param extra_plugins: ``(name, object)`` plugins registered in-process besides them.
     :param strict_plugins: fail on the first plugin that does not load or register cleanly.
-    :param session_store: the store for sessions instead of the home's ``state.db``.
+    :param session_store: the store for sessions instead of the home's ``sessions.db``.
     :param client: a model client every agent of this host uses instead of the configured
         provider's (the test kit's scripted model, or an embedder's own).
     """
@@ -192,7 +191,7 @@ class Host:
 
     @property
     def session_store(self) -> SessionStore:
-        """The store of sessions: the one given, else ``$HERMES_HOME/state.db``, else (no home)
+        """The store of sessions: the one given, else ``$HERMES_HOME/sessions.db``, else (no home)
         one in memory. Opened once."""
         with self._lock:
             if self._store is None:
@@ -290,12 +289,21 @@ class Host:
 
 
 def open_session_store(home: Path | None) -> SessionStore:
-    """The session store of ``home`` (``state.db`` in it, the folder made private first); one
-    in memory for ``None``."""
+    """The session store of ``home`` (``sessions.db`` in it, the folder made private first); one
+    in memory for ``None``. What is new in the Hermes agent's ``state.db`` in ``home`` is
+    copied into it first, read-only, with one :class:`SessionImportNotice` line saying so."""
     if home is None:
         from .session_store.memory_store import MemorySessionStore
 
         return MemorySessionStore()
+    import warnings
+
+    from .session_store.hermes_agent import SessionImportNotice, store_path, sync_hermes_agent
     from .session_store.sqlite_store import SQLiteSessionStore
 
-    return SQLiteSessionStore(ensure_home(home) / STATE_DB)
+    home = ensure_home(home)
+    store = SQLiteSessionStore(store_path(home))
+    report = sync_hermes_agent(store, home)  # the Hermes agent's state.db, read-only
+    if report is not None and report.changed:
+        warnings.warn(report.line(), SessionImportNotice, stacklevel=2)
+    return store

@@ -447,7 +447,8 @@ def test_enum_error_has_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_config(tmp_path, {})
     assert str(info.value) == (
-        f"{path}:2: approvals.mode: expected one of 'manual', 'deny', 'yolo', got 'auto'"
+        f"{path}:2: approvals.mode: expected one of 'manual', 'deny', 'yolo', 'smart', 'off', "
+        "got 'auto'"
     )
 
 

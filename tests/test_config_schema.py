@@ -246,14 +246,16 @@ def test_unknown_key_warns_once_with_the_closest_known_key(tmp_path: Path) -> No
 
 
 def test_keys_of_a_plugin_that_is_not_installed_are_kept_with_a_warning(tmp_path: Path) -> None:
-    (tmp_path / "config.yaml").write_text("cron:\n  tick_seconds: 5\n")
+    # (keys the Hermes agent writes, such as cron: or terminal.cwd, are accepted silently:
+    # tests/test_hermes_agent_config.py)
+    (tmp_path / "config.yaml").write_text("acme_jobs:\n  tick_seconds: 5\n")
     with pytest.warns(ConfigWarning) as caught:
         agent = make_agent(home=tmp_path, plugin_manager=manager())
     assert [str(w.message) for w in caught] == [
-        f"{tmp_path / 'config.yaml'}:1: config section 'cron': no installed plugin declares it"
+        f"{tmp_path / 'config.yaml'}:1: config section 'acme_jobs': no installed plugin declares it"
         " (kept)"
     ]
-    assert agent.config.get("cron.tick_seconds") == 5
+    assert agent.config.get("acme_jobs.tick_seconds") == 5
 
 
 def test_duplicate_yaml_key_is_an_error_naming_both_lines(tmp_path: Path) -> None:
@@ -467,7 +469,10 @@ def test_suggestions_are_keys_alike_never_the_section_a_key_is_in() -> None:
     assert schema.closest("terminal.timout") == "terminal.timeout"
     assert schema.closest("termnal.timeout") == "terminal.timeout"
     assert schema.closest("toolset") == "toolsets"
-    assert schema.closest("terminal.cwd") is None
-    assert list(schema.unknown({"terminal": {"cwd": "/w"}})) == [
-        ("terminal.cwd", "config key 'terminal.cwd': no installed plugin declares it (kept)")
+    assert schema.closest("terminal.wd") is None
+    assert list(schema.unknown({"terminal": {"wd": "/w"}})) == [
+        (
+            "terminal.wd",
+            "config key 'terminal.wd': no installed plugin declares it (kept)",
+        )
     ]

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -62,3 +63,19 @@ def test_an_installed_core_names_the_extra(tmp_path: Path) -> None:
         'pip install "hermes-framework[ssh]"'
     )
     assert backend_install_command("local", root=not_a_checkout) is None
+
+
+@pytest.mark.parametrize(
+    ("command", "dist"),
+    [("cron", "hermes-cron"), ("mcp", "hermes-toolset-mcp"), ("gateway", "hermes-gateway")],
+)
+def test_an_optional_command_not_installed_names_its_dist_in_one_line(
+    hermes_cli: Any, command: str, dist: str
+) -> None:
+    run = hermes_cli("--plugins", "", command, "list")  # no plugin loaded: the command is absent
+    assert run.exit_code == 2
+    [line] = run.stderr.strip().splitlines()
+    assert f"'hermes {command}' comes with the optional distribution {dist}" in line
+    assert f"plugins/{command}" in line and line.count("pip install") == 1
+    other = hermes_cli("--plugins", "", "nosuchcommand")
+    assert other.exit_code == 2 and "No such command" in other.stderr

@@ -212,4 +212,4 @@ def test_an_embedded_agent_makes_its_new_home_private(tmp_path: Path) -> None:
     with make_agent(text("hi"), home=home) as agent:
         assert agent.chat("hello") == "hi"
     assert oct(home.stat().st_mode & 0o777) == "0o700"
-    assert oct((home / "state.db").stat().st_mode & 0o777) == "0o600"
+    assert oct((home / "sessions.db").stat().st_mode & 0o777) == "0o600"

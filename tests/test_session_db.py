@@ -632,18 +632,26 @@ def test_a_newer_schema_is_refused_clearly(db):
     assert db.exists()
 
 
-def test_a_foreign_database_is_refused(db):
+def test_a_foreign_database_is_refused_and_left_exactly_as_it_is(db):
     conn = sqlite3.connect(db)
     conn.execute("CREATE TABLE invoices (id INTEGER)")
     conn.close()
+    os.chmod(db, 0o644)
+    before = db.read_bytes()
     with pytest.raises(SessionStoreError) as info:
         SQLiteSessionStore(db)
-    assert str(db) in str(info.value) and "hermes sessions repair" in str(info.value)
+    assert str(db) in str(info.value) and "move it away yourself" in str(info.value)
+    assert "repair" not in str(info.value)
+    report = repair(db)  # never moves another program's file
+    assert "left as it is" in report and db.read_bytes() == before
+    assert oct(db.stat().st_mode & 0o777) == "0o644"  # not even its mode changes
+    assert sorted(p.name for p in db.parent.iterdir()) == [db.name]
     conn = sqlite3.connect(db)
     conn.execute("PRAGMA application_id = 1234")
     conn.close()
     with pytest.raises(SessionStoreError, match="another program"):
         SQLiteSessionStore(db)
+    assert "left as it is" in repair(db)
 
 
 def test_a_file_that_is_not_sqlite_names_the_file_and_the_way_out(db):

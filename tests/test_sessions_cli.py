@@ -16,7 +16,7 @@ def test_a_one_shot_chat_is_stored_and_can_be_continued(hermes_cli, hermes_home)
     first = chat(hermes_cli, "-q", "Capital of France?", "--json", model=model)
     assert first.exit_code == 0, first.stderr
     session_id = json.loads(first.stdout)["session_id"]
-    assert (hermes_home / "state.db").exists()
+    assert (hermes_home / "sessions.db").exists()
 
     second = chat(hermes_cli, "-q", "And its population?", "--continue", "--json", model=model)
     assert second.exit_code == 0, second.stderr

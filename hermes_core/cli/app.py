@@ -244,9 +244,12 @@ def _show_warning(
 ) -> None:
     """Print a configuration warning as one ``hermes: warning:`` line; others as Python does."""
     from ..config.loading import ConfigWarning
+    from ..session_store.hermes_agent import SessionImportNotice
 
     if issubclass(category, ConfigWarning):
         click.echo(f"hermes: warning: {message}", err=True)
+    elif issubclass(category, SessionImportNotice):
+        click.echo(f"hermes: {message}", err=True)
     else:
         warnings_module = sys.modules["warnings"]
         text = warnings_module.formatwarning(message, category, filename, lineno, line)
@@ -263,6 +266,12 @@ def _run(args: list[str], debug: bool, extra_plugins: Sequence[tuple[str, object
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.ClickException as exc:
+        from .install_hints import missing_command_message
+
+        hint = missing_command_message(exc, args)
+        if hint is not None:
+            click.echo(f"hermes: {hint}", err=True)
+            return 2
         exc.show()
         return exc.exit_code
     except KeyboardInterrupt:

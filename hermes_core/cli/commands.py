@@ -552,6 +552,18 @@ def doctor(network: bool = True) -> None:
             report(False, line)
         else:
             click.echo(f"--   {line}")
+    from ..config.hermes_agent import is_hermes_agent_key, not_honoured
+    from ..config.loading import _read_file
+
+    raw, _ = _read_file(config.path)
+    for dotted, problem in config.schema.problems(raw):
+        if is_hermes_agent_key(dotted):  # left out when the configuration was read
+            click.echo(f"--   {config.where(dotted)}Hermes agent value of {dotted!r} not used "
+                       f"({problem}): the default applies")  # fmt: skip
+    for dotted, instead in not_honoured(config.data, config.schema.covers):
+        click.echo(
+            f"--   {config.where(dotted)}Hermes agent key {dotted!r} not honoured: {instead}"
+        )
     registry = state.registry
     _ = registry.toolsets, registry.providers, registry.environments, registry.engines
     _ = registry.platform_adapters

@@ -78,13 +78,21 @@ def home_writable(home: Path) -> tuple[bool, str]:
     return True, f"home {home} is writable"
 
 
-PRIVATE_FILES = (".env", "state.db", "state.db-wal", "state.db-shm", "state.db-journal")
+PRIVATE_FILES = (
+    ".env",
+    *(
+        f"{db}{side}"
+        for db in ("sessions.db", "state.db")
+        for side in ("", "-wal", "-shm", "-journal")
+    ),
+)
 """Files of the home that hold secrets or conversations: they must be mode 600."""
 
 
 def private_files(home: Path, config_path: Path | None = None) -> list[tuple[bool, str]]:
     """One ``(False, line)`` per secret-holding file that its group or others can access
-    (``.env``, ``state.db`` and its sidecars, a config.yaml holding a key); ``[(True, line)]``
+    (``.env``, ``sessions.db``, the Hermes agent's ``state.db`` and their sidecars, a config.yaml
+    holding a key: reported only, never changed); ``[(True, line)]``
     when there is none."""
     candidates = [home / name for name in PRIVATE_FILES]
     if config_path is not None and _holds_secret(config_path):
@@ -104,7 +112,7 @@ def private_files(home: Path, config_path: Path | None = None) -> list[tuple[boo
             problems.append(
                 (False, f"{path} is open to {who} (mode {mode:o}); run: chmod 600 {path}")
             )
-    return problems or [(True, "secrets (.env, state.db) readable by their owner only")]
+    return problems or [(True, "secrets (.env, session databases) readable by their owner only")]
 
 
 def _holds_secret(path: Path) -> bool:

@@ -47,6 +47,41 @@ def backend_install_command(backend: str, root: Path | None = None) -> str | Non
     return "pip install " + " ".join(f"-e {shlex.quote(p)}" for p in paths)
 
 
+OPTIONAL_COMMANDS: dict[str, tuple[str, str]] = {
+    "cron": ("hermes-cron", "plugins/cron"),
+    "mcp": ("hermes-toolset-mcp", "plugins/mcp"),
+    "gateway": ("hermes-gateway", "plugins/gateway"),
+}
+"""Command -> the optional dist that adds it and its checkout folder."""
+_EXTRAS = {"cron": "cron", "mcp": "mcp", "gateway": "gateway"}
+
+
+def command_install_command(command: str, root: Path | None = None) -> str | None:
+    """The pip command that installs the dist providing ``hermes COMMAND``, or None."""
+    found = OPTIONAL_COMMANDS.get(command)
+    if found is None:
+        return None
+    root = root if root is not None else checkout_root()
+    folder = found[1]
+    if root is None or not (root / folder / "pyproject.toml").is_file():
+        return f'pip install "{CORE_DIST}[{_EXTRAS[command]}]"'
+    path = f"./{folder}" if Path.cwd().resolve() == root.resolve() else str(root / folder)
+    return f"pip install -e {shlex.quote(path)}"
+
+
+def missing_command_message(error: Exception, argv: list[str]) -> str | None:
+    """One line for ``hermes cron|mcp|gateway`` when the dist providing it is not installed
+    (click's "No such command"), naming the dist and its install command; None otherwise."""
+    message = getattr(error, "message", str(error))
+    for command, (dist, _) in OPTIONAL_COMMANDS.items():
+        if command in argv and f"No such command '{command}'" in message:
+            return (
+                f"'hermes {command}' comes with the optional distribution {dist}, which is not "
+                f"installed; install it with: {command_install_command(command)}"
+            )
+    return None
+
+
 def missing_backend_message(backend: str, installed: list[str]) -> str:
     """One line for a configured backend that no installed plugin provides."""
     names = ", ".join(sorted(installed)) or "none"
@@ -63,4 +98,10 @@ def missing_backend_message(backend: str, installed: list[str]) -> str:
     )
 
 
-__all__ = ["backend_install_command", "checkout_root", "missing_backend_message"]
+__all__ = [
+    "backend_install_command",
+    "checkout_root",
+    "command_install_command",
+    "missing_backend_message",
+    "missing_command_message",
+]

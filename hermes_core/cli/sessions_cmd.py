@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+from pathlib import Path
 from typing import Any
 
 import click
@@ -20,7 +21,7 @@ def _state() -> CliState:
 
 
 def open_store(state: CliState) -> Any:
-    """The session store of the active home (``$HERMES_HOME/state.db``)."""
+    """The session store of the active home (``$HERMES_HOME/sessions.db``)."""
     return state.host.session_store
 
 
@@ -102,8 +103,15 @@ def sessions_list(limit: int, as_json: bool) -> None:
         messages = s.metadata.get("message_count", "")
         click.echo(
             f"{s.id}  {_when(s.started_at)}  {s.model or '-':<20}  "
-            f"{messages!s:>4}  {s.title or '(untitled)'}"
+            f"{messages!s:>4}  {s.title or '(untitled)'}{_origin(s)}"
         )
+
+
+def _origin(session: Any) -> str:
+    """`` [Hermes agent]`` after a session copied from the Hermes agent's ``state.db``."""
+    from ..session_store.hermes_agent import IMPORTED_FROM
+
+    return "  [Hermes agent]" if session.metadata.get("imported_from") == IMPORTED_FROM else ""
 
 
 @sessions_group.command("show")
@@ -120,7 +128,7 @@ def sessions_show(session_id: str, as_json: bool) -> None:
         record = redacted(json.loads(json.dumps(session.__dict__, default=str)))
         _print_json({"session": record, "messages": messages})
         return
-    click.echo(f"session {session.id}: {redacted(session.title or '(untitled)')}")
+    click.echo(f"session {session.id}: {redacted(session.title or '(untitled)')}{_origin(session)}")
     click.echo(
         f"  {session.provider or '-'} / {session.model or '-'}, started "
         f"{_when(session.started_at)}, {len(messages)} messages"
@@ -293,7 +301,29 @@ def sessions_compress(session_id: str, focus: str | None, as_json: bool) -> None
 
 @sessions_group.command("repair")
 def sessions_repair() -> None:
-    """Move a corrupt state.db aside so a fresh one can be created."""
+    """Move hermes's own corrupt session database aside, keeping every row still readable
+    (another program's file, the Hermes agent's state.db among them, is never touched)."""
+    from ..session_store.hermes_agent import store_path
     from ..session_store.recovery import repair
 
-    click.echo(repair(_state().home / "state.db"))
+    click.echo(repair(store_path(_state().home)))
+
+
+@sessions_group.command("import-hermes")
+@click.argument("path", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def sessions_import_hermes(path: Path | None, as_json: bool) -> None:
+    """Copy the Hermes agent's sessions (PATH, default its state.db in this home) into hermes's
+    store, read-only: the file is never changed. Running it again copies only what is new.
+    hermes also does this by itself when the home's state.db changed, saying so in one line."""
+    from ..session_store.hermes_agent import HERMES_AGENT_FILE, import_hermes_agent
+
+    state = _state()
+    source = path if path is not None else state.home / HERMES_AGENT_FILE
+    if not source.is_file():
+        raise HermesError(f"{source} does not exist; give the path of the Hermes agent's state.db")
+    report = import_hermes_agent(open_store(state), source)
+    if as_json:
+        _print_json({**report.__dict__, "source": str(report.source)})
+        return
+    click.echo(report.line())

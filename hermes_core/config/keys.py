@@ -9,6 +9,8 @@ from typing import Any
 from hermes_hookspecs import API_MODES
 from hermes_hookspecs.config_schema import ConfigKey, ConfigSection
 
+from .hermes_agent import APPROVAL_MODES as HERMES_AGENT_APPROVAL_MODES
+
 APPROVAL_MODES: tuple[str, ...] = ("manual", "deny", "yolo")
 """The values of ``approvals.mode``."""
 
@@ -132,8 +134,9 @@ def core_sections() -> list[ConfigSection]:
                     "mode",
                     "string",
                     "manual",
-                    "ask, refuse or allow dangerous actions",
-                    enum=APPROVAL_MODES,
+                    "ask, refuse or allow dangerous actions (the Hermes agent's smart and "
+                    "off ask, as manual does)",
+                    enum=APPROVAL_MODES + HERMES_AGENT_APPROVAL_MODES,
                 )
             ],
             doc="the approval gate",

@@ -23,6 +23,7 @@ from hermes_hookspecs import HermesError
 from hermes_runtime.home import default_home
 from hermes_runtime.secrets import mark_secret
 
+from .hermes_agent import is_hermes_agent_key
 from .keys import APPROVAL_MODES, core_sections
 from .schema import CORE_OWNER, ConfigSchema, check, describe, from_text
 
@@ -400,8 +401,16 @@ class Config(Mapping[str, Any]):
         _merge_under(data, sources, (), schema.defaults())
         mark_config_secrets(data, schema)
         _resolve_secret_refs(data, os.environ, schema)
-        for dotted, problem in schema.problems(data):
+        dropped = False
+        for dotted, problem in list(schema.problems(data)):
+            if is_hermes_agent_key(
+                dotted
+            ):  # the Hermes agent's own value: default used, doctor lists it
+                dropped = _drop(data, sources, dotted) or dropped
+                continue
             raise ConfigError(f"{self.where(dotted)}{dotted}: {problem}")
+        if dropped:
+            _merge_under(data, sources, (), schema.defaults())
         mark_config_secrets(data, schema)
         return dataclasses.replace(self, data=data, sources=sources, schema=schema)
 
@@ -496,6 +505,19 @@ def load_config(
 
 
 _warned: set[str] = set()
+
+
+def _drop(data: dict[str, Any], sources: dict[str, str], dotted: str) -> bool:
+    """Remove the value at ``dotted`` from ``data`` (and its source); whether there was one."""
+    *parents, leaf = dotted.split(".")
+    node: Any = data
+    for part in parents:
+        node = node.get(part) if isinstance(node, dict) else None
+    if not isinstance(node, dict) or leaf not in node:
+        return False
+    del node[leaf]
+    sources.pop(dotted, None)
+    return True
 
 
 def warn_unknown_keys(config: Config) -> list[str]:

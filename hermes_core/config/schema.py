@@ -9,6 +9,8 @@ from typing import Any
 from hermes_hookspecs import HermesError
 from hermes_hookspecs.config_schema import ConfigKey, ConfigSection
 
+from .hermes_agent import is_hermes_agent_key
+
 CORE_OWNER = "hermes"
 """The owner shown for the keys the core itself declares."""
 
@@ -199,6 +201,8 @@ class ConfigSchema:
         it (a whole undeclared section gets one line)."""
         for raw_key, value in data.items():
             dotted = prefix + str(raw_key)
+            if is_hermes_agent_key(dotted) and not self.covers(dotted):
+                continue  # written by the Hermes agent: accepted silently, listed by doctor
             if self.covers(dotted):
                 if isinstance(value, Mapping) and dotted in self._prefixes:
                     declared = self.keys.get(dotted)

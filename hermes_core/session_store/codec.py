@@ -260,5 +260,11 @@ def iter_message_rows(
         yield _encode_message(session_id, message, stamp).row
 
 
+def message_row(message: Mapping[str, Any], session_id: str, timestamp: float) -> tuple[Any, ...]:
+    """The ``messages`` row of one message received at ``timestamp`` (for copying messages
+    another store kept, with their own times)."""
+    return _encode_message(session_id, message, timestamp).row
+
+
 INSERT_MESSAGE_SQL = _INSERT_MESSAGE
 """The statement :func:`iter_message_rows` rows go to."""

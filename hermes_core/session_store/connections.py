@@ -14,6 +14,7 @@ import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
+from urllib.parse import quote
 
 from .errors import REPAIR_HINT, SessionStoreError
 
@@ -236,3 +237,24 @@ def _check_header(path: Path) -> None:
         raise SessionStoreError(f"cannot read {path}: {exc.strerror or exc}") from None
     if head and head != _HEADER:
         raise SessionStoreError(f"{path} is not an SQLite database; {REPAIR_HINT}")
+
+
+def read_only_connection(path: Path, timeout: float = 10.0) -> sqlite3.Connection:
+    """A connection through which SQLite can change nothing of ``path`` nor create anything
+    beside it: ``immutable`` when the file has no write-ahead log (no writer has it open),
+    else read-only (``mode=ro``), sharing the writer's log. A caller that needs a consistent
+    read of an immutable-opened file checks that its size and time did not change meanwhile
+    (:func:`file_state`)."""
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    if not Path(f"{path}-wal").exists():
+        uri += "&immutable=1"
+    conn = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
+    conn.execute("PRAGMA query_only = ON")
+    return conn
+
+
+def file_state(path: Path) -> tuple[int, int, bool]:
+    """Size, modification time and whether a write-ahead log exists: what changes when another
+    program writes ``path``."""
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns, Path(f"{path}-wal").exists()

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .connections import _check_header
+from .connections import _check_header, read_only_connection
 from .errors import SessionStoreError
 from .schema import APPLICATION_ID, COUNTER_COLUMNS, SCHEMA_VERSION, SESSION_FIELDS
 from .sqlite_store import SQLiteSessionStore
@@ -19,24 +19,28 @@ from .sqlite_store import SQLiteSessionStore
 log = logging.getLogger("hermes.sessions")
 
 _NEWER = "written by a newer hermes"
+_FOREIGN = "it is "  # the start of every reason that says the file is another program's
 
 
 def _diagnose(path: Path) -> str | None:
     """Why ``path`` cannot be used as it is, or ``None`` when it is healthy."""
     try:
         _check_header(path)
-        conn = sqlite3.connect(str(path), timeout=5.0, isolation_level=None)
+        # read-only: diagnosing changes nothing, not even another program's write-ahead log
+        conn = read_only_connection(path, timeout=5.0)
     except (SessionStoreError, sqlite3.Error) as exc:
         return str(exc).split(";")[0]
     try:
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if app_id not in (0, APPLICATION_ID):
-            return f"it belongs to another program (application id {app_id:#x})"
+            return f"it is another program's (application id {app_id:#x})"
         if version > SCHEMA_VERSION:
             return _NEWER
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if version == 0 and tables:
+        if version == 0 and {"sessions", "messages", "schema_version"} <= tables:
+            return "it is the Hermes agent's session database"
+        if version == 0 and tables - {"sqlite_sequence"}:
             return "it is not a hermes session database"
         result = [r[0] for r in conn.execute("PRAGMA quick_check(3)")]
         if result != ["ok"]:
@@ -54,16 +58,27 @@ def _diagnose(path: Path) -> str | None:
 
 
 def repair(path: str | os.PathLike[str]) -> str:
-    """Move an unusable ``state.db`` (corrupt, or another program's) aside as
-    ``state.db.corrupt-<timestamp>``, copy what can still be read into a fresh database at
-    ``path``, and return one line saying what was done. A healthy file, or one written by a
-    newer hermes, is left alone. Run it while no hermes process uses the file."""
+    """Move a corrupt session database of hermes's aside as ``<name>.corrupt-<timestamp>``,
+    copy what can still be read into a fresh database at ``path``, and return one line saying
+    what was done. A healthy file, one written by a newer hermes and another program's file
+    (the Hermes agent's ``state.db`` among them) are left exactly as they are. Run it while no
+    hermes process uses the file."""
     path = Path(path)
     if not path.exists():
         return f"{path} does not exist; a new one is created when needed"
     problem = _diagnose(path)
     if problem is None:
         return f"{path} passed the integrity check; nothing to repair"
+    if problem.startswith(_FOREIGN):
+        return (
+            f"{path}: {problem}; hermes never moves, rewrites or deletes another program's "
+            "file, so it is left as it is"
+            + (
+                " (copy its sessions with `hermes sessions import-hermes`)"
+                if "Hermes agent" in problem
+                else ""
+            )
+        )
     if problem is _NEWER:
         return (
             f"{path} was written by a newer hermes; it is not damaged, so it is left alone: "

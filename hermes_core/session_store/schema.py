@@ -11,6 +11,7 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+from .connections import read_only_connection
 from .errors import REPAIR_HINT, SessionStoreError
 
 log = logging.getLogger("hermes.sessions")
@@ -143,7 +144,13 @@ def _migrate_to_v1(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_to_v1]
+def _migrate_to_v2(conn: sqlite3.Connection) -> None:
+    """``store_meta``: small facts about the store itself (e.g. the fingerprint of the Hermes
+    agent's database at the last import)."""
+    conn.execute("CREATE TABLE store_meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_to_v1, _migrate_to_v2]
 """``MIGRATIONS[n]`` takes a database from schema version ``n`` to ``n + 1``; append only."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -166,6 +173,49 @@ def _split_sql(script: str) -> list[str]:
     return statements
 
 
+FOREIGN_HINT = "hermes leaves another program's file as it is; move it away yourself to use it"
+
+
+def preflight(path: Path) -> None:
+    """Refuse another program's database before hermes opens it for writing: through a
+    read-only connection, so nothing in the file changes (a read-write connection would
+    checkpoint its write-ahead log when closed). A missing or empty file passes.
+
+    :raises SessionStoreError: the Hermes agent's own database, another program's, or one
+        written by a newer hermes.
+    """
+    try:
+        if not path.is_file() or path.stat().st_size == 0:
+            return
+        conn = read_only_connection(path)
+    except (OSError, sqlite3.Error):
+        return  # the read-write open that follows reports it
+    try:
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    except sqlite3.Error:
+        return  # damaged: the open that follows says so, and `hermes sessions repair` helps
+    finally:
+        conn.close()
+    if app_id == APPLICATION_ID:
+        return
+    if app_id == 0 and {"sessions", "messages", "schema_version"} <= tables:
+        raise SessionStoreError(
+            f"{path} is the Hermes agent's session database; hermes keeps its own sessions in "
+            "another file and copies the agent's read-only: `hermes sessions import-hermes`"
+        )
+    if app_id != 0:
+        raise SessionStoreError(
+            f"{path} belongs to another program (application id {app_id:#x}); {FOREIGN_HINT}"
+        )
+    if version == 0 and tables - {"sqlite_sequence"}:
+        raise SessionStoreError(
+            f"{path} is not a hermes session database (it holds tables "
+            f"{', '.join(sorted(tables)[:5])}); {FOREIGN_HINT}"
+        )
+
+
 def open_schema(conn: sqlite3.Connection, path: Path) -> None:
     """Check that ``path`` (open as ``conn``) is a hermes database this version can use, switch it
     to WAL mode and migrate it to :data:`SCHEMA_VERSION`.
@@ -186,7 +236,7 @@ def open_schema(conn: sqlite3.Connection, path: Path) -> None:
         conn.execute("COMMIT")
     if app_id not in (0, APPLICATION_ID):
         raise SessionStoreError(
-            f"{path} belongs to another program (application id {app_id:#x}); {REPAIR_HINT}"
+            f"{path} belongs to another program (application id {app_id:#x}); {FOREIGN_HINT}"
         )
     if version > SCHEMA_VERSION:
         raise SessionStoreError(
@@ -197,13 +247,13 @@ def open_schema(conn: sqlite3.Connection, path: Path) -> None:
     if version == 0 and tables:
         raise SessionStoreError(
             f"{path} is not a hermes session database (it holds tables "
-            f"{', '.join(tables[:5])}); {REPAIR_HINT}"
+            f"{', '.join(tables[:5])}); {FOREIGN_HINT}"
         )
     if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
         conn.execute("PRAGMA journal_mode = WAL")
     if version < SCHEMA_VERSION:
         _migrate(conn, path)
-    missing = {"sessions", "messages", "messages_fts", "messages_trigram"} - {
+    missing = {"sessions", "messages", "messages_fts", "messages_trigram", "store_meta"} - {
         name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
     }
     if missing:

@@ -57,6 +57,7 @@ from .schema import (
     SESSION_FIELDS,
     TOKEN_COLUMNS,
     open_schema,
+    preflight,
 )
 from .search import (
     _INDEX_STEP,
@@ -118,9 +119,13 @@ class SQLiteSessionStore(SQLiteConnections):
         self._appended = 0  # appends since this store last indexed
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         _check_header(self.path)
-        make_private(self.path)
+        preflight(self.path)
+        if not self.path.exists():
+            make_private(self.path)  # created empty, readable by its owner only
+        # another program's file is recognised (and refused) before anything is changed in it,
+        # its mode included; only then is a file hermes wrote made private
         self._run(lambda conn: open_schema(conn, self.path), write=False, what="open")
-        make_private(self.path, sidecars_only=True)  # WAL mode made them just now
+        make_private(self.path)
 
     def __enter__(self) -> SQLiteSessionStore:
         return self

@@ -11,6 +11,7 @@ from typing import Any
 
 from hermes_hookspecs import HermesError, Tool
 
+from ..config.hermes_agent import is_platform_toolset
 from ..plugins.registry import Registry
 
 DEFAULT_BUNDLE = "default"
@@ -70,7 +71,8 @@ def availability(tool: Tool, environ: Mapping[str, str] | None = None) -> tuple[
 def expand(registry: Registry, names: Iterable[str]) -> list[str]:
     """Toolset names reachable from ``names`` through ``includes``, in first-seen order.
 
-    ``default`` and ``all`` name the bundles; an unknown name or a cycle raises
+    ``default`` and ``all`` name the bundles (the Hermes agent's platform toolsets, such as
+    ``hermes-cli``, name the default bundle); an unknown name or a cycle raises
     :class:`ToolsetError`.
     """
     toolsets = registry.toolsets
@@ -81,6 +83,8 @@ def expand(registry: Registry, names: Iterable[str]) -> list[str]:
         if name in path:
             cycle = " -> ".join((*path[path.index(name) :], name))
             raise ToolsetError(f"toolset includes form a cycle: {cycle}")
+        if name not in toolsets and is_platform_toolset(name):
+            name = DEFAULT_BUNDLE  # the Hermes agent's hermes-cli, hermes-telegram, ...
         if name == DEFAULT_BUNDLE or name == ALL_BUNDLE:
             for member in sorted(toolsets):
                 if name == ALL_BUNDLE or toolsets[member].value.enabled_by_default:

@@ -123,6 +123,18 @@ def test_secrets_cannot_be_read(home):
     assert "searched" in out[3]
 
 
+def test_the_walls_cannot_be_taken_down_from_inside(home):
+    out = attack(
+        "umount ~/.ssh; umount -l ~/.hermes; mount -o remount,rw /; cat ~/.ssh/id_ed25519",
+        "unshare -rm sh -c 'umount ~/.ssh; cat ~/.ssh/id_ed25519'; echo x >> ~/.bashrc",
+        "grep -h Cap[EP] /proc/self/status",
+        home=home,
+    )
+    assert SECRET not in "\n".join(out)
+    intact(home)
+    assert "0000000000000000" in out[2] and "fff" not in out[2]  # no capability at all
+
+
 def test_a_link_in_the_workspace_to_a_hidden_folder_shows_nothing(home):
     os.symlink(home / ".ssh", home / "project" / "keys")
     os.symlink(home / ".hermes", home / "project" / "conf")
@@ -149,11 +161,19 @@ def test_exported_git_configuration_runs_nothing_outside(home):
         f"GIT_CONFIG_VALUE_0='rm -rf {victim}; false'",
         "git status --short; echo status-done",
         "echo '#!/bin/sh' > .git/hooks/pre-commit; echo hooks=$?",
+        "git -c user.name=a -c user.email=a@b commit -q --allow-empty -m two && echo committed",
+        "mv .git .git-aside; mkdir -p .git/hooks; echo evil > .git/hooks/post-checkout",
+        "rm -rf .git; echo evil > .git/hooks/post-checkout; echo '[core]' > .git/config",
         home=home,
     )
     intact(home)
+    git = home / "project" / ".git"
     assert "status-done" in out[2]
     assert "Read-only file system" in out[3]
+    assert "committed" in out[4]  # work inside .git goes on
+    assert not (home / "project" / ".git-aside").exists()  # it cannot be moved aside
+    assert not (git / "hooks" / "post-checkout").exists()  # nor emptied and refilled
+    assert (git / "config").read_text().startswith("[core]\n\trepositoryformatversion")
     assert not (home / "project" / ".git" / "hooks" / "pre-commit").exists()
 
 

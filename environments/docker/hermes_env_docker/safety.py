@@ -23,8 +23,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlparse
 
-from hermes_env_sandbox import HIDDEN_IN_HOME
-
 from hermes_runtime.home import default_home
 
 __all__ = [
@@ -196,6 +194,9 @@ def _forms(path: str) -> set[str]:
 def private_folder(mounted: Iterable[str]) -> str | None:
     """The private folder (``$HERMES_HOME``, ``~/.ssh``, cloud credentials... the folders the
     command sandbox hides) that one of the ``mounted`` paths is, lies in or contains."""
+
+    from hermes_env_sandbox import HIDDEN_IN_HOME  # here: `hermes --help` loads this module
+
     home = os.path.expanduser("~")
     private = [str(default_home())] + [posixpath.join(home, p) for p in HIDDEN_IN_HOME]
     for folder in private:

@@ -36,15 +36,7 @@ import time
 import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
-
-from hermes_env_sandbox import (
-    SandboxSettings,
-    SandboxUnavailable,
-    find_bwrap,
-    settings_problems,
-    unavailable_reason,
-)
+from typing import TYPE_CHECKING, Any
 
 from hermes_hookspecs import (
     BackgroundProcess,
@@ -58,7 +50,9 @@ from hermes_runtime.secrets import passthrough, secret_names
 
 from .config_schema import hermes_register_config  # noqa: F401 - a hook of this plugin
 from .guard import GATE_PREAMBLE, process_guard, spawn_gated
-from .sandboxing import SandboxRunner, sandbox_settings
+
+if TYPE_CHECKING:  # the sandbox loads with the first environment: `hermes --help` loads this
+    from hermes_env_sandbox import SandboxSettings
 
 __all__ = [
     "BACKEND",
@@ -304,6 +298,10 @@ class LocalEnvironment(Environment):
         self.timeout = float(timeout)
         self._cwd = start
         self._passthrough = frozenset(env_passthrough)
+        from hermes_env_sandbox import SandboxSettings
+
+        from .sandboxing import SandboxRunner
+
         self._box = SandboxRunner(
             sandbox or SandboxSettings(),
             workspace=start,
@@ -871,6 +869,8 @@ class LocalEnvironment(Environment):
 def create(config: Mapping[str, Any], task_id: str) -> LocalEnvironment:
     """The environment factory: reads ``terminal.cwd``, ``terminal.timeout``,
     ``terminal.env_passthrough`` and ``terminal.sandbox``."""
+    from .sandboxing import sandbox_settings
+
     terminal = config.get("terminal") or {}
     cwd = terminal.get("cwd")
     timeout = terminal.get("timeout") or DEFAULT_TIMEOUT
@@ -908,6 +908,10 @@ def check_config(config: Mapping[str, Any]) -> list[str]:
             problems.append(f"terminal.timeout must be a number of seconds, got {timeout!r}")
     if shutil.which("bash") is None:
         problems.append("the local environment needs bash on PATH; install bash")
+    from hermes_env_sandbox import settings_problems, unavailable_reason
+
+    from .sandboxing import sandbox_settings
+
     problems += settings_problems(config)
     if not problems and sandbox_settings(config).enabled:
         reason = unavailable_reason()
@@ -919,12 +923,16 @@ def check_config(config: Mapping[str, Any]) -> list[str]:
 def _settings_problems(config: Mapping[str, Any]) -> list[str]:
     """:func:`check_config` without the sandbox's availability, which refuses each command
     instead (the model is told why, and the fix)."""
+    from hermes_env_sandbox import unavailable_reason
+
     reason = unavailable_reason() if sandbox_settings_or_none(config) else None
     return [p for p in check_config(config) if p != reason]
 
 
 def sandbox_settings_or_none(config: Mapping[str, Any]) -> SandboxSettings | None:
     """``terminal.sandbox`` when it is valid and on; ``None`` otherwise."""
+    from .sandboxing import sandbox_settings
+
     try:
         settings = sandbox_settings(config)
     except EnvironmentUnavailable:
@@ -952,6 +960,10 @@ class LocalBackend:
     def check(config: Mapping[str, Any]) -> str:
         """What ``hermes doctor`` reports once the settings are fine: the sandbox commands run
         in (starting one to be sure), or that it is off."""
+        from hermes_env_sandbox import SandboxUnavailable, find_bwrap, unavailable_reason
+
+        from .sandboxing import sandbox_settings
+
         settings = sandbox_settings(config)
         if not settings.enabled:
             return (

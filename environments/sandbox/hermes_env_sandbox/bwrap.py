@@ -5,11 +5,13 @@ A :class:`Sandbox` belongs to one task. :meth:`Sandbox.command` turns a command'
 would have started the command. The mounts, in the order bwrap makes them:
 
 1. the whole file system read-only, a fresh ``/dev``, a fresh ``/proc`` (own PID namespace),
-   an empty ``/run`` (the Docker, containerd and podman sockets, the user's agent sockets);
+   an empty ``/run`` (the Docker, containerd and podman sockets, the user's agent sockets), and
+   no capabilities, for root too (no mount can be undone from inside);
 2. hidden paths that contain a writable folder (a per-user workspace inside ``$HERMES_HOME``);
 3. the task's ``/tmp`` folder, then the workspace, writable (``workspace`` profile only);
 4. inside the workspace, read-only again: ``.git/hooks``, ``.git/config`` and, when the home
    folder is inside it, the shell's start-up files (what a command would plant to run later);
+   ``.git`` itself a mount point, so that it cannot be moved aside and replaced;
    each bound from a file descriptor opened and checked by hermes, never through a path a
    command could swap for a symlink in between;
 5. every other hidden path: an empty read-only folder, or an empty file;
@@ -23,10 +25,9 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from hermes_hookspecs import EnvironmentRefused
 
@@ -78,7 +79,14 @@ PROTECTED_IN_HOME = (
     ".config/git",
     ".config/autostart",
     ".config/systemd",
+    ".config/environment.d",
+    ".config/fish",
     ".local/bin",
+    ".local/lib",
+    ".local/share/applications",
+    ".pam_environment",
+    ".xprofile",
+    ".xsessionrc",
 )
 """Read-only when the home folder is inside a writable folder (a workspace of ``~``)."""
 
@@ -137,6 +145,8 @@ def unavailable_reason(bwrap: str | None = None) -> str | None:
 
 
 def _probe(bwrap: str) -> str | None:
+    import subprocess  # here: `hermes --help` loads this module
+
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     argv += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--", "true"]
     try:
@@ -161,8 +171,7 @@ def _real(path: str) -> str:
     return os.path.realpath(os.path.expanduser(path))
 
 
-@dataclass(frozen=True)
-class _Hidden:
+class _Hidden(NamedTuple):
     path: str
     is_dir: bool
 
@@ -253,16 +262,18 @@ class Sandbox:
     def _mounts(self, fds: list[int], files: Mapping[str, str], protect: bool) -> list[str]:
         args = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+        # bwrap started by root keeps root's capabilities in the sandbox unless told: with them
+        # a command could unmount what hides a folder, or remount / writable
+        args += ["--cap-drop", "ALL"]
         if not self.settings.network:
             args.append("--unshare-net")
         args += ["--tmpfs", "/run"]
         if self.settings.network:
             args += self._resolver_mounts()
         args += ["--bind", self.tmp, "/tmp"]  # first: the rest may lie inside /tmp
-        hidden = [h for h in self._hidden() if not _inside(h.path, "/tmp")]
-        around = [
-            h for h in self._hidden() if h.is_dir and any(_inside(r, h.path) for r in self.writable)
-        ]
+        every = self._hidden()
+        hidden = [h for h in every if not _inside(h.path, "/tmp")]
+        around = [h for h in every if h.is_dir and any(_inside(r, h.path) for r in self.writable)]
         for item in around:
             args += ["--tmpfs", item.path]
         for root in self.writable:
@@ -294,6 +305,12 @@ class Sandbox:
     def _protections(self, fds: list[int]) -> list[str]:
         args: list[str] = []
         for root in self.writable:
+            # .git a mount point of its own: it cannot be moved aside or deleted and replaced
+            # by one whose hooks run when the user next runs git; what is inside stays writable
+            opened = _open_inside(os.path.join(root, ".git"), root)
+            if opened is not None:
+                fds.append(opened[0])
+                args += ["--bind-fd", str(opened[0]), opened[1]]
             names = [os.path.join(root, p) for p in PROTECTED_IN_WORKSPACE]
             if _inside(self.home, root):
                 names += [os.path.join(self.home, p) for p in PROTECTED_IN_HOME]

@@ -33,7 +33,7 @@ def _runner(model: ScriptedModel, home: Path) -> HostRunner:
         Host(
             config=agent.config,
             plugins=agent.plugins,
-            session_store=SQLiteSessionStore(home / "state.db"),
+            session_store=SQLiteSessionStore(home / "sessions.db"),
             client=model,
         )
     )

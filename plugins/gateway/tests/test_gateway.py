@@ -98,7 +98,7 @@ def make_runner(
         Host(
             config=agent.config,
             plugins=manager,
-            session_store=SQLiteSessionStore(home / "state.db"),
+            session_store=SQLiteSessionStore(home / "sessions.db"),
             client=model,
         )
     )
@@ -258,7 +258,7 @@ def test_chat_completions_run_the_tool_server_side_and_continue_by_header(tmp_pa
             assert history[-1]["content"].startswith("and now?")
         finally:
             served.stop()
-    stored = SQLiteSessionStore(tmp_path / "state.db").get_session(session_id)
+    stored = SQLiteSessionStore(tmp_path / "sessions.db").get_session(session_id)
     assert stored is not None and stored.source == "api"
 
 
@@ -550,7 +550,7 @@ def test_sessions_are_per_user_commands_work_and_survive_a_restart(tmp_path, rec
         served.stop()
     alice_session = status.split("Session: ")[1].split()[0]
     assert "idle" in status and alice_session.startswith("session_")
-    store = SQLiteSessionStore(tmp_path / "state.db")
+    store = SQLiteSessionStore(tmp_path / "sessions.db")
     assert len(store.list_sessions()) == 2  # alice and bob each have their own
     # a new gateway on the same home continues alice's conversation
     served = serve_gateway(tmp_path, runner, {"platforms": platforms})
@@ -699,7 +699,7 @@ def test_one_gateway_serves_the_api_and_the_webhook_at_once(tmp_path, receiver):
         served.stop()
     assert answer.choices[0].message.content == "answer to via api"
     assert hooked["text"] == "answer to via hook"
-    sources = {s.source for s in SQLiteSessionStore(tmp_path / "state.db").list_sessions()}
+    sources = {s.source for s in SQLiteSessionStore(tmp_path / "sessions.db").list_sessions()}
     assert sources == {"api", "hooks"}
 
 
@@ -715,8 +715,8 @@ def test_stopping_waits_for_the_running_turn(tmp_path, receiver):
     served.stop()
     assert served.interrupted == 0
     assert [a["text"] for a in receiver.events("message")] == ["answer to finish me"]
-    [session] = SQLiteSessionStore(tmp_path / "state.db").list_sessions()
-    messages = SQLiteSessionStore(tmp_path / "state.db").get_messages(session.id)
+    [session] = SQLiteSessionStore(tmp_path / "sessions.db").list_sessions()
+    messages = SQLiteSessionStore(tmp_path / "sessions.db").get_messages(session.id)
     assert messages[-1]["content"] == "answer to finish me"
 
 
@@ -813,8 +813,8 @@ def test_sigterm_finishes_the_running_turn_and_exits_cleanly(tmp_path):
     assert result["answer"].choices[0].message.content == "slow but complete"
     assert process.returncode == 0, err
     assert "waiting for 1 running turn" in err and "gateway: stopped" in err
-    [session] = SQLiteSessionStore(tmp_path / "state.db").list_sessions()
-    messages = SQLiteSessionStore(tmp_path / "state.db").get_messages(session.id)
+    [session] = SQLiteSessionStore(tmp_path / "sessions.db").list_sessions()
+    messages = SQLiteSessionStore(tmp_path / "sessions.db").get_messages(session.id)
     assert messages[-1]["content"] == "slow but complete"
 
 

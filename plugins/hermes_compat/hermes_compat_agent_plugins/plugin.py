@@ -48,17 +48,30 @@ def use_host(host: Any) -> None:
     _pinned = host
 
 
+_read: dict[Path, tuple[tuple[int, int, int], dict[str, Any]]] = {}
+
+
 def _read_config(home: Path) -> dict[str, Any]:
+    """``home/config.yaml`` as data (``{}`` when missing or unreadable), read again only when
+    the file changed: hook calls outside a command (the gateway's turns) ask for it each time."""
     path = home / "config.yaml"
-    if not path.is_file():
+    try:
+        status = path.stat()
+    except OSError:
         return {}
+    stamp = (status.st_mtime_ns, status.st_size, status.st_ino)
+    known = _read.get(path)
+    if known is not None and known[0] == stamp:
+        return known[1]
     import yaml
 
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8-sig")) or {}
     except (OSError, yaml.YAMLError):
         return {}
-    return data if isinstance(data, dict) else {}
+    data = data if isinstance(data, dict) else {}
+    _read[path] = (stamp, data)
+    return data
 
 
 def _as_mapping(config: Any) -> Mapping[str, Any]:
