@@ -259,7 +259,8 @@ def sessions_compress(session_id: str, focus: str | None, as_json: bool) -> None
     model, exactly as a long chat would be; the result continues in a new session whose parent
     is that one.
     """
-    from .chat import Display, make_agent
+    from .chat import make_agent
+    from .display import Display
 
     state = _state()
     store = open_store(state)
