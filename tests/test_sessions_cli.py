@@ -131,3 +131,40 @@ def test_a_one_shot_chat_shows_a_refused_command_on_stderr(hermes_cli):
     assert done.stdout.strip() == "I did not."
     [line] = [line for line in done.stderr.splitlines() if "refused" in line]
     assert line.startswith("hermes: refused terminal: recursive delete")
+
+
+def test_a_base_url_set_for_one_provider_does_not_follow_provider_to_another(
+    hermes_cli, hermes_home
+):
+    from hermes_core.testing.fake_llm import FakeLLM
+
+    custom, other = FakeLLM().start(), FakeLLM().start()
+    try:
+        custom.add({"text": "from the custom endpoint"})
+        other.add({"text": "from the other endpoint"})
+        (hermes_home / "config.yaml").write_text(
+            f"model:\n  provider: custom\n  base_url: {custom.url}/v1\n  default: m\n"
+            "agent:\n  api_max_retries: 0\n"
+        )
+        env = {"CUSTOM_API_KEY": "custom-key", "ANTHROPIC_API_KEY": "canary-anthropic-key"}
+        switched = hermes_cli(
+            "--plugins", "anthropic,openai", "chat", "-q", "hi", "--provider", "ollama",
+            env=env,
+        )  # fmt: skip
+        assert switched.exit_code == 1
+        assert custom.requests == []  # not sent to the custom provider's URL
+        assert "11434" in switched.stderr or "localhost" in switched.stderr, switched.stderr
+        # a URL given with the provider gets the call
+        ok = hermes_cli(
+            "--plugins", "anthropic,openai", "chat", "-q", "hi", "--provider", "anthropic",
+            "--base-url", other.url, env=env,
+        )  # fmt: skip
+        assert ok.exit_code == 0, ok.stderr
+        assert custom.requests == []
+        assert len(other.requests) == 1
+        same = hermes_cli("--plugins", "anthropic,openai", "chat", "-q", "hi", env=env)
+        assert same.exit_code == 0 and "from the custom endpoint" in same.stdout, same.stderr
+        assert all("canary" not in str(r.headers) for r in custom.requests)
+    finally:
+        custom.stop()
+        other.stop()

@@ -98,6 +98,8 @@ def chat(
 
     store = open_store(state)
     session_id = _session_to_resume(store, resume, continue_)
+    if provider and not base_url and _url_of_another_provider(state.config, provider):
+        base_url = ""  # the chosen provider's own endpoint
     state.overrides.update(
         {
             "model.default": model,
@@ -126,6 +128,16 @@ def chat(
         )
     else:
         _interactive(state, store, session_id, yolo=yolo, stream=stream is not False, plain=plain)
+
+
+def _url_of_another_provider(config: Mapping[str, Any], provider: str) -> bool:
+    """Whether the configured ``model.base_url`` was set for a provider other than
+    ``provider``: a base URL (and the key sent to it) belongs to the provider it was set for,
+    so ``--provider`` alone never sends another provider's key to it."""
+    section = config.get("model")
+    if not isinstance(section, Mapping) or not section.get("base_url"):
+        return False
+    return str(section.get("provider") or "") != provider
 
 
 def _session_to_resume(store: Any, resume: str | None, continue_: bool) -> str | None:
