@@ -30,6 +30,8 @@ install_missing() {
   [ -x /bin/busybox ] || pkgs+=(busybox-static)
   [ -x /usr/sbin/sshd ] || pkgs+=(openssh-server)
   command -v ssh-keygen >/dev/null || pkgs+=(openssh-client)
+  # the interactive chat's screen tests run hermes in tmux and read the screen
+  command -v tmux >/dev/null || pkgs+=(tmux)
   [ ${#pkgs[@]} -eq 0 ] && return 0
   log "installing ${pkgs[*]} with apt-get"
   apt-get update -qq >&2

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from hermes_core.loop.agent import RESULT_KEYS, AgentError
+from hermes_core.loop.agent import RESULT_KEYS, UNANSWERED_NOTE, AgentError
 from hermes_core.testing import (
     Call,
     ScriptedModel,
@@ -496,9 +496,36 @@ def test_a_failed_turn_does_not_leave_an_invalid_history():
     agent = make_agent(ProviderError("down"), text("back"))
     assert agent.run_conversation("first")["exit_reason"] == "provider_error"
     assert agent.chat("second") == "back"
-    assert [m["role"] for m in agent.messages] == ["user", "assistant"]
-    assert agent.messages[0]["content"] == "first\n\nsecond"
+    assert [m["role"] for m in agent.messages] == ["user", "assistant", "user", "assistant"]
+    assert agent.messages[1]["content"] == UNANSWERED_NOTE
+    assert agent.messages[2]["content"] == "second"  # apart: the model answers the new one
     assert_request_valid(agent.client.last_request)
+
+
+def test_an_interrupted_message_is_not_glued_onto_the_next_one():
+    agent = make_agent(text("a long story", delay=30), text("hello to you"))
+    timer = threading.Timer(0.3, agent.interrupt)
+    timer.start()
+    assert agent.run_conversation("tell me a story")["interrupted"]
+    assert agent.chat("hello after interrupt") == "hello to you"
+    sent = agent.client.last_request.messages
+    assert sent[-1] == {"role": "user", "content": "hello after interrupt"}
+    assert sent[-2]["role"] == "assistant" and sent[-2]["content"] == UNANSWERED_NOTE
+    assert sent[-3]["content"] == "tell me a story"
+    stored = agent.session_store.get_messages(agent.session_id)
+    assert [m["content"] for m in stored if m["role"] == "user"] == [
+        "tell me a story",
+        "hello after interrupt",
+    ]
+
+
+def test_join_unanswered_joins_the_interrupted_message_with_the_next():
+    agent = make_agent(text("a long story", delay=30), text("both"))
+    threading.Timer(0.3, agent.interrupt).start()
+    assert agent.run_conversation("tell me a story")["interrupted"]
+    agent.run_conversation("and make it short", join_unanswered=True)
+    sent = agent.client.last_request.messages
+    assert sent[-1] == {"role": "user", "content": "tell me a story\n\nand make it short"}
 
 
 def test_clarify_questions_from_parallel_tools_are_asked_one_at_a_time():

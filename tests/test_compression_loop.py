@@ -433,6 +433,31 @@ def test_slash_compress_with_a_focus(tmp_path, capsys):
     store.close()
 
 
+def test_slash_compress_reports_once(tmp_path, capsys):
+    from hermes_core.cli.display import Display
+
+    store = SQLiteSessionStore(tmp_path / "state.db")
+    display = Display(interactive=True, stream=False)
+    script = Script(*[step for turn in range(3) for step in audit_turn(turn)])
+    agent = make_agent(
+        model=ScriptedModel(fn=script),
+        plugins=["compressor", Files()],
+        config={"model": {"context_length": 1_000_000}},
+        session_store=store,
+        status_callback=display.status,
+    )
+    for turn in range(3):
+        agent.chat(f"Audit module {turn}, file by file.")
+    capsys.readouterr()
+    assert _slash("/compress", agent, store, display) is False
+    shown = capsys.readouterr()
+    lines = [line for line in (shown.out + shown.err).splitlines() if "compress" in line]
+    assert len(lines) == 1, lines
+    assert agent.session_id in lines[0]
+    agent.close()
+    store.close()
+
+
 def test_slash_compress_without_an_engine(capsys):
     agent = make_agent(text("hi"))
     agent.chat("hello")

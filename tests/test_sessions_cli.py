@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from hermes_core.testing import ScriptedModel, text
+from hermes_core.testing import ScriptedModel, text, tool_call
 
 
 def chat(hermes_cli, *args, model):
@@ -58,6 +58,11 @@ def test_sessions_commands(hermes_cli):
     sessions = json.loads(listing.stdout)
     assert len(sessions) == 2 and sessions[1]["id"] == sid  # newest first
     assert sessions[1]["title"].startswith("What is error E4021")
+
+    table = hermes_cli("--plugins", "", "sessions", "list").stdout.splitlines()
+    assert table[0].split() == ["ID", "STARTED", "MODEL", "MSGS", "TITLE"]
+    assert table[2].startswith(sid) and "What is error E4021" in table[2]
+    assert table[0].index("TITLE") == table[2].index("What is error E4021")
 
     show = hermes_cli("--plugins", "", "sessions", "show", sid)
     assert "disk is full" in show.stdout
@@ -114,3 +119,52 @@ def test_sessions_show_prints_tool_only_turns_as_calls_and_stats_prints_dates(he
     stats = hermes_cli("--plugins", "", "sessions", "stats").stdout
     oldest = next(line for line in stats.splitlines() if line.startswith("oldest"))
     assert oldest.split()[1].count("-") == 2  # 2026-12-01 13:45, not a UNIX time
+
+
+def test_a_one_shot_chat_shows_a_refused_command_on_stderr(hermes_cli):
+    model = ScriptedModel(tool_call("terminal", {"command": "rm -rf ~"}), text("I did not."))
+    done = hermes_cli(
+        "--plugins", "terminal,approvals,local", "chat", "--provider", "scripted",
+        "-t", "terminal", "-q", "wipe my home", model=model,
+    )  # fmt: skip
+    assert done.exit_code == 0, done.stderr
+    assert done.stdout.strip() == "I did not."
+    [line] = [line for line in done.stderr.splitlines() if "refused" in line]
+    assert line.startswith("hermes: refused terminal: recursive delete")
+
+
+def test_a_base_url_set_for_one_provider_does_not_follow_provider_to_another(
+    hermes_cli, hermes_home
+):
+    from hermes_core.testing.fake_llm import FakeLLM
+
+    custom, other = FakeLLM().start(), FakeLLM().start()
+    try:
+        custom.add({"text": "from the custom endpoint"})
+        other.add({"text": "from the other endpoint"})
+        (hermes_home / "config.yaml").write_text(
+            f"model:\n  provider: custom\n  base_url: {custom.url}/v1\n  default: m\n"
+            "agent:\n  api_max_retries: 0\n"
+        )
+        env = {"CUSTOM_API_KEY": "custom-key", "ANTHROPIC_API_KEY": "canary-anthropic-key"}
+        switched = hermes_cli(
+            "--plugins", "anthropic,openai", "chat", "-q", "hi", "--provider", "ollama",
+            env=env,
+        )  # fmt: skip
+        assert switched.exit_code == 1
+        assert custom.requests == []  # not sent to the custom provider's URL
+        assert "11434" in switched.stderr or "localhost" in switched.stderr, switched.stderr
+        # a URL given with the provider gets the call
+        ok = hermes_cli(
+            "--plugins", "anthropic,openai", "chat", "-q", "hi", "--provider", "anthropic",
+            "--base-url", other.url, env=env,
+        )  # fmt: skip
+        assert ok.exit_code == 0, ok.stderr
+        assert custom.requests == []
+        assert len(other.requests) == 1
+        same = hermes_cli("--plugins", "anthropic,openai", "chat", "-q", "hi", env=env)
+        assert same.exit_code == 0 and "from the custom endpoint" in same.stdout, same.stderr
+        assert all("canary" not in str(r.headers) for r in custom.requests)
+    finally:
+        custom.stop()
+        other.stop()

@@ -32,6 +32,11 @@ HEAVY = (
     "mcp",
     "mcp_types",
     "yaml",
+    # the interactive chat's rendering and prompt: imported when a chat starts
+    "rich",
+    "prompt_toolkit",
+    "pygments",
+    "markdown_it",
 )
 
 PROBE = """

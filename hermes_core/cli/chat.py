@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from hermes_hookspecs import API_MODES, ApprovalRequest, HermesError
+from hermes_hookspecs import API_MODES, HermesError
 
+from .display import Display, ask_approval, ask_clarify, read_line
 from .state import CliState
 
 if TYPE_CHECKING:
@@ -21,126 +22,10 @@ if TYPE_CHECKING:
 
     from ..loop.agent import Agent
 
-SPINNER = "|/-\\"
-T = TypeVar("T")
-
 
 def _state() -> CliState:
     state: CliState = click.get_current_context().find_root().obj
     return state
-
-
-class Display:
-    """Terminal output of a chat: streamed text, a spinner while tools run, tool progress."""
-
-    def __init__(self, interactive: bool, stream: bool) -> None:
-        self.interactive = interactive
-        self.stream = stream
-        self.streamed = False
-        self._spinning = threading.Event()
-        self._label = ""
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-        self._asking = threading.RLock()  # held while the user is asked: no spinner, no output
-        self._quiet = False
-
-    def text_delta(self, text: str) -> None:
-        """Print streamed answer text as it arrives."""
-        self.stop_spinner()
-        with self._lock:
-            self.streamed = True
-            sys.stdout.write(text)
-            sys.stdout.flush()
-
-    def tool_progress(self, phase: str, data: dict[str, Any]) -> None:
-        """Show a spinner while a tool runs, then one line with its duration."""
-        if not self.interactive:
-            return
-        if phase == "start":
-            self.start_spinner(f"{data.get('name')} running")
-        else:
-            mark = "x" if data.get("is_error") else "+"
-            with self._asking:  # never print over a question the user is answering
-                self.stop_spinner()
-                click.echo(
-                    f"  [{mark}] {data.get('name')} ({data.get('duration', 0.0):.2f}s)", err=True
-                )
-
-    def thinking(self, active: bool) -> None:
-        """Show the spinner while the model works, until its answer starts streaming."""
-        if active and not self.streamed:
-            self.start_spinner("thinking")
-
-    def status(self, text: str) -> None:
-        """Show a status line."""
-        with self._asking:
-            self.stop_spinner()
-            click.echo(f"  ({text})", err=True)
-
-    def ask(self, question: Callable[[], T]) -> T:
-        """Run ``question`` (which prompts the user) with the spinner stopped and kept off, so
-        the prompt stands alone on its line and what the user types is not overwritten."""
-        with self._asking:
-            self._quiet = True
-            self.stop_spinner()
-            try:
-                return question()
-            finally:
-                self._quiet = False
-
-    def start_spinner(self, label: str) -> None:
-        """Start (or relabel) the spinner on stderr, on a terminal only."""
-        self._label = label
-        if self._quiet or not sys.stderr.isatty() or self._spinning.is_set():
-            return
-        self._spinning.set()
-        self._thread = threading.Thread(target=self._spin, daemon=True)
-        self._thread.start()
-
-    def stop_spinner(self) -> None:
-        """Stop the spinner and clear its line."""
-        if self._spinning.is_set():
-            self._spinning.clear()
-            if self._thread is not None:
-                self._thread.join(timeout=1)
-            sys.stderr.write("\r\033[K")
-            sys.stderr.flush()
-
-    def _spin(self) -> None:
-        i = 0
-        while self._spinning.is_set() and not self._quiet:
-            sys.stderr.write(f"\r{SPINNER[i % 4]} {self._label}")
-            sys.stderr.flush()
-            i += 1
-            time.sleep(0.1)
-
-
-def _ask_approval(request: ApprovalRequest) -> str | None:
-    """Ask the person at the terminal to approve a dangerous action."""
-    click.echo(f"  approval needed: {request.reason}\n    {request.action}", err=True)
-    choices = "[o]nce, [d]eny" if request.once_only else "[o]nce, [s]ession, [a]lways, [d]eny"
-    answer = (
-        click.prompt(
-            f"  allow? {choices}",
-            default="d",
-            show_default=False,
-            err=True,
-        )
-        .strip()
-        .lower()
-    )
-    return {"o": "once", "s": "session", "a": "always"}.get(answer[:1], "deny")
-
-
-def _ask_clarify(question: str, choices: Sequence[str] | None) -> str:
-    """Ask the person at the terminal a question from the model."""
-    click.echo(f"  {question}", err=True)
-    for i, choice in enumerate(choices or [], 1):
-        click.echo(f"    {i}. {choice}", err=True)
-    answer = click.prompt("  answer", err=True)
-    if choices and answer.isdigit() and 1 <= int(answer) <= len(choices):
-        return choices[int(answer) - 1]
-    return str(answer)
 
 
 def make_agent(
@@ -161,8 +46,16 @@ def make_agent(
         tool_progress=display.tool_progress,
         status=display.status if interactive else None,
         thinking=display.thinking if interactive else None,
-        approval=(lambda r: display.ask(lambda: _ask_approval(r))) if can_ask else None,
-        clarify=(lambda q, c: display.ask(lambda: _ask_clarify(q, c))) if can_ask else None,
+        approval=(
+            (lambda r: display.ask(lambda: ask_approval(display, r), on_interrupt="deny"))
+            if can_ask
+            else None
+        ),
+        clarify=(
+            (lambda q, c: display.ask(lambda: ask_clarify(display, q, c), on_interrupt=""))
+            if can_ask
+            else None
+        ),
     )
     host = state.host.with_overrides({"agent.platform": "cli", "agent.stream": stream})
     return host.agent(session_id=session_id, callbacks=callbacks, yolo=yolo)
@@ -182,6 +75,7 @@ def make_agent(
 @click.option("--stream/--no-stream", default=None, help="Stream the answer as it is written.")
 @click.option("-r", "--resume", "resume", metavar="ID", help="Continue the stored session ID.")
 @click.option("-c", "--continue", "continue_", is_flag=True, help="Continue the latest session.")
+@click.option("--plain", is_flag=True, help="No markdown rendering, no colours.")
 def chat(
     query: str | None = None,
     as_json: bool = False,
@@ -196,6 +90,7 @@ def chat(
     stream: bool | None = None,
     resume: str | None = None,
     continue_: bool = False,
+    plain: bool = False,
 ) -> None:
     """Chat with the agent (interactive), or answer one query with -q."""
     state = _state()
@@ -203,6 +98,8 @@ def chat(
 
     store = open_store(state)
     session_id = _session_to_resume(store, resume, continue_)
+    if provider and not base_url and _url_of_another_provider(state.config, provider):
+        base_url = ""  # the chosen provider's own endpoint
     state.overrides.update(
         {
             "model.default": model,
@@ -230,7 +127,17 @@ def chat(
             stream=bool(stream) and not as_json,
         )
     else:
-        _interactive(state, store, session_id, yolo=yolo, stream=stream is not False)
+        _interactive(state, store, session_id, yolo=yolo, stream=stream is not False, plain=plain)
+
+
+def _url_of_another_provider(config: Mapping[str, Any], provider: str) -> bool:
+    """Whether the configured ``model.base_url`` was set for a provider other than
+    ``provider``: a base URL (and the key sent to it) belongs to the provider it was set for,
+    so ``--provider`` alone never sends another provider's key to it."""
+    section = config.get("model")
+    if not isinstance(section, Mapping) or not section.get("base_url"):
+        return False
+    return str(section.get("provider") or "") != provider
 
 
 def _session_to_resume(store: Any, resume: str | None, continue_: bool) -> str | None:
@@ -271,12 +178,11 @@ def _one_shot(
     for line in agent.tool_problems:
         click.echo(f"hermes: warning: {line}", err=True)
     try:
-        result = agent.run_conversation(query)
-    except KeyboardInterrupt:
-        agent.interrupt()
-        raise
+        result = run_turn(agent, display, query)
     finally:
         agent.close()
+    if result["interrupted"]:
+        raise KeyboardInterrupt
     if as_json:
         click.echo(json.dumps(result, indent=2, ensure_ascii=False, default=str))
     elif result["final_response"] is not None:
@@ -288,6 +194,43 @@ def _one_shot(
         if not as_json:
             click.echo(f"hermes: error: {result['error']}", err=True)
         raise click.exceptions.Exit(130 if result["interrupted"] else 1)
+
+
+def run_turn(agent: Agent, display: Display, line: str) -> TurnResult:
+    """Run one turn on a worker thread while the main thread (the one Ctrl-C reaches) asks the
+    person the questions of the turn; Ctrl-C, at a question or not, interrupts the turn at once
+    (a question it reaches is answered no)."""
+    display.streamed = False
+    done = threading.Event()
+    holder: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            holder["result"] = agent.run_conversation(line)
+        except BaseException as exc:  # reported on the main thread
+            holder["error"] = exc
+        finally:
+            done.set()
+
+    worker = threading.Thread(target=work, name="hermes-turn", daemon=True)
+    if display.interactive:
+        display.start_spinner("thinking")  # before the worker: its first output stops it
+    worker.start()
+    try:
+        while not done.is_set():
+            asked = display.serve_questions(0.05)
+            if asked is not None and asked.interrupted:
+                raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        agent.interrupt()
+        display.refuse_questions()
+        while not done.wait(0.05):
+            display.refuse_questions()
+    display.finish_turn()
+    if "error" in holder:
+        raise holder["error"]
+    result: TurnResult = holder["result"]
+    return result
 
 
 def _sandbox_off(config: Mapping[str, Any]) -> bool:
@@ -302,9 +245,16 @@ def _sandbox_off(config: Mapping[str, Any]) -> bool:
 
 
 def _interactive(
-    state: CliState, store: Any, session_id: str | None, *, yolo: bool, stream: bool
+    state: CliState,
+    store: Any,
+    session_id: str | None,
+    *,
+    yolo: bool,
+    stream: bool,
+    plain: bool = False,
 ) -> None:
-    display = Display(interactive=True, stream=stream)
+    render = not plain and sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
+    display = Display(interactive=True, stream=stream, render=render)
 
     def new_agent(session: str | None) -> Agent:
         return make_agent(
@@ -319,23 +269,23 @@ def _interactive(
     agent = new_agent(session_id)
     # Import the provider's SDK while the user types, so the first answer does not wait for it.
     threading.Thread(target=_prepare_quietly, args=(agent,), daemon=True).start()
-    history = _setup_readline(state.home)
-    click.echo(
+    prompt = _prompter(state.home, fancy=render and sys.stdin.isatty())
+    display.line(
         f"hermes: {agent.model} via {agent.provider_name}; /help for commands, Ctrl-D to quit",
-        err=True,
+        "bold",
     )
     if session_id is not None:
-        click.echo(f"  {_resumed_line(store, agent.session_id)}", err=True)
+        _show_resumed(display, store, agent.session_id)
     if _sandbox_off(state.config):
-        click.echo(
+        display.line(
             "  sandbox OFF (terminal.sandbox: off): commands run with your full authority",
-            err=True,
+            "bold red",
         )
     announce_plugin_failures(state)
     try:
         while True:
             try:
-                line = input("> ").strip()
+                line = prompt("> ").strip()
             except EOFError:
                 click.echo(err=True)
                 break
@@ -345,18 +295,19 @@ def _interactive(
             if not line:
                 continue
             if line.startswith("/"):
-                verdict = _slash(line, agent, store)
+                verdict = _slash(line, agent, store, display)
                 if verdict is True:
                     break
                 if isinstance(verdict, str):  # switch to another session
                     agent.close()
                     agent = new_agent(verdict or None)
-                    click.echo(f"  (session {agent.session_id})", err=True)
+                    if verdict:
+                        _show_resumed(display, store, agent.session_id)
+                    else:
+                        display.status(f"session {agent.session_id}")
                 continue
             _turn(agent, display, line)
     finally:
-        if history is not None:
-            _save_history(history)
         agent.close()
 
 
@@ -367,6 +318,44 @@ def _resumed_line(store: Any, session_id: str) -> str:
         return f"(resumed session {session_id})"
     count = len(store.get_messages(session_id))
     return f"(resumed session {session_id}: {session.title or 'untitled'}, {count} messages)"
+
+
+RECAP_EXCHANGES = 3
+RECAP_CHARS = 300
+
+
+def _show_resumed(display: Display, store: Any, session_id: str) -> None:
+    """Say which session the chat continues and show its last exchanges, so the person sees
+    where the conversation stands."""
+    display.line(f"  {_resumed_line(store, session_id)}", "dim")
+    try:
+        messages = store.get_messages(session_id)
+    except Exception:  # a recap must never stop a chat
+        return
+    for role, text in recap(messages, RECAP_EXCHANGES):
+        who = "you" if role == "user" else "hermes"
+        display.line(f"  {who}: {text}", "cyan" if role == "user" else "")
+
+
+def recap(messages: list[dict[str, Any]], exchanges: int) -> list[tuple[str, str]]:
+    """The last ``exchanges`` user messages and the assistant's text after each, one shortened
+    line each (tool calls and results left out)."""
+    from hermes_hookspecs import is_context_summary
+
+    from .display import shorten
+
+    lines: list[tuple[str, str]] = []
+    for message in messages:
+        role, content = message.get("role"), message.get("content")
+        if role not in ("user", "assistant") or not isinstance(content, str) or not content:
+            continue
+        if is_context_summary(message):
+            continue
+        lines.append((str(role), shorten(content, RECAP_CHARS)))
+    starts = [i for i, (role, _) in enumerate(lines) if role == "user"]
+    if len(starts) > exchanges:
+        lines = lines[starts[-exchanges] :]
+    return lines
 
 
 def announce_plugin_failures(state: CliState) -> None:
@@ -392,36 +381,35 @@ def _prepare_quietly(agent: Agent) -> None:
 
 
 def _turn(agent: Agent, display: Display, line: str) -> None:
-    display.streamed = False
-    done = threading.Event()
-    holder: dict[str, TurnResult] = {}
-
-    def work() -> None:
-        holder["result"] = agent.run_conversation(line)
-        done.set()
-
-    worker = threading.Thread(target=work, daemon=True)
-    display.start_spinner("thinking")  # before the worker: its first output stops the spinner
-    worker.start()
-    try:
-        while not done.wait(0.1):
-            pass
-    except KeyboardInterrupt:
-        agent.interrupt()
-        done.wait()
-    display.stop_spinner()
-    result = holder["result"]
+    result = run_turn(agent, display, line)
     if result["interrupted"]:
-        click.echo("\n  (interrupted)", err=True)
+        display.line("  (interrupted)", "yellow")
     elif result["error"]:
-        click.echo(f"  error: {result['error']}", err=True)
-    elif display.streamed:
-        click.echo()
-    elif result["final_response"] is not None:
-        click.echo(result["final_response"])
+        display.line(f"  error: {result['error']}", "red")
+    elif not display.streamed and result["final_response"] is not None:
+        display.answer(result["final_response"])
 
 
-def _slash(line: str, agent: Agent, store: Any) -> bool | str:
+SLASH_COMMANDS: tuple[tuple[str, str], ...] = (
+    ("/tools", "enabled tools"),
+    ("/usage", "token usage and estimated cost"),
+    ("/prompt", "the system prompt"),
+    ("/compress [FOCUS]", "compress the conversation now, keeping FOCUS in detail"),
+    ("/context", "the context engine's figures"),
+    ("/resume [ID]", "list recent sessions, or continue one"),
+    ("/new", "start a new session"),
+    ("/help", "this list"),
+    ("/exit", "leave (or Ctrl-D)"),
+)
+
+
+def help_table() -> str:
+    """The slash commands in two aligned columns."""
+    width = max(len(name) for name, _ in SLASH_COMMANDS)
+    return "\n".join(f"  {name:<{width}}  {text}" for name, text in SLASH_COMMANDS)
+
+
+def _slash(line: str, agent: Agent, store: Any, display: Display | None = None) -> bool | str:
     """Handle a /command: True to leave the chat, a session id to switch to (``""``: a new
     session), False to go on."""
     words = line.split()
@@ -449,18 +437,12 @@ def _slash(line: str, agent: Agent, store: Any) -> bool | str:
     elif command == "/prompt":
         click.echo(agent.system_prompt or "(empty system prompt)")
     elif command == "/compress":
-        _compress(agent, line.strip()[len(words[0]) :].strip() or None)
+        _compress(agent, line.strip()[len(words[0]) :].strip() or None, display)
     elif command == "/context":
         engine = agent.engine
         click.echo(figures_table(engine.status()) if engine else "  no context engine")
     elif command == "/help":
-        click.echo(
-            "/tools  enabled tools\n/usage  token usage\n/prompt  the system prompt\n"
-            "/compress [FOCUS]  compress the conversation now, keeping FOCUS in detail\n"
-            "/context  the context engine's figures\n"
-            "/resume [ID]  list recent sessions, or continue one\n/new  start a new session\n"
-            "/help  this list\n/exit   leave (or Ctrl-D)"
-        )
+        click.echo(help_table())
     else:
         click.echo(f"  unknown command {command}; /help lists the commands")
     return False
@@ -504,9 +486,15 @@ def _table(rows: list[tuple[str, str]]) -> str:
     return "\n".join(f"  {name:<{width}}  {value:>{value_width}}" for name, value in rows)
 
 
-def _compress(agent: Agent, focus: str | None) -> None:
-    """``/compress [focus]``: compress now and say what it did."""
+COMPACTION_STATUS = ("context compressed", "nothing to compress")
+
+
+def _compress(agent: Agent, focus: str | None, display: Display | None) -> None:
+    """``/compress [focus]``: compress now and say once what it did (the compactor's own status
+    line about it is held back, this report replaces it)."""
     current = agent.session_id
+    if display is not None:
+        display.hold_status(COMPACTION_STATUS)
     try:
         figures = agent.compress(focus)
     except HermesError as exc:
@@ -515,6 +503,9 @@ def _compress(agent: Agent, focus: str | None) -> None:
     except KeyboardInterrupt:
         click.echo("  (compression interrupted; nothing changed)")
         return
+    finally:
+        if display is not None:
+            display.hold_status(())
     if figures["session_id"] == current:
         click.echo("  nothing to compress: the context engine kept every message")
         return
@@ -525,30 +516,56 @@ def _compress(agent: Agent, focus: str | None) -> None:
     )
 
 
-def _setup_readline(home: Path) -> Path | None:
+def _prompter(home: Path, fancy: bool) -> Any:
+    """The function that reads the person's next line: prompt_toolkit on a terminal (line
+    editing, history search, completion of slash commands), else ``readline``'s ``input``.
+    What was typed is kept in ``$HERMES_HOME/.chat_history`` (owner only: it may hold a key)."""
+    path = home / ".chat_history"
+    _private_file(path)
+    if fancy:
+        from prompt_toolkit import PromptSession
+        from prompt_toolkit.completion import WordCompleter
+        from prompt_toolkit.history import FileHistory
+
+        session: Any = PromptSession(
+            history=FileHistory(str(path)),
+            completer=WordCompleter([name.split()[0] for name, _ in SLASH_COMMANDS], sentence=True),
+            complete_while_typing=False,
+        )
+
+        def ask(message: str) -> str:
+            text: str = session.prompt(message)
+            return text
+
+        return ask
     try:
         import readline
     except ImportError:  # pragma: no cover - not on every platform
-        return None
-    path = home / ".chat_history"
+        return read_line
     try:
         readline.read_history_file(path)
     except OSError:
         pass
     readline.set_history_length(1000)
-    return path
+
+    def ask_plain(message: str) -> str:
+        text = input(message)
+        if text.strip():
+            try:
+                readline.append_history_file(1, path)
+            except OSError:
+                pass
+        return text
+
+    return ask_plain
 
 
-def _save_history(path: Path) -> None:
-    import os
-    import readline
-
+def _private_file(path: Path) -> None:
     from ..config.loading import ensure_home
 
     try:
         ensure_home(path.parent)
-        if not path.exists():  # what was typed may hold a key: owner only, as .env
+        if not path.exists():
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
-        readline.write_history_file(path)
     except OSError:
         pass

@@ -99,12 +99,21 @@ def sessions_list(limit: int, as_json: bool) -> None:
     if not sessions:
         click.echo("no sessions yet")
         return
-    for s in sessions:
-        messages = s.metadata.get("message_count", "")
-        click.echo(
-            f"{s.id}  {_when(s.started_at)}  {s.model or '-':<20}  "
-            f"{messages!s:>4}  {s.title or '(untitled)'}{_origin(s)}"
+    rows = [
+        (
+            s.id,
+            _when(s.started_at),
+            s.model or "-",
+            str(s.metadata.get("message_count", "")),
+            (s.title or "(untitled)") + _origin(s),
         )
+        for s in sessions
+    ]
+    header = ("ID", "STARTED", "MODEL", "MSGS", "TITLE")
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]
+    for row in [header, *rows]:
+        cells = [row[i].rjust(widths[i]) if i == 3 else row[i].ljust(widths[i]) for i in range(4)]
+        click.echo("  ".join([*cells, row[4]]))
 
 
 def _origin(session: Any) -> str:
@@ -267,7 +276,8 @@ def sessions_compress(session_id: str, focus: str | None, as_json: bool) -> None
     model, exactly as a long chat would be; the result continues in a new session whose parent
     is that one.
     """
-    from .chat import Display, make_agent
+    from .chat import make_agent
+    from .display import Display
 
     state = _state()
     store = open_store(state)

@@ -65,6 +65,10 @@ RESULT_KEYS: frozenset[str] = TURN_RESULT_KEYS
 path (``hermes_hookspecs.TURN_RESULT_KEYS``)."""
 
 
+UNANSWERED_NOTE = "(no answer: this turn was interrupted, or failed, before the model answered)"
+"""What closes a user message a turn left unanswered, so the next one stays apart."""
+
+
 class AgentError(HermesError):
     """The agent could not produce an answer (``chat`` raises it with the turn's error)."""
 
@@ -327,6 +331,7 @@ class Agent:
         task_id: str | None = None,
         *,
         cancel_event: threading.Event | None = None,
+        join_unanswered: bool = False,
     ) -> TurnResult:
         """Run one user turn to the end and return its result, a
         :class:`~hermes_hookspecs.TurnResult`: ``final_response`` (str or None), ``messages``
@@ -341,6 +346,11 @@ class Agent:
 
         ``cancel_event``, when given, interrupts the turn once set, as :meth:`interrupt` does
         (which then sets it); by default each turn has a fresh one.
+
+        A user message an interrupted or failed turn left unanswered is closed with a short
+        assistant note before ``user_message`` is added, so the model answers the new message
+        and not the old one again; ``join_unanswered`` joins the two messages instead (the
+        gateway's ``busy: interrupt``).
         """
         task_id = task_id or new_id("task")
         self._cancel = cancel_event if cancel_event is not None else threading.Event()
@@ -358,6 +368,8 @@ class Agent:
             if self.system_prompt is None:
                 self._build_system_prompt(system_message)
             user_message = transcript.clean_value(user_message)
+            if not join_unanswered and self.messages and self.messages[-1].get("role") == "user":
+                self._append({"role": "assistant", "content": UNANSWERED_NOTE})
             self._append({"role": "user", "content": user_message})
             self.compactor.request_content = user_message
             if transcript.validate(self.messages):  # e.g. a failed turn left two user messages

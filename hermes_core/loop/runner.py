@@ -103,7 +103,10 @@ class HostRunner:
         except Exception as exc:  # a plugin's bug while building must not crash the caller
             return self._failed(task, f"{type(exc).__name__}: {exc}", started)
         result = agent.run_conversation(
-            task.prompt, system_message=task.system_context, cancel_event=cancel
+            task.prompt,
+            system_message=task.system_context,
+            cancel_event=cancel,
+            join_unanswered=task.join_unanswered,
         )
         status = _STATUS.get(result["exit_reason"], "error")
         if status == "completed" and result["final_response"] is None:

@@ -52,6 +52,9 @@ class AgentTask:
     :param exclude_toolsets: toolsets never offered to this run, whatever enables or includes
         them (e.g. ``clarify`` for an agent no one can answer); names that are not installed are
         ignored.
+    :param join_unanswered: when the session's last user message got no answer (its turn was
+        interrupted), join ``prompt`` to it instead of closing it with a note, so the model
+        answers both as one message (the gateway's ``busy: interrupt``).
     """
 
     prompt: str
@@ -70,6 +73,7 @@ class AgentTask:
     on_text_delta: Callable[[str], None] | None = None
     config_overrides: Mapping[str, Any] = field(default_factory=dict)
     exclude_toolsets: Sequence[str] = ()
+    join_unanswered: bool = False
 
 
 @dataclass

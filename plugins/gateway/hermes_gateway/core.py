@@ -196,7 +196,8 @@ class GatewayCore:
         on_delta: Callable[[str], None] | None,
     ) -> AgentOutcome:
         lane = self._lane(session_id)
-        if lane.lock.locked() and self.settings.busy == "interrupt":
+        interrupts = lane.lock.locked() and self.settings.busy == "interrupt"
+        if interrupts:
             lane.generation += 1
             if lane.cancel is not None:
                 lane.cancel.set()
@@ -236,6 +237,7 @@ class GatewayCore:
             on_text_delta=deltas,
             exclude_toolsets=NOT_FOR_GATEWAY,
             config_overrides=self._workspace(message),
+            join_unanswered=interrupts,
         )
         try:
             future = loop.run_in_executor(self._pool, self.runner.run, task)
