@@ -427,7 +427,9 @@ def rule_from_mapping(data: Mapping[str, Any], where: str, source: str = "builti
             try:
                 fields[key] = re.compile(str(data[key]))
             except re.error as exc:
-                raise RuleError(f"{where} ({rule_id}): {key}: invalid regular expression: {exc}")
+                raise RuleError(
+                    f"{where} ({rule_id}): {key}: invalid regular expression: {exc}"
+                ) from None
     if "subcommand" in data:
         words = data["subcommand"]
         if isinstance(words, str):

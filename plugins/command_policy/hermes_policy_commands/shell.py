@@ -364,7 +364,9 @@ class Lowering:
                 raw = "".join(_text(c) for c in node.children)
             words = _braces(raw) if split and "{" in raw else [raw]
             if "$" in raw:
-                words = [re.sub(r"\$\{?(\w+)\}?", lambda m: self.variable(m.group(1)), w) for w in words]  # fmt: skip
+                words = [
+                    re.sub(r"\$\{?(\w+)\}?", lambda m: self.variable(m.group(1)), w) for w in words
+                ]
                 words = (
                     [x for w in words for x in re.split(r"[ \t\n]+", w) if x] if split else words
                 )
@@ -579,9 +581,7 @@ class Lowering:
         elif base == "xargs":
             self.xargs(args, stdin, via)
         elif base in _SHELLS or base == "eval" or base in ("source", "."):
-            self.last = ("other", None)
-            self.shell(base, args, stdin, via)
-            return self.last
+            return self.shell(base, args, stdin, via)
         elif base in ("ssh", "docker", "kubectl", "podman") and base in REMOTE:
             inner = self.inner(REMOTE[base], args)
             if inner and base == "ssh":
@@ -617,11 +617,12 @@ class Lowering:
             fmt = codecs.decode(fmt.replace("%%", "\x01"), "unicode_escape")
         except UnicodeDecodeError:
             return ("other", None)
-        count = max(1, fmt.count("%"))
+        parts = re.split(r"%[-0-9.]*[sdbcq]", fmt)
+        count = max(1, len(parts) - 1)
         text = ""
         for i in range(0, max(1, len(rest)), count):
-            chunk = rest[i : i + count] + [""] * count
-            text += re.sub(r"%[-0-9.]*[sdbcq]", lambda _m, c=iter(chunk): next(c), fmt)
+            values = rest[i : i + count] + [""] * count
+            text += parts[0] + "".join(v + p for v, p in zip(values, parts[1:], strict=False))
         return ("text", text.replace("\x01", "%"))
 
     def decoded(self, kind: str, stdin: Output, args: list[str]) -> Output:
@@ -722,24 +723,22 @@ class Lowering:
             i += 1
         return args[i:] or None
 
-    def shell(self, base: str, args: list[str], stdin: Output, via: tuple[str, ...]) -> None:
+    def shell(self, base: str, args: list[str], stdin: Output, via: tuple[str, ...]) -> Output:
         here = via + (base,)
         if base == "eval":
-            self.last = self.nested(" ".join(args), here)
-            return
+            return self.nested(" ".join(args), here)
         if base in ("source", "."):
             self.script(args[0] if args else UNKNOWN, here)
-            return
+            return ("other", None)
         for i, a in enumerate(args):
             if re.fullmatch(r"-[a-zA-Z]*c[a-zA-Z]*", a):
-                self.last = self.nested(args[i + 1] if i + 1 < len(args) else UNKNOWN, here)
-                return
+                return self.nested(args[i + 1] if i + 1 < len(args) else UNKNOWN, here)
             if a in ("-s", "-") or (a.startswith("-") and a not in ("-o", "+o")):
                 continue
             self.script(a, here)
-            return
+            return ("other", None)
         self.stdin_code(stdin, here, lambda text: self.nested(text, here))
-        return
+        return ("other", None)
 
     def stdin_code(
         self,
@@ -784,8 +783,18 @@ class Lowering:
         kind, text = self.source(path)
         if kind == "text" and text is not None:
             first = text.split("\n", 1)[0]
-            lang = next((PROGRAMS[w]["lang"] for w in re.findall(r"[\w.]+", first)
-                         if w in PROGRAMS and "lang" in PROGRAMS[w]), None) if first.startswith("#!") else None  # fmt: skip
+            lang = (
+                next(
+                    (
+                        PROGRAMS[w]["lang"]
+                        for w in re.findall(r"[\w.]+", first)
+                        if w in PROGRAMS and "lang" in PROGRAMS[w]
+                    ),
+                    None,
+                )
+                if first.startswith("#!")
+                else None
+            )
             if lang and self.front_end is not None:
                 self.lower_code(str(lang), text, [path], via)
             else:
