@@ -97,6 +97,16 @@ def lower(lang: str, code: str, argv: list[str]) -> list[Item]:
 # --- Python -------------------------------------------------------------------------------
 
 
+def _imported(node: ast.Import | ast.ImportFrom) -> dict[str, str]:
+    """The names an import binds, each to the dotted name it stands for."""
+    if isinstance(node, ast.Import):
+        return {a.asname or a.name.split(".")[0]: a.name if a.asname else a.name.split(".")[0]
+                for a in node.names}  # fmt: skip
+    if not node.module:
+        return {}
+    return {a.asname or a.name: f"{node.module}.{a.name}" for a in node.names}
+
+
 class _Python:
     def __init__(self, code: str, argv: list[str], depth: int = 0) -> None:
         self.code, self.argv, self.depth = code, argv, depth
@@ -148,16 +158,10 @@ class _Python:
     # the program's names: imports, assignments, functions, mutated lists
     def scan(self, tree: ast.Module) -> None:
         for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                for a in node.names:
-                    self.aliases[a.asname or a.name.split(".")[0]] = (
-                        a.name if a.asname else a.name.split(".")[0]
-                    )
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                for a in node.names:
-                    if a.name == "*":
-                        self.stars.append(node.module)
-                    self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                self.aliases.update(_imported(node))
+                if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+                    self.stars.append(node.module or "")
             elif isinstance(node, ast.withitem) and node.optional_vars is not None:
                 self.target(node.optional_vars, node.context_expr)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):

@@ -405,17 +405,8 @@ def rule_from_mapping(data: Mapping[str, Any], where: str, source: str = "builti
     :class:`RuleError` when it is malformed (its examples are checked by :func:`load_rules`)."""
     if not isinstance(data, Mapping):
         raise RuleError(f"{where} must be a mapping")
-    unknown = set(data) - _KNOWN
-    rule_id, decision, why = data.get("id"), data.get("decision"), data.get("justification")
-    if unknown:
-        raise RuleError(f"{where}: unknown keys {sorted(unknown)}")
-    if not isinstance(rule_id, str) or not rule_id:
-        raise RuleError(f"{where}: id must be a non-empty string")
-    if decision not in DECISIONS:
-        raise RuleError(f"{where} ({rule_id}): decision must be one of {', '.join(DECISIONS)}")
-    if not isinstance(why, str) or not why.strip() or "\n" in why.strip():
-        raise RuleError(f"{where} ({rule_id}): justification must be one line of text")
-    fields: dict[str, Any] = {"id": rule_id, "decision": decision, "justification": why.strip()}
+    fields = _head(data, where)
+    family, where = where.split(":")[0], f"{where} ({fields['id']})"
     for key in _LISTS:
         if key in data:
             fields[key] = _strings(data[key], where, key)
@@ -427,19 +418,31 @@ def rule_from_mapping(data: Mapping[str, Any], where: str, source: str = "builti
             try:
                 fields[key] = re.compile(str(data[key]))
             except re.error as exc:
-                raise RuleError(
-                    f"{where} ({rule_id}): {key}: invalid regular expression: {exc}"
-                ) from None
+                raise RuleError(f"{where}: {key}: invalid regular expression: {exc}") from None
     if "subcommand" in data:
         words = data["subcommand"]
-        if isinstance(words, str):
-            words = words.split()
+        words = words.split() if isinstance(words, str) else words
         fields["subcommand"] = tuple(_strings(w, where, "subcommand") for w in words)
     if "max_args" in data:
         if not isinstance(data["max_args"], int):
-            raise RuleError(f"{where} ({rule_id}): max_args must be an integer")
+            raise RuleError(f"{where}: max_args must be an integer")
         fields["max_args"] = data["max_args"]
-    return Rule(**fields, family=where.split(":")[0], source=source)
+    return Rule(**fields, family=family, source=source)
+
+
+def _head(data: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The id, decision and justification of a rule's data, checked."""
+    unknown = set(data) - _KNOWN
+    rule_id, decision, why = data.get("id"), data.get("decision"), data.get("justification")
+    if unknown:
+        raise RuleError(f"{where}: unknown keys {sorted(unknown)}")
+    if not isinstance(rule_id, str) or not rule_id:
+        raise RuleError(f"{where}: id must be a non-empty string")
+    if decision not in DECISIONS:
+        raise RuleError(f"{where} ({rule_id}): decision must be one of {', '.join(DECISIONS)}")
+    if not isinstance(why, str) or not why.strip() or "\n" in why.strip():
+        raise RuleError(f"{where} ({rule_id}): justification must be one line of text")
+    return {"id": rule_id, "decision": decision, "justification": why.strip()}
 
 
 def check_examples(rules: Sequence[Rule], judge_one: Any) -> None:

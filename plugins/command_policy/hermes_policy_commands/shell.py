@@ -548,41 +548,18 @@ class Lowering:
     def unwrap(self, base: str, argv: list[str], stdin: Output, via: tuple[str, ...]) -> Output:
         spec = PROGRAMS.get(base)
         args = argv[1:]
-        if base == "cd":
-            self.change_dir(args)
-        elif base == "alias":
-            for a in args:
-                if "=" in a:
-                    key, _, value = a.partition("=")
-                    self.aliases[key] = value
-        elif base == "echo":
-            words = [a for a in args if not re.fullmatch(r"-[neE]+", a)]
-            return (
-                ("text", " ".join(words) + "\n")
-                if UNKNOWN not in "".join(words)
-                else ("other", None)
-            )
-        elif base == "printf":
-            return self.printf(args)
-        elif base in ("cat", "tee", "tac") and not [a for a in args if not a.startswith("-")]:
-            return stdin
-        elif base == "cat" and len(args) == 1:
-            return self.files.get(args[0]) or ("file", args[0])
-        elif base == "base64" and _short(args, "d") or "--decode" in args:
-            return self.decoded("base64", stdin, args)
-        elif base == "xxd" and _short(args, "r"):
-            return self.decoded("hex", stdin, args)
-        elif base in ("curl", "wget"):
-            return self.download(base, args)
-        elif base == "find":
+        printed = self.prints(base, args, stdin)
+        if printed is not None:
+            return printed
+        if base == "find":
             self.find(args, via)
             roots = [a for a in args if not a.startswith("-")][:1] or ["."]
             return ("text", roots[0].rstrip("/") + "/" + UNKNOWN)
-        elif base == "xargs":
+        if base == "xargs":
             self.xargs(args, stdin, via)
-        elif base in _SHELLS or base == "eval" or base in ("source", "."):
+        elif base in _SHELLS or base in ("eval", "source", "."):
             return self.shell(base, args, stdin, via)
-        elif base in ("ssh", "docker", "kubectl", "podman") and base in REMOTE:
+        elif base in REMOTE:
             inner = self.inner(REMOTE[base], args)
             if inner and base == "ssh":
                 return self.nested(" ".join(inner), via + (base,))
@@ -596,6 +573,33 @@ class Lowering:
             inner = self.inner(spec, args)
             if inner is not None:
                 return self.run(inner, [], stdin, via + (base,))
+        return ("other", None)
+
+    def prints(self, base: str, args: list[str], stdin: Output) -> Output | None:
+        """What a builtin or a filter prints (``None`` for other programs); ``cd`` and
+        ``alias`` change what the rest of the command reads."""
+        if base == "cd":
+            self.change_dir(args)
+        elif base == "alias":
+            for key, _, value in (a.partition("=") for a in args if "=" in a):
+                self.aliases[key] = value
+        elif base == "echo":
+            words = " ".join(a for a in args if not re.fullmatch(r"-[neE]+", a))
+            return ("text", words + "\n") if UNKNOWN not in words else ("other", None)
+        elif base == "printf":
+            return self.printf(args)
+        elif base in ("cat", "tee", "tac") and all(a.startswith("-") for a in args):
+            return stdin
+        elif base == "cat" and len(args) == 1:
+            return self.files.get(args[0]) or ("file", args[0])
+        elif base == "base64" and (_short(args, "d") or "--decode" in args):
+            return self.decoded("base64", stdin)
+        elif base == "xxd" and _short(args, "r"):
+            return self.decoded("hex", stdin)
+        elif base in ("curl", "wget"):
+            return self.download(base, args)
+        else:
+            return None
         return ("other", None)
 
     def change_dir(self, args: list[str]) -> None:
@@ -625,7 +629,7 @@ class Lowering:
             text += parts[0] + "".join(v + p for v, p in zip(values, parts[1:], strict=False))
         return ("text", text.replace("\x01", "%"))
 
-    def decoded(self, kind: str, stdin: Output, args: list[str]) -> Output:
+    def decoded(self, kind: str, stdin: Output) -> Output:
         if stdin[0] == "text" and stdin[1] is not None:
             text = _decode(kind, stdin[1])
             if text is not None:
