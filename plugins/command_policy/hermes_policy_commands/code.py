@@ -18,12 +18,14 @@ import codecs
 import posixpath
 import re
 import shlex
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 __all__ = ["lower"]
 
 Item = tuple[str, Any]
+ModuleReader = Callable[[str], "str | None"]
 MAX_CODE = 200_000
 MAX_VALUES = 8
 _SHELL_SINKS = frozenset(
@@ -82,15 +84,20 @@ _DYNAMIC_CODE = frozenset(
         "code.InteractiveConsole",
     }  # fmt: skip
 )
+_STDLIB = frozenset(sys.stdlib_module_names)
 _DUNDERS = re.compile(r"^__(?:subclasses|globals|builtins|code|closure|dict|bases|mro|base)__$")
 
 
-def lower(lang: str, code: str, argv: list[str]) -> list[Item]:
-    """The items the program ``code`` (of ``lang``, run with ``argv``) lowers to."""
+def lower(
+    lang: str, code: str, argv: list[str], read_module: ModuleReader | None = None
+) -> list[Item]:
+    """The items the program ``code`` (of ``lang``, run with ``argv``) lowers to;
+    ``read_module`` answers the text of a local Python module (``pkg/mod``), so a name one
+    re-exports (``from os import system as run``) is followed."""
     if len(code) > MAX_CODE:
         return [("note", "uncheckable")]
     if lang == "python":
-        return list(_Python(code, argv).items())
+        return list(_Python(code, argv, read_module=read_module).items())
     return list(_foreign(lang, code))
 
 
@@ -107,9 +114,35 @@ def _imported(node: ast.Import | ast.ImportFrom) -> dict[str, str]:
     return {a.asname or a.name: f"{node.module}.{a.name}" for a in node.names}
 
 
+def _exports(code: str) -> dict[str, str]:
+    """The names a module binds at its top level to another module's name (its imports and
+    ``name = other.name``), each to the dotted name it stands for."""
+    try:
+        body = ast.parse(code).body
+    except (SyntaxError, ValueError):
+        return {}
+    table: dict[str, str] = {}
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            table.update(_imported(node))
+        elif isinstance(node, ast.Assign) and isinstance(node.value, (ast.Name, ast.Attribute)):
+            head, _, rest = ast.unparse(node.value).partition(".")
+            dotted = table.get(head, head) + ("." + rest if rest else "")
+            table.update({t.id: dotted for t in node.targets if isinstance(t, ast.Name)})
+    return table
+
+
 class _Python:
-    def __init__(self, code: str, argv: list[str], depth: int = 0) -> None:
+    def __init__(
+        self,
+        code: str,
+        argv: list[str],
+        depth: int = 0,
+        read_module: ModuleReader | None = None,
+    ) -> None:
         self.code, self.argv, self.depth = code, argv, depth
+        self.read_module = read_module
+        self.tables: dict[str, dict[str, str]] = {}
         self.aliases: dict[str, str] = {}
         self.assigns: dict[str, list[ast.expr]] = {}
         self.funcs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
@@ -219,7 +252,7 @@ class _Python:
             return ""
         if isinstance(node, ast.Name):
             if node.id in self.aliases:
-                return self.aliases[node.id]
+                return self.exported(self.aliases[node.id])
             for module in self.stars:
                 if f"{module}.{node.id}" in _SHELL_SINKS | _ARGV_SINKS | set(_FILE_OPS):
                     return f"{module}.{node.id}"
@@ -229,7 +262,7 @@ class _Python:
             return node.id
         if isinstance(node, ast.Attribute):
             base = self.qualname(node.value, depth + 1)
-            return f"{base}.{node.attr}" if base else ""
+            return self.exported(f"{base}.{node.attr}") if base else ""
         if isinstance(node, ast.Call):
             callee = self.qualname(node.func, depth + 1)
             if callee in ("__import__", "importlib.import_module") and node.args:
@@ -246,6 +279,24 @@ class _Python:
                     found = [self.qualname(x, depth + 1) for x in v.values if x is not None]
                     return found[0] if len(set(found)) == 1 else ""
         return ""
+
+    def exported(self, name: str) -> str:
+        """``name`` (``helper.run``) with what a local module re-exports under it followed
+        (``os.system`` when ``helper.py`` says ``from os import system as run``)."""
+        for _ in range(4):
+            module, _, attr = name.rpartition(".")
+            if not module or self.read_module is None or module.partition(".")[0] in _STDLIB:
+                return name
+            if module not in self.tables:
+                path = module.replace(".", "/")
+                folder = posixpath.dirname(self.argv[0]) if self.argv else ""
+                text = folder and self.read_module(posixpath.join(folder, path))
+                text = text or self.read_module(path)
+                self.tables[module] = _exports(text) if text else {}
+            if attr not in self.tables[module]:
+                return name
+            name = self.tables[module][attr]
+        return name
 
     # values a string expression can have: a list of strings, or None when unknown
     def values(self, node: ast.expr | None, depth: int = 0) -> list[str] | None:
@@ -668,7 +719,7 @@ class _Python:
             self.out.append(("note", "script-dynamic-code"))
             return
         for t in texts:
-            self.out += _Python(t, self.argv, self.depth + 1).items()
+            self.out += _Python(t, self.argv, self.depth + 1, self.read_module).items()
 
     def open_call(self, node: ast.Call, path: list[str] | None = None) -> None:
         args = list(node.args)

@@ -107,10 +107,12 @@ def _index(rules: tuple[Rule, ...]) -> Index:
     return Index.of(rules)
 
 
-def _front_end(lang: str, code: str, argv: list[str]) -> list[tuple[str, Any]]:
+def _front_end(
+    lang: str, code: str, argv: list[str], read_module: ScriptReader
+) -> list[tuple[str, Any]]:
     from .code import lower
 
-    return lower(lang, code, argv)
+    return lower(lang, code, argv, read_module)
 
 
 def lower(

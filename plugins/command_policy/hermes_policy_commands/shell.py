@@ -35,6 +35,7 @@ MAX_DEPTH = 48  # nested re-readings (bash -c, eval, functions, substitutions)
 MAX_FIELDS = 64  # brace expansion and xargs fields
 
 ScriptReader = Callable[[str], "str | None"]
+FrontEnd = Callable[[str, str, list[str], ScriptReader], list[tuple[str, Any]]]
 Output = tuple[str, str | None]  # (kind, text): kind "", "text", "download", "decode", "other"
 _WORDS = frozenset({"command_name", "word", "concatenation", "string", "raw_string"})
 _FORK_BOMB = re.compile(r"([\w:.]+)\s*\(\)\s*\{[^}]*\1\s*\|\s*\1")
@@ -130,6 +131,14 @@ def _decode(kind: str, text: str) -> str | None:
         return None
 
 
+def _dangling(node: Any) -> bool:
+    """Whether a word ends with a lone ``$`` (tree-sitter-bash ends a word there when a second
+    ``$NAME`` is glued to it, and the name starts the next word)."""
+    while node.children:
+        node = node.children[-1]
+    return bool(node.type == "$")
+
+
 def _short(args: list[str], letters: str) -> bool:
     return any(
         a.startswith("-") and not a.startswith("--") and any(c in a[1:] for c in letters)
@@ -142,7 +151,8 @@ class Lowering:
     commands in :attr:`out`.
 
     :param read_script: reads a script file the command runs (``None``: scripts are not read).
-    :param front_end: lowers another language's code (``lang, code, argv``) into items
+    :param front_end: lowers another language's code (``lang, code, argv``, and a reader of
+        local Python modules) into items
         ``("shell", text)``, ``("argv", words)``, ``("write", path)`` or ``("note", name)``.
     :param cwd: the folder the command starts in when it is not the workspace.
     """
@@ -150,7 +160,7 @@ class Lowering:
     def __init__(
         self,
         read_script: ScriptReader | None = None,
-        front_end: Callable[[str, str, list[str]], list[tuple[str, Any]]] | None = None,
+        front_end: FrontEnd | None = None,
         cwd: str | None = None,
     ) -> None:
         self.read_script = read_script
@@ -464,13 +474,28 @@ class Lowering:
     def command(self, node: Any, redirects: list[tuple[str, str]], stdin: Output) -> Output:
         argv: list[str] = []
         env: list[str] = []
-        for child in node.named_children:
+        children = node.named_children
+        i = 0
+        while i < len(children):
+            child, i = children[i], i + 1
             if child.type == "variable_assignment":
                 name = child.child_by_field_name("name")
                 value = child.child_by_field_name("value")
                 env.append(f"{_text(name) if name else '?'}={self.value(value) if value else ''}")
             elif child.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
                 stdin = self.redirect(child, redirects, stdin)
+            elif (
+                _dangling(child) and i < len(children) and children[i].start_byte == child.end_byte
+            ):
+                end = i + 1
+                while (
+                    _dangling(children[end - 1])
+                    and end < len(children)
+                    and (children[end].start_byte == children[end - 1].end_byte)
+                ):
+                    end += 1
+                argv += self.reread("".join(_text(c) for c in children[i - 1 : end]))
+                i = end
             elif child.type == "command_name":
                 argv += self.fields(child.named_children[0]) if child.named_children else []
             else:
@@ -478,6 +503,15 @@ class Lowering:
         for item in env:
             self.out.append(Simple(["export", item], cwd=self.cwd, via=("=",)))
         return self.run(argv, redirects, stdin, ())
+
+    def reread(self, word: str) -> list[str]:
+        """The fields of a word tree-sitter-bash cut at the ``$`` of a ``$NAME`` glued to it
+        (``rm$IFS-rf$IFS/``): the word read again with every ``$NAME`` braced."""
+        tree = parse(": " + re.sub(r"\$([A-Za-z_]\w*|[0-9@*#?$!-])", r"${\1}", word))
+        found = tree.root_node.named_children[:1]
+        if tree.root_node.has_error or not found or found[0].type != "command":
+            return [UNKNOWN]
+        return [f for child in found[0].named_children[1:] for f in self.fields(child)]
 
     def run(
         self, argv: list[str], redirects: list[tuple[str, str]], stdin: Output, via: tuple[str, ...]
@@ -887,10 +921,22 @@ class Lowering:
                     self.lower_code("python", text, [name], via)
                     return
 
+    def module_text(self, path: str) -> str | None:
+        """The text of a local Python module (``pkg/mod`` for ``pkg.mod``), ``None`` when the
+        workspace holds none (the front end follows names the module re-exports)."""
+        if self.read_script is None and not self.files:
+            return None
+        for folder in self.folders:
+            for name in (path + ".py", path + "/__init__.py"):
+                kind, text = self.source(posixpath.join(folder, name) if folder else name)
+                if kind == "text":
+                    return text
+        return None
+
     def lower_code(self, lang: str, code: str, argv: list[str], via: tuple[str, ...]) -> None:
         """Judge a program by what its front end says it does."""
         assert self.front_end is not None
-        for kind, item in self.front_end(lang, code, argv):
+        for kind, item in self.front_end(lang, code, argv, self.module_text):
             if kind == "shell":
                 self.nested(str(item), via)
             elif kind == "argv":

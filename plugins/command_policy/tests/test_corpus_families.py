@@ -8,6 +8,8 @@ import pytest
 from hermes_policy_commands import decide
 
 NEVER = [
+    "rm$IFS-rf$IFS~/",
+    "rm$IFS-rf$IFS$HOME",
     "rm -rf /var/lib",
     "rm -rf -- ~/",
     "find ~ -delete",
