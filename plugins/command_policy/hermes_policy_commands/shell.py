@@ -20,7 +20,7 @@ import re
 import shlex
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from .programs import PROGRAMS, REMOTE
@@ -40,10 +40,17 @@ Output = tuple[str, str | None]  # (kind, text): kind "", "text", "download", "d
 _WORDS = frozenset({"command_name", "word", "concatenation", "string", "raw_string"})
 _FORK_BOMB = re.compile(r"([\w:.]+)\s*\(\)\s*\{[^}]*\1\s*\|\s*\1")
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "fish"})
+_VARIABLE = re.compile(r"\$\{?(\w+)\}?")
+_BLANKS = re.compile(r"[ \t\n]+")
+_SAFE_WORD = re.compile(r"[\w@%+=:,./~^-]+")
+_EXPANDS = re.compile(rb"[$`<>]")
+_LITERAL: dict[bytes, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+"""The words of commands without expansions or redirections, by their text."""
+_GLOB = re.compile(r"[*?\[]")
 _ANSI_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "e": "\x1b", "a": "\a", "\\": "\\", "'": "'"}
 
 
-@dataclass
+@dataclass(slots=True)
 class Simple:
     """One program the command would start.
 
@@ -72,7 +79,7 @@ class Simple:
 
 
 def _quote(word: str) -> str:
-    if re.fullmatch(r"[\w@%+=:,./~^-]+", word):
+    if _SAFE_WORD.fullmatch(word):
         return word
     return shlex.quote(word).replace(UNKNOWN, "?")
 
@@ -95,7 +102,15 @@ def _text(node: Any) -> str:
 
 
 def _unescape(word: str) -> str:
+    if "\\" not in word:
+        return word
     return re.sub(r"\\(\n|.)", lambda m: "" if m.group(1) == "\n" else m.group(1), word)
+
+
+@lru_cache(maxsize=4096)
+def _plain(raw: str, split: bool) -> tuple[str, ...]:
+    """The fields of a word without expansions (braces only)."""
+    return tuple(_unescape(w) for w in (_braces(raw) if split and "{" in raw else [raw]))
 
 
 def _ansi_c(body: str) -> str:
@@ -134,9 +149,11 @@ def _decode(kind: str, text: str) -> str | None:
 def _dangling(node: Any) -> bool:
     """Whether a word ends with a lone ``$`` (tree-sitter-bash ends a word there when a second
     ``$NAME`` is glued to it, and the name starts the next word)."""
-    while node.children:
-        node = node.children[-1]
-    return bool(node.type == "$")
+    if node.type == "command_name":
+        node = node.named_children[0] if node.named_child_count else node
+    if node.type != "concatenation":
+        return False
+    return bool(node.children[-1].type == "$")
 
 
 def _short(args: list[str], letters: str) -> bool:
@@ -366,20 +383,18 @@ class Lowering:
 
     def fields(self, node: Any, split: bool = True) -> list[str]:
         """The fields a word expands into."""
-        if node.type in ("word", "concatenation") and all(
-            c.type == "word" for c in ([node] if node.type == "word" else node.named_children)
+        kind = node.type
+        if kind == "word" or (
+            kind == "concatenation" and all(c.type == "word" for c in node.named_children)
         ):
             raw = _text(node)
-            if node.type == "concatenation" and len(node.named_children) != len(node.children):
+            if kind == "concatenation" and node.named_child_count != node.child_count:
                 raw = "".join(_text(c) for c in node.children)
+            if "$" not in raw:
+                return list(_plain(raw, split))
             words = _braces(raw) if split and "{" in raw else [raw]
-            if "$" in raw:
-                words = [
-                    re.sub(r"\$\{?(\w+)\}?", lambda m: self.variable(m.group(1)), w) for w in words
-                ]
-                words = (
-                    [x for w in words for x in re.split(r"[ \t\n]+", w) if x] if split else words
-                )
+            words = [_VARIABLE.sub(lambda m: self.variable(m.group(1)), w) for w in words]
+            words = [x for w in words for x in _BLANKS.split(w) if x] if split else words
             return [_unescape(w) for w in words]
         out: list[str] = [""]
         for piece, splittable in self.pieces(node):
@@ -472,37 +487,53 @@ class Lowering:
     # --- commands -----------------------------------------------------------------------
 
     def command(self, node: Any, redirects: list[tuple[str, str]], stdin: Output) -> Output:
+        text = node.text
+        literal = _EXPANDS.search(text) is None  # its words are known from its text alone
+        if literal and text in _LITERAL:
+            env, argv = _LITERAL[text]
+        else:
+            env, argv, stdin = self.words(node, redirects, stdin)
+            if literal and len(_LITERAL) < 4096:
+                _LITERAL[text] = (env, argv)
+        for item in env:
+            self.out.append(Simple(["export", item], cwd=self.cwd, via=("=",)))
+        return self.run(list(argv), redirects, stdin, ())
+
+    def words(
+        self, node: Any, redirects: list[tuple[str, str]], stdin: Output
+    ) -> tuple[tuple[str, ...], tuple[str, ...], Output]:
+        """A command's assignments and argv (its redirections go to ``redirects``), and its
+        stdin afterwards."""
         argv: list[str] = []
         env: list[str] = []
         children = node.named_children
         i = 0
         while i < len(children):
             child, i = children[i], i + 1
-            if child.type == "variable_assignment":
+            kind = child.type
+            if kind == "variable_assignment":
                 name = child.child_by_field_name("name")
                 value = child.child_by_field_name("value")
                 env.append(f"{_text(name) if name else '?'}={self.value(value) if value else ''}")
-            elif child.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
+            elif kind in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
                 stdin = self.redirect(child, redirects, stdin)
             elif (
-                _dangling(child) and i < len(children) and children[i].start_byte == child.end_byte
+                i < len(children) and _dangling(child) and children[i].start_byte == child.end_byte
             ):
                 end = i + 1
                 while (
-                    _dangling(children[end - 1])
-                    and end < len(children)
+                    end < len(children)
+                    and _dangling(children[end - 1])
                     and (children[end].start_byte == children[end - 1].end_byte)
                 ):
                     end += 1
                 argv += self.reread("".join(_text(c) for c in children[i - 1 : end]))
                 i = end
-            elif child.type == "command_name":
-                argv += self.fields(child.named_children[0]) if child.named_children else []
+            elif kind == "command_name":
+                argv += self.fields(child.named_children[0]) if child.named_child_count else []
             else:
                 argv += self.fields(child)
-        for item in env:
-            self.out.append(Simple(["export", item], cwd=self.cwd, via=("=",)))
-        return self.run(argv, redirects, stdin, ())
+        return tuple(env), tuple(argv), stdin
 
     def reread(self, word: str) -> list[str]:
         """The fields of a word tree-sitter-bash cut at the ``$`` of a ``$NAME`` glued to it
@@ -524,7 +555,7 @@ class Lowering:
                 self.out.append(Simple([], redirects, via, cwd=self.cwd))
             return ("", None)
         name = argv[0]
-        if UNKNOWN in name or re.search(r"[*?\[]", name):
+        if UNKNOWN in name or _GLOB.search(name):
             self.out.append(Simple(argv, redirects, via, notes=("dynamic-command",), cwd=self.cwd))
             return ("other", None)
         base = posixpath.basename(name)
