@@ -569,7 +569,9 @@ class Lowering:
         text = stdin[1] if stdin[0] == "text" else None
         if self.links:
             argv = [argv[0]] + [self.linked(a) for a in argv[1:]]
-        self.out.append(Simple(argv, redirects, via, text, cwd=self.cwd))
+        manifests = PROGRAMS.get(base, {}).get("manifests", ())
+        notes = ("written-manifest",) if any(m in self.files for m in manifests) else ()
+        self.out.append(Simple(argv, redirects, via, text, notes, cwd=self.cwd))
         out = self.unwrap(base, argv, stdin, via)
         if base in ("cp", "mv", "install", "ln", "tee") and len(argv) > 2:
             self.files[posixpath.normpath(argv[-1])] = ("other", None)

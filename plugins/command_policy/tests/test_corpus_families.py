@@ -86,6 +86,7 @@ ASK = [
     "chroot /mnt /bin/sh",
     "unshare -r bash",
     "make SHELL=/tmp/sh",
+    "cp /tmp/evil.json package.json && npm install",
     "at now <<< 'x'",
     # secrets
     "cat ~/.aws/credentials",
