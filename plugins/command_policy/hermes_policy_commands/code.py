@@ -372,18 +372,31 @@ class _Python:
         return out[:MAX_VALUES] or None
 
     def parameter(self, name: str, depth: int) -> list[str] | None:
+        """The values a function's parameter gets from the program's calls of it."""
+        passed = self.passed(name)
+        if passed is None:
+            return None
+        out: list[str] = []
+        for arg in passed:
+            got = self.values(arg, depth + 1)
+            if got is None:
+                return None
+            out += got
+        return out[:MAX_VALUES] or None
+
+    def passed(self, name: str) -> list[ast.expr] | None:
+        """What the program's calls pass to the parameter ``name`` (a ``*name`` one gets a
+        list); ``None`` when it is no parameter or a call passes nothing for it."""
         for fn in self.funcs.values():
             params = [a.arg for a in fn.args.args]
-            if name not in params:
-                continue
-            index = params.index(name)
-            out: list[str] = []
-            for call in self.calls_of.get(fn.name, []):
-                got = self.values(call.args[index], depth + 1) if index < len(call.args) else None
-                if got is None:
+            calls = self.calls_of.get(fn.name, [])
+            if name in params:
+                index = params.index(name)
+                if any(index >= len(call.args) for call in calls):
                     return None
-                out += got
-            return out[:MAX_VALUES] or None
+                return [call.args[index] for call in calls]
+            if fn.args.vararg is not None and fn.args.vararg.arg == name:
+                return [ast.List(elts=list(call.args)) for call in calls] or [ast.List(elts=[])]
         return None
 
     def subscript(self, node: ast.Subscript, depth: int) -> list[str] | None:
@@ -449,7 +462,7 @@ class _Python:
         ):
             if q == "tempfile":
                 return ["/tmp/\x00"]
-            return self.decoded(f.value, depth)
+            return self.values(f.value, depth + 1)
         if f.attr == "join" and node.args:
             sep = self.values(f.value, depth + 1)
             return self.joined(sep, node.args[0], depth)
@@ -468,9 +481,6 @@ class _Python:
                 ]
             )
         return None
-
-    def decoded(self, inner: ast.expr, depth: int) -> list[str] | None:
-        return self.values(inner, depth + 1)
 
     def decode_call(self, attr: str, node: ast.Call, depth: int) -> list[str] | None:
         v = self.values(node.args[0], depth + 1) if node.args else None
@@ -532,25 +542,17 @@ class _Python:
         return None
 
     def star_parameter(self, name: str) -> list[list[str]] | None:
-        for fn in self.funcs.values():
-            params = [a.arg for a in fn.args.args]
-            if name in params:
-                index, out = params.index(name), []
-                for call in self.calls_of.get(fn.name, []):
-                    got = self.argv_values(call.args[index]) if index < len(call.args) else None
-                    if got is None:
-                        return None
-                    out += got
-                return out[:MAX_VALUES] or None
-            if fn.args.vararg is not None and fn.args.vararg.arg == name:
-                out = []
-                for call in self.calls_of.get(fn.name, []):
-                    got = self.argv_values(ast.List(elts=list(call.args)))
-                    if got is None:
-                        return None
-                    out += got
-                return out[:MAX_VALUES]
-        return None
+        """The argv lists a function's parameter gets from the program's calls of it."""
+        passed = self.passed(name)
+        if passed is None:
+            return None
+        out: list[list[str]] = []
+        for arg in passed:
+            got = self.argv_values(arg)
+            if got is None:
+                return None
+            out += got
+        return out[:MAX_VALUES] or None
 
     # calls: what the program does
     def call(self, node: ast.Call) -> None:
@@ -753,15 +755,6 @@ class _Python:
             self.out.append(("shell", "python3 " + shlex.quote(target[0])))
         else:
             self.out.append(("shell", "python3 -m " + shlex.quote(target[0])))
-
-    def assigned_sink(self, node: ast.Assign | ast.AnnAssign) -> None:
-        value = node.value
-        if isinstance(value, (ast.Name, ast.Attribute)) and not isinstance(node, ast.AnnAssign):
-            q = self.qualname(value)
-            if q in _SHELL_SINKS | _ARGV_SINKS and any(
-                not isinstance(t, ast.Name) for t in node.targets
-            ):
-                self.out.append(("note", "script-dynamic-command"))
 
     def modules(self, node: ast.Import | ast.ImportFrom, folder: str) -> list[Item]:
         names: list[str] = []

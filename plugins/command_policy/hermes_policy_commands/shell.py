@@ -850,24 +850,18 @@ class Lowering:
         text = self.read_script(path)
         return ("text", text) if text is not None else ("missing", None)
 
-    def script(self, path: str, via: tuple[str, ...]) -> None:
+    def script(
+        self, path: str, via: tuple[str, ...], lang: str | None = None, rest: tuple[str, ...] = ()
+    ) -> None:
+        """Judge the file ``path`` a command runs: as ``lang`` code when given, else as the
+        language its ``#!`` line names, else as shell."""
         kind, text = self.source(path)
         if kind == "text" and text is not None:
-            first = text.split("\n", 1)[0]
-            lang = (
-                next(
-                    (
-                        PROGRAMS[w]["lang"]
-                        for w in re.findall(r"[\w.]+", first)
-                        if w in PROGRAMS and "lang" in PROGRAMS[w]
-                    ),
-                    None,
-                )
-                if first.startswith("#!")
-                else None
-            )
+            first = text.split("\n", 1)[0] if text.startswith("#!") else ""
+            named = [w for w in re.findall(r"[\w.]+", first) if "lang" in PROGRAMS.get(w, {})]
+            lang = lang or (str(PROGRAMS[named[0]]["lang"]) if named else None)
             if lang and self.front_end is not None:
-                self.lower_code(str(lang), text, [path], via)
+                self.lower_code(lang, text, [path, *rest], via)
             else:
                 self.nested(text, via)
         elif kind == "download":
@@ -908,13 +902,13 @@ class Lowering:
                 return
             i += 1
         if i < len(args) and args[i] != "-":
-            self.program_file(lang, args[i], args[i + 1 :], here)
+            self.script(args[i], here, lang, tuple(args[i + 1 :]))
         else:
             self.stdin_code(
                 stdin,
                 here,
                 lambda text: self.lower_code(lang, text, [], here),
-                lambda path: self.program_file(lang, path, [], here),
+                lambda path: self.script(path, here, lang),
             )
 
     def module(self, name: str, rest: list[str], via: tuple[str, ...]) -> None:
@@ -924,15 +918,6 @@ class Lowering:
             self.lower_code("python", text, [path, *rest], via)
         else:
             self.run([name.split(".")[0], *rest], [], ("", None), via)
-
-    def program_file(self, lang: str, path: str, rest: list[str], via: tuple[str, ...]) -> None:
-        kind, text = self.source(path)
-        if kind == "text" and text is not None:
-            self.lower_code(lang, text, [path, *rest], via)
-        elif kind == "download":
-            self.note("download-to-shell", argv=[path])
-        elif kind != "unread":
-            self.note("uncheckable", argv=[path])
 
     def local_module(self, path: str, via: tuple[str, ...]) -> None:
         """Read a module a Python program imports, when it is a file of the workspace."""
