@@ -4,8 +4,7 @@ misses), obfuscated ones included, and harmless look-alikes are left alone (few 
 The corpus was written for the regular-expression checker this package had; the command policy
 (``hermes_policy_commands``) now decides. Each entry keeps its verdict (``never`` for the hard
 blocks, ``ask`` for the approvals, ``allow`` for the look-alikes) or a stricter one listed in
-:data:`STRICTER` with its reason; :data:`WEAKER` lists the entries the policy decides less
-strictly, each with why (none may be added without one).
+:data:`STRICTER` with its reason; none is decided less strictly.
 """
 
 from __future__ import annotations
@@ -895,10 +894,6 @@ STRICTER = {
     "rm ~/.hermes/.env": "hermes's own configuration is never written",
     "cp evil.yaml $HERMES_HOME/config.yaml": "hermes's own configuration is never written",
 }
-WEAKER = {
-    "rm$IFS-rf$IFS/": "tree-sitter-bash drops the `$` of a second `$IFS` glued to a word; the "
-    "delete still asks (recursive-delete)",
-}
 
 
 def verdict(command: str) -> str:
@@ -909,8 +904,6 @@ def _expect(command: str, wanted: str) -> None:
     got = verdict(command)
     if command in STRICTER:
         assert RANK[got] > RANK[wanted], (command, got)
-    elif command in WEAKER:
-        assert got != "allow", (command, got)
     else:
         assert got == wanted, f"{command!r}: {got}, expected {wanted}"
 

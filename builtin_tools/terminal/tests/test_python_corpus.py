@@ -266,6 +266,9 @@ FILES = {
     "/w/mymod.py": "import os\nos.system('shutdown -h now')\n",
     "/w/reexport.py": "from again import run\nrun('rm -rf /')\n",
     "/w/again.py": "from os import system as run\n",
+    "/w/reexport_module.py": "import again\nagain.run('rm -rf ~')\n",
+    "/w/reexport_assigned.py": "from middle import go\ngo('rm -rf ~')\n",
+    "/w/middle.py": "import again\ngo = again.run\n",
     "/w/tools/rel.py": "from .deep import go\ngo()\n",
     "/w/tools/deep.py": "import shutil\ndef go():\n    shutil.rmtree('/etc')\n",
     "/w/runner.py": "import runpy\nrunpy.run_path('evil.py')\n",
@@ -306,6 +309,8 @@ COMMANDS = [
     ("python3 argv.py build", "safe"),
     ("python3 -m mymod", "hard"),
     ("python3 reexport.py", "hard"),
+    ("python3 reexport_module.py", "hard"),
+    ("python3 reexport_assigned.py", "hard"),
     ("python3 deep_main.py", "hard"),
     ("python3 syspath.py", "hard"),
     ("python3 syspath_computed.py", "script-dynamic-code"),
@@ -402,11 +407,6 @@ INLINE = [
 ]
 
 
-WEAKER = {
-    "python3 reexport.py": "a name re-exported by another local module is not followed; the "
-    "sandbox contains what it runs",
-}
-RANK = {"allow": 0, "ask": 1, "never": 2}
 WANT = {"hard": "never", "safe": "allow"}
 
 
@@ -424,8 +424,6 @@ def _as_script(program: str) -> str:
 
 def _expect(got: str, expected: str, what: str) -> None:
     wanted = WANT.get(expected, "ask")
-    if what in WEAKER:
-        return
     # stricter is allowed only for the safe entries that install local code (issue 17)
     assert got == wanted or (wanted == "allow" and "pip', 'install', '-e'" in what), (what, got)
 

@@ -18,12 +18,14 @@ import codecs
 import posixpath
 import re
 import shlex
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 __all__ = ["lower"]
 
 Item = tuple[str, Any]
+ModuleReader = Callable[[str], "str | None"]
 MAX_CODE = 200_000
 MAX_VALUES = 8
 _SHELL_SINKS = frozenset(
@@ -55,8 +57,15 @@ _FILE_OPS: dict[str, tuple[str, ...]] = {
     "os.symlink": ("ln", "-s"), "os.link": ("ln",), "os.makedirs": ("mkdir", "-p"),
     "os.mkdir": ("mkdir",), "os.truncate": ("truncate", "-s0"),
 }  # fmt: skip
-_PATH_METHODS = {"unlink": ("rm", "-f"), "rmdir": ("rmdir",), "mkdir": ("mkdir", "-p"),
-                 "touch": ("touch",), "write_text": (), "write_bytes": (), "symlink_to": ()}  # fmt: skip
+_PATH_METHODS = {
+    "unlink": ("rm", "-f"),
+    "rmdir": ("rmdir",),
+    "mkdir": ("mkdir", "-p"),
+    "touch": ("touch",),
+    "write_text": (),
+    "write_bytes": (),
+    "symlink_to": (),
+}
 _DYNAMIC_CODE = frozenset(
     {
         "pickle.load",
@@ -75,24 +84,65 @@ _DYNAMIC_CODE = frozenset(
         "code.InteractiveConsole",
     }  # fmt: skip
 )
+_STDLIB = frozenset(sys.stdlib_module_names)
 _DUNDERS = re.compile(r"^__(?:subclasses|globals|builtins|code|closure|dict|bases|mro|base)__$")
 
 
-def lower(lang: str, code: str, argv: list[str]) -> list[Item]:
-    """The items the program ``code`` (of ``lang``, run with ``argv``) lowers to."""
+def lower(
+    lang: str, code: str, argv: list[str], read_module: ModuleReader | None = None
+) -> list[Item]:
+    """The items the program ``code`` (of ``lang``, run with ``argv``) lowers to;
+    ``read_module`` answers the text of a local Python module (``pkg/mod``), so a name one
+    re-exports (``from os import system as run``) is followed."""
     if len(code) > MAX_CODE:
         return [("note", "uncheckable")]
     if lang == "python":
-        return list(_Python(code, argv).items())
+        return list(_Python(code, argv, read_module=read_module).items())
     return list(_foreign(lang, code))
 
 
 # --- Python -------------------------------------------------------------------------------
 
 
+def _imported(node: ast.Import | ast.ImportFrom) -> dict[str, str]:
+    """The names an import binds, each to the dotted name it stands for."""
+    if isinstance(node, ast.Import):
+        return {a.asname or a.name.split(".")[0]: a.name if a.asname else a.name.split(".")[0]
+                for a in node.names}  # fmt: skip
+    if not node.module:
+        return {}
+    return {a.asname or a.name: f"{node.module}.{a.name}" for a in node.names}
+
+
+def _exports(code: str) -> dict[str, str]:
+    """The names a module binds at its top level to another module's name (its imports and
+    ``name = other.name``), each to the dotted name it stands for."""
+    try:
+        body = ast.parse(code).body
+    except (SyntaxError, ValueError):
+        return {}
+    table: dict[str, str] = {}
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            table.update(_imported(node))
+        elif isinstance(node, ast.Assign) and isinstance(node.value, (ast.Name, ast.Attribute)):
+            head, _, rest = ast.unparse(node.value).partition(".")
+            dotted = table.get(head, head) + ("." + rest if rest else "")
+            table.update({t.id: dotted for t in node.targets if isinstance(t, ast.Name)})
+    return table
+
+
 class _Python:
-    def __init__(self, code: str, argv: list[str], depth: int = 0) -> None:
+    def __init__(
+        self,
+        code: str,
+        argv: list[str],
+        depth: int = 0,
+        read_module: ModuleReader | None = None,
+    ) -> None:
         self.code, self.argv, self.depth = code, argv, depth
+        self.read_module = read_module
+        self.tables: dict[str, dict[str, str]] = {}
         self.aliases: dict[str, str] = {}
         self.assigns: dict[str, list[ast.expr]] = {}
         self.funcs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
@@ -113,7 +163,9 @@ class _Python:
             return
         self.scan(tree)
         folder = posixpath.dirname(self.argv[0]) if self.argv else ""
-        nodes = sorted(ast.walk(tree), key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))  # fmt: skip
+        nodes = sorted(
+            ast.walk(tree), key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0))
+        )
         for node in nodes:
             if isinstance(node, ast.Call):
                 self.call(node)
@@ -139,14 +191,10 @@ class _Python:
     # the program's names: imports, assignments, functions, mutated lists
     def scan(self, tree: ast.Module) -> None:
         for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                for a in node.names:
-                    self.aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]  # fmt: skip
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                for a in node.names:
-                    if a.name == "*":
-                        self.stars.append(node.module)
-                    self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                self.aliases.update(_imported(node))
+                if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+                    self.stars.append(node.module or "")
             elif isinstance(node, ast.withitem) and node.optional_vars is not None:
                 self.target(node.optional_vars, node.context_expr)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -160,9 +208,9 @@ class _Python:
                 self.scan_call(node)
                 self.called.add(id(node.func))
         for _ in range(3):
-            for a, b in self.copies:
-                if a in self.mutated or b in self.mutated:
-                    self.mutated |= {a, b}
+            for copy, original in self.copies:
+                if copy in self.mutated or original in self.mutated:
+                    self.mutated |= {copy, original}
 
     def target(self, t: ast.expr, value: ast.expr, each: bool = False) -> None:
         if isinstance(t, ast.Name):
@@ -170,7 +218,9 @@ class _Python:
                 self.assigns.setdefault(t.id, []).extend(value.elts)
             elif each:
                 unknown = ast.Name("__unknown__")
-                self.assigns.setdefault(t.id, []).append(value if isinstance(value, ast.Call) else unknown)  # fmt: skip
+                self.assigns.setdefault(t.id, []).append(
+                    value if isinstance(value, ast.Call) else unknown
+                )
             else:
                 self.assigns.setdefault(t.id, []).append(value)
                 if isinstance(value, ast.Name):
@@ -202,7 +252,7 @@ class _Python:
             return ""
         if isinstance(node, ast.Name):
             if node.id in self.aliases:
-                return self.aliases[node.id]
+                return self.exported(self.aliases[node.id])
             for module in self.stars:
                 if f"{module}.{node.id}" in _SHELL_SINKS | _ARGV_SINKS | set(_FILE_OPS):
                     return f"{module}.{node.id}"
@@ -212,7 +262,7 @@ class _Python:
             return node.id
         if isinstance(node, ast.Attribute):
             base = self.qualname(node.value, depth + 1)
-            return f"{base}.{node.attr}" if base else ""
+            return self.exported(f"{base}.{node.attr}") if base else ""
         if isinstance(node, ast.Call):
             callee = self.qualname(node.func, depth + 1)
             if callee in ("__import__", "importlib.import_module") and node.args:
@@ -229,6 +279,24 @@ class _Python:
                     found = [self.qualname(x, depth + 1) for x in v.values if x is not None]
                     return found[0] if len(set(found)) == 1 else ""
         return ""
+
+    def exported(self, name: str) -> str:
+        """``name`` (``helper.run``) with what a local module re-exports under it followed
+        (``os.system`` when ``helper.py`` says ``from os import system as run``)."""
+        for _ in range(4):
+            module, _, attr = name.rpartition(".")
+            if not module or self.read_module is None or module.partition(".")[0] in _STDLIB:
+                return name
+            if module not in self.tables:
+                path = module.replace(".", "/")
+                folder = posixpath.dirname(self.argv[0]) if self.argv else ""
+                text = folder and self.read_module(posixpath.join(folder, path))
+                text = text or self.read_module(path)
+                self.tables[module] = _exports(text) if text else {}
+            if attr not in self.tables[module]:
+                return name
+            name = self.tables[module][attr]
+        return name
 
     # values a string expression can have: a list of strings, or None when unknown
     def values(self, node: ast.expr | None, depth: int = 0) -> list[str] | None:
@@ -247,11 +315,20 @@ class _Python:
             v = node.value
             return [v.decode("latin-1") if isinstance(v, bytes) else str(v)]
         if isinstance(node, ast.JoinedStr):
-            return self.combine([self.values(v.value if isinstance(v, ast.FormattedValue) else v, depth + 1) for v in node.values])  # fmt: skip
+            return self.combine(
+                [
+                    self.values(v.value if isinstance(v, ast.FormattedValue) else v, depth + 1)
+                    for v in node.values
+                ]
+            )
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            return self.combine([self.values(node.left, depth + 1), self.values(node.right, depth + 1)])  # fmt: skip
+            return self.combine(
+                [self.values(node.left, depth + 1), self.values(node.right, depth + 1)]
+            )
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
-            return self.combine([self.values(node.left, depth + 1), ["/"], self.values(node.right, depth + 1)])  # fmt: skip
+            return self.combine(
+                [self.values(node.left, depth + 1), ["/"], self.values(node.right, depth + 1)]
+            )
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
             return self.percent(node, depth)
         if isinstance(node, ast.Name):
@@ -277,7 +354,9 @@ class _Python:
         if fmt is None or any(v is None for v in vals):
             return None
         try:
-            return [f % tuple(int(v[0]) if v[0].isdigit() else v[0] for v in vals if v) for f in fmt]  # fmt: skip
+            return [
+                f % tuple(int(v[0]) if v[0].isdigit() else v[0] for v in vals if v) for f in fmt
+            ]
         except (TypeError, ValueError):
             return None
 
@@ -293,18 +372,31 @@ class _Python:
         return out[:MAX_VALUES] or None
 
     def parameter(self, name: str, depth: int) -> list[str] | None:
+        """The values a function's parameter gets from the program's calls of it."""
+        passed = self.passed(name)
+        if passed is None:
+            return None
+        out: list[str] = []
+        for arg in passed:
+            got = self.values(arg, depth + 1)
+            if got is None:
+                return None
+            out += got
+        return out[:MAX_VALUES] or None
+
+    def passed(self, name: str) -> list[ast.expr] | None:
+        """What the program's calls pass to the parameter ``name`` (a ``*name`` one gets a
+        list); ``None`` when it is no parameter or a call passes nothing for it."""
         for fn in self.funcs.values():
             params = [a.arg for a in fn.args.args]
-            if name not in params:
-                continue
-            index = params.index(name)
-            out: list[str] = []
-            for call in self.calls_of.get(fn.name, []):
-                got = self.values(call.args[index], depth + 1) if index < len(call.args) else None
-                if got is None:
+            calls = self.calls_of.get(fn.name, [])
+            if name in params:
+                index = params.index(name)
+                if any(index >= len(call.args) for call in calls):
                     return None
-                out += got
-            return out[:MAX_VALUES] or None
+                return [call.args[index] for call in calls]
+            if fn.args.vararg is not None and fn.args.vararg.arg == name:
+                return [ast.List(elts=list(call.args)) for call in calls] or [ast.List(elts=[])]
         return None
 
     def subscript(self, node: ast.Subscript, depth: int) -> list[str] | None:
@@ -324,7 +416,16 @@ class _Python:
         f = node.func
         q = self.qualname(f)
         arg = node.args[0] if node.args else None
-        if q in ("os.path.expanduser", "str", "os.fspath", "pathlib.Path", "Path", "os.path.abspath", "os.path.normpath", "pathlib.PurePath"):  # fmt: skip
+        if q in (
+            "os.path.expanduser",
+            "str",
+            "os.fspath",
+            "pathlib.Path",
+            "Path",
+            "os.path.abspath",
+            "os.path.normpath",
+            "pathlib.PurePath",
+        ):
             return self.values(arg, depth + 1) if arg is not None else ["."]
         if q in ("pathlib.Path.home", "Path.home", "os.path.expanduser()") or (
             q in ("os.getenv", "os.environ.get") and self.values(arg, depth + 1) == ["HOME"]
@@ -334,7 +435,7 @@ class _Python:
             parts = [self.values(a, depth + 1) for a in node.args]
             if any(p is None for p in parts):
                 return None
-            return [posixpath.join(*combo) for combo in _product(parts)]  # type: ignore[arg-type]
+            return [posixpath.join(*combo) for combo in _product(parts)]
         if q == "os.path.dirname" and arg is not None:
             v = self.values(arg, depth + 1)
             return [posixpath.dirname(x) or "." for x in v] if v else None
@@ -352,11 +453,16 @@ class _Python:
         if f.attr in ("b64decode", "fromhex") or q == "codecs" and f.attr == "decode":
             return self.decode_call(f.attr, node, depth)
         if f.attr in ("glob", "rglob", "iglob") and node.args:
-            return self.combine([self.values(f.value, depth + 1), ["/"], self.values(node.args[0], depth + 1)])  # fmt: skip
-        if f.attr in ("expanduser", "resolve", "absolute", "strip", "decode", "encode", "lower") or q == "tempfile":  # fmt: skip
+            return self.combine(
+                [self.values(f.value, depth + 1), ["/"], self.values(node.args[0], depth + 1)]
+            )
+        if (
+            f.attr in ("expanduser", "resolve", "absolute", "strip", "decode", "encode", "lower")
+            or q == "tempfile"
+        ):
             if q == "tempfile":
                 return ["/tmp/\x00"]
-            return self.decoded(f.value, depth)
+            return self.values(f.value, depth + 1)
         if f.attr == "join" and node.args:
             sep = self.values(f.value, depth + 1)
             return self.joined(sep, node.args[0], depth)
@@ -367,11 +473,14 @@ class _Python:
                 return None
             return [x.format(*(v[0] for v in vals if v)) for x in fmt]
         if f.attr in ("joinpath",):
-            return self.combine([self.values(f.value, depth + 1), ["/"], self.values(node.args[0], depth + 1) if node.args else None])  # fmt: skip
+            return self.combine(
+                [
+                    self.values(f.value, depth + 1),
+                    ["/"],
+                    self.values(node.args[0], depth + 1) if node.args else None,
+                ]
+            )
         return None
-
-    def decoded(self, inner: ast.expr, depth: int) -> list[str] | None:
-        return self.values(inner, depth + 1)
 
     def decode_call(self, attr: str, node: ast.Call, depth: int) -> list[str] | None:
         v = self.values(node.args[0], depth + 1) if node.args else None
@@ -391,7 +500,10 @@ class _Python:
             return None
         if isinstance(items, ast.GeneratorExp | ast.ListComp) and isinstance(items.elt, ast.Call):
             gen = items.generators[0]
-            if isinstance(gen.iter, (ast.List, ast.Tuple)) and self.qualname(items.elt.func) == "chr":  # fmt: skip
+            if (
+                isinstance(gen.iter, (ast.List, ast.Tuple))
+                and self.qualname(items.elt.func) == "chr"
+            ):
                 codes = [self.values(e, depth + 1) for e in gen.iter.elts]
                 if all(c and c[0].isdigit() for c in codes):
                     return [sep[0].join(chr(int(c[0])) for c in codes if c)]
@@ -407,13 +519,17 @@ class _Python:
             if node.id not in self.assigns:
                 return self.star_parameter(node.id)
             out: list[list[str]] = []
-            for v in self.assigns[node.id]:
-                got = self.argv_values(v, depth + 1)
+            for assigned in self.assigns[node.id]:
+                got = self.argv_values(assigned, depth + 1)
                 if got is None:
                     return None
                 out += got
             return out[:MAX_VALUES]
-        if isinstance(node, ast.Call) and self.qualname(node.func) in ("list", "tuple") and node.args:  # fmt: skip
+        if (
+            isinstance(node, ast.Call)
+            and self.qualname(node.func) in ("list", "tuple")
+            and node.args
+        ):
             return self.argv_values(node.args[0], depth + 1)
         if isinstance(node, (ast.List, ast.Tuple)):
             words: list[list[str]] = [[]]
@@ -426,25 +542,17 @@ class _Python:
         return None
 
     def star_parameter(self, name: str) -> list[list[str]] | None:
-        for fn in self.funcs.values():
-            params = [a.arg for a in fn.args.args]
-            if name in params:
-                index, out = params.index(name), []
-                for call in self.calls_of.get(fn.name, []):
-                    got = self.argv_values(call.args[index]) if index < len(call.args) else None
-                    if got is None:
-                        return None
-                    out += got
-                return out[:MAX_VALUES] or None
-            if fn.args.vararg is not None and fn.args.vararg.arg == name:
-                out = []
-                for call in self.calls_of.get(fn.name, []):
-                    got = self.argv_values(ast.List(elts=list(call.args)))
-                    if got is None:
-                        return None
-                    out += got
-                return out[:MAX_VALUES]
-        return None
+        """The argv lists a function's parameter gets from the program's calls of it."""
+        passed = self.passed(name)
+        if passed is None:
+            return None
+        out: list[list[str]] = []
+        for arg in passed:
+            got = self.argv_values(arg)
+            if got is None:
+                return None
+            out += got
+        return out[:MAX_VALUES] or None
 
     # calls: what the program does
     def call(self, node: ast.Call) -> None:
@@ -468,7 +576,16 @@ class _Python:
         ):
             self.out += [("module", m.replace(".", "/")) for m in self.values(node.args[0]) or []]
         elif q in ("__import__", "importlib.import_module", "getattr", "setattr") and node.args:
-            if self.values(node.args[-1 if q != "setattr" else 1] if q != "getattr" else node.args[1] if len(node.args) > 1 else node.args[0]) is None:  # fmt: skip
+            if (
+                self.values(
+                    node.args[-1 if q != "setattr" else 1]
+                    if q != "getattr"
+                    else node.args[1]
+                    if len(node.args) > 1
+                    else node.args[0]
+                )
+                is None
+            ):
                 self.out.append(("note", "script-dynamic-code"))
         elif q in _DYNAMIC_CODE or q.startswith("ctypes."):
             self.out.append(("note", "script-dynamic-code"))
@@ -502,7 +619,11 @@ class _Python:
             self.out += [("argv", ["sqlite3", ":db", s]) for s in sql or []]
         elif isinstance(f, ast.Attribute) and f.attr in _PATH_METHODS:
             self.path_method(f, node)
-        elif isinstance(f, ast.Attribute) and f.attr in ("open",) and not q.startswith(("tarfile", "zipfile", "gzip")):  # fmt: skip
+        elif (
+            isinstance(f, ast.Attribute)
+            and f.attr in ("open",)
+            and not q.startswith(("tarfile", "zipfile", "gzip"))
+        ):
             self.open_call(node, self.values(f.value))
         elif q.startswith(("os.system.", "subprocess.")) or (q in _SHELL_SINKS and node.func):
             self.out.append(("note", "script-dynamic-command"))
@@ -525,7 +646,12 @@ class _Python:
             self.emit_argv(self.argv_values(ast.List(elts=list(node.args))), kw)
             return
         shell = kw.get("shell")
-        if isinstance(shell, ast.Constant) and shell.value or q == "pty.spawn" and isinstance(first, ast.Constant):  # fmt: skip
+        if (
+            isinstance(shell, ast.Constant)
+            and shell.value
+            or q == "pty.spawn"
+            and isinstance(first, ast.Constant)
+        ):
             self.shell_text(first)
             return
         words = self.argv_values(first) if first is not None else None
@@ -544,7 +670,13 @@ class _Python:
             line = " ".join(shlex.quote(x) for x in w)
             if stdin:
                 line += " <<'__HERMES_EOF__'\n" + stdin[0] + "\n__HERMES_EOF__"
-            elif "stdin" in kw and posixpath.basename(w[0] if w else "") in ("bash", "sh", "zsh", "python3", "python"):  # fmt: skip
+            elif "stdin" in kw and posixpath.basename(w[0] if w else "") in (
+                "bash",
+                "sh",
+                "zsh",
+                "python3",
+                "python",
+            ):
                 self.out.append(("note", "pipe-to-shell"))
             where = shlex.quote(cwd[0]) if cwd else '"$__x"'
             self.out.append(("shell", line if where == "." else f"cd {where} && {line}"))
@@ -558,19 +690,23 @@ class _Python:
         if q.endswith(("v", "ve", "vp", "vpe")) or q.startswith("os.posix_spawn"):
             words = self.argv_values(args[1]) if len(args) > 1 else None
         else:
-            words = self.argv_values(ast.List(elts=[e for e in args[1:] if not isinstance(e, ast.Dict)]))  # fmt: skip
+            words = self.argv_values(
+                ast.List(elts=[e for e in args[1:] if not isinstance(e, ast.Dict)])
+            )
         self.emit_argv(words, {})
 
     def file_op(self, head: tuple[str, ...], node: ast.Call) -> None:
-        words = self.argv_values(ast.List(elts=list(node.args[:2] if head[0] in ("mv", "cp", "ln") else node.args[:1])))  # fmt: skip
+        words = self.argv_values(
+            ast.List(elts=list(node.args[:2] if head[0] in ("mv", "cp", "ln") else node.args[:1]))
+        )
         self.emit_argv([[*head, *w] for w in words] if words is not None else None, {})
 
     def os_call(self, q: str, node: ast.Call) -> None:
-        vals = [self.values(a) for a in node.args[:2]]
-        if any(v is None for v in vals) or len(vals) < 2:
+        first, second = [self.values(a) for a in node.args[:2]] + [None] * (2 - len(node.args[:2]))
+        if not first or not second:
             self.out.append(("note", "script-dynamic-command"))
             return
-        a, b = vals[0][0], vals[1][0]  # type: ignore[index]
+        a, b = first[0], second[0]
         if q == "os.chmod":
             self.out.append(("argv", ["chmod", oct(int(b))[2:] if b.isdigit() else b, a]))
         elif q == "os.chown":
@@ -585,13 +721,15 @@ class _Python:
             self.out.append(("note", "script-dynamic-code"))
             return
         for t in texts:
-            self.out += _Python(t, self.argv, self.depth + 1).items()
+            self.out += _Python(t, self.argv, self.depth + 1, self.read_module).items()
 
     def open_call(self, node: ast.Call, path: list[str] | None = None) -> None:
         args = list(node.args)
         if path is None:
             path = self.values(args.pop(0)) if args else None
-        mode_node = args[0] if args else next((k.value for k in node.keywords if k.arg == "mode"), None)  # fmt: skip
+        mode_node = (
+            args[0] if args else next((k.value for k in node.keywords if k.arg == "mode"), None)
+        )
         mode = self.values(mode_node) if mode_node is not None else ["r"]
         writing = mode is None or any(set(m) & set("wax+") for m in mode)
         if path is None:
@@ -617,13 +755,6 @@ class _Python:
             self.out.append(("shell", "python3 " + shlex.quote(target[0])))
         else:
             self.out.append(("shell", "python3 -m " + shlex.quote(target[0])))
-
-    def assigned_sink(self, node: ast.Assign | ast.AnnAssign) -> None:
-        value = node.value
-        if isinstance(value, (ast.Name, ast.Attribute)) and not isinstance(node, ast.AnnAssign):
-            q = self.qualname(value)
-            if q in _SHELL_SINKS | _ARGV_SINKS and any(not isinstance(t, ast.Name) for t in node.targets):  # fmt: skip
-                self.out.append(("note", "script-dynamic-command"))
 
     def modules(self, node: ast.Import | ast.ImportFrom, folder: str) -> list[Item]:
         names: list[str] = []
@@ -662,8 +793,10 @@ _CODE = {
 }
 _FILES = {
     "perl": r"\bunlink\b\s*\(?|\b(?:rmtree|remove_tree)\s*\(|\bopen\s*\(\s*(?:my\s+)?\$?\w+\s*,\s*",
-    "ruby": r"\b(?:File\.(?:write|delete|unlink)|IO\.write|FileUtils\.(?:rm_rf|rm_r|rm|remove_dir|rmtree))\s*\(?",
-    "node": r"\b(?:writeFileSync|appendFileSync|unlinkSync|rmSync|rmdirSync|writeFile|appendFile|unlink|rm|rmdir)\s*\(",
+    "ruby": r"\b(?:File\.(?:write|delete|unlink)|IO\.write"
+    r"|FileUtils\.(?:rm_rf|rm_r|rm|remove_dir|rmtree))\s*\(?",
+    "node": r"\b(?:writeFileSync|appendFileSync|unlinkSync|rmSync|rmdirSync|writeFile|appendFile"
+    r"|unlink|rm|rmdir)\s*\(",
     "php": r"\b(?:file_put_contents|unlink|rmdir|fopen)\s*\(",
 }  # fmt: skip
 

@@ -47,6 +47,8 @@ _BUILD = re.compile(
     r"|\.ruff_cache|\.tox|\.nox|\.cache|\.next|\.parcel-cache|coverage|htmlcov|\.coverage"
     r"|\.eggs|[^/]*\.egg-info|\*\.(?:pyc|pyo|o|a|so|class|tmp|log)|tmp|_build)$"
 )
+_BUILD_PART = re.compile(r"(?:^|/)" + _BUILD.pattern[1:-1] + r"(?:/|$)")
+_OTHER_HOME = re.compile(r"~[a-z_][\w-]*(?:/|$)")
 _SYSTEM = frozenset(
     "etc usr bin sbin lib lib32 lib64 libx32 boot var opt srv root sys proc snap".split()
 )
@@ -100,6 +102,11 @@ _PATTERNS: tuple[tuple[str, str], ...] = (
 )
 _CLASS_RE = {name: re.compile(p) for name, p in _PATTERNS}
 _ANY_CLASS = re.compile("|".join(f"(?:{p})" for _, p in _PATTERNS))
+# Every pattern above needs one of these heads, one of these words, a part that starts with a
+# dot, ".config/", or a dot in the last part (then only that part can match): see _probe
+# (tests/test_rules.py checks the claim).
+_CLASS_HEADS = ("/etc/", "/dev/", "/proc/", "/sys/", "/var/")
+_CLASS_WORDS = ("/Library/", "authorized_keys", "id_")
 _SECRET = frozenset(
     {"env-file", "ssh-key", "credentials", "system-secret", "proc-environ", "hermes-secret"}
 )
@@ -182,20 +189,21 @@ class Rule:
 
     def matches(self, simple: Simple, facts: Facts) -> bool:
         """Whether the rule matches ``simple`` (whose paths are classified in ``facts``)."""
-        argv = simple.argv
-        if self.notes and not self.notes & set(simple.notes):
+        if self.notes and self.notes.isdisjoint(simple.notes):
             return False
-        if self.via and not self.via & set(simple.via):
+        if self.via and self.via.isdisjoint(simple.via):
             return False
-        if self.program != ("*",) and not (
-            argv and any(fnmatch.fnmatchcase(facts.program, p) for p in self.program)
-        ):
+        if not self.runs(facts.program):
             return False
-        if self.max_args is not None and len(argv) - 1 > self.max_args:
+        if self.max_args is not None and len(simple.argv) - 1 > self.max_args:
             return False
-        return self._argv_matches(argv, facts) and self._paths_match(facts)
+        return self._argv_matches(facts) and self._paths_match(facts)
 
-    def _argv_matches(self, argv: list[str], facts: Facts) -> bool:
+    def runs(self, program: str) -> bool:
+        """Whether the rule is about ``program`` (one of its ``program`` patterns matches)."""
+        return self.program == ("*",) or bool(program and _globs(self.program).match(program))
+
+    def _argv_matches(self, facts: Facts) -> bool:
         if self.subcommand and not _words(self.subcommand, facts.positional):
             return False
         if self.options and not any(_has_option(facts.options, o) for o in self.options):
@@ -211,11 +219,16 @@ class Rule:
         return not (self.text and not self.text.search(facts.text))
 
     def _paths_match(self, facts: Facts) -> bool:
-        if self.operands and not any(self.operands & c for c in facts.operand_classes()):
-            return False
-        if self.writes and not any(self.writes & c for c in facts.write_classes()):
-            return False
-        return not (self.reads and not any(self.reads & c for c in facts.read_classes()))
+        return (
+            (not self.operands or not self.operands.isdisjoint(facts.operand_classes))
+            and (not self.writes or not self.writes.isdisjoint(facts.write_classes))
+            and (not self.reads or not self.reads.isdisjoint(facts.read_classes))
+        )
+
+
+@lru_cache(maxsize=1024)
+def _globs(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(fnmatch.translate(p) for p in patterns))
 
 
 def _has_option(options: Sequence[str], wanted: str) -> bool:
@@ -258,7 +271,9 @@ class Facts:
     positional: list[str] = field(default_factory=list)
     joined: str = ""
     text: str = ""
-    _cache: dict[str, list[frozenset[str]]] = field(default_factory=dict)
+    _operands: frozenset[str] | None = None
+    _writes: frozenset[str] | None = None
+    _reads: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
         argv = self.simple.argv
@@ -280,17 +295,22 @@ class Facts:
         self.joined = " ".join(args)
         self.text = self.joined + ("\n" + self.simple.stdin if self.simple.stdin else "")
 
-    def _classes(self, key: str, paths: Iterable[str]) -> list[frozenset[str]]:
-        if key not in self._cache:
-            self._cache[key] = [classify(p, self.simple.cwd, self.context) for p in paths]
-        return self._cache[key]
+    def _classes(self, paths: Iterable[str]) -> frozenset[str]:
+        cwd, context = self.simple.cwd, self.context
+        return frozenset().union(*(classify(p, cwd, context) for p in paths))
 
-    def operand_classes(self) -> list[frozenset[str]]:
-        """The classes of each positional operand."""
-        return self._classes("operands", self.positional)
+    @property
+    def operand_classes(self) -> frozenset[str]:
+        """The classes of the positional operands."""
+        if self._operands is None:
+            self._operands = self._classes(self.positional)
+        return self._operands
 
-    def write_classes(self) -> list[frozenset[str]]:
-        """The classes of each path the command writes (redirections and written operands)."""
+    @property
+    def write_classes(self) -> frozenset[str]:
+        """The classes of the paths the command writes (redirections and written operands)."""
+        if self._writes is not None:
+            return self._writes
         written = [t for op, t in self.simple.redirects if op != "<"]
         how = PROGRAMS.get(self.program, {}).get("writes")
         if how == "all":
@@ -305,16 +325,20 @@ class Facts:
             written += self.positional[1:] if self.program in ("sed", "perl") else []
             argv = self.simple.argv
             written += [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == how]
-        return self._classes("writes", written)
+        self._writes = self._classes(written)
+        return self._writes
 
-    def read_classes(self) -> list[frozenset[str]]:
-        """The classes of each path the command reads (operands and ``<`` redirections)."""
-        read = [t for op, t in self.simple.redirects if op == "<"]
-        if self.program not in _NOT_READING:
-            read += self.positional
-            read += [o.split("=", 1)[1] for o in self.options if "=" in o]
-            read += [o[1:] for o in self.positional if o.startswith("@")]
-        return self._classes("reads", read)
+    @property
+    def read_classes(self) -> frozenset[str]:
+        """The classes of the paths the command reads (operands and ``<`` redirections)."""
+        if self._reads is None:
+            read = [t for op, t in self.simple.redirects if op == "<"]
+            if self.program not in _NOT_READING:
+                read += self.positional
+                read += [o.split("=", 1)[1] for o in self.options if "=" in o]
+                read += [o[1:] for o in self.positional if o.startswith("@")]
+            self._reads = self._classes(read)
+        return self._reads
 
 
 def _lexical(path: str, cwd: str | None, context: Context) -> str:
@@ -324,14 +348,20 @@ def _lexical(path: str, cwd: str | None, context: Context) -> str:
     workspace = context.workspace.rstrip("/")
     if workspace and (path == workspace or path.startswith(workspace + "/")):
         path = "." + path[len(workspace) :]
-    if re.match(r"~[a-z_][\w-]*(?:/|$)", path):
+    if path.startswith("~") and _OTHER_HOME.match(path):
         user, _, rest = path[1:].partition("/")
         path = ("/root" if user == "root" else "/home/" + user) + ("/" + rest if rest else "")
     if not path.startswith(("/", "~")) and cwd:
-        path = posixpath.join(_lexical(cwd, None, context), path)
+        path = posixpath.join(_folder(cwd, context), path)
     if path.startswith("~"):
         return "~" + posixpath.normpath("/" + path[1:]).rstrip("/") if path != "~" else "~"
-    return re.sub("^//+", "/", posixpath.normpath(path)) if path else "."
+    path = posixpath.normpath(path) if path else "."
+    return "/" + path.lstrip("/") if path.startswith("//") else path
+
+
+@lru_cache(maxsize=256)
+def _folder(cwd: str, context: Context) -> str:
+    return _lexical(cwd, None, context)
 
 
 @lru_cache(maxsize=4096)
@@ -349,6 +379,17 @@ def classify(path: str, cwd: str | None = None, context: Context | None = None) 
         inner = classify(head or ("/" if path.startswith("/") else "."), cwd, context)
         return inner | ({"workspace-self"} if "workspace" in inner and not head else set())
     return _classify_plain(_lexical(path, cwd, context), context)
+
+
+def _probe(p: str) -> str:
+    """The part of ``p`` the finer classes can match: all of it, or its last part when only
+    that holds a dot (the common case of a file deep in the workspace), or nothing."""
+    if p.startswith(_CLASS_HEADS) or any(w in p for w in _CLASS_WORDS):
+        return p
+    if "/." in p or p.startswith(".") or ".config/" in p:
+        return p
+    last = p.rpartition("/")[2]
+    return "/" + last if "." in last else ""
 
 
 def _classify_plain(p: str, context: Context) -> frozenset[str]:
@@ -370,14 +411,15 @@ def _classify_plain(p: str, context: Context) -> frozenset[str]:
         classes.add("outside")
     else:
         classes.add("workspace")
-        if any(_BUILD.match(x) for x in parts):
+        if _BUILD_PART.search(p):
             classes.add("build")
     if "build" not in classes:
         classes.add("nonbuild")
     hermes_home = context.hermes_home.rstrip("/")
     if hermes_home and (p == hermes_home or p.startswith(hermes_home + "/")):
         classes.add("hermes")
-    if _ANY_CLASS.search(p):
+    probe = _probe(p)
+    if probe and _ANY_CLASS.search(probe):
         classes |= {name for name, rx in _CLASS_RE.items() if rx.search(p)}
         if classes & _SECRET:
             classes.add("secret")
@@ -405,17 +447,8 @@ def rule_from_mapping(data: Mapping[str, Any], where: str, source: str = "builti
     :class:`RuleError` when it is malformed (its examples are checked by :func:`load_rules`)."""
     if not isinstance(data, Mapping):
         raise RuleError(f"{where} must be a mapping")
-    unknown = set(data) - _KNOWN
-    rule_id, decision, why = data.get("id"), data.get("decision"), data.get("justification")
-    if unknown:
-        raise RuleError(f"{where}: unknown keys {sorted(unknown)}")
-    if not isinstance(rule_id, str) or not rule_id:
-        raise RuleError(f"{where}: id must be a non-empty string")
-    if decision not in DECISIONS:
-        raise RuleError(f"{where} ({rule_id}): decision must be one of {', '.join(DECISIONS)}")
-    if not isinstance(why, str) or not why.strip() or "\n" in why.strip():
-        raise RuleError(f"{where} ({rule_id}): justification must be one line of text")
-    fields: dict[str, Any] = {"id": rule_id, "decision": decision, "justification": why.strip()}
+    fields = _head(data, where)
+    family, where = where.split(":")[0], f"{where} ({fields['id']})"
     for key in _LISTS:
         if key in data:
             fields[key] = _strings(data[key], where, key)
@@ -427,17 +460,31 @@ def rule_from_mapping(data: Mapping[str, Any], where: str, source: str = "builti
             try:
                 fields[key] = re.compile(str(data[key]))
             except re.error as exc:
-                raise RuleError(f"{where} ({rule_id}): {key}: invalid regular expression: {exc}")
+                raise RuleError(f"{where}: {key}: invalid regular expression: {exc}") from None
     if "subcommand" in data:
         words = data["subcommand"]
-        if isinstance(words, str):
-            words = words.split()
+        words = words.split() if isinstance(words, str) else words
         fields["subcommand"] = tuple(_strings(w, where, "subcommand") for w in words)
     if "max_args" in data:
         if not isinstance(data["max_args"], int):
-            raise RuleError(f"{where} ({rule_id}): max_args must be an integer")
+            raise RuleError(f"{where}: max_args must be an integer")
         fields["max_args"] = data["max_args"]
-    return Rule(**fields, family=where.split(":")[0], source=source)
+    return Rule(**fields, family=family, source=source)
+
+
+def _head(data: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The id, decision and justification of a rule's data, checked."""
+    unknown = set(data) - _KNOWN
+    rule_id, decision, why = data.get("id"), data.get("decision"), data.get("justification")
+    if unknown:
+        raise RuleError(f"{where}: unknown keys {sorted(unknown)}")
+    if not isinstance(rule_id, str) or not rule_id:
+        raise RuleError(f"{where}: id must be a non-empty string")
+    if decision not in DECISIONS:
+        raise RuleError(f"{where} ({rule_id}): decision must be one of {', '.join(DECISIONS)}")
+    if not isinstance(why, str) or not why.strip() or "\n" in why.strip():
+        raise RuleError(f"{where} ({rule_id}): justification must be one line of text")
+    return {"id": rule_id, "decision": decision, "justification": why.strip()}
 
 
 def check_examples(rules: Sequence[Rule], judge_one: Any) -> None:
@@ -481,35 +528,76 @@ def load_rules(extra: Sequence[Rule] = ()) -> tuple[Rule, ...]:
 
 @dataclass
 class Index:
-    """Rules grouped by program name, so a simple command is tried against few of them."""
+    """Rules grouped by what a simple command must show for them to match: its program name,
+    a note, or a class of the paths it writes or reads; so each command is tried against few."""
 
-    by_program: dict[str, list[Rule]]
-    anywhere: list[Rule]
+    rules: Sequence[Rule]
+    by_program: dict[str, list[Rule]] = field(default_factory=dict)
+    globbed: list[Rule] = field(default_factory=list)
+    by_note: dict[str, list[Rule]] = field(default_factory=dict)
+    by_write: dict[str, list[Rule]] = field(default_factory=dict)
+    by_read: dict[str, list[Rule]] = field(default_factory=dict)
+    _seen: dict[str, list[Rule]] = field(default_factory=dict)
+    _order: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._order = {r.id: i for i, r in enumerate(self.rules)}
+        for rule in self.rules:
+            if rule.command is not None:
+                continue  # searched in the whole command's text, not per simple command
+            if rule.program != ("*",):
+                glob = any(re.search(r"[*?\[]", p) for p in rule.program)
+                for p in () if glob else rule.program:
+                    self.by_program.setdefault(p, []).append(rule)
+                self.globbed += [rule] if glob else []
+            else:
+                keys, table = next(
+                    (k, t)
+                    for k, t in ((rule.notes, self.by_note), (rule.writes, self.by_write),
+                                 (rule.reads, self.by_read), ({"*"}, self.by_program))
+                    if k
+                )  # fmt: skip
+                for key in keys:
+                    table.setdefault(key, []).append(rule)
 
     @classmethod
     def of(cls, rules: Sequence[Rule]) -> Index:
         """Index ``rules``."""
-        by_program: dict[str, list[Rule]] = {}
-        anywhere: list[Rule] = []
-        for rule in rules:
-            if rule.program == ("*",) or any(re.search(r"[*?\[]", p) for p in rule.program):
-                anywhere.append(rule)
-            else:
-                for p in rule.program:
-                    by_program.setdefault(p, []).append(rule)
-        return cls(by_program, anywhere)
+        return cls(rules)
+
+    def candidates(self, simple: Simple, facts: Facts) -> list[Rule]:
+        """The rules that may match ``simple``, in their order."""
+        found = self._seen.get(facts.program)
+        if found is None:
+            if len(self._seen) > 4096:
+                self._seen.clear()
+            found = self.by_program.get(facts.program, []) + self.by_program.get("*", [])
+            found += [r for r in self.globbed if r.runs(facts.program)]
+            self._seen[facts.program] = found
+        more = [r for n in simple.notes for r in self.by_note.get(n, ())]
+        if simple.redirects or facts.program in PROGRAMS:
+            more += [r for c in facts.write_classes for r in self.by_write.get(c, ())]
+        more += [r for c in facts.read_classes for r in self.by_read.get(c, ())]
+        if not more:
+            return found
+        order = self._order
+        return sorted({id(r): r for r in found + more}.values(), key=lambda r: order[r.id])
 
 
 def judge(simples: Sequence[Simple], index: Index, context: Context) -> list[Finding]:
     """Every rule that matches one of ``simples``, each (rule, target) once."""
     found: dict[tuple[str, str], Finding] = {}
+    seen: set[tuple[Any, ...]] = set()
     for simple in simples:
+        key = (*simple.argv, *simple.redirects, simple.via, simple.stdin, simple.notes, simple.cwd)
+        if key in seen:
+            continue  # the same simple command again: the same findings
+        seen.add(key)
         facts = Facts(simple, context)
-        candidates = index.by_program.get(facts.program, []) + index.anywhere
-        for rule in candidates:
-            if rule.command is None and rule.matches(simple, facts):
-                key = (rule.id, simple.render())
-                found.setdefault(key, Finding(rule, key[1]))
+        for rule in index.candidates(simple, facts):
+            if rule.matches(simple, facts):
+                target = simple.render()
+                found.setdefault((rule.id, target), Finding(rule, target))
     return list(found.values())
 
 

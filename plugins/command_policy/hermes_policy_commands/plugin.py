@@ -17,9 +17,11 @@ def hermes_register_commands(cli: Any) -> None:
     """Add ``hermes approvals check``."""
     import click
 
-    @cli.group("approvals")
+    @click.group("approvals")
     def approvals() -> None:
         """The command policy: what a command the model runs is allowed, asked or refused."""
+
+    cli.add_command(approvals)
 
     @approvals.command("check")
     @click.argument("command", required=False)
@@ -34,7 +36,9 @@ def hermes_register_commands(cli: Any) -> None:
         try:
             policy = policy_from_config(config)
         except RuleError as exc:
-            raise click.ClickException(f"the approval settings in config.yaml are invalid: {exc}")
+            raise click.ClickException(
+                f"the approval settings in config.yaml are invalid: {exc}"
+            ) from None
         if command is None and not as_json:
             raise click.UsageError("give a COMMAND, or --json to read commands from stdin")
         if command is not None:

@@ -107,10 +107,12 @@ def _index(rules: tuple[Rule, ...]) -> Index:
     return Index.of(rules)
 
 
-def _front_end(lang: str, code: str, argv: list[str]) -> list[tuple[str, Any]]:
+def _front_end(
+    lang: str, code: str, argv: list[str], read_module: ScriptReader
+) -> list[tuple[str, Any]]:
     from .code import lower
 
-    return lower(lang, code, argv)
+    return lower(lang, code, argv, read_module)
 
 
 def lower(
@@ -150,9 +152,10 @@ def decide(
     simples = lower(command, cwd=cwd, read_script=read_script)
     context = Context(home, workspace, hermes_home)
     findings = judge(simples, policy.index, context)
-    views = [command] + [s.render() for s in simples]
-    for rule in policy.rules:
-        if rule.command is not None and any(rule.command.search(v) for v in views):
+    searched = [rule for rule in policy.rules if rule.command is not None]
+    views = [command] + [s.render() for s in simples] if searched else []
+    for rule in searched:
+        if any(rule.command is not None and rule.command.search(v) for v in views):
             findings.append(Finding(rule, command))
     if policy.allow:
         findings = [f for f in findings if f.hard or not _excused(f, command, policy.allow)]

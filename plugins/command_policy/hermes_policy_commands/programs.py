@@ -6,7 +6,8 @@ that take a value; ``skip``: positional words before the command (``timeout 10 C
 ``prefix``: words that must come first (``uv run CMD``); ``string``: options whose value is shell
 code; ``assignments``: ``NAME=value`` words are skipped. ``lang``: the program runs code of that
 language (``code``: the options that take the code inline). ``writes``: which operands it writes
-(``all``, ``last``, or an option whose value is written).
+(``all``, ``last``, or an option whose value is written). ``manifests``: the files whose scripts
+it runs (a command that writes one and then runs the program asks).
 """
 
 from __future__ import annotations
@@ -180,3 +181,8 @@ for _name, _values in _VALUES.items():
     PROGRAMS.setdefault(_name, {})["values"] = _values
 for _name, _how in _WRITES.items():
     PROGRAMS.setdefault(_name, {})["writes"] = _how
+_MANIFESTS = {"make": ["Makefile", "makefile", "GNUmakefile"], "npm": ["package.json"]}
+for _name in ("yarn", "pnpm", "bun"):
+    _MANIFESTS[_name] = _MANIFESTS["npm"]
+for _name, _files in _MANIFESTS.items():
+    PROGRAMS.setdefault(_name, {})["manifests"] = _files

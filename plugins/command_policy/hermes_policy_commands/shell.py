@@ -20,7 +20,7 @@ import re
 import shlex
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from .programs import PROGRAMS, REMOTE
@@ -35,14 +35,22 @@ MAX_DEPTH = 48  # nested re-readings (bash -c, eval, functions, substitutions)
 MAX_FIELDS = 64  # brace expansion and xargs fields
 
 ScriptReader = Callable[[str], "str | None"]
+FrontEnd = Callable[[str, str, list[str], ScriptReader], list[tuple[str, Any]]]
 Output = tuple[str, str | None]  # (kind, text): kind "", "text", "download", "decode", "other"
 _WORDS = frozenset({"command_name", "word", "concatenation", "string", "raw_string"})
 _FORK_BOMB = re.compile(r"([\w:.]+)\s*\(\)\s*\{[^}]*\1\s*\|\s*\1")
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "fish"})
+_VARIABLE = re.compile(r"\$\{?(\w+)\}?")
+_BLANKS = re.compile(r"[ \t\n]+")
+_SAFE_WORD = re.compile(r"[\w@%+=:,./~^-]+")
+_EXPANDS = re.compile(rb"[$`<>]")
+_LITERAL: dict[bytes, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+"""The words of commands without expansions or redirections, by their text."""
+_GLOB = re.compile(r"[*?\[]")
 _ANSI_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "e": "\x1b", "a": "\a", "\\": "\\", "'": "'"}
 
 
-@dataclass
+@dataclass(slots=True)
 class Simple:
     """One program the command would start.
 
@@ -71,7 +79,7 @@ class Simple:
 
 
 def _quote(word: str) -> str:
-    if re.fullmatch(r"[\w@%+=:,./~^-]+", word):
+    if _SAFE_WORD.fullmatch(word):
         return word
     return shlex.quote(word).replace(UNKNOWN, "?")
 
@@ -94,7 +102,15 @@ def _text(node: Any) -> str:
 
 
 def _unescape(word: str) -> str:
+    if "\\" not in word:
+        return word
     return re.sub(r"\\(\n|.)", lambda m: "" if m.group(1) == "\n" else m.group(1), word)
+
+
+@lru_cache(maxsize=4096)
+def _plain(raw: str, split: bool) -> tuple[str, ...]:
+    """The fields of a word without expansions (braces only)."""
+    return tuple(_unescape(w) for w in (_braces(raw) if split and "{" in raw else [raw]))
 
 
 def _ansi_c(body: str) -> str:
@@ -130,6 +146,16 @@ def _decode(kind: str, text: str) -> str | None:
         return None
 
 
+def _dangling(node: Any) -> bool:
+    """Whether a word ends with a lone ``$`` (tree-sitter-bash ends a word there when a second
+    ``$NAME`` is glued to it, and the name starts the next word)."""
+    if node.type == "command_name":
+        node = node.named_children[0] if node.named_child_count else node
+    if node.type != "concatenation":
+        return False
+    return bool(node.children[-1].type == "$")
+
+
 def _short(args: list[str], letters: str) -> bool:
     return any(
         a.startswith("-") and not a.startswith("--") and any(c in a[1:] for c in letters)
@@ -142,7 +168,8 @@ class Lowering:
     commands in :attr:`out`.
 
     :param read_script: reads a script file the command runs (``None``: scripts are not read).
-    :param front_end: lowers another language's code (``lang, code, argv``) into items
+    :param front_end: lowers another language's code (``lang, code, argv``, and a reader of
+        local Python modules) into items
         ``("shell", text)``, ``("argv", words)``, ``("write", path)`` or ``("note", name)``.
     :param cwd: the folder the command starts in when it is not the workspace.
     """
@@ -150,7 +177,7 @@ class Lowering:
     def __init__(
         self,
         read_script: ScriptReader | None = None,
-        front_end: Callable[[str, str, list[str]], list[tuple[str, Any]]] | None = None,
+        front_end: FrontEnd | None = None,
         cwd: str | None = None,
     ) -> None:
         self.read_script = read_script
@@ -356,18 +383,18 @@ class Lowering:
 
     def fields(self, node: Any, split: bool = True) -> list[str]:
         """The fields a word expands into."""
-        if node.type in ("word", "concatenation") and all(
-            c.type == "word" for c in ([node] if node.type == "word" else node.named_children)
+        kind = node.type
+        if kind == "word" or (
+            kind == "concatenation" and all(c.type == "word" for c in node.named_children)
         ):
             raw = _text(node)
-            if node.type == "concatenation" and len(node.named_children) != len(node.children):
+            if kind == "concatenation" and node.named_child_count != node.child_count:
                 raw = "".join(_text(c) for c in node.children)
+            if "$" not in raw:
+                return list(_plain(raw, split))
             words = _braces(raw) if split and "{" in raw else [raw]
-            if "$" in raw:
-                words = [re.sub(r"\$\{?(\w+)\}?", lambda m: self.variable(m.group(1)), w) for w in words]  # fmt: skip
-                words = (
-                    [x for w in words for x in re.split(r"[ \t\n]+", w) if x] if split else words
-                )
+            words = [_VARIABLE.sub(lambda m: self.variable(m.group(1)), w) for w in words]
+            words = [x for w in words for x in _BLANKS.split(w) if x] if split else words
             return [_unescape(w) for w in words]
         out: list[str] = [""]
         for piece, splittable in self.pieces(node):
@@ -460,22 +487,62 @@ class Lowering:
     # --- commands -----------------------------------------------------------------------
 
     def command(self, node: Any, redirects: list[tuple[str, str]], stdin: Output) -> Output:
+        text = node.text
+        literal = _EXPANDS.search(text) is None  # its words are known from its text alone
+        if literal and text in _LITERAL:
+            env, argv = _LITERAL[text]
+        else:
+            env, argv, stdin = self.words(node, redirects, stdin)
+            if literal and len(_LITERAL) < 4096:
+                _LITERAL[text] = (env, argv)
+        for item in env:
+            self.out.append(Simple(["export", item], cwd=self.cwd, via=("=",)))
+        return self.run(list(argv), redirects, stdin, ())
+
+    def words(
+        self, node: Any, redirects: list[tuple[str, str]], stdin: Output
+    ) -> tuple[tuple[str, ...], tuple[str, ...], Output]:
+        """A command's assignments and argv (its redirections go to ``redirects``), and its
+        stdin afterwards."""
         argv: list[str] = []
         env: list[str] = []
-        for child in node.named_children:
-            if child.type == "variable_assignment":
+        children = node.named_children
+        i = 0
+        while i < len(children):
+            child, i = children[i], i + 1
+            kind = child.type
+            if kind == "variable_assignment":
                 name = child.child_by_field_name("name")
                 value = child.child_by_field_name("value")
                 env.append(f"{_text(name) if name else '?'}={self.value(value) if value else ''}")
-            elif child.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
+            elif kind in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
                 stdin = self.redirect(child, redirects, stdin)
-            elif child.type == "command_name":
-                argv += self.fields(child.named_children[0]) if child.named_children else []
+            elif (
+                i < len(children) and _dangling(child) and children[i].start_byte == child.end_byte
+            ):
+                end = i + 1
+                while (
+                    end < len(children)
+                    and _dangling(children[end - 1])
+                    and (children[end].start_byte == children[end - 1].end_byte)
+                ):
+                    end += 1
+                argv += self.reread("".join(_text(c) for c in children[i - 1 : end]))
+                i = end
+            elif kind == "command_name":
+                argv += self.fields(child.named_children[0]) if child.named_child_count else []
             else:
                 argv += self.fields(child)
-        for item in env:
-            self.out.append(Simple(["export", item], cwd=self.cwd, via=("=",)))
-        return self.run(argv, redirects, stdin, ())
+        return tuple(env), tuple(argv), stdin
+
+    def reread(self, word: str) -> list[str]:
+        """The fields of a word tree-sitter-bash cut at the ``$`` of a ``$NAME`` glued to it
+        (``rm$IFS-rf$IFS/``): the word read again with every ``$NAME`` braced."""
+        tree = parse(": " + re.sub(r"\$([A-Za-z_]\w*|[0-9@*#?$!-])", r"${\1}", word))
+        found = tree.root_node.named_children[:1]
+        if tree.root_node.has_error or not found or found[0].type != "command":
+            return [UNKNOWN]
+        return [f for child in found[0].named_children[1:] for f in self.fields(child)]
 
     def run(
         self, argv: list[str], redirects: list[tuple[str, str]], stdin: Output, via: tuple[str, ...]
@@ -488,7 +555,7 @@ class Lowering:
                 self.out.append(Simple([], redirects, via, cwd=self.cwd))
             return ("", None)
         name = argv[0]
-        if UNKNOWN in name or re.search(r"[*?\[]", name):
+        if UNKNOWN in name or _GLOB.search(name):
             self.out.append(Simple(argv, redirects, via, notes=("dynamic-command",), cwd=self.cwd))
             return ("other", None)
         base = posixpath.basename(name)
@@ -502,7 +569,9 @@ class Lowering:
         text = stdin[1] if stdin[0] == "text" else None
         if self.links:
             argv = [argv[0]] + [self.linked(a) for a in argv[1:]]
-        self.out.append(Simple(argv, redirects, via, text, cwd=self.cwd))
+        manifests = PROGRAMS.get(base, {}).get("manifests", ())
+        notes = ("written-manifest",) if any(m in self.files for m in manifests) else ()
+        self.out.append(Simple(argv, redirects, via, text, notes, cwd=self.cwd))
         out = self.unwrap(base, argv, stdin, via)
         if base in ("cp", "mv", "install", "ln", "tee") and len(argv) > 2:
             self.files[posixpath.normpath(argv[-1])] = ("other", None)
@@ -546,43 +615,18 @@ class Lowering:
     def unwrap(self, base: str, argv: list[str], stdin: Output, via: tuple[str, ...]) -> Output:
         spec = PROGRAMS.get(base)
         args = argv[1:]
-        if base == "cd":
-            self.change_dir(args)
-        elif base == "alias":
-            for a in args:
-                if "=" in a:
-                    key, _, value = a.partition("=")
-                    self.aliases[key] = value
-        elif base == "echo":
-            words = [a for a in args if not re.fullmatch(r"-[neE]+", a)]
-            return (
-                ("text", " ".join(words) + "\n")
-                if UNKNOWN not in "".join(words)
-                else ("other", None)
-            )
-        elif base == "printf":
-            return self.printf(args)
-        elif base in ("cat", "tee", "tac") and not [a for a in args if not a.startswith("-")]:
-            return stdin
-        elif base == "cat" and len(args) == 1:
-            return self.files.get(args[0]) or ("file", args[0])
-        elif base == "base64" and _short(args, "d") or "--decode" in args:
-            return self.decoded("base64", stdin, args)
-        elif base == "xxd" and _short(args, "r"):
-            return self.decoded("hex", stdin, args)
-        elif base in ("curl", "wget"):
-            return self.download(base, args)
-        elif base == "find":
+        printed = self.prints(base, args, stdin)
+        if printed is not None:
+            return printed
+        if base == "find":
             self.find(args, via)
             roots = [a for a in args if not a.startswith("-")][:1] or ["."]
             return ("text", roots[0].rstrip("/") + "/" + UNKNOWN)
-        elif base == "xargs":
+        if base == "xargs":
             self.xargs(args, stdin, via)
-        elif base in _SHELLS or base == "eval" or base in ("source", "."):
-            self.last = ("other", None)
-            self.shell(base, args, stdin, via)
-            return self.last
-        elif base in ("ssh", "docker", "kubectl", "podman") and base in REMOTE:
+        elif base in _SHELLS or base in ("eval", "source", "."):
+            return self.shell(base, args, stdin, via)
+        elif base in REMOTE:
             inner = self.inner(REMOTE[base], args)
             if inner and base == "ssh":
                 return self.nested(" ".join(inner), via + (base,))
@@ -596,6 +640,33 @@ class Lowering:
             inner = self.inner(spec, args)
             if inner is not None:
                 return self.run(inner, [], stdin, via + (base,))
+        return ("other", None)
+
+    def prints(self, base: str, args: list[str], stdin: Output) -> Output | None:
+        """What a builtin or a filter prints (``None`` for other programs); ``cd`` and
+        ``alias`` change what the rest of the command reads."""
+        if base == "cd":
+            self.change_dir(args)
+        elif base == "alias":
+            for key, _, value in (a.partition("=") for a in args if "=" in a):
+                self.aliases[key] = value
+        elif base == "echo":
+            words = " ".join(a for a in args if not re.fullmatch(r"-[neE]+", a))
+            return ("text", words + "\n") if UNKNOWN not in words else ("other", None)
+        elif base == "printf":
+            return self.printf(args)
+        elif base in ("cat", "tee", "tac") and all(a.startswith("-") for a in args):
+            return stdin
+        elif base == "cat" and len(args) == 1:
+            return self.files.get(args[0]) or ("file", args[0])
+        elif base == "base64" and (_short(args, "d") or "--decode" in args):
+            return self.decoded("base64", stdin)
+        elif base == "xxd" and _short(args, "r"):
+            return self.decoded("hex", stdin)
+        elif base in ("curl", "wget"):
+            return self.download(base, args)
+        else:
+            return None
         return ("other", None)
 
     def change_dir(self, args: list[str]) -> None:
@@ -617,14 +688,15 @@ class Lowering:
             fmt = codecs.decode(fmt.replace("%%", "\x01"), "unicode_escape")
         except UnicodeDecodeError:
             return ("other", None)
-        count = max(1, fmt.count("%"))
+        parts = re.split(r"%[-0-9.]*[sdbcq]", fmt)
+        count = max(1, len(parts) - 1)
         text = ""
         for i in range(0, max(1, len(rest)), count):
-            chunk = rest[i : i + count] + [""] * count
-            text += re.sub(r"%[-0-9.]*[sdbcq]", lambda _m, c=iter(chunk): next(c), fmt)
+            values = rest[i : i + count] + [""] * count
+            text += parts[0] + "".join(v + p for v, p in zip(values, parts[1:], strict=False))
         return ("text", text.replace("\x01", "%"))
 
-    def decoded(self, kind: str, stdin: Output, args: list[str]) -> Output:
+    def decoded(self, kind: str, stdin: Output) -> Output:
         if stdin[0] == "text" and stdin[1] is not None:
             text = _decode(kind, stdin[1])
             if text is not None:
@@ -722,24 +794,22 @@ class Lowering:
             i += 1
         return args[i:] or None
 
-    def shell(self, base: str, args: list[str], stdin: Output, via: tuple[str, ...]) -> None:
+    def shell(self, base: str, args: list[str], stdin: Output, via: tuple[str, ...]) -> Output:
         here = via + (base,)
         if base == "eval":
-            self.last = self.nested(" ".join(args), here)
-            return
+            return self.nested(" ".join(args), here)
         if base in ("source", "."):
             self.script(args[0] if args else UNKNOWN, here)
-            return
+            return ("other", None)
         for i, a in enumerate(args):
             if re.fullmatch(r"-[a-zA-Z]*c[a-zA-Z]*", a):
-                self.last = self.nested(args[i + 1] if i + 1 < len(args) else UNKNOWN, here)
-                return
+                return self.nested(args[i + 1] if i + 1 < len(args) else UNKNOWN, here)
             if a in ("-s", "-") or (a.startswith("-") and a not in ("-o", "+o")):
                 continue
             self.script(a, here)
-            return
+            return ("other", None)
         self.stdin_code(stdin, here, lambda text: self.nested(text, here))
-        return
+        return ("other", None)
 
     def stdin_code(
         self,
@@ -780,14 +850,18 @@ class Lowering:
         text = self.read_script(path)
         return ("text", text) if text is not None else ("missing", None)
 
-    def script(self, path: str, via: tuple[str, ...]) -> None:
+    def script(
+        self, path: str, via: tuple[str, ...], lang: str | None = None, rest: tuple[str, ...] = ()
+    ) -> None:
+        """Judge the file ``path`` a command runs: as ``lang`` code when given, else as the
+        language its ``#!`` line names, else as shell."""
         kind, text = self.source(path)
         if kind == "text" and text is not None:
-            first = text.split("\n", 1)[0]
-            lang = next((PROGRAMS[w]["lang"] for w in re.findall(r"[\w.]+", first)
-                         if w in PROGRAMS and "lang" in PROGRAMS[w]), None) if first.startswith("#!") else None  # fmt: skip
+            first = text.split("\n", 1)[0] if text.startswith("#!") else ""
+            named = [w for w in re.findall(r"[\w.]+", first) if "lang" in PROGRAMS.get(w, {})]
+            lang = lang or (str(PROGRAMS[named[0]]["lang"]) if named else None)
             if lang and self.front_end is not None:
-                self.lower_code(str(lang), text, [path], via)
+                self.lower_code(lang, text, [path, *rest], via)
             else:
                 self.nested(text, via)
         elif kind == "download":
@@ -828,13 +902,13 @@ class Lowering:
                 return
             i += 1
         if i < len(args) and args[i] != "-":
-            self.program_file(lang, args[i], args[i + 1 :], here)
+            self.script(args[i], here, lang, tuple(args[i + 1 :]))
         else:
             self.stdin_code(
                 stdin,
                 here,
                 lambda text: self.lower_code(lang, text, [], here),
-                lambda path: self.program_file(lang, path, [], here),
+                lambda path: self.script(path, here, lang),
             )
 
     def module(self, name: str, rest: list[str], via: tuple[str, ...]) -> None:
@@ -844,15 +918,6 @@ class Lowering:
             self.lower_code("python", text, [path, *rest], via)
         else:
             self.run([name.split(".")[0], *rest], [], ("", None), via)
-
-    def program_file(self, lang: str, path: str, rest: list[str], via: tuple[str, ...]) -> None:
-        kind, text = self.source(path)
-        if kind == "text" and text is not None:
-            self.lower_code(lang, text, [path, *rest], via)
-        elif kind == "download":
-            self.note("download-to-shell", argv=[path])
-        elif kind != "unread":
-            self.note("uncheckable", argv=[path])
 
     def local_module(self, path: str, via: tuple[str, ...]) -> None:
         """Read a module a Python program imports, when it is a file of the workspace."""
@@ -874,10 +939,22 @@ class Lowering:
                     self.lower_code("python", text, [name], via)
                     return
 
+    def module_text(self, path: str) -> str | None:
+        """The text of a local Python module (``pkg/mod`` for ``pkg.mod``), ``None`` when the
+        workspace holds none (the front end follows names the module re-exports)."""
+        if self.read_script is None and not self.files:
+            return None
+        for folder in self.folders:
+            for name in (path + ".py", path + "/__init__.py"):
+                kind, text = self.source(posixpath.join(folder, name) if folder else name)
+                if kind == "text":
+                    return text
+        return None
+
     def lower_code(self, lang: str, code: str, argv: list[str], via: tuple[str, ...]) -> None:
         """Judge a program by what its front end says it does."""
         assert self.front_end is not None
-        for kind, item in self.front_end(lang, code, argv):
+        for kind, item in self.front_end(lang, code, argv, self.module_text):
             if kind == "shell":
                 self.nested(str(item), via)
             elif kind == "argv":

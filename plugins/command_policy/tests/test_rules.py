@@ -3,6 +3,8 @@ and the config keys of the old checker keep working."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hermes_policy_commands import RuleError, decide, load_rules, policy_from_config
 from hermes_policy_commands.engine import builtin_rules, classify
@@ -93,3 +95,22 @@ def test_path_classes(path, expected):
 def test_builtin_ids_are_unique():
     ids = [r.id for r in builtin_rules()]
     assert len(ids) == len(set(ids))
+
+
+def test_the_finer_classes_are_searched_where_they_can_match():
+    from hermes_policy_commands import engine
+
+    samples = ["/etc/ssh/x", "/etc/shadow", "/proc/1/environ", "/dev/sda", "/sys/x", "x/.env",
+               "~/.ssh/id_rsa", "id_ed25519", "~/.aws/credentials", "~/.hermes/state.db",
+               "~/.bashrc", "~/.bash_history", ".git/hooks/x", "/var/spool/cron/x",
+               "~/Library/LaunchAgents/x", "a.pth", "sitecustomize.py", "authorized_keys",
+               "/etc/cron.d/x", "/proc/sysrq-trigger", "/etc/profile", "a.config/git/config",
+               "k.pem", "x.histfile", "u/.pythonstartup", "~/.config/fish/config.fish"]  # fmt: skip
+    for name, pattern in engine._PATTERNS:
+        assert any(re.search(pattern, p) for p in samples), name
+    for sample in samples:
+        for path in (sample, "src/a/" + sample.lstrip("/~"), "w/x.y/" + sample.lstrip("/~")):
+            full = {n for n, rx in engine._CLASS_RE.items() if rx.search(path)}
+            probe = engine._probe(path)
+            fast = {n for n, rx in engine._CLASS_RE.items() if probe and rx.search(probe)}
+            assert fast == full, path
