@@ -119,6 +119,8 @@ def test_a_command_cannot_read_the_parents_environment():
     from pathlib import Path
 
     import hermes_env_local
+    import hermes_env_sandbox
+    import hermes_runtime
     import pluggy
 
     import hermes_hookspecs
@@ -131,12 +133,13 @@ def test_a_command_cannot_read_the_parents_environment():
         argv = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
     env = {**os.environ, "OPENAI_API_KEY": "sk-in-the-parent-only-1234"}
     # The ordinary user may not enter this virtual environment (tox makes .tox private), so it
-    # gets the three packages the script imports from a folder it can read.
+    # gets the packages the script imports from folders it can read.
     site = tempfile.mkdtemp(prefix="hermes-test-site-")
     try:
         os.chmod(site, 0o755)
         shutil.copytree(Path(pluggy.__file__).parent, Path(site) / "pluggy")
-        sources = [Path(m.__file__).parent.parent for m in (hermes_env_local, hermes_hookspecs)]
+        packages = (hermes_env_local, hermes_env_sandbox, hermes_runtime, hermes_hookspecs)
+        sources = [Path(m.__file__).parent.parent for m in packages]
         env["PYTHONPATH"] = os.pathsep.join([site, *map(str, sources)])
         done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
     finally:
