@@ -25,7 +25,7 @@ from hermes_runtime.secrets import mark_secret
 
 from .hermes_agent import is_hermes_agent_key
 from .keys import APPROVAL_MODES, core_sections
-from .schema import CORE_OWNER, ConfigSchema, check, describe, from_text
+from .schema import CORE_OWNER, ConfigSchema, check, describe, from_text, is_kind
 
 __all__ = [
     "APPROVAL_MODES",
@@ -403,9 +403,8 @@ class Config(Mapping[str, Any]):
         _resolve_secret_refs(data, os.environ, schema)
         dropped = False
         for dotted, problem in list(schema.problems(data)):
-            if is_hermes_agent_key(
-                dotted
-            ):  # the Hermes agent's own value: default used, doctor lists it
+            if is_hermes_agent_key(dotted) and _of_another_type(schema, data, dotted):
+                # a value shaped as the Hermes agent writes it: default used, doctor lists it
                 dropped = _drop(data, sources, dotted) or dropped
                 continue
             raise ConfigError(f"{self.where(dotted)}{dotted}: {problem}")
@@ -505,6 +504,19 @@ def load_config(
 
 
 _warned: set[str] = set()
+
+
+def _of_another_type(schema: ConfigSchema, data: Mapping[str, Any], dotted: str) -> bool:
+    """Whether the value at ``dotted`` is of a type the declared key never takes (how the
+    Hermes agent writes some keys); a value of the right type but out of bounds or not among
+    the choices is the person's mistake, and an error."""
+    declared = schema.get(dotted)
+    node: Any = data
+    for part in dotted.split("."):
+        node = node.get(part) if isinstance(node, Mapping) else None
+    if declared is None or node is None:
+        return True
+    return not any(is_kind(kind, node) for kind in declared.key.type)
 
 
 def _drop(data: dict[str, Any], sources: dict[str, str], dotted: str) -> bool:

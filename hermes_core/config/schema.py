@@ -278,7 +278,8 @@ def expected(key: ConfigKey) -> str:
     return what
 
 
-def _is_kind(kind: str, value: Any) -> bool:
+def is_kind(kind: str, value: Any) -> bool:
+    """Whether ``value`` is of the JSON-schema type ``kind`` (``any`` takes everything)."""
     if kind == "any":
         return True
     if kind == "null":
@@ -301,14 +302,14 @@ def check(key: ConfigKey, value: Any) -> str | None:
     what = expected(key)
     if value is None:
         return None if ("null" in key.type or "any" in key.type) else f"expected {what}, got null"
-    kinds = [kind for kind in key.type if _is_kind(kind, value)]
+    kinds = [kind for kind in key.type if is_kind(kind, value)]
     if not kinds:
         return f"expected {what}, got {describe(value)}"
     if key.enum and value not in key.enum:
         return f"expected {what}, got {describe(value)}"
     if "array" in kinds and key.items:
         for item in value:
-            if not _is_kind(key.items, item):
+            if not is_kind(key.items, item):
                 return f"expected {what}, got {describe(item)} in the list"
     is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if is_number and (key.minimum is not None or key.maximum is not None or value != value):
