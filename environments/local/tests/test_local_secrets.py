@@ -120,10 +120,10 @@ def test_a_command_cannot_read_the_parents_environment():
 
     import hermes_env_local
     import hermes_env_sandbox
-    import hermes_runtime
     import pluggy
 
     import hermes_hookspecs
+    import hermes_runtime
 
     argv = [sys.executable, "-c", SCRIPT, "/"]
     if os.geteuid() == 0:  # root reads any process's /proc: run hermes as an ordinary user
