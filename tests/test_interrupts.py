@@ -72,7 +72,7 @@ def test_ctrl_c_stops_running_subagents_at_once_and_queued_ones_never_start(
         stderr=subprocess.PIPE,
         text=True,
     )
-    db = home / "state.db"
+    db = home / "sessions.db"  # hermes's own store (state.db is the Hermes agent's name)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:  # three children (max_concurrent_children) are running
         time.sleep(0.2)

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
 
-from .connections import read_only_connection
+from .connections import file_state, read_only_connection
 from .errors import REPAIR_HINT, SessionStoreError
 
 log = logging.getLogger("hermes.sessions")
@@ -179,41 +180,59 @@ FOREIGN_HINT = "hermes leaves another program's file as it is; move it away your
 def preflight(path: Path) -> None:
     """Refuse another program's database before hermes opens it for writing: through a
     read-only connection, so nothing in the file changes (a read-write connection would
-    checkpoint its write-ahead log when closed). A missing or empty file passes.
+    checkpoint its write-ahead log when closed). A missing or empty file passes. A file that
+    looks foreign while it changes (another hermes process creating its schema this moment) is
+    looked at again until it holds still.
 
     :raises SessionStoreError: the Hermes agent's own database, another program's, or one
         written by a newer hermes.
     """
+    for _ in range(40):
+        reason = _foreign(path)
+        if reason is None:
+            return
+        try:
+            before = file_state(path)
+            time.sleep(0.05)
+            if file_state(path) == before and _foreign(path) == reason:
+                break
+        except OSError:
+            return  # gone meanwhile: the open that follows creates it
+    raise SessionStoreError(reason)
+
+
+def _foreign(path: Path) -> str | None:
+    """Why ``path`` is not a hermes database hermes may write, or ``None``."""
     try:
         if not path.is_file() or path.stat().st_size == 0:
-            return
+            return None
         conn = read_only_connection(path)
     except (OSError, sqlite3.Error):
-        return  # the read-write open that follows reports it
+        return None  # the read-write open that follows reports it
     try:
+        conn.execute("BEGIN")  # one snapshot of the header and the tables
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     except sqlite3.Error:
-        return  # damaged: the open that follows says so, and `hermes sessions repair` helps
+        return None  # damaged: the open that follows says so, and `hermes sessions repair` helps
     finally:
         conn.close()
     if app_id == APPLICATION_ID:
-        return
+        return None
     if app_id == 0 and {"sessions", "messages", "schema_version"} <= tables:
-        raise SessionStoreError(
+        return (
             f"{path} is the Hermes agent's session database; hermes keeps its own sessions in "
             "another file and copies the agent's read-only: `hermes sessions import-hermes`"
         )
     if app_id != 0:
-        raise SessionStoreError(
-            f"{path} belongs to another program (application id {app_id:#x}); {FOREIGN_HINT}"
-        )
+        return f"{path} belongs to another program (application id {app_id:#x}); {FOREIGN_HINT}"
     if version == 0 and tables - {"sqlite_sequence"}:
-        raise SessionStoreError(
+        return (
             f"{path} is not a hermes session database (it holds tables "
             f"{', '.join(sorted(tables)[:5])}); {FOREIGN_HINT}"
         )
+    return None
 
 
 def open_schema(conn: sqlite3.Connection, path: Path) -> None:
