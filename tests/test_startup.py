@@ -32,6 +32,12 @@ HEAVY = (
     "mcp",
     "mcp_types",
     "yaml",
+    "trafilatura",
+    "lxml",
+    "pypdf",
+    "tavily",
+    "exa_py",
+    "playwright",
 )
 
 PROBE = """
