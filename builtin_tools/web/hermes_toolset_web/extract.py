@@ -6,6 +6,7 @@ from __future__ import annotations
 import codecs
 import re
 from dataclasses import dataclass
+from html import unescape
 
 from hermes_hookspecs import ToolError
 
@@ -28,7 +29,10 @@ PDF_TYPES = ("application/pdf", "application/x-pdf")
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 _XML_ENCODING = re.compile(rb"""<\?xml[^>]+encoding\s*=\s*["']([A-Za-z0-9_.:-]+)""", re.I)
-_TITLE = re.compile(r"<title[^>]*>(.*?)</title\s*>", re.I | re.S)
+_TITLE = re.compile(r"<title[^>]*>([^<]{1,2000})</title\s*>", re.I)
+_OG_TITLE = re.compile(
+    r"""<meta[^>]+property\s*=\s*["']og:title["'][^>]+content\s*=\s*["']([^"']{1,2000})""", re.I
+)
 
 
 @dataclass
@@ -98,14 +102,11 @@ def html_to_markdown(html: str, url: str) -> Page:
     when no main content stands out (a short page, a list of links)."""
     import trafilatura
 
-    title = ""
-    metadata = trafilatura.extract_metadata(html, default_url=url)
-    if metadata is not None and metadata.title:
-        title = metadata.title
-    else:
-        found = _TITLE.search(html)
-        if found:
-            title = " ".join(found.group(1).split())
+    # the <title> (or og:title) by a bounded search: trafilatura's own metadata pass costs as
+    # much as the extraction on a large page
+    head = html[:200_000]
+    found = _TITLE.search(head) or _OG_TITLE.search(head)
+    title = " ".join(unescape(found.group(1)).split()) if found else ""
     content = trafilatura.extract(
         html,
         url=url,
