@@ -182,6 +182,13 @@ def make_agent(
 @click.option("--stream/--no-stream", default=None, help="Stream the answer as it is written.")
 @click.option("-r", "--resume", "resume", metavar="ID", help="Continue the stored session ID.")
 @click.option("-c", "--continue", "continue_", is_flag=True, help="Continue the latest session.")
+@click.option(
+    "--image",
+    "image_paths",
+    multiple=True,
+    metavar="PATH",
+    help="With -q: send the image file PATH with the question (repeatable).",
+)
 def chat(
     query: str | None = None,
     as_json: bool = False,
@@ -196,8 +203,10 @@ def chat(
     stream: bool | None = None,
     resume: str | None = None,
     continue_: bool = False,
+    image_paths: tuple[str, ...] = (),
 ) -> None:
-    """Chat with the agent (interactive), or answer one query with -q."""
+    """Chat with the agent (interactive), or answer one query with -q. In the interactive chat,
+    paste or drop an image file's path into a message to send the image."""
     state = _state()
     from .sessions_cmd import open_store
 
@@ -219,6 +228,11 @@ def chat(
         query = sys.stdin.read().strip()
         if not query:
             raise HermesError("nothing to answer: pass -q TEXT or a question on standard input")
+    if image_paths and query is None:
+        raise HermesError(
+            "--image needs -q; in the interactive chat, paste or drop the image's path into"
+            " your message"
+        )
     if query is not None:
         _one_shot(
             state,
@@ -228,6 +242,7 @@ def chat(
             as_json=as_json,
             yolo=yolo,
             stream=bool(stream) and not as_json,
+            image_paths=image_paths,
         )
     else:
         _interactive(state, store, session_id, yolo=yolo, stream=stream is not False)
@@ -257,6 +272,7 @@ def _one_shot(
     as_json: bool,
     yolo: bool,
     stream: bool,
+    image_paths: tuple[str, ...] = (),
 ) -> None:
     display = Display(interactive=False, stream=stream)
     announce_plugin_failures(state)
@@ -271,7 +287,7 @@ def _one_shot(
     for line in agent.tool_problems:
         click.echo(f"hermes: warning: {line}", err=True)
     try:
-        result = agent.run_conversation(query)
+        result = agent.run_conversation(agent.user_content(query, image_paths))
     except KeyboardInterrupt:
         agent.interrupt()
         raise
@@ -332,6 +348,8 @@ def _interactive(
             err=True,
         )
     announce_plugin_failures(state)
+    from ..loop.images import dropped_images
+
     try:
         while True:
             try:
@@ -343,6 +361,17 @@ def _interactive(
                 click.echo(err=True)
                 continue
             if not line:
+                continue
+            text, dropped = dropped_images(line)
+            if dropped:  # image files pasted or dropped into the message
+                try:
+                    content = agent.user_content(text, dropped)
+                except HermesError as exc:
+                    click.echo(f"hermes: error: {exc}", err=True)
+                    continue
+                names = ", ".join(path.name for path in dropped)
+                click.echo(f"  (with {len(dropped)} image(s): {names})", err=True)
+                _turn(agent, display, content)
                 continue
             if line.startswith("/"):
                 verdict = _slash(line, agent, store)
@@ -391,7 +420,7 @@ def _prepare_quietly(agent: Agent) -> None:
         pass
 
 
-def _turn(agent: Agent, display: Display, line: str) -> None:
+def _turn(agent: Agent, display: Display, line: str | list[dict[str, Any]]) -> None:
     display.streamed = False
     done = threading.Event()
     holder: dict[str, TurnResult] = {}

@@ -44,7 +44,7 @@ from ..models.pricing import estimate_cost
 from ..plugins.manager import PluginManager
 from ..tools.environments import EnvironmentManager
 from ..tools.toolsets import build_toolbox
-from . import transcript
+from . import images, transcript
 from .approvals import ApprovalGate
 from .compaction import Compactor
 from .dispatch import DEFAULT_TOOL_TIMEOUT, REQUESTED_NAME, Dispatcher, normalize_calls
@@ -248,13 +248,25 @@ class Agent:
         """The provider of the current turn."""
         return self.connection.active.provider
 
-    def chat(self, message: str) -> str:
-        """Send ``message`` and return the model's final answer; raise :class:`AgentError` when
-        the turn ended without one."""
-        result = self.run_conversation(message)
+    def chat(self, message: str, images: Sequence[str | os.PathLike[str]] = ()) -> str:
+        """Send ``message`` (with the image files ``images``, if any) and return the model's
+        final answer; raise :class:`AgentError` when the turn ended without one."""
+        result = self.run_conversation(self.user_content(message, images))
         if result["final_response"] is None:
             raise AgentError(result["error"] or f"no answer ({result['exit_reason']})")
         return result["final_response"]
+
+    def user_content(
+        self, text: str, image_paths: Sequence[str | os.PathLike[str]] = ()
+    ) -> str | list[dict[str, Any]]:
+        """The content of a user message: ``text``, and the image files ``image_paths`` copied
+        into the home's ``images/`` folder and referenced from the message (see
+        :mod:`hermes_core.loop.images`).
+
+        :raises HermesError: an image cannot be read or is not an image, in one line.
+        """
+        home = Path(self.hermes_home) if self.hermes_home else None
+        return images.user_content(text, [images.attach(p, home) for p in image_paths])
 
     def interrupt(self) -> None:
         """Stop the current turn from any thread: the model call in flight is abandoned and
@@ -321,7 +333,7 @@ class Agent:
 
     def run_conversation(
         self,
-        user_message: str,
+        user_message: str | list[dict[str, Any]],
         system_message: str | None = None,
         conversation_history: list[dict[str, Any]] | None = None,
         task_id: str | None = None,
@@ -335,6 +347,9 @@ class Agent:
         ``interrupted``, ``exit_reason`` (``completed``, ``max_turns``, ``interrupted``,
         ``invalid_tool_calls``, ``provider_error``, ``error``), ``error`` (one line or None),
         ``model`` and ``provider``.
+
+        ``user_message`` is text, or a list of content parts (text and images, as
+        :meth:`user_content` makes them).
 
         ``system_message`` is used when the session's system prompt is first built; later turns
         reuse the stored prompt byte for byte.
@@ -465,11 +480,15 @@ class Agent:
         while True:
             self.compactor.before_request()
             messages, source = self._wire_cache.build(self.messages, self.system_prompt)
+            messages = images.inline(messages)  # file references become data URLs
             if extra_user is not None:
                 if messages[-1]["role"] == "user":
+                    content = messages[-1]["content"]
                     messages[-1] = {
                         **messages[-1],
-                        "content": f"{messages[-1]['content']}\n\n{extra_user}",
+                        "content": [*content, {"type": "text", "text": extra_user}]
+                        if isinstance(content, list)
+                        else f"{content}\n\n{extra_user}",
                     }
                 else:
                     messages.append({"role": "user", "content": extra_user})
