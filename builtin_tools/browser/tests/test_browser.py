@@ -161,14 +161,16 @@ def test_a_page_that_hangs_times_out(site: Any, tmp_path: Path) -> None:
 
 
 def test_private_and_metadata_addresses_are_refused(site: Any, tmp_path: Path) -> None:
-    meta, local, leaky = run(
+    a_file, meta, local, leaky = run(
         [
+            tool_call("browser_navigate", {"url": "file:///etc/passwd"}),
             tool_call("browser_navigate", {"url": "http://169.254.169.254/latest/meta-data/"}),
             tool_call("browser_navigate", {"url": f"http://127.0.0.2:{site.server_address[1]}/"}),
             tool_call("browser_navigate", {"url": site.url + "/leaky"}),
         ],
         config(tmp_path),
     )
+    assert a_file.startswith("Error: only http and https URLs can be fetched, not file:")
     assert meta.startswith("Error: refused 169.254.169.254: a cloud metadata address")
     assert local.startswith("Error: refused 127.0.0.2: a loopback address")
     # the page loads; its requests to refused addresses are blocked and reported

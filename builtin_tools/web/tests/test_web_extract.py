@@ -199,7 +199,7 @@ def test_long_pages_are_summarised_by_the_auxiliary_model(
     assert page["content"] == "SUMMARY: three thousand paragraphs about moths."
     assert "summary of" in page["summarized"]
     [request] = fake_llm.requests
-    assert request.model == "small"
+    assert request.model == "small" and not request.json.get("tools")
     assert "Paragraph 2999 about moths" in json.dumps(request.json)
 
 
