@@ -14,7 +14,17 @@ import pytest
 
 from hermes_core.loop import images
 from hermes_core.loop.agent import Agent
-from hermes_core.testing import FakeLLM, isolated_environ, plugin_manager, text
+from hermes_core.testing import (
+    FakeLLM,
+    ScriptedModel,
+    assert_request_valid,
+    isolated_environ,
+    make_agent,
+    plugin_manager,
+    text,
+    tool_call,
+)
+from hermes_hookspecs import Tool, ToolOutput, Toolset, hookimpl
 
 pytest.importorskip("openai")
 pytest.importorskip("anthropic")
@@ -219,3 +229,138 @@ def test_an_image_dropped_into_the_interactive_chat(
     assert "(with 1 image(s): red pixel.png)" in done.stderr
     body = json.dumps(llm.model_requests[0].json)
     assert DATA_URL in body and '"what is"' in body
+
+
+# --- images in tool results -------------------------------------------------------------------
+
+
+class _Painter:
+    """A plugin whose tool returns text with an image."""
+
+    def __init__(self, image: Path) -> None:
+        self.image = image
+
+    @hookimpl
+    def hermes_register_toolsets(self, register: Any) -> None:
+        def paint(args: dict[str, Any], ctx: Any) -> ToolOutput:
+            return ToolOutput("painted a red pixel", images=[self.image, "/nonexistent/x.png"])
+
+        register(
+            Toolset(
+                name="painter",
+                tools=[
+                    Tool(
+                        name="paint",
+                        description="Paint a picture",
+                        parameters={"type": "object", "properties": {}},
+                        handler=paint,
+                    )
+                ],
+            )
+        )
+
+
+def test_a_tool_result_image_is_shown_to_the_model(hermes_home: Path, picture: Path) -> None:
+    model = ScriptedModel(tool_call("paint"), text("I see a red pixel."))
+    with make_agent(model=model, plugins=[_Painter(picture)], home=hermes_home, config={}) as agent:
+        assert agent.chat("paint") == "I see a red pixel."
+        session_id = agent.session_id
+    second = model.requests[1]
+    assert_request_valid(second)
+    *_, call, result, shown = second.messages
+    assert result["role"] == "tool" and result["content"].startswith("painted a red pixel")
+    assert "1 image(s) could not be attached: /nonexistent/x.png" in result["content"]
+    assert shown == {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "The images returned by paint (call_1):"},
+            {"type": "image_url", "image_url": {"url": DATA_URL}},
+        ],
+    }
+    # the transcript keeps the path of a copy in the home, never the bytes
+    [copy] = (hermes_home / "images").iterdir()
+    db = sqlite3.connect(hermes_home / "state.db")
+    [(extra,)] = db.execute(
+        "SELECT extra FROM messages WHERE session_id = ? AND role = 'tool'", (session_id,)
+    ).fetchall()
+    db.close()
+    assert json.loads(extra) == {"_images": [str(copy)]}
+
+
+@pytest.mark.parametrize(
+    ("provider", "api_mode", "expected"),
+    [
+        ("custom", None, '{"type": "image_url", "image_url": {"url": "' + DATA_URL + '"}}'),
+        ("custom", "codex_responses", '{"type": "input_image", "image_url": "' + DATA_URL),
+        ("anthropic", None, '"source": {"type": "base64", "media_type": "image/png"'),
+    ],
+    ids=["chat-completions", "responses", "anthropic-messages"],
+)
+def test_tool_result_images_on_each_wire_format(
+    llm: FakeLLM,
+    hermes_home: Path,
+    picture: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    provider: str,
+    api_mode: str | None,
+    expected: str,
+) -> None:
+    monkeypatch.setenv("CUSTOM_API_KEY", "sk-test-000000")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-000000")
+    llm.add(tool_call("paint"), text("A red pixel."))
+    base = llm.anthropic_base_url if provider == "anthropic" else llm.openai_base_url
+    settings: dict[str, Any] = {"provider": provider, "base_url": base, "model": "vision-model"}
+    if api_mode:
+        settings["api_mode"] = api_mode
+    with Agent.from_config(
+        home=hermes_home,
+        plugins=plugin_manager(["openai", "anthropic", _Painter(picture)]),
+        **settings,
+    ) as agent:
+        assert agent.chat("paint") == "A red pixel."
+    body = json.dumps(llm.model_requests[1].json)
+    assert expected in body
+    assert "The images returned by paint" in body
+
+
+def test_a_model_without_vision_gets_descriptions_from_auxiliary_vision(
+    llm: FakeLLM, hermes_home: Path, picture: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CUSTOM_API_KEY", "sk-test-000000")
+    llm.add(text("A single red pixel on nothing."))
+    model = ScriptedModel(tool_call("paint"), text("It is red."), "Still red.")
+    config = {
+        "model": {"vision": False},
+        "auxiliary": {
+            "vision": {"provider": "custom", "model": "eyes", "base_url": llm.openai_base_url}
+        },
+    }
+    with make_agent(
+        model=model, plugins=["openai", _Painter(picture)], home=hermes_home, config=config
+    ) as agent:
+        agent.chat("paint")
+        agent.chat("and?")
+    [described] = llm.model_requests  # described once, remembered for the next turn
+    assert described.json["model"] == "eyes" and DATA_URL in json.dumps(described.json)
+    for request in model.requests[1:]:
+        body = json.dumps(request.messages)
+        assert "data:image" not in body
+        assert "A single red pixel on nothing." in body
+
+
+def test_without_auxiliary_vision_the_model_is_told_the_image_is_not_shown(
+    hermes_home: Path, picture: Path
+) -> None:
+    model = ScriptedModel(tool_call("paint"), text("ok"))
+    with make_agent(
+        model=model,
+        plugins=[_Painter(picture)],
+        home=hermes_home,
+        config={"model": {"vision": False}},
+    ) as agent:
+        agent.chat("paint")
+    shown = model.requests[1].messages[-1]["content"]
+    assert (
+        "not shown: this model does not take images and auxiliary.vision is not set"
+        in (shown[1]["text"])
+    )

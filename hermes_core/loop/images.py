@@ -20,12 +20,15 @@ import os
 import re
 import shlex
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from hermes_hookspecs import HermesError
+
+IMAGES_FIELD = "_images"
+"""Internal field of a ``tool`` message: the paths of the images its result carries."""
 
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
 """The largest image that is attached (providers refuse larger ones)."""
@@ -49,7 +52,9 @@ def sniff(data: bytes) -> tuple[str, str] | None:
     return None
 
 
-def attach(path: str | os.PathLike[str], home: Path | None) -> dict[str, Any]:
+def attach(
+    path: str | os.PathLike[str], home: Path | None, label: str = "--image "
+) -> dict[str, Any]:
     """The content part of the image at ``path``: checked (exists, an image, at most
     :data:`MAX_IMAGE_BYTES`), copied into ``home/images`` when there is a home, referenced by
     a ``file://`` URL.
@@ -60,18 +65,18 @@ def attach(path: str | os.PathLike[str], home: Path | None) -> dict[str, Any]:
     try:
         size = source.stat().st_size
         if not source.is_file():
-            raise HermesError(f"--image {source}: not a file")
+            raise HermesError(f"{label}{source}: not a file")
         if size > MAX_IMAGE_BYTES:
             raise HermesError(
-                f"--image {source}: {size / 1e6:.1f} MB; images of at most"
+                f"{label}{source}: {size / 1e6:.1f} MB; images of at most"
                 f" {MAX_IMAGE_BYTES // (1024 * 1024)} MB are sent"
             )
         data = source.read_bytes()
     except OSError as exc:
-        raise HermesError(f"--image {source}: {exc.strerror or exc}") from None
+        raise HermesError(f"{label}{source}: {exc.strerror or exc}") from None
     kind = sniff(data)
     if kind is None:
-        raise HermesError(f"--image {source}: not a PNG, JPEG, GIF or WebP image")
+        raise HermesError(f"{label}{source}: not a PNG, JPEG, GIF or WebP image")
     target = source.resolve()
     if home is not None:
         folder = home / "images"
@@ -82,6 +87,11 @@ def attach(path: str | os.PathLike[str], home: Path | None) -> dict[str, Any]:
             partial.write_bytes(data)
             partial.replace(target)
     return {"type": "image_url", "image_url": {"url": target.as_uri()}}
+
+
+def path_of(part: dict[str, Any]) -> Path:
+    """The file of an image part made by :func:`attach`."""
+    return Path(unquote(urlsplit(part["image_url"]["url"]).path))
 
 
 def user_content(text: str, images: Sequence[dict[str, Any]]) -> str | list[dict[str, Any]]:
@@ -195,3 +205,76 @@ def inline(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         {**m, "content": [_inline_part(p) for p in m["content"]]} if has_file_images(m) else m
         for m in messages
     ]
+
+
+Describe = Callable[[Path], str]
+"""``describe(path)``: a text description of an image, for a model that does not take images."""
+
+
+def _described(part: Any, describe: Describe) -> Any:
+    if not isinstance(part, dict) or part.get("type") != "image_url":
+        return part
+    image = part.get("image_url")
+    url = image.get("url") if isinstance(image, dict) else image
+    if not isinstance(url, str) or not url.startswith("file://"):
+        return part
+    path = Path(unquote(urlsplit(url).path))
+    return {"type": "text", "text": f"[image {path.name}: {describe(path)}]"}
+
+
+def prepare(
+    wire: list[dict[str, Any]],
+    source: list[dict[str, Any]],
+    describe: Describe | None = None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The wire messages of a request with their images made ready, and their source.
+
+    After each run of ``tool`` messages whose results carry images (:data:`IMAGES_FIELD`), a
+    ``user`` message holding those images is added (no wire format takes images in every kind of
+    tool result); ``source`` gets the same message, so the two stay aligned. Then every
+    ``file://`` image becomes a ``data:`` URL, or, with ``describe`` (a model that does not take
+    images), the text ``describe`` gives for it.
+    """
+    offset = len(wire) - len(source)
+    if not any(isinstance(m, dict) and m.get(IMAGES_FIELD) for m in source):
+        out_wire, out_source = wire, source
+    else:
+        out_wire, out_source = list(wire[:offset]), []
+        pending: list[tuple[dict[str, Any], list[str]]] = []
+
+        def flush() -> None:
+            if not pending:
+                return
+            names = ", ".join(
+                f"{m.get('tool_name') or 'a tool'} ({m.get('tool_call_id')})" for m, _ in pending
+            )
+            parts: list[dict[str, Any]] = [
+                {"type": "text", "text": f"The images returned by {names}:"}
+            ]
+            for _message, paths in pending:
+                parts += [
+                    {"type": "image_url", "image_url": {"url": Path(p).as_uri()}} for p in paths
+                ]
+            message = {"role": "user", "content": parts}
+            out_wire.append(message)
+            out_source.append(message)
+            pending.clear()
+
+        for index, original in enumerate(source):
+            message = wire[index + offset]
+            if message.get("role") != "tool":
+                flush()
+            out_wire.append(message)
+            out_source.append(original)
+            paths = original.get(IMAGES_FIELD) if message.get("role") == "tool" else None
+            if paths:
+                pending.append((original, list(paths)))
+        flush()
+    if describe is not None:
+        out_wire = [
+            {**m, "content": [_described(p, describe) for p in m["content"]]}
+            if has_file_images(m)
+            else m
+            for m in out_wire
+        ]
+    return inline(out_wire), out_source

@@ -78,6 +78,7 @@ _LAZY: dict[str, str] = {
     "ToolCall": "calls",
     "ToolContext": "calls",
     "ToolHandler": "tools",
+    "ToolOutput": "tools",
     "ToolResult": "calls",
     "Toolset": "tools",
     "EXIT_REASONS": "turns",
@@ -132,7 +133,7 @@ if TYPE_CHECKING:
     from .secrets import child_environ, mark_secret, redact
     from .sessions import SearchableSessionStore, SearchHit, SessionInfo, SessionStore
     from .summaries import CONTEXT_SUMMARY_FLAG, CONTEXT_SUMMARY_MARKER, is_context_summary
-    from .tools import TOOL_NAME_RE, Tool, ToolHandler, Toolset
+    from .tools import TOOL_NAME_RE, Tool, ToolHandler, ToolOutput, Toolset
     from .turns import EXIT_REASONS, TURN_RESULT_KEYS, ExitReason, TurnResult
 
 
@@ -214,6 +215,7 @@ __all__ = [
     "ToolContext",
     "ToolError",
     "ToolHandler",
+    "ToolOutput",
     "ToolResult",
     "Toolset",
     "EXIT_REASONS",

@@ -10,6 +10,7 @@ hermes exits. Playwright is imported by the first tool call, never at start-up.
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -20,6 +21,7 @@ from hermes_hookspecs import (
     Tool,
     ToolContext,
     ToolError,
+    ToolOutput,
     Toolset,
     hookimpl,
 )
@@ -268,9 +270,10 @@ async def browser_get_images(args: dict[str, Any], ctx: ToolContext) -> dict[str
     return {"url": _shown(state.page.url), "count": len(shown), "images": shown[:100]}
 
 
-async def browser_screenshot(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+async def browser_screenshot(args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
     """Save a PNG screenshot of the page (``full_page`` for the whole length) in the
-    workspace's ``screenshots`` folder; returns its path."""
+    workspace's ``screenshots`` folder; the result names its path and shows the model the
+    image."""
     state = await _state(ctx)
     folder = workspace(ctx.config) / "screenshots"
     folder.mkdir(parents=True, exist_ok=True)
@@ -279,7 +282,8 @@ async def browser_screenshot(args: dict[str, Any], ctx: ToolContext) -> dict[str
     )
     async with state.lock:
         await state.page.screenshot(path=str(target), full_page=bool(args.get("full_page")))
-    return {"url": _shown(state.page.url), "path": str(target), "bytes": target.stat().st_size}
+    facts = {"url": _shown(state.page.url), "path": str(target), "bytes": target.stat().st_size}
+    return ToolOutput(json.dumps(facts), images=[target])
 
 
 async def browser_close(args: dict[str, Any], ctx: ToolContext) -> str:
@@ -363,7 +367,8 @@ TOOLS = [
     ),
     _tool(
         "browser_screenshot",
-        "Save a PNG screenshot of the page in the workspace; returns its path.",
+        "Take a PNG screenshot of the page: you are shown the image, and it is saved in the"
+        " workspace (the result gives its path).",
         browser_screenshot,
         {"full_page": {"type": "boolean"}},
     ),

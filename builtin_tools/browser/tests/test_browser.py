@@ -115,21 +115,29 @@ def test_scroll(site: Any, tmp_path: Path) -> None:
     assert (top["title"], down["title"], up["title"]) == ("top", "scrolled", "top")
 
 
-def test_images_and_a_screenshot(site: Any, tmp_path: Path) -> None:
-    _, images, shot = run(
-        [
-            tool_call("browser_navigate", {"url": site.url + "/"}),
-            tool_call("browser_get_images"),
-            tool_call("browser_screenshot", {"full_page": True}),
-        ],
-        config(tmp_path),
+def test_images_and_a_screenshot_the_model_is_shown(site: Any, tmp_path: Path) -> None:
+    model = ScriptedModel(
+        tool_call("browser_navigate", {"url": site.url + "/"}),
+        tool_call("browser_get_images"),
+        tool_call("browser_screenshot", {"full_page": True}),
+        text("done"),
     )
+    with make_agent(model=model, plugins=PLUGINS, config=config(tmp_path)) as agent:
+        agent.chat("look")
+        results = [m["content"] for m in agent.messages if m["role"] == "tool"]
+    images, shot = json.loads(results[1]), json.loads(results[2])
     assert images["count"] == 1
     [image] = images["images"]
     assert image["src"] == site.url + "/pixel.png" and image["alt"] == "a red pixel"
     path = Path(shot["path"])
     assert path.parent == tmp_path / "screenshots"
     assert path.read_bytes().startswith(b"\x89PNG") and shot["bytes"] > 100
+    # the model sees the screenshot itself, in a message after the tool result
+    last = model.requests[-1].messages
+    assert last[-2]["role"] == "tool" and last[-1]["role"] == "user"
+    label, picture = last[-1]["content"]
+    assert label["text"] == "The images returned by browser_screenshot (call_3):"
+    assert picture["image_url"]["url"].startswith("data:image/png;base64,iVBOR")
 
 
 def test_downloads_land_in_the_workspace(site: Any, tmp_path: Path) -> None:
