@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Real services for the docker and ssh execution-environment tests: a Docker engine (started by
 # hand, no systemd, no bridge, no iptables) with a tiny busybox image built locally, and an
-# OpenSSH server on 127.0.0.1 with key-only login for a throwaway user.
+# OpenSSH server on 127.0.0.1 with key-only login for a throwaway user. `start` also installs
+# Debian's chromium, which the browser toolset's tests drive.
 #
 #   bash .ci/services.sh start   install what is missing (apt), start both, print `export` lines
 #   bash .ci/services.sh stop    stop both by pid; leaves no dockerd, containerd or sshd behind
@@ -32,6 +33,8 @@ install_missing() {
   command -v ssh-keygen >/dev/null || pkgs+=(openssh-client)
   # the interactive chat's screen tests run hermes in tmux and read the screen
   command -v tmux >/dev/null || pkgs+=(tmux)
+  # the browser toolset's tests drive Debian's Chromium (launched by path, nothing downloaded)
+  [ -x /usr/bin/chromium ] || pkgs+=(chromium)
   [ ${#pkgs[@]} -eq 0 ] && return 0
   log "installing ${pkgs[*]} with apt-get"
   apt-get update -qq >&2

@@ -37,6 +37,12 @@ HEAVY = (
     "prompt_toolkit",
     "pygments",
     "markdown_it",
+    "trafilatura",
+    "lxml",
+    "pypdf",
+    "tavily",
+    "exa_py",
+    "playwright",
 )
 
 PROBE = """

@@ -76,6 +76,13 @@ def make_agent(
 @click.option("-r", "--resume", "resume", metavar="ID", help="Continue the stored session ID.")
 @click.option("-c", "--continue", "continue_", is_flag=True, help="Continue the latest session.")
 @click.option("--plain", is_flag=True, help="No markdown rendering, no colours.")
+@click.option(
+    "--image",
+    "image_paths",
+    multiple=True,
+    metavar="PATH",
+    help="With -q: send the image file PATH with the question (repeatable).",
+)
 def chat(
     query: str | None = None,
     as_json: bool = False,
@@ -91,8 +98,10 @@ def chat(
     resume: str | None = None,
     continue_: bool = False,
     plain: bool = False,
+    image_paths: tuple[str, ...] = (),
 ) -> None:
-    """Chat with the agent (interactive), or answer one query with -q."""
+    """Chat with the agent (interactive), or answer one query with -q. In the interactive chat,
+    paste or drop an image file's path into a message to send the image."""
     state = _state()
     from .sessions_cmd import open_store
 
@@ -116,6 +125,11 @@ def chat(
         query = sys.stdin.read().strip()
         if not query:
             raise HermesError("nothing to answer: pass -q TEXT or a question on standard input")
+    if image_paths and query is None:
+        raise HermesError(
+            "--image needs -q; in the interactive chat, paste or drop the image's path into"
+            " your message"
+        )
     if query is not None:
         _one_shot(
             state,
@@ -125,6 +139,7 @@ def chat(
             as_json=as_json,
             yolo=yolo,
             stream=bool(stream) and not as_json,
+            image_paths=image_paths,
         )
     else:
         _interactive(state, store, session_id, yolo=yolo, stream=stream is not False, plain=plain)
@@ -164,6 +179,7 @@ def _one_shot(
     as_json: bool,
     yolo: bool,
     stream: bool,
+    image_paths: tuple[str, ...] = (),
 ) -> None:
     display = Display(interactive=False, stream=stream)
     announce_plugin_failures(state)
@@ -178,7 +194,7 @@ def _one_shot(
     for line in agent.tool_problems:
         click.echo(f"hermes: warning: {line}", err=True)
     try:
-        result = run_turn(agent, display, query)
+        result = run_turn(agent, display, agent.user_content(query, image_paths))
     finally:
         agent.close()
     if result["interrupted"]:
@@ -196,7 +212,7 @@ def _one_shot(
         raise click.exceptions.Exit(130 if result["interrupted"] else 1)
 
 
-def run_turn(agent: Agent, display: Display, line: str) -> TurnResult:
+def run_turn(agent: Agent, display: Display, line: str | list[dict[str, Any]]) -> TurnResult:
     """Run one turn on a worker thread while the main thread (the one Ctrl-C reaches) asks the
     person the questions of the turn; Ctrl-C, at a question or not, interrupts the turn at once
     (a question it reaches is answered no)."""
@@ -282,6 +298,8 @@ def _interactive(
             "bold red",
         )
     announce_plugin_failures(state)
+    from ..loop.images import dropped_images
+
     try:
         while True:
             try:
@@ -293,6 +311,17 @@ def _interactive(
                 click.echo(err=True)
                 continue
             if not line:
+                continue
+            text, dropped = dropped_images(line)
+            if dropped:  # image files pasted or dropped into the message
+                try:
+                    content = agent.user_content(text, dropped)
+                except HermesError as exc:
+                    click.echo(f"hermes: error: {exc}", err=True)
+                    continue
+                names = ", ".join(path.name for path in dropped)
+                click.echo(f"  (with {len(dropped)} image(s): {names})", err=True)
+                _turn(agent, display, content)
                 continue
             if line.startswith("/"):
                 verdict = _slash(line, agent, store, display)
@@ -380,7 +409,7 @@ def _prepare_quietly(agent: Agent) -> None:
         pass
 
 
-def _turn(agent: Agent, display: Display, line: str) -> None:
+def _turn(agent: Agent, display: Display, line: str | list[dict[str, Any]]) -> None:
     result = run_turn(agent, display, line)
     if result["interrupted"]:
         display.line("  (interrupted)", "yellow")

@@ -38,6 +38,11 @@ def core_sections() -> list[ConfigSection]:
                     exclusive_minimum=True,
                 ),
                 ConfigKey("options", "object", doc="extra request fields passed to the provider"),
+                ConfigKey(
+                    "vision",
+                    "boolean",
+                    doc="false: the model does not take images; auxiliary.vision describes them",
+                ),
             ],
             doc="the main model (a plain string is read as model.default)",
         ),

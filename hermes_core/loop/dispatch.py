@@ -31,11 +31,13 @@ from hermes_hookspecs import (
     Cancelled,
     EnvironmentRefused,
     EnvironmentUnavailable,
+    HermesError,
     Tool,
     ToolCall,
     ToolCancelled,
     ToolContext,
     ToolError,
+    ToolOutput,
     ToolResult,
     blocked,
 )
@@ -48,6 +50,7 @@ from ..tools.schema_check import check as check_schema
 from ..tools.toolsets import ToolBox
 from .approvals import ApprovalGate, refusal
 from .events import Events
+from .images import IMAGES_FIELD
 from .transcript import clean_text, clean_value
 
 DEFAULT_MAX_RESULT_CHARS = 100_000
@@ -115,13 +118,36 @@ class CallOutcome:
     invalid: bool = False
 
     def message(self) -> dict[str, Any]:
-        """The ``tool`` message for the transcript."""
-        return {
+        """The ``tool`` message for the transcript; the images of the result, if any, in the
+        internal field ``_images`` (paths), which :func:`hermes_core.loop.images.inline` turns
+        into an image message when the request is sent."""
+        message: dict[str, Any] = {
             "role": "tool",
             "tool_call_id": self.call.id,
             "content": self.result.content,
             "tool_name": self.call.name,
         }
+        if self.result.images and not self.result.is_error:
+            message[IMAGES_FIELD] = list(self.result.images)
+        return message
+
+
+def _with_images(output: ToolOutput, ctx: ToolContext) -> ToolResult:
+    """The result of a handler that returned text with images: each image copied into the
+    home's ``images/`` folder; one that cannot be used is named in a note."""
+    from .images import attach, path_of
+
+    text = result_text(output.text)
+    kept: list[str] = []
+    notes: list[str] = []
+    for image in output.images:
+        try:
+            kept.append(str(path_of(attach(image, ctx.hermes_home, label=""))))
+        except HermesError as exc:
+            notes.append(str(exc))
+    if notes:
+        text += f"\n[{len(notes)} image(s) could not be attached: {'; '.join(notes)}]"
+    return ToolResult(text, images=kept)
 
 
 def result_text(value: Any) -> str:
@@ -473,6 +499,8 @@ class Dispatcher:
             return ToolResult(
                 f"Error: tool '{call.name}' raised {type(exc).__name__}: {exc}", is_error=True
             )
+        if isinstance(value, ToolOutput):
+            return _with_images(value, ctx)
         return ToolResult(result_text(value))
 
     def _invoke(

@@ -63,7 +63,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
     "reports": ("REPORT_STATUSES", "PluginReport"),
     "sessions": ("SearchHit", "SearchableSessionStore", "SessionInfo", "SessionStore"),
     "summaries": ("CONTEXT_SUMMARY_FLAG", "CONTEXT_SUMMARY_MARKER", "is_context_summary"),
-    "tools": ("TOOL_NAME_RE", "Tool", "ToolHandler", "Toolset"),
+    "tools": ("TOOL_NAME_RE", "Tool", "ToolHandler", "ToolOutput", "Toolset"),
     "turns": ("EXIT_REASONS", "TURN_RESULT_KEYS", "ExitReason", "TurnResult"),
 }
 """The names imported on first access, by the module that defines them (and lists them in its

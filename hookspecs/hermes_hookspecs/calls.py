@@ -44,12 +44,15 @@ class ToolResult:
     :param is_error: the call failed (bad arguments, unknown tool, exception, denial, interrupt).
     :param duration: seconds spent in the handler.
     :param truncated: the content was cut to ``max_result_chars``.
+    :param images: paths of the image files the model is shown with the content (the copies in
+        the home's ``images/`` folder of a :class:`~hermes_hookspecs.ToolOutput`'s images).
     """
 
     content: str
     is_error: bool = False
     duration: float = 0.0
     truncated: bool = False
+    images: list[str] = field(default_factory=list)
 
 
 def _no_environment() -> Environment:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -68,6 +69,22 @@ class Tool:
 
 
 @dataclass
+class ToolOutput:
+    """What a handler returns when its result includes images: the text the model reads and
+    image files it is shown with it (a screenshot, a chart the tool drew).
+
+    :param text: the result's text, as a handler's ``str`` return value would be.
+    :param images: paths of PNG, JPEG, GIF or WebP files. The host copies each into the home's
+        ``images/`` folder and sends it to models that accept images; for a model configured
+        with ``model.vision: false`` it sends a description by the ``auxiliary.vision`` model
+        instead. A file that cannot be read is named in a note added to the text.
+    """
+
+    text: str
+    images: Sequence[str | os.PathLike[str]] = ()
+
+
+@dataclass
 class Toolset:
     """A named group of tools, the unit users enable and disable.
 
@@ -93,4 +110,4 @@ class Toolset:
     discover: Callable[[], Sequence[Tool]] | None = None
 
 
-__all__ = ["TOOL_NAME_RE", "Tool", "ToolHandler", "Toolset"]
+__all__ = ["TOOL_NAME_RE", "Tool", "ToolHandler", "ToolOutput", "Toolset"]

@@ -22,6 +22,7 @@ from hermes_hookspecs import (
     Tool,
     ToolContext,
     ToolError,
+    ToolOutput,
     Toolset,
     hookimpl,
 )
@@ -112,8 +113,42 @@ def _text(data: bytes, path: str) -> tuple[str, bool]:
 # --- read_file ------------------------------------------------------------------------------
 
 
-def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
-    """Numbered lines of a text file, from ``offset`` (1-based), at most ``limit`` lines."""
+_IMAGES = (
+    (b"\x89PNG\r\n\x1a\n", "PNG", ".png"),
+    (b"\xff\xd8\xff", "JPEG", ".jpg"),
+    (b"GIF87a", "GIF", ".gif"),
+    (b"GIF89a", "GIF", ".gif"),
+)
+
+
+def _image(data: bytes) -> tuple[str, str] | None:
+    """The kind and extension of an image the model can be shown, or ``None``."""
+    for signature, kind, extension in _IMAGES:
+        if data.startswith(signature):
+            return kind, extension
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "WebP", ".webp"
+    return None
+
+
+def _shown_image(path: str, data: bytes, kind: str, extension: str) -> ToolOutput:
+    """An image file read by read_file: written to a temporary file the host copies into the
+    home's ``images/`` folder and shows the model."""
+    import hashlib
+    import tempfile
+    from pathlib import Path
+
+    folder = Path(tempfile.gettempdir()) / "hermes-read-images"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    target = folder / (hashlib.sha256(data).hexdigest()[:32] + extension)
+    if not target.exists():
+        target.write_bytes(data)
+    return ToolOutput(f"{path} is a {kind} image ({len(data)} bytes), shown to you.", [target])
+
+
+def read_file(args: dict[str, Any], ctx: ToolContext) -> str | ToolOutput:
+    """Numbered lines of a text file, from ``offset`` (1-based), at most ``limit`` lines; an
+    image (PNG, JPEG, GIF, WebP) is shown to the model instead."""
     path = str(args["path"])
     offset = max(1, int(args.get("offset") or 1))
     limit = min(MAX_LINES, max(1, int(args.get("limit") or DEFAULT_LINES)))
@@ -126,6 +161,9 @@ def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
             f"{path} is {len(data)} bytes, more than read_file handles ({max_bytes}); read parts "
             "of it with terminal (head, tail, sed -n 'A,Bp') or search it with search_files"
         )
+    image = _image(data)
+    if image is not None:
+        return _shown_image(path, data, *image)
     text, replaced = _text(data, path)
     if not text:
         return f"{path} is empty."
@@ -443,7 +481,8 @@ READ_FILE_TOOL = Tool(
     description=(
         "Read a text file, with line numbers (`     N<TAB>text`). Reads up to `limit` lines "
         f"(default {DEFAULT_LINES}) from line `offset` (1-based); the result says how to read on. "
-        "Binary files are refused. Paths are relative to the working directory."
+        "Images (PNG, JPEG, GIF, WebP) are shown to you; other binary files are refused. "
+        "Paths are relative to the working directory."
     ),
     parameters={
         "type": "object",

@@ -64,13 +64,33 @@ def test_read_a_range_says_how_to_go_on(tmp_path):
 
 
 def test_read_refuses_binary(tmp_path):
-    (tmp_path / "img.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(100))
+    (tmp_path / "doc.pdf").write_bytes(b"%PDF-1.4\n" + bytes(100))
     (tmp_path / "blob").write_bytes(b"abc\x00def")
-    png = one(tmp_path, "read_file", {"path": "img.png"})
-    assert png.startswith("Error: img.png is a PNG image (108 bytes), not text")
+    pdf = one(tmp_path, "read_file", {"path": "doc.pdf"})
+    assert pdf.startswith("Error: doc.pdf is a PDF document (109 bytes), not text")
     assert one(tmp_path, "read_file", {"path": "blob"}).startswith(
         "Error: blob is binary data (7 bytes), not text"
     )
+
+
+def test_read_shows_images_to_the_model(tmp_path):
+    png = bytes.fromhex(
+        "89504e470d0a1a0a0000000d49484452000000010000000108020000009077"
+        "53de0000000c4944415408d763f8cfc000000301010018dd8db00000000049454e44ae426082"
+    )
+    (tmp_path / "img.png").write_bytes(png)
+    agent = make_agent(
+        tool_call("read_file", {"path": "img.png"}),
+        text("a red pixel"),
+        plugins=["file", "local"],
+        config={"terminal": {"cwd": str(tmp_path)}},
+    )
+    with agent:
+        agent.chat("look")
+    shown = agent.client.requests[-1].messages
+    assert shown[-2]["content"] == f"img.png is a PNG image ({len(png)} bytes), shown to you."
+    picture = shown[-1]["content"][1]["image_url"]["url"]
+    assert picture.startswith("data:image/png;base64,iVBORw0KGgo")
 
 
 def test_read_errors(tmp_path):
