@@ -153,19 +153,17 @@ class HermesGroup(click.Group):
 
     def _cache_target(self) -> tuple[Path, Any] | None:
         """The home folder and fingerprint the plugin commands are remembered under; ``None``
-        when they are not (plugins given in-process, or a configuration that cannot be read)."""
+        when they are not (plugins given in-process, or an invalid profile name)."""
         state = self.state
         if state is None or state.extra_plugins:
             return None
         if self._cache_key is None:
             from . import command_cache
 
-            try:
-                home = state.host.home
-                disabled = state.core_config.get("plugins.disabled") or ()
-            except HermesError:
+            home = command_cache.home_of(state.profile)
+            if home is None:
                 return None
-            self._cache_key = (home, command_cache.fingerprint(home, state.plugin_names, disabled))
+            self._cache_key = (home, command_cache.fingerprint(home, state.plugin_names))
         return self._cache_key  # type: ignore[no-any-return]
 
     def _cached_commands(self) -> dict[str, CachedCommand] | None:

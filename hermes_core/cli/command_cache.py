@@ -18,7 +18,7 @@ from __future__ import annotations
 import marshal
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,20 +44,37 @@ def _stat(path: str | Path) -> tuple[int, int] | None:
     return found.st_mtime_ns, found.st_size
 
 
-def fingerprint(home: Path, plugin_names: Sequence[str] | None, disabled: Iterable[str]) -> Any:
-    """What decides the plugin commands of ``home``: any change to it means they may differ."""
+def fingerprint(home: Path, plugin_names: Sequence[str] | None) -> Any:
+    """What decides the plugin commands of ``home``: any change to it means they may differ.
+
+    The configuration is not read: its file, the home's ``.env`` and every ``HERMES_*``
+    variable stand for it (they decide ``plugins.disabled`` and what the plugins register)."""
     return (
         CACHE_FORMAT,
         __version__,
         sys.executable,
         tuple((entry, _stat(entry or ".")) for entry in sys.path),
         None if plugin_names is None else tuple(plugin_names),
-        tuple(sorted(str(name) for name in disabled)),
-        os.environ.get("HERMES_PLUGINS"),
-        os.environ.get("HERMES_DISABLE_PLUGINS"),
+        tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("HERMES_"))),
         str(home),
         _stat(home / "config.yaml"),
+        _stat(home / ".env"),
     )
+
+
+def home_of(profile: str | None) -> Path | None:
+    """The home folder of ``profile`` (as :func:`hermes_core.config.loading.resolve_home`
+    finds it, without importing the configuration); ``None`` for an invalid profile name."""
+    import re
+
+    from hermes_runtime.home import default_home
+
+    home = default_home()
+    if profile is None:
+        return home
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", profile):
+        return None
+    return home / "profiles" / profile
 
 
 def load(home: Path, key: Any) -> list[CachedCommand] | None:
