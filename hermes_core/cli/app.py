@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import click
@@ -11,6 +12,7 @@ import click
 from hermes_hookspecs import HermesError
 
 from .. import __version__
+from .command_cache import CachedCommand
 from .state import CliState
 
 GLOBAL_VALUE_OPTIONS = {"-p": "profile", "--profile": "profile", "--plugins": "plugins"}
@@ -74,18 +76,46 @@ are imported only when the command runs, so `hermes --help` stays fast."""
 
 
 class HermesGroup(click.Group):
-    """The root group: builtin commands load lazily; plugin commands are added by plugins."""
+    """The root group: builtin commands load lazily; plugin commands are added by plugins.
+
+    Plugins add their commands on the first look-up of any command (before it runs). Listing
+    the commands (``hermes --help``) uses the commands remembered from an earlier run instead
+    when nothing that decides them has changed (:mod:`.command_cache`), importing no plugin.
+    """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.plugin_commands: dict[str, str] = {}
+        self.state: CliState | None = None
+        """The invocation's state; plugin commands are added from its plugins when set."""
+        self._plugins_added = False
+        self._cached: dict[str, CachedCommand] | None = None
+        self._cache_key: Any = None
+
+    def add_plugin_commands(self) -> None:
+        """Let every plugin add its commands (once), and remember them for the next listing."""
+        if self._plugins_added or self.state is None:
+            return
+        self._plugins_added = True
+        _add_plugin_commands(self, self.state)
+        self._remember_commands()
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         """Builtin and plugin command names, sorted."""
-        return sorted(set(BUILTIN_COMMANDS) | set(self.commands))
+        names = set(BUILTIN_COMMANDS) | set(self.commands)
+        if not self._plugins_added:
+            cached = self._cached_commands()
+            if cached is None:
+                self.add_plugin_commands()
+                names |= set(self.commands)
+            else:
+                names |= set(cached)
+        return sorted(names)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        """The command called ``cmd_name``, importing a builtin one on first use."""
+        """The command called ``cmd_name``, importing a builtin one on first use; plugins add
+        their commands first."""
+        self.add_plugin_commands()
         if cmd_name not in self.commands and cmd_name in BUILTIN_COMMANDS:
             import importlib
 
@@ -95,11 +125,21 @@ class HermesGroup(click.Group):
         return self.commands.get(cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """List commands with their short help without importing builtin command modules."""
+        """List commands with their short help without importing builtin command modules (nor
+        plugins, when their commands are remembered)."""
         rows = []
         for name in self.list_commands(ctx):
-            if name in self.commands:
-                command = self.commands[name]
+            command: click.Command | None = self.commands.get(name)
+            if command is None and name not in BUILTIN_COMMANDS and self._cached is not None:
+                _, _, short_help, help_text, hidden, deprecated = self._cached[name]
+                command = click.Command(
+                    name,
+                    help=help_text,
+                    short_help=short_help,
+                    hidden=hidden,
+                    deprecated=deprecated,
+                )
+            if command is not None:
                 if command.hidden:
                     continue
                 rows.append(
@@ -110,6 +150,63 @@ class HermesGroup(click.Group):
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
+
+    def _cache_target(self) -> tuple[Path, Any] | None:
+        """The home folder and fingerprint the plugin commands are remembered under; ``None``
+        when they are not (plugins given in-process, or an invalid profile name)."""
+        state = self.state
+        if state is None or state.extra_plugins:
+            return None
+        if self._cache_key is None:
+            from . import command_cache
+
+            home = command_cache.home_of(state.profile)
+            if home is None:
+                return None
+            self._cache_key = (home, command_cache.fingerprint(home, state.plugin_names))
+        return self._cache_key  # type: ignore[no-any-return]
+
+    def _cached_commands(self) -> dict[str, CachedCommand] | None:
+        if self._cached is None:
+            target = self._cache_target()
+            if target is None:
+                return None
+            from . import command_cache
+
+            found = command_cache.load(*target)
+            if found is not None:
+                self._cached = {entry[0]: entry for entry in found}
+        return self._cached
+
+    def _remember_commands(self) -> None:
+        target = self._cache_target()
+        state = self.state
+        if target is None or state is None:
+            return
+        try:
+            if state.plugins.failures():
+                return  # a broken plugin is reported on every run until it is fixed
+        except HermesError:
+            return
+        entries: list[CachedCommand] = []
+        for name, plugin in sorted(self.plugin_commands.items()):
+            command = self.commands.get(name)
+            if command is None:
+                continue
+            entries.append(
+                (
+                    name,
+                    plugin,
+                    command.short_help,
+                    command.help,
+                    bool(command.hidden),
+                    command.deprecated,
+                )
+            )
+        from . import command_cache
+
+        if command_cache.load(*target) != entries:
+            command_cache.save(*target, entries)
 
 
 def build_cli(
@@ -155,7 +252,7 @@ def build_cli(
         if ctx.invoked_subcommand is None:
             ctx.invoke(cli.get_command(ctx, "chat"))  # type: ignore[arg-type]  # a builtin: never None
 
-    _add_plugin_commands(cli, state)
+    cli.state = state  # plugins add their commands on the first look-up of a command
     return cli
 
 
