@@ -118,6 +118,23 @@ class Screen:
             time.sleep(0.1)
         return screen
 
+    def wait_for_exit(self, timeout: float = 15.0) -> None:
+        """Wait until the program in the pane has exited (a zombie tmux has not reaped yet
+        counts: a loaded tmux server can be slow to notice)."""
+        pid = self.tmux("list-panes", "-t", "chat", "-F", "#{pane_pid}").split()[0]
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with open(f"/proc/{pid}/stat") as handle:
+                    state = handle.read().rsplit(")", 1)[-1].split()[0]
+            except FileNotFoundError:
+                return
+            if state in ("Z", "X"):
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"hermes did not exit; the screen:\n{self.text()}")
+            time.sleep(0.1)
+
     def type(self, line: str) -> None:
         self.tmux("send-keys", "-t", "chat", "-l", line)
         self.tmux("send-keys", "-t", "chat", "Enter")
@@ -288,8 +305,9 @@ def test_resume_shows_the_last_exchanges(chat, tmp_path: Path) -> None:
     screen = chat([{"text": "Paris is the capital."}, {"text": "Berlin."}])
     screen.type("capital of France?")
     screen.wait_for("Paris is the capital.")
+    screen.wait_for_prompt(2)
     screen.keys("C-d")
-    screen.wait_for("Pane is dead", timeout=10)
+    screen.wait_for_exit()
     screen.close()
     again = chat([{"text": "Rome."}], "chat", "--continue")
     shown = again.wait_for("hermes: Paris is the capital.")

@@ -101,7 +101,7 @@ def test_an_image_reaches_each_wire_format(
     # the session keeps a reference to a copy in the home, not the image's bytes
     [copy] = (hermes_home / "images").iterdir()
     assert copy.read_bytes() == PNG and copy.suffix == ".png"
-    db = sqlite3.connect(hermes_home / "state.db")
+    db = sqlite3.connect(hermes_home / "sessions.db")
     rows = db.execute(
         "SELECT content, content_parts FROM messages WHERE session_id = ? AND role = 'user'",
         (session_id,),
@@ -279,7 +279,7 @@ def test_a_tool_result_image_is_shown_to_the_model(hermes_home: Path, picture: P
     }
     # the transcript keeps the path of a copy in the home, never the bytes
     [copy] = (hermes_home / "images").iterdir()
-    db = sqlite3.connect(hermes_home / "state.db")
+    db = sqlite3.connect(hermes_home / "sessions.db")
     [(extra,)] = db.execute(
         "SELECT extra FROM messages WHERE session_id = ? AND role = 'tool'", (session_id,)
     ).fetchall()

@@ -20,7 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from hermes_hookspecs import ToolError, mark_secret
+from hermes_hookspecs import ToolError
+from hermes_runtime.secrets import mark_secret
 
 ENTRY_POINT_GROUP = "hermes.web_search"
 """The entry point group where search backends are found."""
