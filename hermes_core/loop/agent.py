@@ -493,6 +493,8 @@ class Agent:
                 messages: list[dict[str, Any]] = messages,
                 source: list[dict[str, Any]] = source,
             ) -> ModelRequest:
+                active = self.connection.active
+                settings = active.settings
                 request = ModelRequest(
                     model=model,
                     messages=messages,
@@ -505,6 +507,9 @@ class Agent:
                     source_messages=source,
                     max_tokens=self._max_tokens,
                     options=dict(self._options),
+                    provider=active.provider or "",
+                    base_url=(settings.base_url or "") if settings is not None else "",
+                    api_mode=settings.api_mode if settings is not None else "",
                 )
                 self.plugins.call_each("hermes_before_request", request=request)
                 return request

@@ -293,6 +293,15 @@ class HermesPluginContext:
         }
         self._plugin.prompt_sections.append(id)
 
+    def inject_message(self, content: str, role: str = "user") -> bool:
+        """Not honoured: hermes has no queue for messages from outside a session. Returns
+        ``False``, as the Hermes agent does when no interactive session is there to take it,
+        and notes it once."""
+        note = "inject_message: not honoured (no queue for messages from outside a session)"
+        if note not in self._plugin.notes:
+            self._plugin.notes.append(note)
+        return False
+
     # --- everything else -------------------------------------------------------------------
 
     def __getattr__(self, attribute: str) -> Any:

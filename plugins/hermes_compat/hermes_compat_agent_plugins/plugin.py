@@ -296,10 +296,40 @@ def hermes_pre_tool_call(call: Any, context: Any) -> Any:
     return modified
 
 
-def _status(result: Any) -> str:
-    if not result.is_error:
-        return "success"
-    return "blocked" if "blocked" in result.content[:200].lower() else "error"
+_INTERRUPTED = "Error: interrupted by the user"
+_TIMED_OUT = re.compile(r"Error: tool '[^']*' did not finish within ")
+_RULE = re.compile(r"\(rule ([^)]*)\)")
+
+
+def tool_status(content: str, is_error: bool) -> tuple[str, str | None, str | None]:
+    """The ``status``, ``error_type`` and ``error_message`` the Hermes agent passes to
+    ``post_tool_call`` and ``transform_tool_result`` for a tool result.
+
+    ``blocked`` for a refusal (``plugin_block`` when a Hermes agent plugin refused it),
+    ``cancelled`` for an interrupt, ``timeout`` for a tool that did not finish, ``error``
+    for any other failed call and for a result that is a JSON object with an ``error`` key
+    (as the Hermes agent reads its tools' answers), else ``ok``.
+
+    :param content: the result text the model sees.
+    :param is_error: whether the host marked the call as failed.
+    """
+    if content.startswith("BLOCKED:"):
+        rule = _RULE.search(content)
+        kind = "plugin_block" if rule and rule.group(1).startswith("hermes-plugin:") else "blocked"
+        return "blocked", kind, content
+    if is_error:
+        if content.startswith(_INTERRUPTED):
+            return "cancelled", "keyboard_interrupt", content
+        if _TIMED_OUT.match(content):
+            return "timeout", "tool_timeout", content
+        return "error", "tool_error", content
+    try:
+        parsed = json.loads(content) if content.lstrip().startswith("{") else None
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict) and parsed.get("error"):
+        return "error", "tool_error", str(parsed["error"])
+    return "ok", None, None
 
 
 @hookimpl
@@ -314,7 +344,7 @@ def hermes_post_tool_call(call: Any, result: Any, context: Any) -> str | None:
     with current.inside(context):
         if call.name == "terminal" and not result.is_error and host.has_hook(hooks[0]):
             content = _transform_terminal(host, call, content, context)
-        status = _status(result)
+        status, error_type, error_message = tool_status(result.content, result.is_error)
         payload = {
             "tool_name": call.name,
             "args": dict(call.arguments),
@@ -326,8 +356,8 @@ def hermes_post_tool_call(call: Any, result: Any, context: Any) -> str | None:
             "api_request_id": "",
             "duration_ms": int(result.duration * 1000),
             "status": status,
-            "error_type": "tool_error" if status == "error" else None,
-            "error_message": content if status != "success" else None,
+            "error_type": error_type,
+            "error_message": error_message,
             "middleware_trace": [],
         }
         host.invoke("post_tool_call", payload)
@@ -417,7 +447,10 @@ def hermes_session_end(session: Any) -> None:
         "platform": session.source,
     }
     host.invoke("on_session_end", payload)
-    host.invoke("on_session_finalize", {"session_id": session.id, "platform": session.source})
+    host.invoke(
+        "on_session_finalize",
+        {"session_id": session.id, "platform": session.source, "reason": reason},
+    )
     with _state_lock:
         _platforms.pop(session.id, None)
         _turn_user.pop(session.id, None)
@@ -505,9 +538,15 @@ def hermes_before_request(request: Any) -> None:
     last_user = next((m for m in reversed(request.messages) if m.get("role") == "user"), None)
     with _state_lock:
         _turn_user[request.session_id] = last_user.get("content") if last_user else ""
+    history = [dict(m) for m in request.messages if m.get("role") != "system"]
     if host.has_hook("pre_llm_call"):
         _inject_turn_context(host, request)
     started = time.time()
+    where = {
+        "provider": request.provider,
+        "base_url": request.base_url,
+        "api_mode": request.api_mode,
+    }
     api_request_id = uuid.uuid4().hex
     with _state_lock:
         _pending.append(
@@ -518,6 +557,8 @@ def hermes_before_request(request: Any) -> None:
                 "task_id": request.task_id,
                 "model": request.model,
                 "message_count": len(request.messages),
+                "history": history,
+                **where,
             }
         )
     if not host.has_hook("pre_api_request"):
@@ -531,12 +572,10 @@ def hermes_before_request(request: Any) -> None:
             "api_request_id": api_request_id,
             "session_id": request.session_id,
             "user_message": _turn_user.get(request.session_id, ""),
-            "conversation_history": [m for m in request.messages if m.get("role") != "system"],
+            "conversation_history": history,
             "platform": _platforms.get(request.session_id, "cli"),
             "model": request.model,
-            "provider": "",
-            "base_url": "",
-            "api_mode": "",
+            **where,
             "api_call_count": 1,
             "retry_count": 0,
             "request_messages": request.messages,
@@ -585,9 +624,9 @@ def hermes_after_response(response: Any) -> None:
                 "session_id": session_id,
                 "platform": platform,
                 "model": model,
-                "provider": "",
-                "base_url": "",
-                "api_mode": "",
+                "provider": pending.get("provider", ""),
+                "base_url": pending.get("base_url", ""),
+                "api_mode": pending.get("api_mode", ""),
                 "api_call_count": 1,
                 "api_duration": ended - started,
                 "started_at": started,
@@ -639,7 +678,7 @@ def hermes_after_response(response: Any) -> None:
                 "turn_id": "",
                 "user_message": _turn_user.get(session_id, ""),
                 "assistant_response": text,
-                "conversation_history": [],
+                "conversation_history": [*pending.get("history", []), dict(message)],
                 "model": model,
                 "platform": platform,
             },
