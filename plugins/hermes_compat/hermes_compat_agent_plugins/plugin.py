@@ -27,6 +27,36 @@ _platforms: dict[str, str] = {}
 _turn_context: dict[tuple[str, int, int], str] = {}
 _turn_user: dict[str, Any] = {}
 _pending: deque[dict[str, Any]] = deque(maxlen=64)
+_turns: dict[str, dict[str, Any]] = {}
+
+
+def _next_request(session_id: str, task_id: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``turn_id``, ``api_request_id`` and ``api_call_count`` of a new model request, made
+    as the Hermes agent makes them: a turn starts with a new user message, its id is
+    ``<session>:<task>:<8 hex>``, and its requests are ``<turn_id>:api:<n>``."""
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+    last = users[-1] if users else -1
+    key = (last, hash(_text(messages[last].get("content"))) if users else 0)
+    with _state_lock:
+        turn = _turns.get(session_id)
+        if turn is None or turn["key"] != key:
+            turn_id = f"{session_id or 'session'}:{task_id}:{uuid.uuid4().hex[:8]}"
+            turn = _turns[session_id] = {"key": key, "turn_id": turn_id, "calls": 0}
+        turn["calls"] += 1
+        turn["api_request_id"] = f"{turn['turn_id']}:api:{turn['calls']}"
+        return {
+            "turn_id": turn["turn_id"],
+            "api_request_id": turn["api_request_id"],
+            "api_call_count": turn["calls"],
+        }
+
+
+def _turn_ids(session_id: str) -> dict[str, str]:
+    """The ``turn_id`` and the last ``api_request_id`` of the session's current turn."""
+    with _state_lock:
+        turn = _turns.get(session_id) or {}
+    return {"turn_id": turn.get("turn_id", ""), "api_request_id": turn.get("api_request_id", "")}
+
 
 PLUGIN_SOURCE = "plugin"
 """The session source of ``ctx.llm`` completions."""
@@ -248,8 +278,7 @@ def hermes_pre_tool_call(call: Any, context: Any) -> Any:
         "task_id": context.task_id,
         "session_id": context.session_id,
         "tool_call_id": call.id,
-        "turn_id": "",
-        "api_request_id": "",
+        **_turn_ids(context.session_id),
         "middleware_trace": [],
     }
     with current.inside(context):
@@ -352,8 +381,7 @@ def hermes_post_tool_call(call: Any, result: Any, context: Any) -> str | None:
             "task_id": context.task_id,
             "session_id": context.session_id,
             "tool_call_id": call.id,
-            "turn_id": "",
-            "api_request_id": "",
+            **_turn_ids(context.session_id),
             "duration_ms": int(result.duration * 1000),
             "status": status,
             "error_type": error_type,
@@ -403,7 +431,7 @@ def hermes_approve(request: Any, context: Any) -> None:
                 "pattern_keys": [request.cache_key],
                 "session_key": context.session_id,
                 "surface": "cli",
-                "turn_id": "",
+                "turn_id": _turn_ids(context.session_id)["turn_id"],
                 "tool_call_id": context.call_id,
             },
         )
@@ -437,7 +465,7 @@ def hermes_session_end(session: Any) -> None:
     payload = {
         "session_id": session.id,
         "task_id": session.id,
-        "turn_id": "",
+        "turn_id": _turn_ids(session.id)["turn_id"],
         "completed": True,
         "failed": False,
         "interrupted": False,
@@ -454,6 +482,7 @@ def hermes_session_end(session: Any) -> None:
     with _state_lock:
         _platforms.pop(session.id, None)
         _turn_user.pop(session.id, None)
+        _turns.pop(session.id, None)
         for key in [k for k in _turn_context if k[0] == session.id]:
             del _turn_context[key]
 
@@ -476,7 +505,7 @@ def _with_context(message: dict[str, Any], extra: str) -> dict[str, Any]:
     return {**message, "content": f"{content or ''}\n\n{extra}"}
 
 
-def _inject_turn_context(host: Any, request: Any) -> None:
+def _inject_turn_context(host: Any, request: Any, turn_id: str) -> None:
     """``pre_llm_call``: once per turn, when the request ends with a new user message; what the
     callbacks return is appended to that user message in this and every later request of the
     session (the stored transcript keeps the clean message)."""
@@ -496,7 +525,7 @@ def _inject_turn_context(host: Any, request: Any) -> None:
         payload = {
             "session_id": request.session_id,
             "task_id": request.task_id,
-            "turn_id": "",
+            "turn_id": turn_id,
             "user_message": message.get("content"),
             "conversation_history": history,
             "is_first_turn": len(users) == 1,
@@ -539,15 +568,16 @@ def hermes_before_request(request: Any) -> None:
     with _state_lock:
         _turn_user[request.session_id] = last_user.get("content") if last_user else ""
     history = [dict(m) for m in request.messages if m.get("role") != "system"]
+    ids = _next_request(request.session_id, request.task_id, request.messages)
     if host.has_hook("pre_llm_call"):
-        _inject_turn_context(host, request)
+        _inject_turn_context(host, request, ids["turn_id"])
     started = time.time()
     where = {
         "provider": request.provider,
         "base_url": request.base_url,
         "api_mode": request.api_mode,
     }
-    api_request_id = uuid.uuid4().hex
+    api_request_id = ids["api_request_id"]
     with _state_lock:
         _pending.append(
             {
@@ -558,6 +588,7 @@ def hermes_before_request(request: Any) -> None:
                 "model": request.model,
                 "message_count": len(request.messages),
                 "history": history,
+                **ids,
                 **where,
             }
         )
@@ -568,7 +599,7 @@ def hermes_before_request(request: Any) -> None:
         "pre_api_request",
         {
             "task_id": request.task_id,
-            "turn_id": "",
+            "turn_id": ids["turn_id"],
             "api_request_id": api_request_id,
             "session_id": request.session_id,
             "user_message": _turn_user.get(request.session_id, ""),
@@ -576,7 +607,7 @@ def hermes_before_request(request: Any) -> None:
             "platform": _platforms.get(request.session_id, "cli"),
             "model": request.model,
             **where,
-            "api_call_count": 1,
+            "api_call_count": ids["api_call_count"],
             "retry_count": 0,
             "request_messages": request.messages,
             "message_count": len(request.messages),
@@ -619,7 +650,7 @@ def hermes_after_response(response: Any) -> None:
             "post_api_request",
             {
                 "task_id": pending.get("task_id", ""),
-                "turn_id": "",
+                "turn_id": pending.get("turn_id", ""),
                 "api_request_id": pending.get("api_request_id", ""),
                 "session_id": session_id,
                 "platform": platform,
@@ -627,7 +658,7 @@ def hermes_after_response(response: Any) -> None:
                 "provider": pending.get("provider", ""),
                 "base_url": pending.get("base_url", ""),
                 "api_mode": pending.get("api_mode", ""),
-                "api_call_count": 1,
+                "api_call_count": pending.get("api_call_count", 1),
                 "api_duration": ended - started,
                 "started_at": started,
                 "ended_at": ended,
@@ -675,7 +706,7 @@ def hermes_after_response(response: Any) -> None:
             {
                 "session_id": session_id,
                 "task_id": pending.get("task_id", ""),
-                "turn_id": "",
+                "turn_id": pending.get("turn_id", ""),
                 "user_message": _turn_user.get(session_id, ""),
                 "assistant_response": text,
                 "conversation_history": [*pending.get("history", []), dict(message)],

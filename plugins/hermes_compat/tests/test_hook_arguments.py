@@ -275,3 +275,19 @@ def test_inject_message_answers_false_as_hermes_does_without_a_session(recorded)
     recorded(text("ok"))
     ctx = sys.modules["hermes_plugins.rec"].CTX[0]
     assert ctx.inject_message("hello") is False
+
+
+def test_turn_and_request_ids_are_made_as_hermes_makes_them(recorded) -> None:
+    calls = recorded(tool_call("weather", {"city": "Paris"}), text("Sunny."))
+    turn_id = _first(calls, "pre_llm_call")["turn_id"]
+    session_id = _first(calls, "pre_llm_call")["session_id"]
+    assert turn_id.startswith(f"{session_id}:") and len(turn_id.rsplit(":", 1)[1]) == 8
+    requests = [kw for name, kw in calls if name == "pre_api_request"]
+    assert [r["api_request_id"] for r in requests] == [f"{turn_id}:api:1", f"{turn_id}:api:2"]
+    assert [r["api_call_count"] for r in requests] == [1, 2]
+    tool = _first(calls, "post_tool_call")
+    assert (tool["turn_id"], tool["api_request_id"]) == (turn_id, f"{turn_id}:api:1")
+    assert _first(calls, "pre_tool_call")["turn_id"] == turn_id
+    assert _first(calls, "post_llm_call")["turn_id"] == turn_id
+    responses = [kw["api_request_id"] for name, kw in calls if name == "post_api_request"]
+    assert responses == [r["api_request_id"] for r in requests]
