@@ -291,3 +291,52 @@ def test_turn_and_request_ids_are_made_as_hermes_makes_them(recorded) -> None:
     assert _first(calls, "post_llm_call")["turn_id"] == turn_id
     responses = [kw["api_request_id"] for name, kw in calls if name == "post_api_request"]
     assert responses == [r["api_request_id"] for r in requests]
+
+
+CONTEXT_PLUGIN = """
+SEEN = {}
+NOT_HONOURED = [
+    "register_context_engine", "register_image_gen_provider", "register_dashboard_auth_provider",
+    "register_video_gen_provider", "register_web_search_provider", "register_browser_provider",
+    "register_secret_source", "register_tts_provider", "register_transcription_provider",
+    "register_platform", "register_slack_action_handler", "register_auxiliary_task",
+    "register_middleware",
+]
+
+
+def register(ctx):
+    SEEN["manifest"] = (ctx.manifest.name, ctx.manifest.key, ctx.manifest.version,
+                        ctx.manifest.source)
+    SEEN["profile_name"] = ctx.profile_name
+    SEEN["hermes_home"] = str(ctx.hermes_home)
+    SEEN["get_config"] = (ctx.get_config("level"), ctx.get_config("absent", "fallback"))
+    SEEN["has_plugin"] = (ctx.has_plugin("ctxdemo"), ctx.has_plugin("nowhere"))
+    SEEN["inject_message"] = ctx.inject_message("hi", role="user")
+    SEEN["not_honoured"] = [getattr(ctx, name)(object()) for name in NOT_HONOURED]
+"""
+
+
+def test_every_context_method_of_hermes_0_19_answers(
+    tmp_path: Path, write_plugin: Callable[..., Path]
+) -> None:
+    write_plugin(tmp_path, "ctxdemo", CONTEXT_PLUGIN, 'name: ctxdemo\nversion: "2.0"\n')
+    config = {
+        "plugins": {
+            "enabled": ["ctxdemo"],
+            "entries": {"ctxdemo": {"settings": {"level": 3}}},
+        }
+    }
+    host = HermesPluginHost(tmp_path, config, entry_points=False).load()
+    seen = sys.modules["hermes_plugins.ctxdemo"].SEEN
+    assert seen["manifest"] == ("ctxdemo", "ctxdemo", "2.0", "user")
+    assert seen["profile_name"] == "custom"
+    assert seen["hermes_home"] == str(tmp_path)
+    assert seen["get_config"] == (3, "fallback")
+    assert seen["has_plugin"] == (False, False)  # itself is not loaded until register returns
+    assert seen["inject_message"] is False
+    assert seen["not_honoured"] == [None] * 13
+    plugin = host.plugins["ctxdemo"]
+    assert plugin.status == "loaded"
+    noted = {note.split(":", 1)[0] for note in plugin.notes}
+    assert {"inject_message", "register_platform", "register_middleware"} <= noted
+    assert len(noted) == 14
