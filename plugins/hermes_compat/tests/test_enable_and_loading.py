@@ -172,3 +172,29 @@ def test_an_unknown_name_is_one_line_and_exit_1(hermes, hermes_home: Path) -> No
             "`hermes plugins list` shows their names"
         ]
     assert not (hermes_home / "config.yaml").exists()
+
+
+def test_a_category_plugin_is_found_by_its_last_name_and_old_entries_go(
+    hermes, hermes_home: Path, write_plugin: Callable[..., Path]
+) -> None:
+    write_plugin(hermes_home, "tools/tidy", "def register(ctx):\n    pass\n", "name: tidy\n")
+    (hermes_home / "config.yaml").write_text("plugins:\n  disabled: [tidy]\n", encoding="utf-8")
+    enabled = hermes("plugins", "enable", "tidy")
+    assert enabled.output == "Plugin tools/tidy enabled; takes effect in the next session.\n"
+    assert _config(hermes_home)["plugins"] == {"disabled": [], "enabled": ["tools/tidy"]}
+    assert "ok   plugin hermes-agent-compat/tools/tidy" in hermes("doctor").output
+    hermes("plugins", "disable", "tools/tidy")
+    assert _config(hermes_home)["plugins"] == {"disabled": ["tools/tidy"], "enabled": []}
+
+
+def test_an_ambiguous_last_name_is_an_error(
+    hermes, hermes_home: Path, write_plugin: Callable[..., Path]
+) -> None:
+    for category in ("a", "b"):
+        write_plugin(hermes_home, f"{category}/tidy", "def register(ctx):\n    pass\n")
+    result = hermes("plugins", "enable", "tidy")
+    assert result.exit_code == 1
+    assert (
+        result.stderr
+        == "hermes: error: 'tidy' could be any of a/tidy, b/tidy; give the whole name\n"
+    )
