@@ -30,6 +30,16 @@ _pending: deque[dict[str, Any]] = deque(maxlen=64)
 _turns: dict[str, dict[str, Any]] = {}
 
 
+def subagent_status(status: str, summary: str) -> str:
+    """The Hermes agent's ``child_status`` of ``subagent_stop`` for a child that ended with
+    ``status`` (of ``hermes_subagent_stop``) and ``summary``: ``interrupted``; ``error`` for a
+    child that raised; else ``completed`` when it left a summary (at its step limit too), and
+    ``failed`` when it did not."""
+    if status in ("interrupted", "error"):
+        return status
+    return "completed" if summary.strip() and summary.strip() != "(empty)" else "failed"
+
+
 def _next_request(session_id: str, task_id: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
     """The ``turn_id``, ``api_request_id`` and ``api_call_count`` of a new model request, made
     as the Hermes agent makes them: a turn starts with a new user message, its id is
@@ -728,11 +738,11 @@ def hermes_subagent_start(parent_session_id: str, child_session_id: str, goal: s
             "subagent_start",
             {
                 "parent_session_id": parent_session_id,
-                "parent_turn_id": "",
+                "parent_turn_id": _turn_ids(parent_session_id)["turn_id"],
                 "parent_subagent_id": "",
                 "child_session_id": child_session_id,
                 "child_subagent_id": child_session_id,
-                "child_role": "subagent",
+                "child_role": "leaf",
                 "child_goal": goal,
             },
         )
@@ -749,11 +759,11 @@ def hermes_subagent_stop(
             "subagent_stop",
             {
                 "parent_session_id": parent_session_id,
-                "parent_turn_id": "",
+                "parent_turn_id": _turn_ids(parent_session_id)["turn_id"],
                 "child_session_id": child_session_id,
-                "child_role": "subagent",
-                "child_summary": getattr(outcome, "text", ""),
-                "child_status": status,
+                "child_role": "leaf",
+                "child_summary": getattr(outcome, "text", "") or "",
+                "child_status": subagent_status(status, getattr(outcome, "text", "") or ""),
                 "tool_call_history": [],
                 "duration_ms": int(duration * 1000),
             },

@@ -340,3 +340,90 @@ def test_every_context_method_of_hermes_0_19_answers(
     noted = {note.split(":", 1)[0] for note in plugin.notes}
     assert {"inject_message", "register_platform", "register_middleware"} <= noted
     assert len(noted) == 14
+
+
+SUBAGENT_HOOKS = """
+CALLS = []
+
+
+def register(ctx):
+    for name in ("subagent_start", "subagent_stop", "pre_approval_request"):
+        ctx.register_hook(name, lambda _n=name, **kw: CALLS.append((_n, kw)))
+"""
+
+
+def _subagent_host(tmp_path: Path, write_plugin: Callable[..., Path]) -> list:
+    write_plugin(tmp_path, "subs", SUBAGENT_HOOKS)
+    host = HermesPluginHost(tmp_path, {"plugins": {"enabled": ["subs"]}}, entry_points=False)
+    bridge.use_host(host.load())
+    return sys.modules["hermes_plugins.subs"].CALLS
+
+
+def test_subagent_hooks_get_hermes_s_arguments_and_status_values(
+    tmp_path: Path, write_plugin: Callable[..., Path]
+) -> None:
+    from hermes_hookspecs import AgentOutcome
+
+    calls = _subagent_host(tmp_path, write_plugin)
+    bridge.hermes_subagent_start(parent_session_id="p1", child_session_id="c1", goal="sum it")
+    for status, text_ in [("completed", "42"), ("max_iterations", "part"), ("max_iterations", "")]:
+        outcome = AgentOutcome(session_id="c1", text=text_, status=status)
+        bridge.hermes_subagent_stop(
+            parent_session_id="p1",
+            child_session_id="c1",
+            status=status,
+            duration=1.5,
+            outcome=outcome,
+        )
+    start = calls[0][1]
+    assert {
+        "parent_session_id",
+        "parent_turn_id",
+        "parent_subagent_id",
+        "child_session_id",
+        "child_subagent_id",
+        "child_role",
+        "child_goal",
+    } <= set(start)
+    assert (start["child_goal"], start["child_role"]) == ("sum it", "leaf")
+    stops = [kw for name, kw in calls if name == "subagent_stop"]
+    assert {
+        "parent_session_id",
+        "parent_turn_id",
+        "child_session_id",
+        "child_role",
+        "child_summary",
+        "child_status",
+        "duration_ms",
+    } <= set(stops[0])
+    assert [s["child_status"] for s in stops] == ["completed", "completed", "failed"]
+    assert stops[0]["duration_ms"] == 1500
+    for status in ("interrupted", "error"):
+        assert bridge.subagent_status(status, "text") == status
+
+
+def test_pre_approval_request_gets_hermes_s_arguments(
+    tmp_path: Path, write_plugin: Callable[..., Path]
+) -> None:
+    from hermes_hookspecs import ApprovalRequest, ToolContext
+
+    calls = _subagent_host(tmp_path, write_plugin)
+    request = ApprovalRequest(action="rm -rf build", reason="deletes files", key="rm")
+    bridge.hermes_approve(
+        request=request, context=ToolContext(task_id="k1", session_id="s1", call_id="t1")
+    )
+    [(name, kwargs)] = calls
+    assert name == "pre_approval_request"
+    assert {
+        "command",
+        "description",
+        "pattern_key",
+        "pattern_keys",
+        "session_key",
+        "surface",
+    } <= set(kwargs)
+    assert (kwargs["command"], kwargs["pattern_keys"], kwargs["surface"]) == (
+        "rm -rf build",
+        ["rm"],
+        "cli",
+    )
