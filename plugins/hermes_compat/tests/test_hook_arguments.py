@@ -427,3 +427,26 @@ def test_pre_approval_request_gets_hermes_s_arguments(
         ["rm"],
         "cli",
     )
+
+
+def test_transform_terminal_output_gets_hermes_s_arguments(
+    tmp_path: Path, write_plugin: Callable[..., Path]
+) -> None:
+    from hermes_hookspecs import ToolCall, ToolContext, ToolResult
+
+    write_plugin(tmp_path, "rec", RECORDER)
+    host = HermesPluginHost(tmp_path, {"plugins": {"enabled": ["rec"]}}, entry_points=False)
+    bridge.use_host(host.load())
+    call = ToolCall(id="c1", name="terminal", arguments={"command": "make"})
+    context = ToolContext(task_id="k1", session_id="s1", call_id="c1", config={})
+    bridge.hermes_post_tool_call(
+        call=call, result=ToolResult("built\n[exit code: 2]", is_error=False), context=context
+    )
+    calls = sys.modules["hermes_plugins.rec"].CALLS
+    assert _first(calls, "transform_terminal_output") == {
+        "command": "make",
+        "output": "built",
+        "returncode": 2,
+        "task_id": "k1",
+        "env_type": "local",
+    }
