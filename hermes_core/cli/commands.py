@@ -637,3 +637,13 @@ def version() -> None:
         f"hermes {__version__} (hermes-hookspecs {hookspecs}, Python "
         f"{platform.python_version()} on {sys.platform})"
     )
+
+
+def _add_toggle_commands() -> None:
+    from .plugins_toggle import plugins_disable, plugins_enable
+
+    plugins_group.add_command(plugins_enable)
+    plugins_group.add_command(plugins_disable)
+
+
+_add_toggle_commands()

@@ -554,6 +554,8 @@ class Agent:
                 messages: list[dict[str, Any]] = messages,
                 source: list[dict[str, Any]] = source,
             ) -> ModelRequest:
+                active = self.connection.active
+                settings = active.settings
                 request = ModelRequest(
                     model=model,
                     messages=messages,
@@ -566,6 +568,9 @@ class Agent:
                     source_messages=source,
                     max_tokens=self._max_tokens,
                     options=dict(self._options),
+                    provider=active.provider or "",
+                    base_url=(settings.base_url or "") if settings is not None else "",
+                    api_mode=settings.api_mode if settings is not None else "",
                 )
                 self.plugins.call_each("hermes_before_request", request=request)
                 return request

@@ -67,6 +67,10 @@ class ModelRequest:
         prompt and with internal fields kept, in the same order (``messages[-len(source):]``
         were made from it). Providers read the replay data they stored on assistant messages
         (keys starting with ``_``, e.g. signed thinking blocks) from here.
+    :param provider: the name of the provider the request goes to, filled in by the host
+        before ``hermes_before_request`` (empty when unknown).
+    :param base_url: the endpoint it goes to (empty when unknown or the client's default).
+    :param api_mode: its wire format (empty when unknown).
     """
 
     model: str
@@ -80,6 +84,9 @@ class ModelRequest:
     session_id: str = ""
     task_id: str = ""
     source_messages: list[dict[str, Any]] = field(default_factory=list)
+    provider: str = ""
+    base_url: str = ""
+    api_mode: str = ""
 
     @property
     def system_prompt(self) -> str | None:

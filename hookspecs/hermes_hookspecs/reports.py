@@ -22,6 +22,9 @@ class PluginReport:
     :param notes: what of it does not work here and why, one line each (e.g. a hook with no
         equivalent); shown to the user, never a crash.
     :param error: why it failed to load or was skipped, one line.
+    :param opt_in: the dotted config key of the list that must name it for it to load (e.g.
+        ``plugins.enabled``), or empty when it loads unless ``plugins.disabled`` names it.
+        ``hermes plugins enable`` adds its name to that list; ``disable`` removes it.
     """
 
     name: str
@@ -31,6 +34,7 @@ class PluginReport:
     provides: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     error: str = ""
+    opt_in: str = ""
 
     def as_dict(self) -> dict[str, object]:
         """A JSON-friendly view of the report."""

@@ -25,11 +25,13 @@ _SECTION_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,127}$")
 SECTION_MAX_CHARS = 4000
 """Longest system prompt section of one plugin, as in the Hermes agent."""
 
+_GATEWAY = "hermes gateway adapters are hermes plugins (hermes_register_platform_adapters)"
+
 UNSUPPORTED_REGISTRATIONS: dict[str, str] = {
-    "register_platform": "gateway platform adapters need a messaging gateway, which hermes lacks",
-    "register_platform_handler": "gateway platform handlers need a messaging gateway",
-    "register_telegram_handler": "gateway platform handlers need a messaging gateway",
-    "register_slack_action_handler": "gateway platform handlers need a messaging gateway",
+    "register_platform": _GATEWAY,
+    "register_platform_handler": _GATEWAY,
+    "register_telegram_handler": _GATEWAY,
+    "register_slack_action_handler": _GATEWAY,
     "register_memory_provider": "memory providers are not loaded (hermes has its own memory)",
     "register_context_engine": "context engines are hermes plugins (a context engine hook)",
     "register_middleware": "middleware has no equivalent hook in hermes",
@@ -292,6 +294,15 @@ class HermesPluginContext:
             "plugin": self.plugin_id,
         }
         self._plugin.prompt_sections.append(id)
+
+    def inject_message(self, content: str, role: str = "user") -> bool:
+        """Not honoured: hermes has no queue for messages from outside a session. Returns
+        ``False``, as the Hermes agent does when no interactive session is there to take it,
+        and notes it once."""
+        note = "inject_message: not honoured (no queue for messages from outside a session)"
+        if note not in self._plugin.notes:
+            self._plugin.notes.append(note)
+        return False
 
     # --- everything else -------------------------------------------------------------------
 

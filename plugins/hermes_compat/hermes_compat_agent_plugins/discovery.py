@@ -151,6 +151,8 @@ def gate(
         return Verdict(
             False,
             "skipped",
-            "a gateway platform adapter: hermes has no messaging gateway, so it is not loaded",
+            "a gateway platform adapter written against the Hermes agent's gateway classes; "
+            "hermes gateway adapters are hermes plugins (hermes_register_platform_adapters), "
+            "so it is not loaded",
         )
     return Verdict(True)

@@ -116,8 +116,8 @@ class HermesPluginHost:
             if os.environ.get("HERMES_SAFE_MODE", "").strip().lower() in {"1", "true", "yes"}:
                 return self
             found = scan_folder(self.home / "plugins")
-            if self.entry_points and self.enabled:
-                found += scan_entry_points()
+            if self.entry_points:
+                found += scan_entry_points()  # metadata only: nothing is imported unless enabled
             for item in found:
                 self._load_one(item)
         return self
@@ -136,7 +136,7 @@ class HermesPluginHost:
             return
         self.plugins[key] = plugin
         if item.error:
-            plugin.status, plugin.error = "error", item.error
+            plugin.status, plugin.error = "error", one_line(item.error)
             return
         verdict = gate(manifest, self.enabled, self.disabled)
         if not verdict.load:
@@ -153,7 +153,7 @@ class HermesPluginHost:
             self._restore(before)
             plugin.tools, plugin.hooks, plugin.commands = [], [], []
             plugin.cli_commands, plugin.skills, plugin.prompt_sections = [], [], []
-            plugin.status, plugin.error = "error", f"{type(exc).__name__}: {exc}"
+            plugin.status, plugin.error = "error", one_line(f"{type(exc).__name__}: {exc}")
             log.debug("Hermes agent plugin %s failed to load", key, exc_info=True)
             return
         plugin.status = "loaded"
@@ -163,15 +163,15 @@ class HermesPluginHost:
             target = _load_entry_point(manifest.path)
         else:
             target = _load_folder(Path(manifest.path), manifest.plugin_id)
-        if isinstance(target, types.ModuleType):
-            register: Callable[[Any], Any] | None = getattr(target, "register", None)
-            if not callable(register):
-                raise ImportError(f"{target.__name__} has no register(ctx) function")
-            return register
-        if callable(target):
-            named: Callable[[Any], Any] = target  # the entry point names register (module:register)
+        register = getattr(target, "register", None)
+        if callable(register):  # a module, or an object the entry point names, with register()
+            found: Callable[[Any], Any] = register
+            return found
+        if callable(target) and not isinstance(target, type):
+            named: Callable[[Any], Any] = target  # the entry point names the function itself
             return named
-        raise ImportError(f"{manifest.path} is neither a module nor a register(ctx) function")
+        what = target.__name__ if isinstance(target, types.ModuleType) else manifest.path
+        raise ImportError(f"{what} has no register(ctx) function")
 
     def _snapshot(self) -> tuple[Any, ...]:
         return (
@@ -282,6 +282,7 @@ class HermesPluginHost:
                     provides=plugin.provides,
                     notes=notes,
                     error=plugin.error,
+                    opt_in="plugins.enabled",
                 )
             )
         return out
@@ -307,6 +308,13 @@ def _required_env(manifest: HermesManifest) -> list[str]:
         ):
             names.append(name)
     return names
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """``text`` on one line (runs of white space become one space), cut to ``limit``
+    characters: how a load error is shown in ``hermes plugins list`` and ``doctor``."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
 def _load_entry_point(value: str) -> Any:

@@ -27,6 +27,46 @@ _platforms: dict[str, str] = {}
 _turn_context: dict[tuple[str, int, int], str] = {}
 _turn_user: dict[str, Any] = {}
 _pending: deque[dict[str, Any]] = deque(maxlen=64)
+_turns: dict[str, dict[str, Any]] = {}
+
+
+def subagent_status(status: str, summary: str) -> str:
+    """The Hermes agent's ``child_status`` of ``subagent_stop`` for a child that ended with
+    ``status`` (of ``hermes_subagent_stop``) and ``summary``: ``interrupted``; ``error`` for a
+    child that raised; else ``completed`` when it left a summary (at its step limit too), and
+    ``failed`` when it did not."""
+    if status in ("interrupted", "error"):
+        return status
+    return "completed" if summary.strip() and summary.strip() != "(empty)" else "failed"
+
+
+def _next_request(session_id: str, task_id: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``turn_id``, ``api_request_id`` and ``api_call_count`` of a new model request, made
+    as the Hermes agent makes them: a turn starts with a new user message, its id is
+    ``<session>:<task>:<8 hex>``, and its requests are ``<turn_id>:api:<n>``."""
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+    last = users[-1] if users else -1
+    key = (last, hash(_text(messages[last].get("content"))) if users else 0)
+    with _state_lock:
+        turn = _turns.get(session_id)
+        if turn is None or turn["key"] != key:
+            turn_id = f"{session_id or 'session'}:{task_id}:{uuid.uuid4().hex[:8]}"
+            turn = _turns[session_id] = {"key": key, "turn_id": turn_id, "calls": 0}
+        turn["calls"] += 1
+        turn["api_request_id"] = f"{turn['turn_id']}:api:{turn['calls']}"
+        return {
+            "turn_id": turn["turn_id"],
+            "api_request_id": turn["api_request_id"],
+            "api_call_count": turn["calls"],
+        }
+
+
+def _turn_ids(session_id: str) -> dict[str, str]:
+    """The ``turn_id`` and the last ``api_request_id`` of the session's current turn."""
+    with _state_lock:
+        turn = _turns.get(session_id) or {}
+    return {"turn_id": turn.get("turn_id", ""), "api_request_id": turn.get("api_request_id", "")}
+
 
 PLUGIN_SOURCE = "plugin"
 """The session source of ``ctx.llm`` completions."""
@@ -248,8 +288,7 @@ def hermes_pre_tool_call(call: Any, context: Any) -> Any:
         "task_id": context.task_id,
         "session_id": context.session_id,
         "tool_call_id": call.id,
-        "turn_id": "",
-        "api_request_id": "",
+        **_turn_ids(context.session_id),
         "middleware_trace": [],
     }
     with current.inside(context):
@@ -296,10 +335,40 @@ def hermes_pre_tool_call(call: Any, context: Any) -> Any:
     return modified
 
 
-def _status(result: Any) -> str:
-    if not result.is_error:
-        return "success"
-    return "blocked" if "blocked" in result.content[:200].lower() else "error"
+_INTERRUPTED = "Error: interrupted by the user"
+_TIMED_OUT = re.compile(r"Error: tool '[^']*' did not finish within ")
+_RULE = re.compile(r"\(rule ([^)]*)\)")
+
+
+def tool_status(content: str, is_error: bool) -> tuple[str, str | None, str | None]:
+    """The ``status``, ``error_type`` and ``error_message`` the Hermes agent passes to
+    ``post_tool_call`` and ``transform_tool_result`` for a tool result.
+
+    ``blocked`` for a refusal (``plugin_block`` when a Hermes agent plugin refused it),
+    ``cancelled`` for an interrupt, ``timeout`` for a tool that did not finish, ``error``
+    for any other failed call and for a result that is a JSON object with an ``error`` key
+    (as the Hermes agent reads its tools' answers), else ``ok``.
+
+    :param content: the result text the model sees.
+    :param is_error: whether the host marked the call as failed.
+    """
+    if content.startswith("BLOCKED:"):
+        rule = _RULE.search(content)
+        kind = "plugin_block" if rule and rule.group(1).startswith("hermes-plugin:") else "blocked"
+        return "blocked", kind, content
+    if is_error:
+        if content.startswith(_INTERRUPTED):
+            return "cancelled", "keyboard_interrupt", content
+        if _TIMED_OUT.match(content):
+            return "timeout", "tool_timeout", content
+        return "error", "tool_error", content
+    try:
+        parsed = json.loads(content) if content.lstrip().startswith("{") else None
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict) and parsed.get("error"):
+        return "error", "tool_error", str(parsed["error"])
+    return "ok", None, None
 
 
 @hookimpl
@@ -314,7 +383,7 @@ def hermes_post_tool_call(call: Any, result: Any, context: Any) -> str | None:
     with current.inside(context):
         if call.name == "terminal" and not result.is_error and host.has_hook(hooks[0]):
             content = _transform_terminal(host, call, content, context)
-        status = _status(result)
+        status, error_type, error_message = tool_status(result.content, result.is_error)
         payload = {
             "tool_name": call.name,
             "args": dict(call.arguments),
@@ -322,12 +391,11 @@ def hermes_post_tool_call(call: Any, result: Any, context: Any) -> str | None:
             "task_id": context.task_id,
             "session_id": context.session_id,
             "tool_call_id": call.id,
-            "turn_id": "",
-            "api_request_id": "",
+            **_turn_ids(context.session_id),
             "duration_ms": int(result.duration * 1000),
             "status": status,
-            "error_type": "tool_error" if status == "error" else None,
-            "error_message": content if status != "success" else None,
+            "error_type": error_type,
+            "error_message": error_message,
             "middleware_trace": [],
         }
         host.invoke("post_tool_call", payload)
@@ -373,7 +441,7 @@ def hermes_approve(request: Any, context: Any) -> None:
                 "pattern_keys": [request.cache_key],
                 "session_key": context.session_id,
                 "surface": "cli",
-                "turn_id": "",
+                "turn_id": _turn_ids(context.session_id)["turn_id"],
                 "tool_call_id": context.call_id,
             },
         )
@@ -407,7 +475,7 @@ def hermes_session_end(session: Any) -> None:
     payload = {
         "session_id": session.id,
         "task_id": session.id,
-        "turn_id": "",
+        "turn_id": _turn_ids(session.id)["turn_id"],
         "completed": True,
         "failed": False,
         "interrupted": False,
@@ -417,10 +485,14 @@ def hermes_session_end(session: Any) -> None:
         "platform": session.source,
     }
     host.invoke("on_session_end", payload)
-    host.invoke("on_session_finalize", {"session_id": session.id, "platform": session.source})
+    host.invoke(
+        "on_session_finalize",
+        {"session_id": session.id, "platform": session.source, "reason": reason},
+    )
     with _state_lock:
         _platforms.pop(session.id, None)
         _turn_user.pop(session.id, None)
+        _turns.pop(session.id, None)
         for key in [k for k in _turn_context if k[0] == session.id]:
             del _turn_context[key]
 
@@ -443,7 +515,7 @@ def _with_context(message: dict[str, Any], extra: str) -> dict[str, Any]:
     return {**message, "content": f"{content or ''}\n\n{extra}"}
 
 
-def _inject_turn_context(host: Any, request: Any) -> None:
+def _inject_turn_context(host: Any, request: Any, turn_id: str) -> None:
     """``pre_llm_call``: once per turn, when the request ends with a new user message; what the
     callbacks return is appended to that user message in this and every later request of the
     session (the stored transcript keeps the clean message)."""
@@ -463,7 +535,7 @@ def _inject_turn_context(host: Any, request: Any) -> None:
         payload = {
             "session_id": request.session_id,
             "task_id": request.task_id,
-            "turn_id": "",
+            "turn_id": turn_id,
             "user_message": message.get("content"),
             "conversation_history": history,
             "is_first_turn": len(users) == 1,
@@ -505,10 +577,17 @@ def hermes_before_request(request: Any) -> None:
     last_user = next((m for m in reversed(request.messages) if m.get("role") == "user"), None)
     with _state_lock:
         _turn_user[request.session_id] = last_user.get("content") if last_user else ""
+    history = [dict(m) for m in request.messages if m.get("role") != "system"]
+    ids = _next_request(request.session_id, request.task_id, request.messages)
     if host.has_hook("pre_llm_call"):
-        _inject_turn_context(host, request)
+        _inject_turn_context(host, request, ids["turn_id"])
     started = time.time()
-    api_request_id = uuid.uuid4().hex
+    where = {
+        "provider": request.provider,
+        "base_url": request.base_url,
+        "api_mode": request.api_mode,
+    }
+    api_request_id = ids["api_request_id"]
     with _state_lock:
         _pending.append(
             {
@@ -518,6 +597,9 @@ def hermes_before_request(request: Any) -> None:
                 "task_id": request.task_id,
                 "model": request.model,
                 "message_count": len(request.messages),
+                "history": history,
+                **ids,
+                **where,
             }
         )
     if not host.has_hook("pre_api_request"):
@@ -527,17 +609,15 @@ def hermes_before_request(request: Any) -> None:
         "pre_api_request",
         {
             "task_id": request.task_id,
-            "turn_id": "",
+            "turn_id": ids["turn_id"],
             "api_request_id": api_request_id,
             "session_id": request.session_id,
             "user_message": _turn_user.get(request.session_id, ""),
-            "conversation_history": [m for m in request.messages if m.get("role") != "system"],
+            "conversation_history": history,
             "platform": _platforms.get(request.session_id, "cli"),
             "model": request.model,
-            "provider": "",
-            "base_url": "",
-            "api_mode": "",
-            "api_call_count": 1,
+            **where,
+            "api_call_count": ids["api_call_count"],
             "retry_count": 0,
             "request_messages": request.messages,
             "message_count": len(request.messages),
@@ -580,15 +660,15 @@ def hermes_after_response(response: Any) -> None:
             "post_api_request",
             {
                 "task_id": pending.get("task_id", ""),
-                "turn_id": "",
+                "turn_id": pending.get("turn_id", ""),
                 "api_request_id": pending.get("api_request_id", ""),
                 "session_id": session_id,
                 "platform": platform,
                 "model": model,
-                "provider": "",
-                "base_url": "",
-                "api_mode": "",
-                "api_call_count": 1,
+                "provider": pending.get("provider", ""),
+                "base_url": pending.get("base_url", ""),
+                "api_mode": pending.get("api_mode", ""),
+                "api_call_count": pending.get("api_call_count", 1),
                 "api_duration": ended - started,
                 "started_at": started,
                 "ended_at": ended,
@@ -636,10 +716,10 @@ def hermes_after_response(response: Any) -> None:
             {
                 "session_id": session_id,
                 "task_id": pending.get("task_id", ""),
-                "turn_id": "",
+                "turn_id": pending.get("turn_id", ""),
                 "user_message": _turn_user.get(session_id, ""),
                 "assistant_response": text,
-                "conversation_history": [],
+                "conversation_history": [*pending.get("history", []), dict(message)],
                 "model": model,
                 "platform": platform,
             },
@@ -658,11 +738,11 @@ def hermes_subagent_start(parent_session_id: str, child_session_id: str, goal: s
             "subagent_start",
             {
                 "parent_session_id": parent_session_id,
-                "parent_turn_id": "",
+                "parent_turn_id": _turn_ids(parent_session_id)["turn_id"],
                 "parent_subagent_id": "",
                 "child_session_id": child_session_id,
                 "child_subagent_id": child_session_id,
-                "child_role": "subagent",
+                "child_role": "leaf",
                 "child_goal": goal,
             },
         )
@@ -679,11 +759,11 @@ def hermes_subagent_stop(
             "subagent_stop",
             {
                 "parent_session_id": parent_session_id,
-                "parent_turn_id": "",
+                "parent_turn_id": _turn_ids(parent_session_id)["turn_id"],
                 "child_session_id": child_session_id,
-                "child_role": "subagent",
-                "child_summary": getattr(outcome, "text", ""),
-                "child_status": status,
+                "child_role": "leaf",
+                "child_summary": getattr(outcome, "text", "") or "",
+                "child_status": subagent_status(status, getattr(outcome, "text", "") or ""),
                 "tool_call_history": [],
                 "duration_ms": int(duration * 1000),
             },

@@ -45,7 +45,7 @@ def test_tools_are_offered_and_called_with_the_hermes_calling_convention(demo_ho
     first, second = _tool_results(agent)
     assert json.loads(first) == {"text": "HI", "task_id": agent.client.requests[0].task_id}
     assert json.loads(second) == {"echo": "x"}
-    assert ("post_tool_call", "shout", "success") in _demo().EVENTS
+    assert ("post_tool_call", "shout", "ok") in _demo().EVENTS
 
 
 def test_a_guard_block_is_a_refusal_and_the_tool_never_runs(demo_host) -> None:
