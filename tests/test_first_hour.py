@@ -1,0 +1,56 @@
+"""What a person meets in the first hour of using hermes, seen from the command line: a broken
+line in ``.env``, a typo in ``hermes config set``, ``hermes model``, ``hermes setup`` checking its
+endpoint. Every refusal is one readable line and a non-zero exit, never a traceback."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hermes_runtime import secrets
+
+CANARY = "sk-first-hour-canary-0123456789"
+
+
+@pytest.fixture(autouse=True)
+def clean_environ(hermes_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each in-process run reads ``.env`` into os.environ: put it back after the test."""
+    saved = dict(os.environ)
+    secrets.forget_secrets()
+    for name in ("OPENAI_API_KEY", "CUSTOM_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HERMES_PLUGINS", "openai")
+    yield
+    secrets.forget_secrets()
+    os.environ.clear()
+    os.environ.update(saved)
+
+
+# --- .env with a malformed line ------------------------------------------------------------
+
+
+def test_a_malformed_env_line_is_named_once_and_the_other_keys_still_work(
+    hermes_cli, hermes_home, fake_llm
+):
+    env_file = hermes_home / ".env"
+    env_file.write_text(f"# keys\nexport OOPS\njust some words\nCUSTOM_API_KEY={CANARY}\n")
+    fake_llm.add("hello from the model")
+    result = hermes_cli(
+        "chat", "-q", "hi", "--provider", "custom",
+        "--base-url", fake_llm.openai_base_url, "--model", "any",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert "hello from the model" in result.stdout
+    # the key after the broken lines was read and sent
+    assert fake_llm.last_request.headers["authorization"] == f"Bearer {CANARY}"
+    lines = result.stderr.splitlines()
+    assert (
+        f"hermes: warning: {env_file}:2: malformed line (expected KEY=VALUE); the line is ignored"
+        in lines
+    )
+    assert any(line.startswith(f"hermes: warning: {env_file}:3: ") for line in lines)
+    assert len([line for line in lines if ".env:" in line]) == 2
+    assert "Traceback" not in result.stderr and CANARY not in result.stderr
