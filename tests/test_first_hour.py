@@ -22,7 +22,6 @@ def clean_environ(hermes_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterato
     secrets.forget_secrets()
     for name in ("OPENAI_API_KEY", "CUSTOM_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HERMES_PLUGINS", "openai")
     yield
     secrets.forget_secrets()
     os.environ.clear()
@@ -54,3 +53,42 @@ def test_a_malformed_env_line_is_named_once_and_the_other_keys_still_work(
     assert any(line.startswith(f"hermes: warning: {env_file}:3: ") for line in lines)
     assert len([line for line in lines if ".env:" in line]) == 2
     assert "Traceback" not in result.stderr and CANARY not in result.stderr
+
+
+# --- hermes config set: names of things that must be installed ----------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "named"),
+    [
+        ("toolsets", "[web, terminal]", "unknown toolset 'web'"),
+        ("toolsets", "[termnal]", "unknown toolset 'termnal' (did you mean 'terminal'? known: "),
+        ("disabled_toolsets", "[memroy]", "did you mean 'memory'?"),
+        ("terminal.backend", "dockr", "unknown backend 'dockr' (did you mean 'docker'? known: "),
+    ],
+)
+def test_config_set_refuses_an_unknown_name(hermes_cli, hermes_home, key, value, named):
+    config_file = hermes_home / "config.yaml"
+    config_file.write_text("agent:\n  max_turns: 7\n")
+    before = config_file.read_bytes()
+    result = hermes_cli("config", "set", key, value)
+    assert result.exit_code != 0
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert named in result.stderr and "nothing written" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert config_file.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("toolsets", "[terminal, file]"),
+        ("toolsets", "[default]"),
+        ("toolsets", "[hermes-cli]"),  # the Hermes agent's platform toolset: the default bundle
+        ("terminal.backend", "local"),
+        ("terminal.backend", "docker"),  # known, installable: `hermes doctor` says how
+    ],
+)
+def test_config_set_accepts_known_names(hermes_cli, hermes_home, key, value):
+    result = hermes_cli("config", "set", key, value)
+    assert result.exit_code == 0, result.stderr
