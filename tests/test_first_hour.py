@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from hermes_runtime import secrets
 
@@ -92,3 +93,41 @@ def test_config_set_refuses_an_unknown_name(hermes_cli, hermes_home, key, value,
 def test_config_set_accepts_known_names(hermes_cli, hermes_home, key, value):
     result = hermes_cli("config", "set", key, value)
     assert result.exit_code == 0, result.stderr
+
+
+# --- hermes model and a provider without an endpoint --------------------------------------
+
+
+def test_hermes_model_provider_slash_model_sets_both_in_one_step(hermes_cli, hermes_home):
+    result = hermes_cli("model", "anthropic/claude-test-1")
+    assert result.exit_code == 0, result.stderr
+    assert yaml.safe_load((hermes_home / "config.yaml").read_text())["model"] == {
+        "provider": "anthropic",
+        "default": "claude-test-1",
+    }
+    assert hermes_cli("model").stdout.strip() == "anthropic / claude-test-1"
+
+
+CHAT_CUSTOM = ("chat", "-q", "hi", "--provider", "custom", "--model", "any")
+
+
+@pytest.mark.parametrize(
+    ("argv", "env_text"),
+    [
+        (CHAT_CUSTOM, f"CUSTOM_API_KEY={CANARY}\n"),
+        (CHAT_CUSTOM, ""),  # no key either: the URL is still what is said first
+        (("model", "--provider", "custom", "any"), f"CUSTOM_API_KEY={CANARY}\n"),
+        (("setup", "--provider", "custom", "--model", "any", "--api-key", CANARY), ""),
+    ],
+)
+def test_the_custom_provider_without_a_base_url_says_the_url_is_missing(
+    hermes_cli, hermes_home, argv, env_text
+):
+    (hermes_home / ".env").write_text(env_text)
+    result = hermes_cli(*argv)
+    assert result.exit_code != 0
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert "error: provider 'custom' needs a base URL: pass --base-url" in result.stderr
+    assert "no API key" not in result.stderr and CANARY not in result.stderr
+    assert not (hermes_home / "config.yaml").exists()
+    assert (hermes_home / ".env").read_text() == env_text  # nothing saved

@@ -100,6 +100,11 @@ def setup(
         )
     if api_key and not chosen.key_env:
         raise HermesError(f"provider {provider!r} takes no API key")
+    from ..models.providers import missing_base_url
+
+    missing = missing_base_url(chosen, base_url)
+    if missing:
+        raise HermesError(f"{missing}; nothing saved")
     _set_model(state, provider, model or None, base_url or None)
     if api_key and chosen.key_env:
         write_dotenv(state.home / ".env", {chosen.key_env: api_key})
@@ -148,5 +153,10 @@ def model(name: str | None, provider: str | None) -> None:
         installed = ", ".join(sorted(state.registry.providers)) or "none"
         raise HermesError(f"unknown provider {provider!r} (installed: {installed})")
     base_url = state.config.get("model.base_url") if provider == current_provider else None
+    from ..models.providers import missing_base_url
+
+    missing = missing_base_url(state.registry.providers[provider].value, base_url)
+    if missing:
+        raise HermesError(f"{missing}; nothing saved")
     _set_model(state, provider, name, base_url)
     click.echo(f"model: {provider} / {name or '(provider default)'}")
