@@ -781,6 +781,7 @@ def test_gateway_run_without_a_key_says_so_in_one_line(tmp_path):
         out, err = process.communicate(timeout=60)
     assert process.returncode == 1
     assert "needs a key: set HERMES_API_SERVER_KEY" in err and "Traceback" not in err
+    assert len(err.splitlines()) == 1, err  # no "gateway: stopped" for one that never started
 
 
 def test_sigterm_finishes_the_running_turn_and_exits_cleanly(tmp_path):
