@@ -5,6 +5,7 @@ endpoint. Every refusal is one readable line and a non-zero exit, never a traceb
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -131,3 +132,45 @@ def test_the_custom_provider_without_a_base_url_says_the_url_is_missing(
     assert "no API key" not in result.stderr and CANARY not in result.stderr
     assert not (hermes_home / "config.yaml").exists()
     assert (hermes_home / ".env").read_text() == env_text  # nothing saved
+
+
+# --- hermes setup checks the endpoint it was given ----------------------------------------
+
+
+def _setup(hermes_cli, url: str, key: str = CANARY):
+    return hermes_cli(
+        "setup", "--provider", "custom", "--base-url", url, "--model", "fake-model",
+        "--api-key", key,
+    )  # fmt: skip
+
+
+def test_setup_checks_the_endpoint_through_the_providers_client(hermes_cli, fake_llm):
+    fake_llm.add("ok")
+    result = _setup(hermes_cli, fake_llm.openai_base_url)
+    assert result.exit_code == 0, result.stderr
+    assert "checked: provider custom at " in result.stdout
+    request = fake_llm.last_request
+    assert request.path.endswith("/chat/completions")
+    assert request.headers["authorization"] == f"Bearer {CANARY}"
+    assert request.json["model"] == "fake-model"
+
+
+def test_setup_with_a_wrong_key_says_so_at_once(hermes_cli, hermes_home, fake_llm):
+    fake_llm.add({"error": {"status": 401, "message": "Incorrect API key provided"}})
+    result = _setup(hermes_cli, fake_llm.openai_base_url, key="sk-wrong-key-0000")
+    assert result.exit_code != 0
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.startswith("hermes: error: check failed: provider custom at ")
+    assert "Traceback" not in result.stderr and "sk-wrong-key-0000" not in result.stderr
+    assert (hermes_home / "config.yaml").exists()  # the settings stay saved
+
+
+def test_setup_with_a_wrong_url_says_so_at_once(hermes_cli):
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    result = _setup(hermes_cli, url)
+    assert result.exit_code != 0
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert "check failed" in result.stderr and url in result.stderr
+    assert "Traceback" not in result.stderr
