@@ -69,8 +69,11 @@ def setup(
     api_key: str | None,
     check: bool = True,
 ) -> None:
-    """Set provider, model, endpoint and key (config.yaml and .env), then check the endpoint
-    with one tiny request (a one-token completion) unless --no-check is given."""
+    """Set provider, model, endpoint and key (config.yaml and .env).
+
+    Then the endpoint is checked with one tiny request (a one-token completion) unless
+    --no-check is given.
+    """
     from ..config.loading import write_dotenv
 
     state = _state()
