@@ -589,17 +589,17 @@ def test_config_set_get_show_unset(
     assert run.code == 0, run.err
     assert run.out.strip() == "agent.max_turns = 5"
     assert config_file(hermes_home) == {"agent": {"max_turns": 5}}
-    assert hermes("config", "set", "toolsets", "[dice, oracle]").code == 0
+    assert hermes("config", "set", "toolsets", "[delegation, default]").code == 0
     assert hermes("config", "set", "model.default", "some-model").code == 0
 
     assert hermes("config", "get", "agent.max_turns").out.strip() == "5"
     assert hermes("config", "get", "model.default").out.strip() == "some-model"
-    assert json.loads(hermes("config", "get", "toolsets").out) == ["dice", "oracle"]
+    assert json.loads(hermes("config", "get", "toolsets").out) == ["delegation", "default"]
     assert json.loads(hermes("config", "get", "agent").out)["max_turns"] == 5
 
     shown = yaml.safe_load(hermes("config", "show").out)
     assert shown["agent"]["max_turns"] == 5
-    assert shown["toolsets"] == ["dice", "oracle"]
+    assert shown["toolsets"] == ["delegation", "default"]
     assert shown["delegation"]["max_iterations"] == 50  # defaults are part of the effective view
     assert json.loads(hermes("config", "show", "--json").out) == shown
 

@@ -15,6 +15,7 @@ from hermes_core.config.loading import (
     ENV_VARS,
     Config,
     ConfigError,
+    ConfigWarning,
     load_config,
     load_dotenv,
     resolve_home,
@@ -147,20 +148,28 @@ def test_dotenv_missing_file(tmp_path: Path) -> None:
 )
 def test_dotenv_malformed_line(tmp_path: Path, line: str) -> None:
     path = tmp_path / ".env"
-    path.write_text(f"GOOD=1\n{line}\n")
+    path.write_text(f"GOOD=1\n{line}\nAFTER=2\n")
     env: dict[str, str] = {}
-    with pytest.raises(ConfigError) as info:
-        load_dotenv(path, env)
-    assert str(info.value).startswith(f"{path}:2: ")
-    assert env == {}  # nothing is applied from a broken file
+    with pytest.warns(ConfigWarning) as caught:
+        values = load_dotenv(path, env)
+    assert [str(w.message) for w in caught][0].startswith(f"{path}:2: ")
+    assert len(caught) == 1
+    assert values == env == {"GOOD": "1", "AFTER": "2"}  # the other lines are all kept
 
 
-def test_dotenv_error_does_not_echo_secret(tmp_path: Path) -> None:
+def test_dotenv_warning_does_not_echo_secret(tmp_path: Path) -> None:
     path = tmp_path / ".env"
     path.write_text("sk-secret-value\n")
-    with pytest.raises(ConfigError) as info:
+    with pytest.warns(ConfigWarning) as caught:
         load_dotenv(path, {})
-    assert "sk-secret" not in str(info.value)
+    assert "sk-secret" not in str(caught[0].message)
+
+
+def test_dotenv_unreadable_file_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / ".env"
+    path.write_bytes(b"KEY=\xff\xfe\n")
+    with pytest.raises(ConfigError):
+        load_dotenv(path, {})
 
 
 # --- load_config: layers and sources -----------------------------------------

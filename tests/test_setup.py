@@ -51,6 +51,7 @@ def run(*args, input=None, monkeypatch=None, capsys=None):
 def test_setup_with_flags_writes_config_and_a_private_env(hermes_home, monkeypatch, capsys):
     code, out, err = run(
         "setup",
+        "--no-check",
         "--provider",
         "acme",
         "--model",
@@ -72,7 +73,9 @@ def test_setup_with_flags_writes_config_and_a_private_env(hermes_home, monkeypat
 @pytest.mark.filterwarnings("ignore::getpass.GetPassWarning")  # no terminal to hide input on
 def test_setup_asks_when_run_without_flags(hermes_home, monkeypatch, capsys):
     answers = "acme\nacme-mini\nhttps://proxy.test/v1\nsk-typed\n"
-    code, out, err = run("setup", input=answers, monkeypatch=monkeypatch, capsys=capsys)
+    code, out, err = run(
+        "setup", "--no-check", input=answers, monkeypatch=monkeypatch, capsys=capsys
+    )
     assert code == 0, err
     config = yaml.safe_load((hermes_home / "config.yaml").read_text())
     assert config["model"] == {
@@ -121,9 +124,11 @@ def test_write_dotenv_keeps_other_lines_and_quotes_when_needed(tmp_path):
 def test_running_setup_again_shows_and_keeps_the_saved_values(hermes_home, monkeypatch, capsys):
     monkeypatch.delenv("ACME_API_KEY", raising=False)
     answers = "acme\nacme-mini\nhttps://proxy.test/v1\nsk-typed-0123456789\n"
-    assert run("setup", input=answers, monkeypatch=monkeypatch, capsys=capsys)[0] == 0
+    assert run("setup", "--no-check", input=answers, monkeypatch=monkeypatch, capsys=capsys)[0] == 0
     monkeypatch.setenv("ACME_API_KEY", "sk-typed-0123456789")  # what the next process loads
-    code, out, err = run("setup", input="\n\n\n\n", monkeypatch=monkeypatch, capsys=capsys)
+    code, out, err = run(
+        "setup", "--no-check", input="\n\n\n\n", monkeypatch=monkeypatch, capsys=capsys
+    )
     assert code == 0, err
     config = yaml.safe_load((hermes_home / "config.yaml").read_text())
     assert config["model"] == {

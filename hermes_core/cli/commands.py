@@ -424,8 +424,57 @@ def config_set(key: str, value: str | None, force: bool = False) -> None:
         return
     if value is None:
         raise click.UsageError("Missing argument 'VALUE'.")
+    _check_names(state, key, value)
     parsed = set_value(state.home / "config.yaml", key, value, schema)
     click.echo(f"{key} = {json.dumps(parsed, default=str)}")
+
+
+_NAMED_KEYS = {"toolsets": "toolset", "disabled_toolsets": "toolset", "terminal.backend": "backend"}
+"""Config keys whose values name installed things: checked when set, before anything is written."""
+
+
+def _check_names(state: CliState, key: str, raw: str) -> None:
+    """Refuse (ConfigError, one line with the closest name and the known ones) a toolset or
+    backend name that nothing installed provides; other keys and unparsable values pass (the
+    schema check reports those)."""
+    kind = _NAMED_KEYS.get(key)
+    if kind is None:
+        return
+    import difflib
+
+    import yaml
+
+    from ..config.loading import ConfigError
+    from .install_hints import OPTIONAL_BACKENDS
+
+    try:
+        value = yaml.safe_load(raw)
+        if kind == "toolset":
+            from ..config.hermes_agent import is_platform_toolset
+            from ..tools.toolsets import RESERVED
+
+            known = sorted(state.registry.toolsets)
+            names = [value] if isinstance(value, str) else value
+            accepted = set(known) | RESERVED
+        else:
+            known = sorted(set(state.registry.environments) | set(OPTIONAL_BACKENDS))
+            names = [value]
+            accepted = set(known)
+    except (yaml.YAMLError, HermesError):
+        return  # the value or the plugins are broken: the ordinary checks say so
+    if not isinstance(names, list):
+        return
+    for name in names:
+        if not isinstance(name, str) or name in accepted:
+            continue
+        if kind == "toolset" and is_platform_toolset(name):
+            continue
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ConfigError(
+            f"{key}: unknown {kind} {name!r} ({hint}known: {', '.join(known) or 'none'}); "
+            "nothing written"
+        )
 
 
 def secret_variable(state: CliState, key: str) -> str:

@@ -57,10 +57,23 @@ def _takes_namespaced_models(state: CliState, provider: str | None) -> bool:
 @click.option("--model", help="Model name.")
 @click.option("--base-url", help="Endpoint, when not the provider's default.")
 @click.option("--api-key", help="API key, stored in $HERMES_HOME/.env only.")
+@click.option(
+    "--check/--no-check",
+    default=True,
+    help="Send the endpoint one tiny request to check the URL, key and model (default: check).",
+)
 def setup(
-    provider: str | None, model: str | None, base_url: str | None, api_key: str | None
+    provider: str | None,
+    model: str | None,
+    base_url: str | None,
+    api_key: str | None,
+    check: bool = True,
 ) -> None:
-    """Set provider, model, endpoint and key (config.yaml and .env)."""
+    """Set provider, model, endpoint and key (config.yaml and .env).
+
+    Then the endpoint is checked with one tiny request (a one-token completion) unless
+    --no-check is given.
+    """
     from ..config.loading import write_dotenv
 
     state = _state()
@@ -100,6 +113,11 @@ def setup(
         )
     if api_key and not chosen.key_env:
         raise HermesError(f"provider {provider!r} takes no API key")
+    from ..models.providers import missing_base_url
+
+    missing = missing_base_url(chosen, base_url)
+    if missing:
+        raise HermesError(f"{missing}; nothing saved")
     _set_model(state, provider, model or None, base_url or None)
     if api_key and chosen.key_env:
         write_dotenv(state.home / ".env", {chosen.key_env: api_key})
@@ -114,6 +132,25 @@ def setup(
             f"no API key for {provider}: chats will fail until {chosen.key_env} is set"
             f" (run `hermes setup` again or add it to {state.home / '.env'})"
         )
+    if check:
+        _check_endpoint(state, api_key, chosen.key_env)
+
+
+def _check_endpoint(state: CliState, api_key: str | None, key_env: str | None) -> None:
+    """Send the saved endpoint one tiny request through its provider's client; a wrong URL, key
+    or model is one line at once (the settings stay saved)."""
+    from .doctor_checks import probe_provider
+
+    if api_key and key_env:
+        os.environ[key_env] = api_key  # just saved in .env; this process read .env before
+    state.reload_config()
+    ok, line = probe_provider(state.registry, state.config.data)
+    if not ok:
+        raise HermesError(
+            f"check failed: {line} (the settings are saved; run `hermes setup` again to fix "
+            "them, or --no-check to skip the check)"
+        )
+    click.echo(f"checked: {line}")
 
 
 def mask_secret(value: str) -> str:
@@ -148,5 +185,10 @@ def model(name: str | None, provider: str | None) -> None:
         installed = ", ".join(sorted(state.registry.providers)) or "none"
         raise HermesError(f"unknown provider {provider!r} (installed: {installed})")
     base_url = state.config.get("model.base_url") if provider == current_provider else None
+    from ..models.providers import missing_base_url
+
+    missing = missing_base_url(state.registry.providers[provider].value, base_url)
+    if missing:
+        raise HermesError(f"{missing}; nothing saved")
     _set_model(state, provider, name, base_url)
     click.echo(f"model: {provider} / {name or '(provider default)'}")

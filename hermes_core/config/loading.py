@@ -112,9 +112,13 @@ def load_dotenv(path: Path, environ: MutableMapping[str, str] | None = None) -> 
     Each key is put into ``environ`` (default ``os.environ``) only when it is not already there,
     so the real environment wins. Every key is marked as a secret variable and every value (but
     those of the ``HERMES_*`` settings in :data:`ENV_VARS`) as a secret value
-    (``hermes_runtime.secrets.mark_secret``). A missing file gives ``{}``; a malformed line raises
-    ConfigError naming the file and line (never the line's content, which may be a secret).
+    (``hermes_runtime.secrets.mark_secret``). A missing file gives ``{}``. A malformed line is
+    skipped with a :class:`ConfigWarning` naming the file and line (once per process, never the
+    line's content, which may be a secret); every other line is still read. A file that cannot
+    be read raises ConfigError.
     """
+    import warnings
+
     env = os.environ if environ is None else environ
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
@@ -128,7 +132,11 @@ def load_dotenv(path: Path, environ: MutableMapping[str, str] | None = None) -> 
         if parsed is None:
             continue
         if isinstance(parsed, str):
-            raise ConfigError(f"{path}:{number}: {parsed}")
+            problem = f"{path}:{number}: {parsed}; the line is ignored"
+            if problem not in _warned:
+                _warned.add(problem)
+                warnings.warn(problem, ConfigWarning, stacklevel=2)
+            continue
         key, value = parsed
         values[key] = value
     for key, value in values.items():

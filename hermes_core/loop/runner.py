@@ -256,6 +256,14 @@ class ChildRunner(HostRunner):
         return outcome
 
     def _check_toolsets(self, host: Host, task: AgentTask) -> None:
+        """Refuse a subagent a toolset the configuration disables or the caller lacks."""
+        disabled = set(self.host.config.data.get("disabled_toolsets") or [])
+        off = sorted(disabled.intersection(task.toolsets or ()))
+        if off:
+            raise HermesError(
+                f"toolset(s) {', '.join(off)} are disabled in the configuration "
+                "(disabled_toolsets), so no subagent can have them"
+            )
         data = host.config.data
         if task.toolsets is not None:
             data = {**data, "toolsets": list(task.toolsets)}

@@ -24,6 +24,20 @@ class ProviderResolutionError(HermesError):
     """No usable provider could be chosen from the configuration."""
 
 
+def missing_base_url(provider: Provider, base_url: str | None) -> str | None:
+    """The one-line problem when ``provider`` takes a key but has no endpoint (no configured
+    ``base_url`` and no default one, as ``custom``), else None.
+
+    Said before a missing key: without an endpoint, a key alone does not make it work.
+    """
+    if base_url or provider.default_base_url or not provider.key_env:
+        return None
+    return (
+        f"provider {provider.name!r} needs a base URL: pass --base-url URL or set model.base_url"
+        f" (hermes setup --provider {provider.name} --base-url URL)"
+    )
+
+
 def _is_loopback(url: str | None) -> bool:
     host = (urlparse(url).hostname or "") if url else ""
     return host in ("localhost", "::1") or host.startswith("127.")
@@ -113,6 +127,13 @@ def resolve_provider(
     key = model_config.get("api_key") or (env.get(provider.key_env) if provider.key_env else None)
     mark_secret(provider.key_env, key)  # kept out of commands and redacted from tool results
     if provider.key_env and not key and not _is_loopback(url):
+        if missing_base_url(provider, url):  # the endpoint first: a key alone cannot do
+            raise AuthenticationError(
+                f"provider {provider.name!r} needs a base URL: pass --base-url URL or set"
+                f" model.base_url; then set {provider.key_env} in the environment or"
+                " $HERMES_HOME/.env unless the URL is on this machine, or run `hermes setup`",
+                provider=provider.name,
+            )
         raise AuthenticationError(
             f"no API key for provider {provider.name!r}: set {provider.key_env} in the environment"
             " or $HERMES_HOME/.env, or run `hermes setup`",

@@ -303,6 +303,27 @@ def test_children_get_no_toolset_the_parent_lacks():
     assert child["status"] == "error" and "not available to the calling agent" in child["error"]
 
 
+def test_a_toolset_the_configuration_disables_is_an_error_entry_for_the_child():
+    def model(request: ModelRequest) -> Any:
+        if _tool_results(request):
+            return "ok"
+        if _task_of(request) == "escalate":
+            return "the child ran anyway"
+        return tool_call("delegate_task", {"goal": "escalate", "toolsets": ["risky"]})
+
+    agent = make_agent(
+        model=ScriptedModel(fn=model),
+        plugins=["delegation", Risky()],
+        config={"disabled_toolsets": ["risky"]},
+    )
+    agent.chat("x")
+    report = _report(agent)
+    (child,) = report["results"]
+    assert child["status"] == "error", child
+    assert "risky" in child["error"] and "disabled_toolsets" in child["error"]
+    assert child["summary"] == ""
+
+
 def _approval_model(request: ModelRequest) -> Any:
     goal = _task_of(request)
     if goal == "clean up":

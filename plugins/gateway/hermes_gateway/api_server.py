@@ -225,7 +225,12 @@ class ApiServerAdapter(PlatformAdapter):
         message = self._message(request, body, prompt)
         turn, queue = await self._run(message, session_id, instructions, stream)
         headers = {SESSION_HEADER: session_id}
-        first = await queue.get()
+        first = await _first_or_gone(request, queue)
+        if first is _GONE:  # the client left before any text: the turn stops, nothing is sent
+            turn.cancel()
+            from aiohttp import web
+
+            return web.Response(status=499, headers=headers)
         if first is None:  # over before any text streamed
             refused = turn.exception()
             if isinstance(refused, Exception):
@@ -292,8 +297,10 @@ class ApiServerAdapter(PlatformAdapter):
                         fmt.sse(fmt.chat_usage_chunk(cid, model, created, outcome.usage))
                     )
             await response.write(fmt.sse("[DONE]"))
-        except (ConnectionResetError, asyncio.CancelledError):
-            turn.cancel()  # the client went away: the turn is interrupted
+        except ConnectionResetError:  # aiohttp's ClientConnectionResetError too
+            turn.cancel()  # the client went away: the turn is interrupted, quietly
+        except asyncio.CancelledError:
+            turn.cancel()
             raise
         return response
 
@@ -426,10 +433,32 @@ class ApiServerAdapter(PlatformAdapter):
             if keep and self._routes is not None:
                 self._routes.remember_response(rid, outcome.session_id or session_id)
             await events.send("response.completed", response=done)
-        except (ConnectionResetError, asyncio.CancelledError):
+        except ConnectionResetError:  # the client went away: the turn is interrupted, quietly
+            turn.cancel()
+        except asyncio.CancelledError:
             turn.cancel()
             raise
         return response
+
+
+_GONE = object()
+"""What :func:`_first_or_gone` returns when the client closed its connection."""
+_WATCH_INTERVAL = 0.2
+"""Seconds between checks of a waiting client's connection."""
+
+
+async def _first_or_gone(request: web.Request, queue: asyncio.Queue[str | None]) -> Any:
+    """The queue's first item, or :data:`_GONE` as soon as the client's connection closes
+    (aiohttp does not cancel a handler whose client left, so the connection is watched)."""
+    getter = asyncio.ensure_future(queue.get())
+    while True:
+        done, _ = await asyncio.wait({getter}, timeout=_WATCH_INTERVAL)
+        if done:
+            return getter.result()
+        transport = request.transport
+        if transport is None or transport.is_closing():
+            getter.cancel()
+            return _GONE
 
 
 class _Events:

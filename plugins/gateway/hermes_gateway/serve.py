@@ -70,7 +70,8 @@ async def serve(
 ) -> int:
     """Connect every adapter, serve until ``stop`` is set (or SIGTERM/SIGINT), then take no
     new message, wait up to ``gateway.drain_timeout`` for the turns under way and disconnect.
-    Returns how many turns had to be interrupted."""
+    Returns how many turns had to be interrupted. ``gateway: stopped`` is logged only for a
+    gateway that had at least one platform connected."""
     loop = asyncio.get_running_loop()
     log = gateway.log
     connected: list[PlatformAdapter] = []
@@ -120,7 +121,8 @@ async def serve(
                 log(f"gateway: error while disconnecting: {exc}")
         if frozen:
             memory.release()
-        log("gateway: stopped")
+        if connected:  # a gateway whose first platform could not start never ran
+            log("gateway: stopped")
 
 
 class GatewayThread:

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -781,6 +781,7 @@ def test_gateway_run_without_a_key_says_so_in_one_line(tmp_path):
         out, err = process.communicate(timeout=60)
     assert process.returncode == 1
     assert "needs a key: set HERMES_API_SERVER_KEY" in err and "Traceback" not in err
+    assert len(err.splitlines()) == 1, err  # no "gateway: stopped" for one that never started
 
 
 def test_sigterm_finishes_the_running_turn_and_exits_cleanly(tmp_path):
@@ -901,3 +902,52 @@ def test_each_user_gets_a_workspace_of_their_own(tmp_path, receiver):
 
 def _message(user: str) -> InboundMessage:
     return InboundMessage(platform="hook", chat_id="c", user_id=user, text="hi")
+
+
+def _leave_after(port: int, body: dict[str, Any], wait_for: Callable[[bytes], bool]) -> bytes:
+    """POST a streamed chat completion, read until ``wait_for(received)``, then hang up."""
+    payload = json.dumps(body).encode()
+    received = b""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
+        conn.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"Authorization: Bearer {KEY}\r\nContent-Length: {len(payload)}\r\n\r\n".encode()
+            + payload
+        )
+        conn.settimeout(0.1)
+        deadline = time.monotonic() + 30
+        while not wait_for(received) and time.monotonic() < deadline:
+            try:
+                chunk = conn.recv(4096)
+            except TimeoutError:
+                continue
+            if not chunk:
+                break
+            received += chunk
+    return received
+
+
+def test_clients_that_leave_early_or_mid_stream_leave_no_traceback(tmp_path):
+    with FakeLLM(
+        {"hang": True},  # the first client leaves before any text
+        {"text": "one two three four five six", "chunks": 6, "chunk_delay": 0.5},
+    ) as server:
+        port = _free_port()
+        process = _hermes(_write_home(tmp_path, server, port), "gateway", "run")
+        try:
+            assert wait_until(lambda: _listening(port), timeout=30)
+            body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+            got = _leave_after(port, body, lambda got: len(server.model_requests) >= 1)
+            assert got == b""  # nothing was sent before the client left
+            time.sleep(1.0)  # the gateway notices the closed connection
+            got = _leave_after(port, body, lambda got: b"one" in got)
+            assert b"one" in got
+            time.sleep(1.5)
+            process.send_signal(signal.SIGTERM)
+            _, err = process.communicate(timeout=60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert "Traceback" not in err and "Error handling request" not in err, err
+    assert "exception was never retrieved" not in err, err
+    assert "waiting for 0 running turn" in err  # both turns ended with their clients
