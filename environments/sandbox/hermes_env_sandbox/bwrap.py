@@ -211,6 +211,7 @@ class Sandbox:
         self.writable = (
             (self.workspace,) if settings.profile == "workspace" and self.workspace != "/" else ()
         )
+        self.programs = _programs_under_tmp(self.writable)
 
     # --- what is hidden -------------------------------------------------------------------
 
@@ -225,13 +226,14 @@ class Sandbox:
     def _hidden(self) -> list[_Hidden]:
         found: dict[str, _Hidden] = {}
         for path in self.hidden_paths():
-            candidates = [os.path.normpath(path), _real(path)]
-            for candidate in candidates:
-                if os.path.islink(candidate) or not os.path.lexists(candidate):
-                    continue
-                if candidate in ("/", self.tmp) or candidate.startswith("/proc"):
-                    continue
-                found[candidate] = _Hidden(candidate, os.path.isdir(candidate))
+            # where it really is: every path leading there (a link, /var/run for /run) then
+            # shows what is mounted on it
+            real = _real(path)
+            if not os.path.lexists(real) or real in ("/", self.tmp):
+                continue
+            if _inside(real, "/proc") or _inside(real, "/run"):  # /run is empty already
+                continue
+            found[real] = _Hidden(real, os.path.isdir(real))
         return sorted(found.values(), key=lambda h: h.path)
 
     # --- the argv -------------------------------------------------------------------------
@@ -271,6 +273,8 @@ class Sandbox:
         if self.settings.network:
             args += self._resolver_mounts()
         args += ["--bind", self.tmp, "/tmp"]  # first: the rest may lie inside /tmp
+        for folder in self.programs:  # programs installed under this machine's /tmp stay
+            args += ["--ro-bind", folder, folder]
         every = self._hidden()
         hidden = [h for h in every if not _inside(h.path, "/tmp")]
         around = [h for h in every if h.is_dir and any(_inside(r, h.path) for r in self.writable)]
@@ -355,6 +359,25 @@ class Sandbox:
             f"sandbox '{self.settings.profile}': {write}; {net}; hermes's home and credential "
             "folders (~/.ssh, ~/.aws, ...) hidden"
         )
+
+
+def _programs_under_tmp(writable: Iterable[str]) -> tuple[str, ...]:
+    """The folders of ``PATH`` and of this Python (a virtual environment) that lie under this
+    machine's ``/tmp``, which commands see replaced by the task's own: shown read-only, so the
+    programs hermes itself finds stay there for commands."""
+    import sys
+
+    folders = os.environ.get("PATH", "").split(os.pathsep)
+    folders += [sys.prefix, sys.exec_prefix, sys.base_prefix]
+    found = []
+    for folder in folders:
+        real = _real(folder) if folder else ""
+        if not real.startswith("/tmp/") or not os.path.isdir(real):
+            continue
+        if any(_inside(real, root) for root in writable):
+            continue
+        found.append(real)
+    return tuple(dict.fromkeys(found))
 
 
 def _existing_depth(path: str) -> int:
