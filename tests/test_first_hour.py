@@ -63,7 +63,7 @@ def test_a_malformed_env_line_is_named_once_and_the_other_keys_still_work(
 @pytest.mark.parametrize(
     ("key", "value", "named"),
     [
-        ("toolsets", "[web, terminal]", "unknown toolset 'web'"),
+        ("toolsets", "[weather-radar, terminal]", "unknown toolset 'weather-radar'"),
         ("toolsets", "[termnal]", "unknown toolset 'termnal' (did you mean 'terminal'? known: "),
         ("disabled_toolsets", "[memroy]", "did you mean 'memory'?"),
         ("terminal.backend", "dockr", "unknown backend 'dockr' (did you mean 'docker'? known: "),
