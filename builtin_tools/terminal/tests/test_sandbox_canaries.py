@@ -355,6 +355,7 @@ def test_an_unprivileged_user_gets_the_same_wall(outside_tmp):
         tmp=str(box_tmp),
         hermes_home=str(tmp_path / "no-hermes-home"),
         home="/nonexistent",
+        search_path="/usr/bin:/bin",  # not this test run's own folders, which root may keep
     )
     argv, fds = sandbox.command(["bash", str(script)], cwd=str(workspace))
     assert fds == []

@@ -306,6 +306,7 @@ class LocalEnvironment(Environment):
             sandbox or SandboxSettings(),
             workspace=start,
             hermes_home=hermes_home or str(default_home()),
+            search_path=(os.environ if env is None else env).get("PATH"),
         )
         base = self._without_secrets(os.environ if env is None else env)
         for key in SKIPPED_VARIABLES - {"_"}:

@@ -40,8 +40,16 @@ def sandbox_settings(config: Mapping[str, Any]) -> SandboxSettings:
 class SandboxRunner:
     """The sandbox side of one local environment (``settings.profile == "off"``: none)."""
 
-    def __init__(self, settings: SandboxSettings, *, workspace: str, hermes_home: str) -> None:
+    def __init__(
+        self,
+        settings: SandboxSettings,
+        *,
+        workspace: str,
+        hermes_home: str,
+        search_path: str | None = None,
+    ) -> None:
         self.settings = settings
+        self.search_path = search_path
         self.workspace = workspace
         self.hermes_home = hermes_home
         self._box: Sandbox | None = None
@@ -88,6 +96,7 @@ class SandboxRunner:
                 workspace=self.workspace,
                 tmp=self._tmp,
                 hermes_home=self.hermes_home,
+                search_path=self.search_path,
             )
         return self._box
 

@@ -185,6 +185,8 @@ class Sandbox:
     :param hermes_home: hermes's own folder (configuration, keys, sessions): hidden.
     :param home: the user's home folder (default ``$HOME``).
     :param bwrap: the bwrap executable (default :func:`find_bwrap`).
+    :param search_path: the ``PATH`` commands start with (default: this process's); its
+        folders under this machine's ``/tmp`` stay visible to commands, read-only.
     """
 
     def __init__(
@@ -196,6 +198,7 @@ class Sandbox:
         hermes_home: str,
         home: str | None = None,
         bwrap: str | None = None,
+        search_path: str | None = None,
     ) -> None:
         if not settings.enabled:
             raise ValueError("the 'off' profile has no sandbox")
@@ -211,7 +214,7 @@ class Sandbox:
         self.writable = (
             (self.workspace,) if settings.profile == "workspace" and self.workspace != "/" else ()
         )
-        self.programs = _programs_under_tmp(self.writable)
+        self.programs = _programs_under_tmp(self.writable, search_path)
 
     # --- what is hidden -------------------------------------------------------------------
 
@@ -361,13 +364,15 @@ class Sandbox:
         )
 
 
-def _programs_under_tmp(writable: Iterable[str]) -> tuple[str, ...]:
+def _programs_under_tmp(writable: Iterable[str], search_path: str | None) -> tuple[str, ...]:
     """The folders of ``PATH`` and of this Python (a virtual environment) that lie under this
     machine's ``/tmp``, which commands see replaced by the task's own: shown read-only, so the
     programs hermes itself finds stay there for commands."""
     import sys
 
-    folders = os.environ.get("PATH", "").split(os.pathsep)
+    if search_path is None:
+        search_path = os.environ.get("PATH", "")
+    folders = search_path.split(os.pathsep)
     folders += [sys.prefix, sys.exec_prefix, sys.base_prefix]
     found = []
     for folder in folders:

@@ -329,7 +329,9 @@ def test_a_server_with_sandbox_workspace_runs_contained(calls: Path) -> None:
     workspace = Path(tempfile.mkdtemp(prefix="hermes-mcp-ws-", dir="/var/tmp"))
     try:
         recorded = workspace / "calls.txt"
+        shutil.copy(SERVER, workspace / "demo_server.py")  # the checkout may lie under /tmp
         server = demo(sandbox="workspace", cwd=str(workspace), env={"DEMO_CALLS": str(recorded)})
+        server["args"] = [str(workspace / "demo_server.py")]
         with make_agent(
             tool_calls(("mcp_demo_pid", {}), ("mcp_demo_add", {"a": 1, "b": 2})),
             "ok",
