@@ -399,12 +399,16 @@ def terminal(args: dict[str, Any], ctx: ToolContext) -> str:
             raise ToolError(str(exc) or "this environment runs no background processes") from None
         except (FileNotFoundError, NotADirectoryError) as exc:
             raise ToolError(f"cannot start in {workdir}: {exc}") from None
-        return (
-            f"Started background process {process_id}: {command}\n"
-            f'Use the process tool to follow it: process(action="poll"|"log"|"wait"|"kill", '
-            f'process_id="{process_id}").'
-        )
+        return _started(process_id, command)
     return _report(command, args, ctx, env.run, workdir, hints=box)
+
+
+def _started(process_id: str, command: str) -> str:
+    return (
+        f"Started background process {process_id}: {command}\n"
+        f'Use the process tool to follow it: process(action="poll"|"log"|"wait"|"kill", '
+        f'process_id="{process_id}").'
+    )
 
 
 def _report(
@@ -421,12 +425,7 @@ def _report(
     report its output, exit code, and the sandbox limit it met."""
     if args.get("background"):
         result = run(command, cwd=workdir, background=True)
-        process_id = result.background_id
-        return (
-            f"Started background process {process_id}: {command}\n"
-            f'Use the process tool to follow it: process(action="poll"|"log"|"wait"|"kill", '
-            f'process_id="{process_id}").' + (f"\n{note}" if note else "")
-        )
+        return _started(result.background_id, command) + (f"\n{note}" if note else "")
     timeout = _timeout(args, ctx.config)
     started = time.monotonic()
     result = run(command, cwd=workdir, timeout=timeout)

@@ -133,14 +133,8 @@ def _umask() -> int:
     return 0o022
 
 
-def glob_free(text: str) -> bool:
-    """Whether ``text`` has no glob characters."""
+def _glob_free(text: str) -> bool:
     return not any(c in text for c in "*?[")
-
-
-def glob_escape(text: str) -> str:
-    """``text`` matched literally in a glob pattern."""
-    return globmod.escape(text)
 
 
 def _exit_status(returncode: int) -> int:
@@ -711,10 +705,10 @@ class LocalEnvironment(Environment):
         pattern = os.path.expanduser(pattern)
         if os.path.isabs(pattern):
             root = pattern.split("/")[1]
-            if not self._box.enabled or glob_free(root) and self._host("/" + root) == "/" + root:
+            if not self._box.enabled or _glob_free(root) and self._host("/" + root) == "/" + root:
                 return sorted(globmod.glob(pattern, recursive=True))
             host = self._host("/tmp")  # only /tmp is elsewhere on this machine
-            found = globmod.glob(pattern.replace("/tmp", glob_escape(host), 1), recursive=True)
+            found = globmod.glob(pattern.replace("/tmp", globmod.escape(host), 1), recursive=True)
             return sorted("/tmp" + p[len(host) :] for p in found)
         return sorted(globmod.glob(pattern, root_dir=self._host(base), recursive=True))
 
@@ -888,6 +882,23 @@ def check_config(config: Mapping[str, Any]) -> list[str]:
     not an existing folder, ``terminal.timeout`` is not a number of seconds, bash is not on
     ``PATH``, ``terminal.sandbox`` is malformed or no sandbox can start here (unless it is
     ``off``)."""
+    problems = _settings_problems(config)
+    if not problems:
+        from hermes_env_sandbox import unavailable_reason
+
+        from .sandboxing import sandbox_settings
+
+        reason = unavailable_reason() if sandbox_settings(config).enabled else None
+        if reason:
+            problems.append(reason)
+    return problems
+
+
+def _settings_problems(config: Mapping[str, Any]) -> list[str]:
+    """:func:`check_config` without the sandbox's availability, which refuses each command
+    instead (the model is told why, and the fix)."""
+    from hermes_env_sandbox import settings_problems
+
     terminal = config.get("terminal") or {}
     problems = []
     cwd = terminal.get("cwd")
@@ -909,36 +920,7 @@ def check_config(config: Mapping[str, Any]) -> list[str]:
             problems.append(f"terminal.timeout must be a number of seconds, got {timeout!r}")
     if shutil.which("bash") is None:
         problems.append("the local environment needs bash on PATH; install bash")
-    from hermes_env_sandbox import settings_problems, unavailable_reason
-
-    from .sandboxing import sandbox_settings
-
-    problems += settings_problems(config)
-    if not problems and sandbox_settings(config).enabled:
-        reason = unavailable_reason()
-        if reason:
-            problems.append(reason)
-    return problems
-
-
-def _settings_problems(config: Mapping[str, Any]) -> list[str]:
-    """:func:`check_config` without the sandbox's availability, which refuses each command
-    instead (the model is told why, and the fix)."""
-    from hermes_env_sandbox import unavailable_reason
-
-    reason = unavailable_reason() if sandbox_settings_or_none(config) else None
-    return [p for p in check_config(config) if p != reason]
-
-
-def sandbox_settings_or_none(config: Mapping[str, Any]) -> SandboxSettings | None:
-    """``terminal.sandbox`` when it is valid and on; ``None`` otherwise."""
-    from .sandboxing import sandbox_settings
-
-    try:
-        settings = sandbox_settings(config)
-    except EnvironmentUnavailable:
-        return None
-    return settings if settings.enabled else None
+    return problems + settings_problems(config)
 
 
 class LocalBackend:
