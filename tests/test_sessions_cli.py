@@ -133,38 +133,92 @@ def test_a_one_shot_chat_shows_a_refused_command_on_stderr(hermes_cli):
     assert line.startswith("hermes: refused terminal: recursive delete")
 
 
-def test_a_base_url_set_for_one_provider_does_not_follow_provider_to_another(
-    hermes_cli, hermes_home
-):
+CANARIES = {
+    "CUSTOM_API_KEY": "canary-custom-key-0001",
+    "LOOPBACK_API_KEY": "canary-loopback-key-0002",
+    "ANTHROPIC_API_KEY": "canary-anthropic-key-0003",
+    "OPENAI_API_KEY": "canary-openai-key-0004",
+}
+"""A distinct key per provider, all set in every run: each may reach only its provider's URL."""
+
+
+def _loopback_provider_plugin(url: str) -> object:
+    """A provider plugin like the OpenAI-compatible ones, whose default endpoint is ``url``
+    (on this machine) and whose key is ``LOOPBACK_API_KEY``."""
+    from hermes_provider_openai import create_client
+
+    from hermes_hookspecs import Provider, hookimpl
+
+    class LoopbackProvider:
+        @hookimpl
+        def hermes_register_providers(self, register):
+            register(
+                Provider(
+                    name="loopback", api_mode="chat_completions", create_client=create_client,
+                    default_base_url=url, key_env="LOOPBACK_API_KEY", default_model="m",
+                    description="an OpenAI-compatible provider with its own endpoint",
+                )
+            )  # fmt: skip
+
+    return LoopbackProvider()
+
+
+def _keys_received(server) -> list[str]:
+    """The canary keys in the auth headers of each request ``server`` received, in order."""
+    names = {value: name for name, value in CANARIES.items()}
+    found = []
+    for request in server.requests:
+        sent = [request.headers.get("authorization", ""), request.headers.get("x-api-key", "")]
+        keys = {names[k] for k in names if any(k in header for header in sent)}
+        assert len(keys) <= 1, request.headers
+        found.append(keys.pop() if keys else "no key")
+    return found
+
+
+def test_a_base_url_set_for_one_provider_does_not_follow_provider_to_another(hermes_home):
+    """``model.base_url`` belongs to ``model.provider``: ``--provider`` names another provider's
+    endpoint and key, and each canary key arrives, in its header, at its own provider's server."""
+    from click.testing import CliRunner
+
+    from hermes_core.cli import main
     from hermes_core.testing.fake_llm import FakeLLM
 
-    custom, other = FakeLLM().start(), FakeLLM().start()
+    custom, own = FakeLLM().start(), FakeLLM().start()
+    extra = [("loopback-provider", _loopback_provider_plugin(f"{own.url}/v1"))]
+
+    def hermes(*args: str):
+        with CliRunner().isolation(env=CANARIES) as streams:
+            code = main(["--plugins", "anthropic,openai", "chat", "-q", "hi", *args], extra)
+            return code, streams[0].getvalue().decode(), streams[1].getvalue().decode()
+
     try:
-        custom.add({"text": "from the custom endpoint"})
-        other.add({"text": "from the other endpoint"})
+        for server in (custom, own):
+            server.add(*({"text": f"from {server.url}"} for _ in range(3)))
         (hermes_home / "config.yaml").write_text(
             f"model:\n  provider: custom\n  base_url: {custom.url}/v1\n  default: m\n"
             "agent:\n  api_max_retries: 0\n"
         )
-        env = {"CUSTOM_API_KEY": "custom-key", "ANTHROPIC_API_KEY": "canary-anthropic-key"}
-        switched = hermes_cli(
-            "--plugins", "anthropic,openai", "chat", "-q", "hi", "--provider", "ollama",
-            env=env,
-        )  # fmt: skip
-        assert switched.exit_code == 1
-        assert custom.requests == []  # not sent to the custom provider's URL
-        assert "11434" in switched.stderr or "localhost" in switched.stderr, switched.stderr
-        # a URL given with the provider gets the call
-        ok = hermes_cli(
-            "--plugins", "anthropic,openai", "chat", "-q", "hi", "--provider", "anthropic",
-            "--base-url", other.url, env=env,
-        )  # fmt: skip
-        assert ok.exit_code == 0, ok.stderr
-        assert custom.requests == []
-        assert len(other.requests) == 1
-        same = hermes_cli("--plugins", "anthropic,openai", "chat", "-q", "hi", env=env)
-        assert same.exit_code == 0 and "from the custom endpoint" in same.stdout, same.stderr
-        assert all("canary" not in str(r.headers) for r in custom.requests)
+        # another provider with an endpoint of its own: its key goes there, and only there
+        code, out, err = hermes("--provider", "loopback")
+        assert _keys_received(custom) == []
+        assert _keys_received(own) == ["LOOPBACK_API_KEY"]
+        assert (code, out.strip()) == (0, f"from {own.url}"), err
+        # another provider given a URL with it: that URL gets the call, with that provider's key
+        code, out, err = hermes("--provider", "anthropic", "--base-url", own.url)
+        assert _keys_received(custom) == []
+        assert _keys_received(own) == ["LOOPBACK_API_KEY", "ANTHROPIC_API_KEY"]
+        assert own.requests[-1].path == "/v1/messages"
+        assert (code, out.strip()) == (0, f"from {own.url}"), err
+        # a provider without a default endpoint is not handed the configured one
+        code, out, err = hermes("--provider", "ollama")
+        assert code == 1 and "11434" in err, err
+        assert _keys_received(custom) == []
+        # the configured provider, named or not, keeps its own URL and key
+        for args in ((), ("--provider", "custom")):
+            code, out, err = hermes(*args)
+            assert (code, out.strip()) == (0, f"from {custom.url}"), err
+        assert _keys_received(custom) == ["CUSTOM_API_KEY", "CUSTOM_API_KEY"]
+        assert len(own.requests) == 2
     finally:
         custom.stop()
-        other.stop()
+        own.stop()
