@@ -1,0 +1,111 @@
+"""The Mermaid library, installed from the npm registry into a folder reused by every test run,
+for the test that renders each diagram of the docs in a headless Chromium.
+
+    python scripts/mermaid_env.py      install it when missing, print the path of its bundle
+
+The package is installed once under ``$HERMES_TEST_CACHE`` (default
+``~/.cache/hermes-framework-tests``) with npm, at the pinned :data:`VERSION`; ``.ci/run``
+installs it before the tests on a fresh machine. Only the package's self-contained browser
+bundle (``dist/mermaid.min.js``) is used: the page that renders the diagrams loads that one file,
+so nothing is fetched while the tests run. No browser is downloaded: the test drives Debian's
+Chromium.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+PACKAGE = "mermaid"
+VERSION = "11.17.2"
+"""The Mermaid release the diagrams are checked with (the major version the docs' readers'
+renderers use)."""
+
+BUNDLE = Path("node_modules") / PACKAGE / "dist" / "mermaid.min.js"
+"""Where, under the install folder, the browser bundle lies."""
+
+
+class MermaidEnvError(RuntimeError):
+    """Mermaid could not be installed (npm missing, the registry unreachable, a failed install)."""
+
+
+def cache_dir() -> Path:
+    """Where installed test tooling is kept between test runs."""
+    given = os.environ.get("HERMES_TEST_CACHE")
+    if given:
+        return Path(given)
+    return Path.home() / ".cache" / "hermes-framework-tests"
+
+
+def install_dir(cache: Path | None = None) -> Path:
+    """The folder npm installs :data:`VERSION` into."""
+    return (cache or cache_dir()) / f"{PACKAGE}-{VERSION}"
+
+
+def installed(cache: Path | None = None) -> Path | None:
+    """The bundle's path when a complete install is there, else None (nothing is installed)."""
+    folder = install_dir(cache)
+    if (folder / ".complete").exists() and (folder / BUNDLE).is_file():
+        return folder / BUNDLE
+    return None
+
+
+def ensure(cache: Path | None = None, timeout: float = 600.0) -> Path:
+    """The path of ``mermaid.min.js`` of ``mermaid@VERSION``, installed with npm when missing
+    (one process at a time: others wait for it).
+
+    :raises MermaidEnvError: npm is missing or the install failed; the message ends with npm's
+        last words.
+    """
+    folder = install_dir(cache)
+    found = installed(cache)
+    if found is not None:
+        return found
+    npm = shutil.which("npm")
+    if npm is None:
+        raise MermaidEnvError("npm is not installed (apt-get install npm)")
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / f".{folder.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = installed(cache)
+        if found is not None:
+            return found
+        if folder.exists():
+            shutil.rmtree(folder)  # a half-made install of our own, from an interrupted run
+        folder.mkdir()
+        try:
+            subprocess.run(
+                [npm, "install", "--prefix", str(folder), "--no-save", "--no-package-lock",
+                 "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error",
+                 f"{PACKAGE}@{VERSION}"],
+                check=True, capture_output=True, text=True, timeout=timeout,
+            )  # fmt: skip
+        except subprocess.CalledProcessError as exc:
+            words = " ".join((exc.stderr or exc.stdout or "").split())[-400:]
+            raise MermaidEnvError(f"installing {PACKAGE}@{VERSION} failed: {words}") from None
+        except subprocess.TimeoutExpired:
+            raise MermaidEnvError(
+                f"installing {PACKAGE}@{VERSION} took over {timeout:.0f} s"
+            ) from None
+        if not (folder / BUNDLE).is_file():
+            raise MermaidEnvError(f"{PACKAGE}@{VERSION} has no {BUNDLE.as_posix()}")
+        (folder / ".complete").write_text(f"{PACKAGE}@{VERSION}\n", encoding="utf-8")
+    return folder / BUNDLE
+
+
+def main() -> int:
+    """Install when missing and print the bundle's path; one line and 1 on failure."""
+    try:
+        print(ensure())
+    except MermaidEnvError as exc:
+        print(f"mermaid_env: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
