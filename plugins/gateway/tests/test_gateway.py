@@ -951,3 +951,43 @@ def test_clients_that_leave_early_or_mid_stream_leave_no_traceback(tmp_path):
     assert "Traceback" not in err and "Error handling request" not in err, err
     assert "exception was never retrieved" not in err, err
     assert "waiting for 0 running turn" in err  # both turns ended with their clients
+
+
+@pytest.mark.parametrize("leaves", ["during the model call", "while a tool runs"])
+def test_a_client_that_leaves_before_any_text_ends_its_turn_there(tmp_path, leaves):
+    """No tool runs after the client left and no further model call is made: the turn is
+    interrupted where it stands."""
+    marker = tmp_path / "MARKER"
+    during_call = leaves == "during the model call"
+    first = {"name": "terminal", "arguments": {"command": "sleep 0" if during_call else "sleep 2"}}
+    second = {"name": "terminal", "arguments": {"command": f"touch {marker}"}}
+    with FakeLLM(
+        {"calls": [first], "delay": 2.0 if during_call else 0},
+        {"calls": [second]},
+        {"text": "never asked for"},
+    ) as server:
+        port = _free_port()
+        env = _write_home(tmp_path, server, port)
+        config = json.loads((tmp_path / "config.yaml").read_text())
+        config.update(toolsets=["terminal"], terminal={"sandbox": "off"})
+        (tmp_path / "config.yaml").write_text(json.dumps(config))
+        process = _hermes(env, "gateway", "run")
+        try:
+            assert wait_until(lambda: _listening(port), timeout=30)
+            body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+            started = time.monotonic()
+            got = _leave_after(
+                port,
+                body,
+                lambda got: len(server.model_requests) >= 1 and time.monotonic() > started + 0.5,
+            )
+            assert b"data:" not in got  # no text had come
+            time.sleep(5.0)  # past the delayed answer, the first tool and any call after it
+            process.send_signal(signal.SIGTERM)
+            _, err = process.communicate(timeout=60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert len(server.model_requests) == 1, err
+    assert not marker.exists()
+    assert "Traceback" not in err, err
