@@ -134,6 +134,14 @@ def test_the_custom_provider_without_a_base_url_says_the_url_is_missing(
     assert (hermes_home / ".env").read_text() == env_text  # nothing saved
 
 
+def test_a_first_chat_with_nothing_set_up_names_the_set_up_command(hermes_cli, hermes_home):
+    result = hermes_cli("--plugins", "openai,anthropic", "chat", "-q", "hi")
+    assert result.exit_code == 1
+    [line] = result.stderr.splitlines()
+    assert line.startswith("hermes: error: no provider chosen (installed: anthropic, custom")
+    assert "run `hermes setup`" in line and "--provider NAME" in line
+
+
 # --- hermes setup checks the endpoint it was given ----------------------------------------
 
 

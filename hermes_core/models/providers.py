@@ -108,8 +108,8 @@ def resolve_provider(
             )
         else:
             raise ProviderResolutionError(
-                f"no provider chosen (installed: {installed}); pass --provider NAME or set"
-                " model.provider in config.yaml"
+                f"no provider chosen (installed: {installed}); run `hermes setup`, pass"
+                " --provider NAME or set model.provider in config.yaml"
             )
     url = base_url or provider.default_base_url
     if base_url:
