@@ -33,6 +33,14 @@ def _is_transport_error(exc: BaseException) -> bool:
     return isinstance(exc, OSError) or module.split(".")[0].startswith(_TRANSPORT_MODULES)
 
 
+def sdk_base_url(url: str) -> str:
+    """The SDK's ``base_url`` for the endpoint ``url``: the SDK adds ``/v1/messages`` itself, so
+    a URL written with the ``/v1`` of OpenAI-compatible endpoints (``http://host/v1``) is used
+    without it, and the request goes to ``http://host/v1/messages``, not ``/v1/v1/messages``."""
+    stripped = url.rstrip("/")
+    return stripped[: -len("/v1")] if stripped.lower().endswith("/v1") else url
+
+
 def sdk_arguments(body: dict[str, Any]) -> dict[str, Any]:
     """The keyword arguments of ``messages.create`` that send ``body``."""
     kwargs = {k: v for k, v in body.items() if k in _SDK_KWARGS}
@@ -68,7 +76,7 @@ class AnthropicClient:
                     s = self.settings
                     kwargs: dict[str, Any] = {"timeout": s.timeout, "max_retries": 0}
                     if s.base_url:
-                        kwargs["base_url"] = s.base_url
+                        kwargs["base_url"] = sdk_base_url(s.base_url)
                     if s.api_key:
                         kwargs["api_key"] = s.api_key
                     try:

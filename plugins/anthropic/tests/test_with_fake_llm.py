@@ -149,6 +149,22 @@ def test_non_streamed_text_answer(fake):
     assert "stream" not in body
 
 
+@pytest.mark.parametrize("written", ["{url}", "{url}/", "{url}/v1", "{url}/v1/"])
+def test_a_base_url_with_or_without_v1_reaches_the_messages_endpoint(fake, written):
+    fake.add({"text": "It is sunny."})
+    settings = ProviderSettings(
+        provider="anthropic",
+        model="claude-test",
+        base_url=written.format(url=fake.url),
+        api_key="k",
+        api_mode="anthropic_messages",
+        timeout=10.0,
+    )
+    response = create_client(settings).complete(make_request())
+    assert response.message["content"] == "It is sunny."
+    assert fake.last_request.path == "/v1/messages"
+
+
 def test_streamed_text_answer(fake):
     fake.add({"text": "It is sunny in Paris today.", "chunks": 6})
     sink = Sink()
