@@ -51,6 +51,7 @@ from .dispatch import DEFAULT_TOOL_TIMEOUT, REQUESTED_NAME, Dispatcher, normaliz
 from .events import Callbacks, Events
 from .ids import new_id
 from .runner import CallingAgent
+from .wire import WireCache
 
 log = logging.getLogger("hermes.agent")
 
@@ -186,7 +187,7 @@ class Agent:
         self.cost_usd = 0.0
         self._cancel = threading.Event()
         self._ask_lock = threading.Lock()
-        self._wire_cache = transcript.WireCache()
+        self._wire_cache = WireCache()
         self.compactor.sync_window()
         self._closed = False
 
@@ -529,11 +530,10 @@ class Agent:
         overflow_retried = False
         while True:
             self.compactor.before_request()
-            messages, source = self._wire_cache.build(self.messages, self.system_prompt)
             # images: tool results' images added, file references made data URLs (or
             # descriptions, for a model configured with model.vision: false)
-            messages, source = images.prepare(
-                messages, source, None if self._vision else self._describe_image
+            messages, source = self._wire_cache.build(
+                self.messages, self.system_prompt, None if self._vision else self._describe_image
             )
             if extra_user is not None:
                 if messages[-1]["role"] == "user":
