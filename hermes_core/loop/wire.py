@@ -83,7 +83,7 @@ class WireCache:
         wire += self._ready_wire
         wire += tail_wire
         source = self._ready_source + tail_source
-        offset = len(head)
+        offset = 0 if system_prompt is None else 1
         for position in self._file_images:
             wire[offset + position] = images.ready(wire[offset + position], describe)
         offset += len(self._ready_wire)
