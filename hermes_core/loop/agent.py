@@ -426,7 +426,7 @@ class Agent:
                 self._append({"role": "assistant", "content": UNANSWERED_NOTE})
             self._append({"role": "user", "content": user_message})
             self.compactor.request_content = user_message
-            if transcript.validate(self.messages):  # e.g. a failed turn left two user messages
+            if not self._wire_cache.valid(self.messages):  # e.g. two user messages in a row
                 self.messages = transcript.repair(self.messages)
             self._loop(turn)
         except Cancelled:  # an interrupt of a model call, a summary or a tool batch
@@ -611,9 +611,7 @@ class Agent:
         if existing is not None:  # resuming: replay the stored prompt and messages
             self.session = existing
             self.system_prompt = existing.system_prompt
-            # A session saved before text was cleaned at the boundary may hold lone surrogates.
-            stored = self.session_store.get_messages(self.session_id)
-            self.messages = [transcript.clean_value(m) for m in stored]
+            self.messages = self._stored_messages()
             self._answer_dangling_calls()
         else:
             self.session = SessionInfo(
@@ -628,6 +626,17 @@ class Agent:
         self.plugins.call_each("hermes_session_start", session=self.session)
         if self.engine is not None:
             self.engine.on_session_start(self.session_id)
+
+    def _stored_messages(self) -> list[dict[str, Any]]:
+        """The stored messages of the session, their text encodable: a session saved before
+        text was cleaned where it entered may hold lone surrogates. A store that can say which
+        messages need it (``get_clean_messages``) spares the walk through every message."""
+        clean = getattr(self.session_store, "get_clean_messages", None)
+        if clean is not None:
+            messages: list[dict[str, Any]] = clean(self.session_id)
+            return messages
+        stored = self.session_store.get_messages(self.session_id)
+        return [transcript.clean_value(m) for m in stored]
 
     def _answer_dangling_calls(self) -> None:
         """On resume: a process killed during a tool batch left calls without a result.

@@ -92,6 +92,18 @@ class WireCache:
                 wire[offset + position] = images.ready(message, describe)
         return wire, source
 
+    def valid(self, messages: list[dict[str, Any]]) -> bool:
+        """Whether ``messages`` is a valid transcript (see
+        :func:`~hermes_core.loop.transcript.validate`), checking only what was appended since
+        the cache last saw it; the next :meth:`build` goes on from there."""
+        if self._extend(messages):
+            return True
+        wire: list[dict[str, Any]] = []
+        if next(_scan(messages, wire, strip=True), None) is not None:
+            return False
+        self._remember(messages, wire)
+        return True
+
     def _extend(self, messages: list[dict[str, Any]]) -> bool:
         """Take in what was appended to the cached transcript; ``False`` when ``messages`` is
         not the cached transcript grown by valid appends."""
