@@ -12,14 +12,17 @@ from typing import Any
 from hermes_hookspecs import (
     TOOL_NAME_RE,
     HermesError,
+    ModelResponse,
     ToolCall,
     ToolContext,
     ToolOutput,
     ToolResult,
 )
 
+from .events import Events
 from .images import IMAGES_FIELD
 from .text import clean_value
+from .transcript import INTERRUPTED_RESULT, dangling_calls
 
 PLACEHOLDER_NAME = "invalid_tool_name"
 """The name stored and echoed to the model for a call whose tool name was empty or malformed
@@ -157,3 +160,38 @@ def normalize_calls(raw_calls: Any) -> list[dict[str, Any]]:
             function["name"] = PLACEHOLDER_NAME
         out.append(fixed)
     return out
+
+
+def assistant_message(response: ModelResponse, events: Events) -> dict[str, Any]:
+    """The model's message as it enters the transcript: encodable text, and tool calls that
+    can be stored, answered and sent back (see :func:`normalize_calls`); its reasoning, if
+    any, goes to ``events``."""
+    message = dict(clean_value(response.message))
+    message["role"] = "assistant"
+    message.setdefault("content", None)
+    if message.get("tool_calls"):
+        message["tool_calls"] = normalize_calls(message["tool_calls"])
+    if not message.get("tool_calls"):
+        message.pop("tool_calls", None)
+    message["finish_reason"] = response.finish_reason
+    if message.get("reasoning"):
+        events.emit("reasoning", text=message["reasoning"])
+    return message
+
+
+def dangling_answers(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The results that answer the calls a process killed during a tool batch left without
+    one (:func:`~hermes_core.loop.transcript.dangling_calls`), in call order; ``[]`` when there
+    are none."""
+    answers = []
+    for call in dangling_calls(messages):
+        function = call.get("function") or {}
+        answers.append(
+            {
+                "role": "tool",
+                "tool_call_id": call["id"],
+                "content": INTERRUPTED_RESULT,
+                "tool_name": call.get(REQUESTED_NAME, function.get("name")),
+            }
+        )
+    return answers

@@ -14,7 +14,7 @@ from typing import Any
 from . import images
 from .transcript import _scan, wire_and_source
 
-__all__ = ["WireCache"]
+__all__ = ["WireCache", "with_note"]
 
 _ANCHOR_CALL = {"id": "anchor", "type": "function", "function": {"name": "a", "arguments": "{}"}}
 _ANCHORS: dict[Any, list[dict[str, Any]]] = {
@@ -160,3 +160,25 @@ class WireCache:
         self._ready_wire.extend(wire)
         self._ready_source.extend(source)
         self._done = end
+
+
+def with_note(
+    wire: list[dict[str, Any]], source: list[dict[str, Any]], text: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``wire`` (a request's messages, made from ``source``) with ``text`` added for the model
+    to read now: at the end of the last message when it is the user's, else as a new user
+    message (which ``source`` gets too, so the two stay aligned). The lists are new; the last
+    message is replaced, never changed."""
+    wire = list(wire)
+    last = wire[-1] if wire else None
+    if last is not None and last["role"] == "user":
+        content = last["content"]
+        wire[-1] = {
+            **last,
+            "content": [*content, {"type": "text", "text": text}]
+            if isinstance(content, list)
+            else f"{content}\n\n{text}",
+        }
+        return wire, source
+    wire.append({"role": "user", "content": text})
+    return wire, [*source, wire[-1]]

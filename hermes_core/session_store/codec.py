@@ -232,7 +232,11 @@ def _decode_message(
     parts, tool calls, extra) already parsed, when they were parsed together with other rows'."""
     parts, tool_calls, extra_json = row[2], row[3], row[10]
     if parsed is None:
-        parsed = tuple(json.loads(t) if t else None for t in (parts, tool_calls, extra_json))
+        parsed = (
+            json.loads(parts) if parts else None,
+            json.loads(tool_calls) if tool_calls else None,
+            json.loads(extra_json) if extra_json else None,
+        )
     parts_value, calls_value, extra = parsed
     message: dict[str, Any] = {}
     for key, column in _plan(row[9]):
@@ -249,7 +253,8 @@ def _decode_message(
         for text in (extra_json, parts, tool_calls)
     ):
         # Only JSON text can bring back a lone surrogate: the columns hold encodable text.
-        return replace_surrogates(message)
+        cleaned: dict[str, Any] = replace_surrogates(message)
+        return cleaned
     return message
 
 
