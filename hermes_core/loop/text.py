@@ -1,7 +1,7 @@
-"""Text a provider and the session store can carry: every string encodable as UTF-8.
+r"""Text a provider and the session store can carry: every string encodable as UTF-8.
 
 Text from outside (tool results, model output, user input, old stored sessions) may hold lone
-surrogates (``"\\udcff"`` from undecodable bytes); one such character in a transcript would make
+surrogates (``"\udcff"`` from undecodable bytes); one such character in a transcript would make
 every later request and every save fail, so it goes through :func:`clean_text` once, at the
 boundary where it enters.
 """
@@ -14,7 +14,7 @@ __all__ = ["clean_text", "clean_value"]
 
 
 def clean_text(text: str) -> str:
-    """``text`` as UTF-8 can carry it: surrogate pairs joined into their character, lone
+    r"""``text`` as UTF-8 can carry it: surrogate pairs joined into their character, lone
     surrogates (``"\\udcff"`` from undecodable bytes, ``"\\ud800"``) replaced by U+FFFD.
 
     One such character in a message would make every later request and every save of the

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from . import images
-from .transcript import _scan, wire_and_source
+from .scan import scan
+from .transcript import wire_and_source
 
 __all__ = ["WireCache", "with_note"]
 
@@ -99,7 +100,7 @@ class WireCache:
         if self._extend(messages):
             return True
         wire: list[dict[str, Any]] = []
-        if next(_scan(messages, wire, strip=True), None) is not None:
+        if next(scan(messages, wire, strip=True), None) is not None:
             return False
         self._remember(messages, wire)
         return True
@@ -122,7 +123,7 @@ class WireCache:
         if not tail:
             return True
         out: list[dict[str, Any]] = []
-        if next(_scan(anchor + tail, out, strip=True, system_first=False), None) is not None:
+        if next(scan(anchor + tail, out, strip=True, system_first=False), None) is not None:
             return False
         self._wire.extend(out[len(anchor) :])
         self._source.extend(tail)
