@@ -55,7 +55,7 @@ class MemorySessionStore:
     def append_message(self, session_id: str, message: dict[str, Any]) -> None:
         """Persist one completed message."""
         with self._lock:
-            kept = copy.deepcopy(message)
+            kept = _copied(message)
             messages = self._messages.setdefault(session_id, [])
             if not encodable(kept):
                 self._unclean.setdefault(session_id, set()).add(len(messages))
@@ -180,3 +180,18 @@ def _snippet(text: str, terms: list[str], chars: int) -> str:
     pattern = re.compile("|".join(re.escape(t) for t in sorted(terms, key=len, reverse=True)), re.I)
     marked = pattern.sub(lambda m: f"[{m.group(0)}]", window)
     return ("…" if begin > 0 else "") + marked + ("…" if end < len(text) else "")
+
+
+_ATOMS = (str, int, float, bool, type(None))
+
+
+def _copied(value: Any) -> Any:
+    """A deep copy of ``value``; several times faster than ``copy.deepcopy`` for the JSON-like
+    values messages hold (anything else is deep-copied as usual)."""
+    if isinstance(value, _ATOMS):
+        return value
+    if type(value) is dict:
+        return {key: _copied(item) for key, item in value.items()}
+    if type(value) is list:
+        return [_copied(item) for item in value]
+    return copy.deepcopy(value)
