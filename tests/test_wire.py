@@ -79,3 +79,19 @@ def test_a_file_image_is_read_again_on_every_request(tmp_path: Path) -> None:
     second, _ = cache.build(messages, None)
     assert "no longer available" in second[0]["content"][0]["text"]
     assert messages[0]["content"] == [part]  # the transcript keeps the reference
+
+
+def test_valid_checks_what_was_appended_and_agrees_with_validate(tmp_path: Path) -> None:
+    from hermes_core.loop.transcript import validate
+
+    picture = tmp_path / "p.png"
+    picture.write_bytes(PNG)
+    messages, lengths = _grow(random.Random(3), picture)
+    cache = WireCache()
+    grown: list[dict] = []
+    for length in lengths:
+        grown.extend(messages[len(grown) : length])
+        assert cache.valid(grown) == (validate(grown) == [])
+    grown.append({"role": "tool", "tool_call_id": "nobody", "content": "orphan"})
+    assert not cache.valid(grown)
+    assert cache.build(grown, None) == images.prepare(*wire_and_source(grown, None))
