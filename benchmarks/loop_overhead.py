@@ -6,7 +6,8 @@ tool call (run as every tool runs: on a worker thread, under its timeout). The f
 wall time from one model call to the next, so everything the loop does around the model is in
 it: transcript repair/validation/stripping, request building, hooks, dispatch, persistence.
 The start of the turn (loading the history, the first validation) is printed apart: it is paid
-once per turn, not per iteration.
+once per turn, not per iteration. ``cpu`` is the CPU time of all the process's threads per
+iteration, which a busy machine disturbs less than the wall time.
 
 Usage: python benchmarks/loop_overhead.py [--iterations 200] [--runs 7] [--sizes 200,20000]
 """
@@ -35,9 +36,11 @@ class InstantModel:
         self.left = iterations
         self.n = 0
         self.times: list[float] = []
+        self.cpu: list[float] = []
 
     def complete(self, request):
         self.times.append(time.perf_counter())
+        self.cpu.append(time.process_time())
         self.n += 1
         if self.left <= 0:
             return ModelResponse({"role": "assistant", "content": "done"}, "stop", Usage(1, 1))
@@ -86,8 +89,9 @@ def history(size: int) -> list[dict]:
     return messages
 
 
-def run_once(iterations: int, size: int, plugins: PluginManager) -> tuple[float, float]:
-    """Seconds per iteration (model call to model call) and seconds of the turn's start."""
+def run_once(iterations: int, size: int, plugins: PluginManager) -> tuple[float, float, float]:
+    """Seconds per iteration (model call to model call), CPU seconds per iteration (all the
+    process's threads) and seconds of the turn's start."""
     model = InstantModel(iterations)
     agent = Agent.from_config(client=model, plugins=plugins, config={}, max_turns=iterations + 5)
     hist = history(size)
@@ -96,8 +100,9 @@ def run_once(iterations: int, size: int, plugins: PluginManager) -> tuple[float,
     agent.close()
     assert result["completed"], result["error"]
     assert result["api_calls"] == iterations + 1
-    times = model.times
-    return (times[-1] - times[0]) / (len(times) - 1), times[0] - started
+    times, cpu = model.times, model.cpu
+    per = len(times) - 1
+    return (times[-1] - times[0]) / per, (cpu[-1] - cpu[0]) / per, times[0] - started
 
 
 def main() -> None:
@@ -111,16 +116,18 @@ def main() -> None:
     plugins = PluginManager(only=[], extra=[("bench_tools", toolset_plugin())], environ={})
     run_once(20, 200, plugins)  # warm-up: imports, thread pools, caches
     print(
-        f"loop overhead per iteration ({TOOLS} tools, {args.iterations} iterations, {args.runs} runs)"
+        f"loop overhead per iteration ({TOOLS} tools, {args.iterations} iterations, "
+        f"{args.runs} runs)"
     )
     for size in (int(s) for s in args.sizes.split(",")):
         figures = [run_once(args.iterations, size, plugins) for _ in range(args.runs)]
         per = [f[0] for f in figures]
-        start = statistics.median(f[1] for f in figures)
+        cpu = statistics.median(f[1] for f in figures)
+        start = statistics.median(f[2] for f in figures)
         print(
             f"  {size:>6} messages: median {statistics.median(per) * 1000:.3f} ms   "
             f"min {min(per) * 1000:.3f} ms   max {max(per) * 1000:.3f} ms   "
-            f"(turn start {start * 1000:.1f} ms)"
+            f"cpu {cpu * 1000:.3f} ms   (turn start {start * 1000:.1f} ms)"
         )
 
 
