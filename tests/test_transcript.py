@@ -703,7 +703,7 @@ def _grow(seed: int) -> list[list[dict]]:
 
 @pytest.mark.parametrize("seed", range(20))
 def test_wire_cache_matches_the_full_computation_as_the_transcript_grows(seed):
-    from hermes_core.loop.transcript import WireCache
+    from hermes_core.loop.wire import WireCache
 
     messages, lengths = _grow(seed)
     cache = WireCache()
@@ -714,7 +714,7 @@ def test_wire_cache_matches_the_full_computation_as_the_transcript_grows(seed):
 
 
 def test_wire_cache_falls_back_when_the_list_is_replaced_or_an_append_is_invalid():
-    from hermes_core.loop.transcript import WireCache
+    from hermes_core.loop.wire import WireCache
 
     cache = WireCache()
     history = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]

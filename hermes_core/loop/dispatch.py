@@ -9,32 +9,22 @@ events, the transcript, the session store and the model see it.
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures as cf
-import contextvars
-import inspect
 import json
 import threading
 import time
-import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from hermes_hookspecs import (
     BLOCKED_MARKER,
     TOOL_NAME_RE,
-    AgentRunner,
-    AgentTask,
     Block,
     Cancelled,
     EnvironmentRefused,
     EnvironmentUnavailable,
-    HermesError,
     Tool,
     ToolCall,
-    ToolCancelled,
     ToolContext,
     ToolError,
     ToolOutput,
@@ -43,264 +33,41 @@ from hermes_hookspecs import (
 )
 from hermes_hookspecs.refusals import is_blocked
 from hermes_runtime.secrets import redact
-from hermes_runtime.threads import Workers
 
 from ..plugins.manager import PluginManager
 from ..tools.schema_check import check as check_schema
 from ..tools.toolsets import ToolBox
 from .approvals import ApprovalGate, refusal
 from .events import Events
-from .images import IMAGES_FIELD
-from .transcript import clean_text, clean_value
+from .handlers import POLL_SECONDS, STOP_GRACE_SECONDS, ToolTimeout, run_handler
+from .text import clean_text
+from .tool_calls import (
+    PLACEHOLDER_NAME,
+    REQUESTED_NAME,
+    CallOutcome,
+    cap,
+    normalize_calls,
+    parse_call,
+    result_text,
+    with_images,
+)
+
+__all__ = [
+    "DEFAULT_MAX_RESULT_CHARS",
+    "DEFAULT_TOOL_TIMEOUT",
+    "PLACEHOLDER_NAME",
+    "REQUESTED_NAME",
+    "CallOutcome",
+    "Dispatcher",
+    "cap",
+    "normalize_calls",
+    "parse_call",
+    "result_text",
+]
 
 DEFAULT_MAX_RESULT_CHARS = 100_000
 DEFAULT_TOOL_TIMEOUT = 300.0
 """Seconds a handler may run (``tools.timeout``) before its call is answered with an error."""
-POLL_SECONDS = 0.05
-STOP_GRACE_SECONDS = 0.25
-"""After an interrupt or a timeout, how long a handler gets to notice its cancel event and end
-(a subagent stopping, a command being killed) before its call is answered anyway."""
-
-PLACEHOLDER_NAME = "invalid_tool_name"
-"""The name stored and echoed to the model for a call whose tool name was empty or malformed
-(providers refuse such names in the history); the call is answered with an explanation."""
-REQUESTED_NAME = "_requested_name"
-"""Internal field of a stored tool call: the unusable name the model sent."""
-
-
-class AsyncBridge:
-    """One event loop in a daemon thread, kept for the life of the process, that runs the
-    coroutines of ``async`` tool handlers (so no handler ever sees "event loop is closed")."""
-
-    _instance: AsyncBridge | None = None
-    _lock = threading.Lock()
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(
-            target=self.loop.run_forever, name="hermes-async", daemon=True
-        )
-        self.thread.start()
-
-    @classmethod
-    def shared(cls) -> AsyncBridge:
-        """The process-wide bridge, started on first use."""
-        with cls._lock:
-            if cls._instance is None:
-                cls._instance = cls()
-            return cls._instance
-
-    def run(self, coroutine: Any, cancel: threading.Event) -> Any:
-        """Run ``coroutine`` on the bridge loop and return its result; cancel it on interrupt."""
-        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
-        while True:
-            try:
-                return future.result(timeout=POLL_SECONDS)
-            except cf.TimeoutError:
-                if cancel.is_set():
-                    future.cancel()
-                    raise ToolCancelled("interrupted by the user") from None
-
-
-HANDLER_THREADS = Workers("hermes-tool")
-"""The threads tool handlers run on, reused from call to call: starting a thread per call costs
-more than the loop's own work for a quick tool, and a handler that never returns keeps its
-thread while the next call gets another."""
-
-
-@dataclass
-class CallOutcome:
-    """The answer to one tool call: what goes into the transcript, and whether the model's call
-    itself was malformed (bad JSON, unknown tool, schema violation)."""
-
-    call: ToolCall
-    result: ToolResult
-    invalid: bool = False
-
-    def message(self) -> dict[str, Any]:
-        """The ``tool`` message for the transcript; the images of the result, if any, in the
-        internal field ``_images`` (paths), which :func:`hermes_core.loop.images.inline` turns
-        into an image message when the request is sent."""
-        message: dict[str, Any] = {
-            "role": "tool",
-            "tool_call_id": self.call.id,
-            "content": self.result.content,
-            "tool_name": self.call.name,
-        }
-        if self.result.images and not self.result.is_error:
-            message[IMAGES_FIELD] = list(self.result.images)
-        return message
-
-
-def _with_images(output: ToolOutput, ctx: ToolContext) -> ToolResult:
-    """The result of a handler that returned text with images: each image copied into the
-    home's ``images/`` folder; one that cannot be used is named in a note."""
-    from .images import attach, path_of
-
-    text = result_text(output.text)
-    kept: list[str] = []
-    notes: list[str] = []
-    for image in output.images:
-        try:
-            kept.append(str(path_of(attach(image, ctx.hermes_home, label=""))))
-        except HermesError as exc:
-            notes.append(str(exc))
-    if notes:
-        text += f"\n[{len(notes)} image(s) could not be attached: {'; '.join(notes)}]"
-    return ToolResult(text, images=kept)
-
-
-def result_text(value: Any) -> str:
-    """Turn a handler's return value into the text the model sees."""
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    try:
-        return json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return str(value)
-
-
-def cap(text: str, limit: int) -> tuple[str, bool]:
-    """Cut ``text`` to ``limit`` characters with a visible marker saying how much was dropped."""
-    if len(text) <= limit:
-        return text, False
-    marker = f"\n\n[... result truncated: showing {{}} of {len(text)} characters ...]"
-    keep = max(0, limit - len(marker.format(limit)))
-    return text[:keep] + marker.format(keep), True
-
-
-def parse_call(raw: dict[str, Any], index: int) -> tuple[ToolCall, str | None]:
-    """Parse one OpenAI-format tool call; the second item explains malformed arguments."""
-    function = raw.get("function") or {}
-    requested = raw.get(REQUESTED_NAME)
-    name = str(requested if requested is not None else function.get("name") or "")
-    arguments = function.get("arguments")
-    call = ToolCall(
-        id=str(raw.get("id") or f"call_{index}"),
-        name=name,
-        arguments={},
-        raw_arguments=arguments if isinstance(arguments, str) else "",
-        index=index,
-    )
-    if isinstance(arguments, dict):
-        call.arguments = clean_value(arguments)
-        call.raw_arguments = json.dumps(arguments)
-        return call, None
-    if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
-        return call, None
-    try:
-        parsed = json.loads(arguments)
-    except (TypeError, ValueError) as exc:
-        return call, (
-            f"Error: the arguments of tool '{name}' are not valid JSON ({exc}). "
-            "Send the arguments as one JSON object that matches the tool's schema."
-        )
-    if not isinstance(parsed, dict):
-        return call, (
-            f"Error: the arguments of tool '{name}' must be a JSON object, "
-            f"got {type(parsed).__name__}."
-        )
-    call.arguments = clean_value(parsed)  # a JSON escape can spell a lone surrogate
-    return call, None
-
-
-def normalize_calls(raw_calls: Any) -> list[dict[str, Any]]:
-    """The tool calls of a model response made safe to store and send back: each a dict with
-    a unique ``id``, ``type`` ``function``, a valid name (an empty or malformed one is replaced
-    by :data:`PLACEHOLDER_NAME` and kept in :data:`REQUESTED_NAME`), arguments as a string,
-    and encodable text. Every call is kept, so each is answered and the model learns why."""
-    if not isinstance(raw_calls, list):
-        return []
-    seen: set[str] = set()
-    out: list[dict[str, Any]] = []
-    for raw in raw_calls:
-        call = clean_value(raw) if isinstance(raw, dict) else {}
-        function = call.get("function")
-        function = dict(function) if isinstance(function, dict) else {}
-        arguments = function.get("arguments")
-        if arguments is None:
-            function["arguments"] = "{}"
-        elif not isinstance(arguments, str):
-            function["arguments"] = json.dumps(arguments, ensure_ascii=False, default=str)
-        call_id = call.get("id")
-        if not isinstance(call_id, str) or not call_id or call_id in seen:
-            call_id = f"call_{uuid.uuid4().hex[:24]}"
-        seen.add(call_id)
-        fixed = {**call, "id": call_id, "type": "function", "function": function}
-        name = function.get("name")
-        if not isinstance(name, str) or not TOOL_NAME_RE.match(name):
-            fixed[REQUESTED_NAME] = name if isinstance(name, str) else ""
-            function["name"] = PLACEHOLDER_NAME
-        out.append(fixed)
-    return out
-
-
-class ToolTimeout(Exception):
-    """A handler ran longer than its timeout; the host stopped waiting for it."""
-
-
-class _ToolClock:
-    """Time a handler has spent on its own: time it waits for a person (approval, a clarifying
-    question) or for subagents, which bound their own steps, does not count."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._started = time.monotonic()
-        self._paused_total = 0.0
-        self._pauses = 0
-        self._pause_started = 0.0
-
-    @contextmanager
-    def paused(self) -> Iterator[None]:
-        """Stop the clock while the block runs."""
-        with self._lock:
-            if self._pauses == 0:
-                self._pause_started = time.monotonic()
-            self._pauses += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._pauses -= 1
-                if self._pauses == 0:
-                    self._paused_total += time.monotonic() - self._pause_started
-
-    def elapsed(self) -> float:
-        """Seconds the handler has run, pauses left out."""
-        with self._lock:
-            now = time.monotonic()
-            paused = self._paused_total + (now - self._pause_started if self._pauses else 0.0)
-            return now - self._started - paused
-
-    def wrap(self, function: Callable[..., Any]) -> Callable[..., Any]:
-        """``function``, with the clock stopped while it runs."""
-
-        def paused_call(*args: Any, **kwargs: Any) -> Any:
-            with self.paused():
-                return function(*args, **kwargs)
-
-        return paused_call
-
-
-class _PausedRunner:
-    """A tool's :class:`~hermes_hookspecs.AgentRunner`, with the tool's clock stopped while a
-    subagent runs."""
-
-    def __init__(self, runner: AgentRunner, clock: _ToolClock) -> None:
-        self._runner = runner
-        self._clock = clock
-
-    def run(self, task: AgentTask) -> Any:
-        """Run ``task`` with the runner of the host."""
-        with self._clock.paused():
-            return self._runner.run(task)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._runner, name)
 
 
 class Dispatcher:
@@ -430,132 +197,78 @@ class Dispatcher:
     def _run_checked(
         self, call: ToolCall, tool: Tool, ctx: ToolContext, cancel: threading.Event
     ) -> ToolResult:
-        if self._has_pre:
-            for record, hook in self.plugins.implementations("hermes_pre_tool_call"):
-                try:
-                    verdict = hook(call=call, context=ctx)
-                except Exception as exc:  # a guard that crashes must not let the call through
-                    self.plugins.record_error(record, "hermes_pre_tool_call", exc)
-                    verdict = Block(
-                        f"the plugin failed while checking this call ({type(exc).__name__}: "
-                        f"{exc}), so the call is refused"
-                    )
-                if isinstance(verdict, Block):
-                    reason = verdict.reason
-                    if not reason.startswith(BLOCKED_MARKER):  # already blocked() text: as is
-                        reason = blocked(f"plugin:{record.name}", reason)
-                    return ToolResult(reason, is_error=True)
-                if isinstance(verdict, dict):
-                    call.arguments = verdict
-            problem = self.validate(call)
-            if problem:
-                return ToolResult(problem + " (arguments rewritten by a plugin)", is_error=True)
-        if tool.needs_approval is not None:
-            try:
-                request = tool.needs_approval(call.arguments)
-            except Exception as exc:  # a check that cannot decide refuses: fail closed
-                reason = (
-                    f"the approval check of '{call.name}' failed ({type(exc).__name__}: {exc}), "
-                    "so the call is refused"
-                )
-                return ToolResult(blocked("approval-check-failed", reason), is_error=True)
-            if request is not None:
-                approved, who = self.approvals.decide(request, ctx)
-                if not approved:
-                    return ToolResult(refusal(request, who), is_error=True)
+        refused = self._guard(call, ctx) if self._has_pre else None
+        if refused is None and tool.needs_approval is not None:
+            refused = self._approve(call, tool, ctx)
+        if refused is not None:
+            return refused
         if cancel.is_set():
             return ToolResult("Error: interrupted by the user before this tool ran.", is_error=True)
         timeout = self.timeout_for(call.name, tool)
         try:
-            value = self._invoke(tool, call, ctx, cancel, timeout)
-        except Cancelled:  # the host's interrupt, or the handler's own (ToolCancelled and others)
-            return ToolResult(
-                "Error: interrupted by the user while this tool was running.", is_error=True
-            )
+            value = run_handler(tool, call, ctx, cancel, timeout)
         except ToolTimeout:
-            if call.name in self.timeouts:
-                setting = f"tools.timeouts.{call.name}"
-            elif tool.timeout is not None:
-                setting = f"the tool's own limit; tools.timeouts.{call.name} changes it"
-            else:
-                setting = "tools.timeout"
-            return ToolResult(
-                f"Error: tool '{call.name}' did not finish within {timeout:g} seconds "
-                f"({setting}), so it was abandoned; its work may be incomplete. Try a "
-                "smaller step, or another way.",
-                is_error=True,
-            )
-        except ToolError as exc:
-            text = str(exc)
-            return ToolResult(text if is_blocked(text) else f"Error: {text}", is_error=True)
-        except EnvironmentRefused as exc:  # a security policy's refusal: the model must see it
-            reason = f"the execution environment was refused: {exc}"
-            return ToolResult(blocked(exc.rule, reason), is_error=True)
-        except EnvironmentUnavailable as exc:
-            return ToolResult(
-                f"Error: the execution environment is not available: {exc}", is_error=True
-            )
-        except Exception as exc:
-            return ToolResult(
-                f"Error: tool '{call.name}' raised {type(exc).__name__}: {exc}", is_error=True
-            )
+            return ToolResult(self._timeout_text(call, tool, timeout), is_error=True)
+        except (Cancelled, Exception) as exc:
+            return ToolResult(_failure_text(call, exc), is_error=True)
         if isinstance(value, ToolOutput):
-            return _with_images(value, ctx)
+            return with_images(value, ctx)
         return ToolResult(result_text(value))
 
-    def _invoke(
-        self,
-        tool: Tool,
-        call: ToolCall,
-        ctx: ToolContext,
-        cancel: threading.Event,
-        timeout: float | None,
-    ) -> Any:
-        """Run the handler in a thread of its own and wait for its value.
-
-        A thread cannot be killed, so on interrupt (:class:`ToolCancelled`) or timeout
-        (:class:`ToolTimeout`) the handler's cancel event is set (a coroutine is cancelled, a
-        handler that checks the event stops) and the host waits at most
-        :data:`STOP_GRACE_SECONDS` more before it answers the call.
-        """
-        stop = threading.Event()  # this call's cancel event: interrupt or timeout
-        clock = _ToolClock()
-        ctx.cancel_event = stop
-        ctx.approver = clock.wrap(ctx.approver)
-        ctx.clarifier = clock.wrap(ctx.clarifier)
-        if ctx.agents is not None:
-            ctx.agents = _PausedRunner(ctx.agents, clock)
-        done = threading.Event()
-        outcome: dict[str, Any] = {}
-
-        def work() -> None:
+    def _guard(self, call: ToolCall, ctx: ToolContext) -> ToolResult | None:
+        """The ``hermes_pre_tool_call`` hooks: the refusal of one that blocks the call (or
+        fails: fail closed, or rewrites the arguments into invalid ones), else ``None``."""
+        for record, hook in self.plugins.implementations("hermes_pre_tool_call"):
             try:
-                value = tool.handler(call.arguments, ctx)
-                if inspect.isawaitable(value):
-                    value = AsyncBridge.shared().run(value, stop)
-                outcome["value"] = value
-            except BaseException as exc:  # handed to the waiting thread
-                outcome["error"] = exc
-            finally:
-                done.set()
+                verdict = hook(call=call, context=ctx)
+            except Exception as exc:  # a guard that crashes must not let the call through
+                self.plugins.record_error(record, "hermes_pre_tool_call", exc)
+                verdict = Block(
+                    f"the plugin failed while checking this call ({type(exc).__name__}: "
+                    f"{exc}), so the call is refused"
+                )
+            if isinstance(verdict, Block):
+                reason = verdict.reason
+                if not reason.startswith(BLOCKED_MARKER):  # already blocked() text: as is
+                    reason = blocked(f"plugin:{record.name}", reason)
+                return ToolResult(reason, is_error=True)
+            if isinstance(verdict, dict):
+                call.arguments = verdict
+        problem = self.validate(call)
+        if problem:
+            return ToolResult(problem + " (arguments rewritten by a plugin)", is_error=True)
+        return None
 
-        context = contextvars.copy_context()
-        HANDLER_THREADS.submit(context.run, work)
-        while not done.wait(POLL_SECONDS):
-            if cancel.is_set():
-                stop.set()
-                done.wait(STOP_GRACE_SECONDS)
-                raise ToolCancelled("interrupted by the user")
-            if timeout and clock.elapsed() >= timeout:
-                stop.set()
-                done.wait(STOP_GRACE_SECONDS)
-                raise ToolTimeout(call.name)
-        error = outcome.get("error")
-        if isinstance(error, (Exception, Cancelled)):
-            raise error
-        if error is not None:  # SystemExit and the like end the call, not the agent
-            raise RuntimeError(f"{type(error).__name__}: {error}")
-        return outcome.get("value")
+    def _approve(self, call: ToolCall, tool: Tool, ctx: ToolContext) -> ToolResult | None:
+        """The refusal of a call its tool says needs approval and nobody approved, else
+        ``None``; a check that cannot decide refuses (fail closed)."""
+        assert tool.needs_approval is not None
+        try:
+            request = tool.needs_approval(call.arguments)
+        except Exception as exc:
+            reason = (
+                f"the approval check of '{call.name}' failed ({type(exc).__name__}: {exc}), "
+                "so the call is refused"
+            )
+            return ToolResult(blocked("approval-check-failed", reason), is_error=True)
+        if request is None:
+            return None
+        approved, who = self.approvals.decide(request, ctx)
+        return None if approved else ToolResult(refusal(request, who), is_error=True)
+
+    def _timeout_text(self, call: ToolCall, tool: Tool, timeout: float | None) -> str:
+        """What the model reads when ``call`` ran past its timeout, naming the setting."""
+        if call.name in self.timeouts:
+            setting = f"tools.timeouts.{call.name}"
+        elif tool.timeout is not None:
+            setting = f"the tool's own limit; tools.timeouts.{call.name} changes it"
+        else:
+            setting = "tools.timeout"
+        return (
+            f"Error: tool '{call.name}' did not finish within {timeout or 0:g} seconds "
+            f"({setting}), so it was abandoned; its work may be incomplete. Try a "
+            "smaller step, or another way."
+        )
 
     # --- a batch ---------------------------------------------------------------------------
 
@@ -613,3 +326,17 @@ class Dispatcher:
         return CallOutcome(
             call, ToolResult(f"Error: interrupted by the user {when}.", is_error=True)
         )
+
+
+def _failure_text(call: ToolCall, exc: BaseException) -> str:
+    """What the model reads when the handler of ``call`` raised ``exc``."""
+    if isinstance(exc, Cancelled):  # the host's interrupt, or the handler's own
+        return "Error: interrupted by the user while this tool was running."
+    if isinstance(exc, ToolError):
+        text = str(exc)
+        return text if is_blocked(text) else f"Error: {text}"
+    if isinstance(exc, EnvironmentRefused):  # a security policy's refusal: the model must see it
+        return blocked(exc.rule, f"the execution environment was refused: {exc}")
+    if isinstance(exc, EnvironmentUnavailable):
+        return f"Error: the execution environment is not available: {exc}"
+    return f"Error: tool '{call.name}' raised {type(exc).__name__}: {exc}"

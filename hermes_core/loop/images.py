@@ -201,10 +201,7 @@ def inline(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     objects; the others are copies, so a shared (cached) list is never changed."""
     if not any(has_file_images(m) for m in messages):
         return messages
-    return [
-        {**m, "content": [_inline_part(p) for p in m["content"]]} if has_file_images(m) else m
-        for m in messages
-    ]
+    return [ready(m) if has_file_images(m) else m for m in messages]
 
 
 Describe = Callable[[Path], str]
@@ -222,6 +219,58 @@ def _described(part: Any, describe: Describe) -> Any:
     return {"type": "text", "text": f"[image {path.name}: {describe(path)}]"}
 
 
+def ready(message: dict[str, Any], describe: Describe | None = None) -> dict[str, Any]:
+    """A copy of ``message`` (one :func:`has_file_images` accepts) as a request carries it:
+    each ``file://`` image made a ``data:`` URL, or, with ``describe`` (a model that does not
+    take images), the text ``describe`` gives for it."""
+    if describe is not None:
+        parts = [_described(part, describe) for part in message["content"]]
+    else:
+        parts = [_inline_part(part) for part in message["content"]]
+    return {**message, "content": parts}
+
+
+def with_result_images(
+    wire: list[dict[str, Any]], source: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``wire`` and its ``source`` (aligned, item for item), with a ``user`` message holding
+    the images of the tool results (:data:`IMAGES_FIELD`) after each run of ``tool`` messages
+    that carry some (no wire format takes images in every kind of tool result); both lists get
+    the same message, so they stay aligned. The lists themselves when there are none."""
+    if not any(message.get(IMAGES_FIELD) for message in source):
+        return wire, source
+    out_wire: list[dict[str, Any]] = []
+    out_source: list[dict[str, Any]] = []
+    pending: list[tuple[dict[str, Any], list[str]]] = []
+    for message, original in zip(wire, source, strict=True):
+        if message.get("role") != "tool" and pending:
+            images_message = _images_message(pending)
+            out_wire.append(images_message)
+            out_source.append(images_message)
+            pending = []
+        out_wire.append(message)
+        out_source.append(original)
+        paths = original.get(IMAGES_FIELD) if message.get("role") == "tool" else None
+        if paths:
+            pending.append((original, list(paths)))
+    if pending:
+        images_message = _images_message(pending)
+        out_wire.append(images_message)
+        out_source.append(images_message)
+    return out_wire, out_source
+
+
+def _images_message(results: list[tuple[dict[str, Any], list[str]]]) -> dict[str, Any]:
+    """The user message that shows the images of ``results`` (tool messages and their paths)."""
+    names = ", ".join(
+        f"{m.get('tool_name') or 'a tool'} ({m.get('tool_call_id')})" for m, _ in results
+    )
+    parts: list[dict[str, Any]] = [{"type": "text", "text": f"The images returned by {names}:"}]
+    for _message, paths in results:
+        parts += [{"type": "image_url", "image_url": {"url": Path(p).as_uri()}} for p in paths]
+    return {"role": "user", "content": parts}
+
+
 def prepare(
     wire: list[dict[str, Any]],
     source: list[dict[str, Any]],
@@ -229,52 +278,12 @@ def prepare(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The wire messages of a request with their images made ready, and their source.
 
-    After each run of ``tool`` messages whose results carry images (:data:`IMAGES_FIELD`), a
-    ``user`` message holding those images is added (no wire format takes images in every kind of
-    tool result); ``source`` gets the same message, so the two stay aligned. Then every
-    ``file://`` image becomes a ``data:`` URL, or, with ``describe`` (a model that does not take
-    images), the text ``describe`` gives for it.
+    ``wire`` may start with messages ``source`` has not (the system prompt); the rest is
+    aligned with ``source``. The images of tool results are added as by
+    :func:`with_result_images`, then every ``file://`` image becomes a ``data:`` URL, or, with
+    ``describe`` (a model that does not take images), the text ``describe`` gives for it.
     """
     offset = len(wire) - len(source)
-    if not any(isinstance(m, dict) and m.get(IMAGES_FIELD) for m in source):
-        out_wire, out_source = wire, source
-    else:
-        out_wire, out_source = list(wire[:offset]), []
-        pending: list[tuple[dict[str, Any], list[str]]] = []
-
-        def flush() -> None:
-            if not pending:
-                return
-            names = ", ".join(
-                f"{m.get('tool_name') or 'a tool'} ({m.get('tool_call_id')})" for m, _ in pending
-            )
-            parts: list[dict[str, Any]] = [
-                {"type": "text", "text": f"The images returned by {names}:"}
-            ]
-            for _message, paths in pending:
-                parts += [
-                    {"type": "image_url", "image_url": {"url": Path(p).as_uri()}} for p in paths
-                ]
-            message = {"role": "user", "content": parts}
-            out_wire.append(message)
-            out_source.append(message)
-            pending.clear()
-
-        for index, original in enumerate(source):
-            message = wire[index + offset]
-            if message.get("role") != "tool":
-                flush()
-            out_wire.append(message)
-            out_source.append(original)
-            paths = original.get(IMAGES_FIELD) if message.get("role") == "tool" else None
-            if paths:
-                pending.append((original, list(paths)))
-        flush()
-    if describe is not None:
-        out_wire = [
-            {**m, "content": [_described(p, describe) for p in m["content"]]}
-            if has_file_images(m)
-            else m
-            for m in out_wire
-        ]
-    return inline(out_wire), out_source
+    body, out_source = with_result_images(wire[offset:], source)
+    out_wire = wire[:offset] + body
+    return [ready(m, describe) if has_file_images(m) else m for m in out_wire], out_source

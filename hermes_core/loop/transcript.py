@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
 from typing import Any
 
 from hermes_hookspecs import CONTEXT_SUMMARY_FLAG, HermesError
+
+from .scan import inspect_calls, scan
+from .text import clean_text, clean_value
 
 __all__ = [
     "INTERRUPTED_RESULT",
@@ -51,38 +53,6 @@ class TranscriptError(HermesError):
     """A transcript breaks an invariant; the message names the first problem in one line."""
 
 
-def clean_text(text: str) -> str:
-    """``text`` as UTF-8 can carry it: surrogate pairs joined into their character, lone
-    surrogates (``"\\udcff"`` from undecodable bytes, ``"\\ud800"``) replaced by U+FFFD.
-
-    One such character in a message would make every later request and every save of the
-    session fail, so text from outside (tool results, model output, user input) goes through
-    this once before it enters a transcript.
-    """
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
-
-
-def clean_value(value: Any) -> Any:
-    """``value`` with :func:`clean_text` applied to every string in it (dict keys and values,
-    list items); the same object when nothing needed cleaning."""
-    if isinstance(value, str):
-        return clean_text(value)
-    if isinstance(value, dict):
-        cleaned = {clean_value(k): clean_value(v) for k, v in value.items()}
-        same = all(
-            a is b and c is d for (a, c), (b, d) in zip(value.items(), cleaned.items(), strict=True)
-        )
-        return value if same and len(cleaned) == len(value) else cleaned
-    if isinstance(value, list):
-        items = [clean_value(item) for item in value]
-        return value if all(a is b for a, b in zip(value, items, strict=True)) else items
-    return value
-
-
 def dangling_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The tool calls of the last assistant message that have no result after it, in call
     order, when the transcript ends with that message and some of its results (what a process
@@ -103,7 +73,7 @@ def dangling_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     if not isinstance(opener, dict) or opener.get("role") != "assistant":
         return []
     calls = opener.get("tool_calls")
-    ids, defect = _inspect_calls(calls, None)
+    ids, defect = inspect_calls(calls, None)
     if defect is not None or not ids or not isinstance(calls, (list, tuple)):
         return []
     answered = [m.get("tool_call_id") for m in messages[start:end]]
@@ -140,12 +110,12 @@ def _strip_call(call: Any) -> Any:
 
 def validate(messages: list[dict[str, Any]]) -> list[str]:
     """Return every problem of ``messages``, one readable line each; ``[]`` when valid."""
-    return list(_scan(messages))
+    return list(scan(messages))
 
 
 def ensure_valid(messages: list[dict[str, Any]]) -> None:
     """Raise :class:`TranscriptError` naming the first problem of ``messages``, if any."""
-    problem = next(_scan(messages), None)
+    problem = next(scan(messages), None)
     if problem is not None:
         raise TranscriptError(f"invalid transcript: {problem}")
 
@@ -175,7 +145,7 @@ def repair(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     - an assistant message without tool calls and with ``None`` content gets ``""``.
     """
     copies: list[dict[str, Any]] = []
-    if next(_scan(messages, copies), None) is None:
+    if next(scan(messages, copies), None) is None:
         return copies
     return _repair(messages, keep_system=True)
 
@@ -205,246 +175,16 @@ def wire_and_source(
         if source and isinstance(source[0], dict) and source[0].get("role") == "system":
             source = source[1:]
     out = list(head)
-    if next(_scan(source, out, strip=True, system_first=not head), None) is None:
+    if next(scan(source, out, strip=True, system_first=not head), None) is None:
         return out, source
     repaired = _repair(messages, keep_system=system_prompt is None)
     out = list(head)
-    problem = next(_scan(repaired, out, strip=True), None)
+    problem = next(scan(repaired, out, strip=True), None)
     if problem is not None:  # pragma: no cover - repair guarantees validity
         raise TranscriptError(f"invalid transcript after repair: {problem}")
     if head and repaired and repaired[0].get("role") == "system":
         repaired = repaired[1:]
     return out, repaired
-
-
-# --- validation -------------------------------------------------------------------------------
-
-
-def _scan(
-    messages: list[dict[str, Any]],
-    out: list[dict[str, Any]] | None = None,
-    strip: bool = False,
-    system_first: bool = True,
-) -> Iterator[str]:
-    """Yield the problems of ``messages`` in order.
-
-    When ``out`` is given, each message is also appended to it (stripped or shallow-copied, and
-    with ``""`` for the ``None`` content of a text-only assistant message), so a caller that
-    stops at the first problem gets the copies of a valid transcript in one pass. With
-    ``system_first`` false, a system message is a problem even at index 0.
-    """
-    # This runs before every model call, so the common case (results arriving in call order)
-    # is checked with one comparison and the bookkeeping for diagnostics happens only on a miss.
-    pending: list[str] = []  # ids of the calls whose results may come next, in call order
-    answered = 0  # how many of ``pending`` were answered in order
-    stray: set[str] | None = None  # ids answered once the order was broken
-    last_position = -1
-    opened_at = 0
-    previous: str | None = None
-    started = False
-    for index, message in enumerate(messages):
-        if type(message) is not dict and not isinstance(message, dict):
-            yield f"message {index}: not a dict"
-            previous = None
-            continue
-        role = message.get("role")
-        copy: dict[str, Any] | None = None
-        if out is not None:
-            if strip:
-                copy = {}
-                if "role" in message:
-                    copy["role"] = role
-                if "content" in message:
-                    copy["content"] = message["content"]
-                if "tool_calls" in message:
-                    copy["tool_calls"] = message["tool_calls"]
-                if "tool_call_id" in message:
-                    copy["tool_call_id"] = message["tool_call_id"]
-                if "name" in message:
-                    copy["name"] = message["name"]
-            else:
-                copy = dict(message)
-            out.append(copy)
-
-        if role == "tool":
-            call_id = message.get("tool_call_id")
-            if stray is None and answered < len(pending) and call_id == pending[answered]:
-                answered += 1
-                previous = "tool"
-                continue
-            if not started:
-                started = True
-                yield (
-                    f"message {index}: the first message after the system prompt is tool, not user"
-                )
-            if not isinstance(call_id, str) or not call_id:
-                yield f"message {index}: tool message without tool_call_id"
-            elif call_id not in pending:
-                yield (
-                    f"message {index}: orphan tool result {call_id!r}: it does not follow the "
-                    "assistant message that made the call"
-                )
-            else:
-                if stray is None:
-                    stray = set(pending[:answered])
-                    last_position = answered - 1
-                position = pending.index(call_id)
-                if call_id in stray:
-                    yield f"message {index}: tool call {call_id!r} is answered twice"
-                else:
-                    if position < last_position:
-                        yield f"message {index}: tool result {call_id!r} is out of call order"
-                    last_position = position
-                    stray.add(call_id)
-            previous = "tool"
-            continue
-
-        if pending:
-            if stray is None:
-                missing = pending[answered:]
-            else:
-                missing = [call_id for call_id in pending if call_id not in stray]
-            for call_id in missing:
-                yield f"message {opened_at}: tool call {call_id!r} is never answered"
-            pending = []
-
-        if role == "user":
-            if previous == "user":
-                yield f"message {index}: two user messages in a row"
-            started = True
-            previous = "user"
-            continue
-        if role == "assistant":
-            if not started:
-                started = True
-                yield (
-                    f"message {index}: the first message after the system prompt is assistant, "
-                    "not user"
-                )
-            if previous == "assistant" or previous == "calls":
-                yield f"message {index}: two assistant messages in a row"
-            calls = message.get("tool_calls")
-            if calls is None:
-                if copy is not None:
-                    # Not a problem in the history, but providers want text here.
-                    if copy.get("content") is None:
-                        copy["content"] = ""
-                    if strip and "tool_calls" in copy:
-                        del copy["tool_calls"]
-                previous = "assistant"
-                continue
-            wire_calls: list[dict[str, Any]] | None = [] if strip and copy is not None else None
-            pending, defect = _inspect_calls(calls, wire_calls)
-            if defect is not None:
-                yield f"message {index}: malformed tool_calls: {defect}"
-            elif wire_calls is not None:
-                assert copy is not None
-                copy["tool_calls"] = wire_calls
-            answered = 0
-            stray = None
-            opened_at = index
-            previous = "calls" if pending else "assistant"
-            continue
-        if role == "system":
-            if index != 0 or not system_first:
-                yield f"message {index}: a system message is only allowed first"
-            previous = "system"
-            continue
-        yield f"message {index}: unknown role {role!r}"
-        previous = None
-
-    if pending:
-        if stray is None:
-            missing = pending[answered:]
-        else:
-            missing = [call_id for call_id in pending if call_id not in stray]
-        for call_id in missing:
-            yield f"message {opened_at}: tool call {call_id!r} is never answered"
-
-
-def _inspect_calls(
-    calls: Any, wire_calls: list[dict[str, Any]] | None
-) -> tuple[list[str], str | None]:
-    """Return the ids of the usable calls in order, and the first defect (or ``None``).
-
-    When ``wire_calls`` is given and there is no defect, it receives the stripped calls.
-    """
-    if type(calls) is list:
-        ids: list[str] = []
-        for call in calls:
-            if type(call) is not dict:
-                break
-            call_id = call.get("id")
-            function = call.get("function")
-            if type(call_id) is not str or not call_id or call.get("type") != "function":
-                break
-            if type(function) is not dict:
-                break
-            name = function.get("name")
-            arguments = function.get("arguments")
-            if type(name) is not str or not name or type(arguments) is not str or call_id in ids:
-                break
-            ids.append(call_id)
-            if wire_calls is not None:
-                wire_calls.append(
-                    {
-                        "id": call_id,
-                        "type": "function",
-                        "function": {"name": name, "arguments": arguments},
-                    }
-                )
-        else:
-            if ids:
-                return ids, None
-    if wire_calls is not None:
-        wire_calls.clear()
-    return _diagnose_calls(calls, wire_calls)
-
-
-def _diagnose_calls(
-    calls: Any, wire_calls: list[dict[str, Any]] | None
-) -> tuple[list[str], str | None]:
-    """The thorough version of :func:`_inspect_calls`, for lists its fast path gave up on."""
-    if not isinstance(calls, list) or not calls:
-        return [], "expected a non-empty list"
-    ids: list[str] = []
-    defect: str | None = None
-    for position, call in enumerate(calls):
-        if not isinstance(call, dict):
-            defect = defect or f"call {position} is not an object"
-            continue
-        call_id = call.get("id")
-        function = call.get("function")
-        if not isinstance(call_id, str) or not call_id:
-            problem = "has no id"
-        elif call_id in ids:
-            problem = f"repeats id {call_id!r}"
-        elif call.get("type") != "function":
-            problem = "has a type other than 'function'"
-        elif (
-            not isinstance(function, dict)
-            or not isinstance(function.get("name"), str)
-            or not function["name"]
-        ):
-            problem = "has no function name"
-        elif not isinstance(function.get("arguments"), str):
-            problem = "has arguments that are not a JSON string"
-        else:
-            ids.append(call_id)
-            if wire_calls is not None:
-                wire_calls.append(
-                    {
-                        "id": call_id,
-                        "type": "function",
-                        "function": {"name": function["name"], "arguments": function["arguments"]},
-                    }
-                )
-            continue
-        defect = defect or f"call {position} {problem}"
-        if isinstance(call_id, str) and call_id and call_id not in ids:
-            # Still expect its result, so one defect does not also report orphans.
-            ids.append(call_id)
-    return ids, defect
 
 
 # --- repair -----------------------------------------------------------------------------------
@@ -463,90 +203,96 @@ def _repair(messages: list[dict[str, Any]], keep_system: bool) -> list[dict[str,
     """The rules of :func:`repair`, applied in one pass; ``keep_system`` keeps a leading system."""
     items: list[dict[str, Any]] = []  # messages, and a _Batch after each one with tool calls
     batch: _Batch | None = None
-    tail: str | None = None  # role of items[-1], "tool" for a batch
     seen_user = False
-    index = -1
-    for message in messages:
-        index += 1
+    for index, message in enumerate(messages):
         if type(message) is not dict and not isinstance(message, dict):
             continue
         role = message.get("role")
-
         if role == "tool":
             if batch is not None:
                 call_id = message.get("tool_call_id")
                 # get(..., 0) tells "unknown id" (0) from "not answered yet" (None).
                 if isinstance(call_id, str) and batch.get(call_id, 0) is None:
                     batch[call_id] = dict(message)
-            continue
-
-        if role == "user":
+        elif role == "user":
             seen_user = True
-            if tail == "user":
-                last = items[-1]
-                last["content"] = _join(last.get("content"), message.get("content"))
-                if not message.get(CONTEXT_SUMMARY_FLAG):  # no longer nothing but a summary
-                    last.pop(CONTEXT_SUMMARY_FLAG, None)
-            else:
-                items.append(dict(message))
-                tail = "user"
-            continue
-
-        if role == "assistant":
-            raw_calls = message.get("tool_calls")
-            if raw_calls:
+            _add_user(items, message)
+        elif role == "assistant":
+            if message.get("tool_calls"):
                 batch = None  # results after this message belong to it, or to nothing
-            if not seen_user:
-                continue
-            new = dict(message)
-            calls, ids = _repair_calls(raw_calls, index) if raw_calls else ([], [])
-            if ids:
-                new["tool_calls"] = calls
-                if tail == "assistant":
-                    # Assistant dicts at the tail never have tool calls: a batch follows those.
-                    new["content"] = _join(items.pop().get("content"), new.get("content"))
-                batch = _Batch(dict.fromkeys(ids))
-                items.append(new)
-                items.append(batch)
-                tail = "tool"
-                continue
-            if "tool_calls" in new:
-                del new["tool_calls"]
-            content = new.get("content")
-            if content is None:
-                new["content"] = content = ""
-            if tail == "assistant":
-                last = items[-1]
-                last["content"] = _join(last.get("content"), content)
-            else:
-                items.append(new)
-                tail = "assistant"
-            continue
-
-        if role == "system" and index == 0 and keep_system:
+            if seen_user:
+                batch = _add_assistant(items, message, index) or batch
+        elif role == "system" and index == 0 and keep_system:
             items.append(dict(message))
-            tail = "system"
         # Anything else (unknown roles, misplaced system messages) is dropped.
+    return _flatten(items)
 
+
+def _tail(items: list[dict[str, Any]]) -> str | None:
+    """The role of the last item (``tool`` for a batch of results)."""
+    if not items:
+        return None
+    last = items[-1]
+    return "tool" if type(last) is _Batch else last.get("role")
+
+
+def _add_user(items: list[dict[str, Any]], message: dict[str, Any]) -> None:
+    """Add a user message to ``items``, merged into a user message just before it."""
+    if _tail(items) != "user":
+        items.append(dict(message))
+        return
+    last = items[-1]
+    last["content"] = _join(last.get("content"), message.get("content"))
+    if not message.get(CONTEXT_SUMMARY_FLAG):  # no longer nothing but a summary
+        last.pop(CONTEXT_SUMMARY_FLAG, None)
+
+
+def _add_assistant(
+    items: list[dict[str, Any]], message: dict[str, Any], index: int
+) -> _Batch | None:
+    """Add an assistant message to ``items`` (merged as :func:`repair` says); the batch that
+    waits for its results when it has usable tool calls."""
+    new = dict(message)
+    raw_calls = message.get("tool_calls")
+    calls, ids = _repair_calls(raw_calls, index) if raw_calls else ([], [])
+    tail = _tail(items)
+    if ids:
+        new["tool_calls"] = calls
+        if tail == "assistant":
+            # Assistant dicts at the tail never have tool calls: a batch follows those.
+            new["content"] = _join(items.pop().get("content"), new.get("content"))
+        batch = _Batch(dict.fromkeys(ids))
+        items.append(new)
+        items.append(batch)
+        return batch
+    new.pop("tool_calls", None)
+    if new.get("content") is None:
+        new["content"] = ""
+    if tail == "assistant":
+        items[-1]["content"] = _join(items[-1].get("content"), new["content"])
+    else:
+        items.append(new)
+    return None
+
+
+def _flatten(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages of ``items``, each batch replaced by its results in call order (a call
+    without one gets :data:`INTERRUPTED_RESULT`)."""
     out: list[dict[str, Any]] = []
     for item in items:
-        if type(item) is _Batch:
-            for call_id, result in item.items():
-                if result is None:
-                    result = {
-                        "role": "tool",
-                        "tool_call_id": call_id,
-                        "content": INTERRUPTED_RESULT,
-                    }
-                out.append(result)
-        else:
+        if type(item) is not _Batch:
             out.append(item)
+            continue
+        for call_id, result in item.items():
+            if result is None:
+                result = {"role": "tool", "tool_call_id": call_id, "content": INTERRUPTED_RESULT}
+            out.append(result)
     return out
 
 
 def _repair_calls(raw: Any, index: int) -> tuple[list[dict[str, Any]], list[str]]:
     """Well-formed calls from ``raw`` (the same list if nothing needed fixing) and their ids."""
-    ids, defect = _inspect_calls(raw, None)
+    ids, defect = inspect_calls(raw, None)
     if defect is None:
         return raw, ids
     if not isinstance(raw, (list, tuple)):
@@ -603,65 +349,3 @@ def _parts(content: Any) -> list[Any]:
     if not content:
         return []
     return [{"type": "text", "text": content if isinstance(content, str) else str(content)}]
-
-
-# --- incremental wire messages --------------------------------------------------------------
-
-_ANCHOR_CALL = {"id": "anchor", "type": "function", "function": {"name": "a", "arguments": "{}"}}
-_ANCHORS: dict[Any, list[dict[str, Any]]] = {
-    # What a valid transcript ending in a message of this role looks like, as far as the
-    # validity of the messages that follow is concerned.
-    "user": [{"role": "user", "content": ""}],
-    "assistant": [{"role": "user", "content": ""}, {"role": "assistant", "content": ""}],
-    "tool": [
-        {"role": "user", "content": ""},
-        {"role": "assistant", "content": None, "tool_calls": [_ANCHOR_CALL]},
-        {"role": "tool", "tool_call_id": "anchor", "content": ""},
-    ],
-}
-
-
-class WireCache:
-    """:func:`wire_and_source` for a transcript that grows by appends, scanning only what was
-    appended since the last call.
-
-    The agent's transcript only grows during a turn, and rescanning hundreds of messages before
-    every model call would dominate the loop's own cost. A transcript replaced by another list
-    object, shortened, or whose new messages do not validate after the cached prefix goes
-    through the full :func:`wire_and_source` again. The returned wire dicts are shared between
-    calls: treat them as read-only.
-    """
-
-    def __init__(self) -> None:
-        self._messages: list[dict[str, Any]] | None = None
-        self._source: list[dict[str, Any]] = []
-        self._wire: list[dict[str, Any]] = []
-
-    def build(
-        self, messages: list[dict[str, Any]], system_prompt: str | None
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """The wire messages and their source, as :func:`wire_and_source` returns them."""
-        head = [] if system_prompt is None else [{"role": "system", "content": system_prompt}]
-        cached = len(self._source)
-        if (
-            cached
-            and messages is self._messages
-            and len(messages) >= cached
-            and messages[cached - 1] is self._source[-1]
-        ):
-            anchor = _ANCHORS.get(self._source[-1].get("role"))
-            if anchor is not None:
-                tail = messages[cached:]
-                out: list[dict[str, Any]] = []
-                if next(_scan(anchor + tail, out, strip=True, system_first=False), None) is None:
-                    self._wire.extend(out[len(anchor) :])
-                    self._source.extend(tail)
-                    return head + self._wire, list(self._source)
-        wire, source = wire_and_source(messages, system_prompt)
-        if source is messages and messages:  # valid as it was: worth remembering
-            self._messages = messages
-            self._source = list(messages)
-            self._wire = wire[len(head) :]
-        else:
-            self._messages, self._source, self._wire = None, [], []
-        return wire, source

@@ -7,6 +7,7 @@ content and tool calls, and the ``substrings`` for the trigram index) and a sess
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import time
@@ -18,6 +19,7 @@ from hermes_hookspecs import SessionInfo
 
 from .errors import SessionStoreError
 from .schema import COUNTER_COLUMNS, SESSION_FIELDS
+from .surrogates import replace_surrogates
 
 TITLE_CHARS = 60
 
@@ -201,33 +203,82 @@ _INSERT_MESSAGE = (
 )
 
 
-def _decode_message(row: tuple[Any, ...]) -> dict[str, Any]:
-    (role, content, parts, tool_calls, call_id, tool_name, reasoning, finish, tokens, layout,
-     extra_json) = row  # fmt: skip
-    extra = json.loads(extra_json) if extra_json else {}
+_COLUMN_OF = {
+    "role": 0,
+    "content": 1,
+    "tool_calls": 3,
+    "tool_call_id": 4,
+    "tool_name": 5,
+    "reasoning": 6,
+    "finish_reason": 7,
+    "token_count": 8,
+}
+"""The position in a ``_MESSAGE_SELECT`` row of each key that has a column of its own."""
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+"""In JSON text: the escape of a surrogate (written for text that was not encodable)."""
+
+
+@functools.lru_cache(maxsize=512)
+def _plan(layout: str) -> tuple[tuple[str, int], ...]:
+    """The keys of a message with ``layout``, in order, each with its column (-1: none)."""
+    return tuple((key, _COLUMN_OF.get(key, -1)) for key in _unpack_layout(layout))
+
+
+def _decode_message(
+    row: tuple[Any, ...], clean: bool = False, parsed: tuple[Any, Any, Any] | None = None
+) -> dict[str, Any]:
+    """The message dict a row of ``_MESSAGE_SELECT`` holds; with ``clean``, its text made
+    encodable (see :func:`replace_surrogates`). ``parsed``: the row's JSON columns (content
+    parts, tool calls, extra) already parsed, when they were parsed together with other rows'."""
+    parts, tool_calls, extra_json = row[2], row[3], row[10]
+    if parsed is None:
+        parsed = (
+            json.loads(parts) if parts else None,
+            json.loads(tool_calls) if tool_calls else None,
+            json.loads(extra_json) if extra_json else None,
+        )
+    parts_value, calls_value, extra = parsed
     message: dict[str, Any] = {}
-    for key in _unpack_layout(layout):
-        if key in extra:
+    for key, column in _plan(row[9]):
+        if extra is not None and key in extra:
             message[key] = extra[key]
-        elif key == "role":
-            message[key] = role
-        elif key == "content":
-            message[key] = json.loads(parts) if parts is not None else content
-        elif key == "tool_calls":
-            message[key] = json.loads(tool_calls) if tool_calls is not None else None
-        elif key == "tool_call_id":
-            message[key] = call_id
-        elif key == "tool_name":
-            message[key] = tool_name
-        elif key == "reasoning":
-            message[key] = reasoning
-        elif key == "finish_reason":
-            message[key] = finish
-        elif key == "token_count":
-            message[key] = tokens
+        elif column == 1:
+            message[key] = parts_value if parts is not None else row[1]
+        elif column == 3:
+            message[key] = calls_value
         else:
-            message[key] = None
+            message[key] = row[column] if column >= 0 else None
+    if clean and any(
+        text is not None and _SURROGATE_ESCAPE.search(text)
+        for text in (extra_json, parts, tool_calls)
+    ):
+        # Only JSON text can bring back a lone surrogate: the columns hold encodable text.
+        cleaned: dict[str, Any] = replace_surrogates(message)
+        return cleaned
     return message
+
+
+def decode_messages(rows: list[tuple[Any, ...]], clean: bool = False) -> list[dict[str, Any]]:
+    """The messages of ``rows`` (of ``_MESSAGE_SELECT``), as :func:`_decode_message` gives
+    them; the JSON of all rows is parsed in one go per column, which is several times faster
+    than a parse per value for a long session."""
+    columns = [_parse_column([row[index] for row in rows]) for index in (2, 3, 10)]
+    return [
+        _decode_message(row, clean, parsed)
+        for row, parsed in zip(rows, zip(*columns, strict=True), strict=True)
+    ]
+
+
+def _parse_column(texts: list[str | None]) -> list[Any]:
+    """Each JSON text of ``texts`` parsed (``None`` for a missing one), in one parse."""
+    present = [text for text in texts if text]
+    if not present:
+        return [None] * len(texts)
+    try:
+        values = iter(json.loads("[" + ",".join(present) + "]"))
+    except ValueError:  # one damaged value: parse each, so the error is that value's own
+        values = iter([json.loads(text) for text in present])
+    return [next(values) if text else None for text in texts]
 
 
 def _session_from_row(row: tuple[Any, ...]) -> SessionInfo:

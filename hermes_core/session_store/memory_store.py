@@ -12,6 +12,8 @@ from typing import Any
 
 from hermes_hookspecs import SearchHit, SessionInfo
 
+from .surrogates import encodable, replace_surrogates
+
 _TERM = re.compile(r'"([^"]*)"|(\S+)')
 
 
@@ -23,6 +25,8 @@ class MemorySessionStore:
         self._sessions: dict[str, SessionInfo] = {}
         self._messages: dict[str, list[dict[str, Any]]] = {}
         self._ids: dict[str, list[int]] = {}
+        self._unclean: dict[str, set[int]] = {}
+        """Per session, the positions of the messages holding text UTF-8 cannot carry."""
         self._next_id = 1
         self._lock = threading.Lock()
 
@@ -51,7 +55,11 @@ class MemorySessionStore:
     def append_message(self, session_id: str, message: dict[str, Any]) -> None:
         """Persist one completed message."""
         with self._lock:
-            self._messages.setdefault(session_id, []).append(copy.deepcopy(message))
+            kept = _copied(message)
+            messages = self._messages.setdefault(session_id, [])
+            if not encodable(kept):
+                self._unclean.setdefault(session_id, set()).add(len(messages))
+            messages.append(kept)
             self._ids.setdefault(session_id, []).append(self._next_id)
             self._next_id += 1
 
@@ -59,6 +67,16 @@ class MemorySessionStore:
         """The session's messages, in order."""
         with self._lock:
             return copy.deepcopy(self._messages.get(session_id, []))
+
+    def get_clean_messages(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's messages, in order, with text UTF-8 cannot carry (lone surrogates)
+        replaced by U+FFFD, as a conversation replays them."""
+        with self._lock:
+            unclean = self._unclean.get(session_id, set())
+            return [
+                replace_surrogates(message) if index in unclean else message
+                for index, message in enumerate(copy.deepcopy(self._messages.get(session_id, [])))
+            ]
 
     def search(
         self,
@@ -162,3 +180,18 @@ def _snippet(text: str, terms: list[str], chars: int) -> str:
     pattern = re.compile("|".join(re.escape(t) for t in sorted(terms, key=len, reverse=True)), re.I)
     marked = pattern.sub(lambda m: f"[{m.group(0)}]", window)
     return ("…" if begin > 0 else "") + marked + ("…" if end < len(text) else "")
+
+
+_ATOMS = (str, int, float, bool, type(None))
+
+
+def _copied(value: Any) -> Any:
+    """A deep copy of ``value``; several times faster than ``copy.deepcopy`` for the JSON-like
+    values messages hold (anything else is deep-copied as usual)."""
+    if isinstance(value, _ATOMS):
+        return value
+    if type(value) is dict:
+        return {key: _copied(item) for key, item in value.items()}
+    if type(value) is list:
+        return [_copied(item) for item in value]
+    return copy.deepcopy(value)

@@ -42,10 +42,10 @@ from hermes_hookspecs import SessionInfo
 from .codec import (
     _INSERT_MESSAGE,
     _MESSAGE_SELECT,
-    _decode_message,
     _dumps,
     _encode_message,
     _session_from_row,
+    decode_messages,
     make_title,
 )
 from .connections import SQLiteConnections, _check_header, make_private
@@ -267,7 +267,16 @@ class SQLiteSessionStore(SQLiteConnections):
 
     def get_messages(self, session_id: str) -> list[dict[str, Any]]:
         """All messages of a session, in order, equal to the dicts that were appended."""
-        rows = self._run(
+        return decode_messages(self._message_rows(session_id))
+
+    def get_clean_messages(self, session_id: str) -> list[dict[str, Any]]:
+        """All messages of a session, in order, as a conversation replays them: equal to the
+        dicts that were appended, except that text UTF-8 cannot carry (lone surrogates, from
+        sessions written before text was cleaned where it entered) is replaced by U+FFFD."""
+        return decode_messages(self._message_rows(session_id), clean=True)
+
+    def _message_rows(self, session_id: str) -> list[tuple[Any, ...]]:
+        rows: list[tuple[Any, ...]] = self._run(
             lambda c: c.execute(
                 f"SELECT {_MESSAGE_SELECT} FROM messages WHERE session_id = ? ORDER BY id",
                 (session_id,),
@@ -275,7 +284,7 @@ class SQLiteSessionStore(SQLiteConnections):
             write=False,
             what="read messages",
         )
-        return [_decode_message(row) for row in rows]
+        return rows
 
     # --- listing and lineage ----------------------------------------------------------------
 

@@ -1,0 +1,107 @@
+"""Resuming a stored session: the text replayed is encodable (lone surrogates from sessions
+written before text was cleaned where it entered are replaced), ``get_messages`` still gives
+back exactly what was appended, and a database of an older schema opens, migrates and resumes."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from hermes_core.session_store import MemorySessionStore, SQLiteSessionStore
+from hermes_core.session_store.codec import INSERT_MESSAGE_SQL, message_row
+from hermes_core.session_store.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+from hermes_core.testing import make_agent, text
+from hermes_hookspecs import SessionInfo
+
+UNCLEAN = [
+    {"role": "user", "content": "bytes \udcff here"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "t", "arguments": '{"q": "\ud800"}'},
+            }
+        ],
+        "_provider_data": {"note": "half \udc80"},
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": "fine", "tool_name": "t"},
+    {"role": "assistant", "content": [{"type": "text", "text": "parts \U0001f600 and \udcfe"}]},
+]
+CLEANED = [
+    {"role": "user", "content": "bytes \ufffd here"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "t", "arguments": '{"q": "\ufffd"}'},
+            }
+        ],
+        "_provider_data": {"note": "half \ufffd"},
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": "fine", "tool_name": "t"},
+    {"role": "assistant", "content": [{"type": "text", "text": "parts \U0001f600 and \ufffd"}]},
+]
+
+
+@pytest.fixture(params=["sqlite", "memory"])
+def store(request: pytest.FixtureRequest, tmp_path: Path):
+    if request.param == "memory":
+        yield MemorySessionStore()
+        return
+    with SQLiteSessionStore(tmp_path / "sessions.db") as sqlite_store:
+        yield sqlite_store
+
+
+def test_clean_messages_replace_lone_surrogates_and_keep_the_rest(store) -> None:
+    store.create_session(SessionInfo(id="s1"))
+    for message in UNCLEAN:
+        store.append_message("s1", message)
+    assert store.get_messages("s1") == UNCLEAN  # exactly as appended
+    clean = store.get_clean_messages("s1")
+    assert clean == CLEANED
+    assert [list(m) for m in clean] == [list(m) for m in UNCLEAN]  # key order too
+
+
+def test_text_that_only_looks_like_an_escape_is_kept(store) -> None:
+    store.create_session(SessionInfo(id="s1"))
+    message = {"role": "user", "content": [{"type": "text", "text": "a literal \\ud800 escape"}]}
+    store.append_message("s1", message)
+    assert store.get_clean_messages("s1") == [message]
+
+
+def _version_1_database(path: Path, session_id: str, messages: list[dict]) -> None:
+    """A sessions.db as the first schema wrote it, holding one session."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    MIGRATIONS[0](conn)
+    conn.execute("PRAGMA user_version = 1")
+    conn.execute(
+        "INSERT INTO sessions (id, source, model, provider, started_at, message_count) "
+        "VALUES (?, 'cli', 'm', 'scripted', 1.0, ?)",
+        (session_id, len(messages)),
+    )
+    conn.executemany(INSERT_MESSAGE_SQL, [message_row(m, session_id, 1.0) for m in messages])
+    conn.close()
+
+
+def test_an_old_database_opens_migrates_and_resumes(tmp_path: Path) -> None:
+    db = tmp_path / "sessions.db"
+    _version_1_database(db, "old", UNCLEAN)
+    with SQLiteSessionStore(db) as store:
+        assert store.stats()["schema_version"] == SCHEMA_VERSION
+        agent = make_agent(text("resumed"), session_store=store, session_id="old")
+        with agent:
+            assert agent.chat("still there?") == "resumed"
+        sent = agent.client.last_request.messages
+        assert [m["content"] for m in sent[-5:-1]] == [m["content"] for m in CLEANED]
+        stored = store.get_messages("old")
+    assert stored[:4] == UNCLEAN
+    assert [m["content"] for m in stored[4:]] == ["still there?", "resumed"]
