@@ -198,7 +198,7 @@ def one_run(args: argparse.Namespace, model_url: str) -> dict[str, float]:
     direct = _overheads(_drive(args, model_url, starts), args.model_delay)
 
     home = Path(tempfile.mkdtemp(prefix="hermes-gateway-bench-"))
-    manager = PluginManager(only=["gateway", "openai"], environ={})
+    manager = PluginManager(only=args.plugins.split(",") if args.plugins else None, environ={})
     config = {
         "model": {"provider": "custom", "base_url": model_url, "default": "m", "api_key": "x"},
         "toolsets": [],
@@ -273,6 +273,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--model-delay", type=float, default=0.2)
     parser.add_argument("--stream", action="store_true")
+    parser.add_argument(
+        "--plugins",
+        default="",
+        help="load only these plugins (comma-separated entry point names; default: every "
+        "installed one, as a user's install does)",
+    )
     parser.add_argument(
         "--spread",
         type=float,

@@ -358,13 +358,19 @@ _hosts: dict[str, HermesPluginHost] = {}
 _hosts_lock = threading.Lock()
 
 
-def host_for(home: Path, config: Mapping[str, Any]) -> HermesPluginHost:
-    """The loaded host of ``home`` in this process (created and loaded on first use)."""
+def host_for(
+    home: Path, config: Mapping[str, Any] | Callable[[], Mapping[str, Any]]
+) -> HermesPluginHost:
+    """The loaded host of ``home`` in this process (created and loaded on first use, with
+    ``config``, or what ``config()`` returns: a later call's configuration is not read)."""
     key = os.fspath(Path(home).expanduser())
-    with _hosts_lock:
-        host = _hosts.get(key)
-        if host is None:
-            host = _hosts[key] = HermesPluginHost(Path(key), config)
+    host = _hosts.get(key)
+    if host is None:
+        with _hosts_lock:
+            host = _hosts.get(key)
+            if host is None:
+                settings = config() if callable(config) else config
+                host = _hosts[key] = HermesPluginHost(Path(key), settings)
     return host.load()
 
 
