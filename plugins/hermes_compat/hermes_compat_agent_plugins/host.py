@@ -355,6 +355,7 @@ def _load_folder(folder: Path, key: str) -> types.ModuleType:
 # --- one host per home folder --------------------------------------------------------------
 
 _hosts: dict[str, HermesPluginHost] = {}
+_generation = 0
 _hosts_lock = threading.Lock()
 
 
@@ -376,5 +377,13 @@ def host_for(
 
 def reset_hosts() -> None:
     """Forget every host (tests)."""
+    global _generation
     with _hosts_lock:
         _hosts.clear()
+        _generation += 1
+
+
+def generation() -> int:
+    """How many times :func:`reset_hosts` forgot every host: a host found before a change of
+    this number is not the one :func:`host_for` would give now."""
+    return _generation

@@ -4,6 +4,7 @@ home folder of the running command, tool call or process (one per home, loaded o
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from hermes_runtime.home import default_home
 from . import current
 
 _pinned: Any = None
+_process_host: tuple[tuple[Any, ...], Any] | None = None
 _read: dict[Path, tuple[tuple[int, int, int], dict[str, Any]]] = {}
 
 
@@ -101,7 +103,23 @@ def host_of(context: Any = None) -> Any:
     then."""
     if _pinned is not None:
         return _pinned
-    from .host import host_for
+    from . import host
 
+    context = context if context is not None else current.tool_context()
+    if context is None and current.command_context() is None:
+        # outside a command and a tool call (a gateway turn): the process's home, whose host
+        # is looked up once per value of the variables that name it
+        key = (os.environ.get("HERMES_HOME"), os.environ.get("HOME"), host.generation())
+        known = _process_host
+        if known is not None and known[0] == key:
+            return known[1]
+        found = host.host_for(default_home(), functools.partial(read_config, default_home()))
+        _remember(key, found)
+        return found
     home, config = _located(context)
-    return host_for(home, config)
+    return host.host_for(home, config)
+
+
+def _remember(key: tuple[Any, ...], found: Any) -> None:
+    global _process_host
+    _process_host = (key, found)
