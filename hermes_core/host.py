@@ -286,6 +286,7 @@ class Host:
         with self._lock:
             store, self._store = (self._store, None) if self._owns_store else (None, self._store)
             self._owns_store = False
+            self._derived.clear()  # they share the store being closed
         close = getattr(store, "close", None)
         if close is not None:
             close()
