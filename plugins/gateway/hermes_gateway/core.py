@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
+import os
 import re
 import threading
 import time
@@ -36,6 +38,7 @@ class GatewayClosed(RuntimeError):
     """The gateway is shutting down and takes no new message."""
 
 
+@functools.lru_cache(maxsize=4096)
 def workspace_name(platform: str, user_id: str) -> str:
     """A folder name of its own for each (platform, user): readable, and distinct even where
     two ids differ only in characters a file name cannot hold."""
@@ -285,9 +288,11 @@ class GatewayCore:
         """The configuration that puts this user's commands in their own workspace."""
         if self.workspace_root is None or self.settings.workspaces != "per-user":
             return {}
-        folder = self.workspace_root / workspace_name(message.platform, message.user_id)
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        return {"terminal": {"cwd": str(folder)}}
+        name = workspace_name(message.platform, message.user_id)
+        folder = os.path.join(self.workspace_root, name)
+        if not os.path.isdir(folder):  # made once; checked each turn, as it may be removed
+            Path(folder).mkdir(parents=True, exist_ok=True, mode=0o700)
+        return {"terminal": {"cwd": folder}}
 
     def _settle(self) -> None:
         """After the first turn (which imported the provider's SDK), freeze what it made alive
