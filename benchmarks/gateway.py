@@ -2,7 +2,9 @@
 
 Three processes, as in production: the test kit's fake model server (answers every request
 with ``echo: <the user's message>`` after ``--model-delay`` seconds), the gateway serving the
-OpenAI-compatible API against it (this process), and a load client that runs ``--conversations``
+OpenAI-compatible API against it (``hermes gateway run`` in a fresh home, with every installed
+plugin as a user's install loads them, or only ``--plugins a,b``; with each worker count of
+``--workers``, 1 and 2 by default), and a load client that runs ``--conversations``
 conversations at once, each ``--turns`` requests long, continuing its session with the
 ``X-Hermes-Session-Id`` header. Every answer must be the echo of its own request's message, in
 its own session: a lost or crossed message fails the run.
@@ -23,17 +25,19 @@ Two overheads per request are reported, at p50 and p95:
   load: what putting the gateway in the path adds.
 
 The goal (p95 <= 20 ms) is checked on the first, the stricter one. Gateway CPU per request is
-this process's CPU time during the load over the requests served. With ``--spread 0`` (the
-default) every conversation sends each message at about the same moment, so the gateway's CPU
-work for ``--conversations`` requests queues behind one interpreter: the 95th-percentile request
-waits for about 95% of theirs. The report prints the CPU per request that such a queue allows
-within the goal next to the measured one. ``--spread S`` starts the conversations at random
-moments within ``S`` seconds, as users do.
+the CPU time of the gateway's processes (the supervisor and its workers) during the load over
+the requests served (goal: <= 5 ms). With ``--spread 0`` (the default) every conversation sends
+each message at about the same moment, so the gateway's CPU work for ``--conversations``
+requests queues behind its interpreters: the 95th-percentile request waits for about 95% of
+theirs, divided among the workers. The report prints the CPU per request that such a queue
+allows within the goal next to the measured one. ``--spread S`` starts the conversations at
+random moments within ``S`` seconds, as users do.
 
-Prints every run and the median over ``--runs`` runs, and the gateway process's peak RSS.
+Prints every run and the median over ``--runs`` runs (the worker counts interleaved), the
+largest gateway process's peak RSS, and the throughput of each worker count over the first's.
 
-Usage: python benchmarks/gateway.py [--conversations 50] [--turns 4] [--runs 3]
-                                    [--model-delay 0.2] [--spread 0] [--stream]
+Usage: python benchmarks/gateway.py [--conversations 50] [--turns 4] [--runs 3] [--workers 1,2]
+                                    [--model-delay 0.2] [--spread 0] [--stream] [--plugins a,b]
 """
 
 from __future__ import annotations
@@ -332,6 +336,7 @@ def _report(args: argparse.Namespace, workers: int, runs: list[dict[str, float]]
 
 
 def main() -> None:
+    """Measure the gateway with each worker count of ``--workers`` and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--conversations", type=int, default=50)
     parser.add_argument("--turns", type=int, default=4)
