@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +43,22 @@ if TYPE_CHECKING:
     from .plugins.manager import PluginManager
     from .plugins.registry import Registry
 
-"""The session store's file in the home folder."""
+_MAX_DERIVED = 64
+"""Hosts with overrides one host keeps ready (see :meth:`Host.with_overrides`)."""
+
+
+def _frozen(value: Any) -> Hashable | None:
+    """``value`` (overrides: mappings, lists and scalars) as a hashable key, ``None`` when
+    some part of it is not plain data."""
+    if isinstance(value, Mapping):
+        items = [(repr(k), _frozen(v)) for k, v in value.items()]
+        return None if any(v is None for _, v in items) else ("{", tuple(sorted(items)))
+    if isinstance(value, list | tuple):
+        parts = tuple(_frozen(v) for v in value)
+        return None if any(p is None for p in parts) else ("[", parts)
+    if value is None or isinstance(value, str | int | float | bool | Path):
+        return (type(value).__name__, value)
+    return None
 
 
 class Host:
@@ -98,6 +113,7 @@ class Host:
         self._store = session_store
         self._owns_store = False
         self._runner: HostRunner | None = None
+        self._derived: dict[Hashable, Host] = {}
         self._lock = threading.RLock()
 
     # --- the stages, in order --------------------------------------------------------------
@@ -235,10 +251,26 @@ class Host:
     def with_overrides(self, overrides: Mapping[str, Any], *, keep_client: bool = True) -> Host:
         """A host sharing this one's plugins, registry and session store, whose configuration
         has ``overrides`` (dotted keys) on top; without ``keep_client`` its agents use the
-        configured provider rather than this host's model client."""
+        configured provider rather than this host's model client.
+
+        The same ``overrides`` give the same host (up to ``_MAX_DERIVED`` kept): a
+        configuration copy costs a deep copy and a check of every key, and a long-running
+        process (the gateway) asks for the same few on every turn."""
+        key = _frozen((overrides, keep_client))
+        if key is not None:
+            with self._lock:
+                known = self._derived.get(key)
+            if known is not None:
+                return known
         config = self.config.with_overrides(overrides)
         self.session_store  # opened now, so that the hosts share it  # noqa: B018
-        return self._sharing(config=config, client=self.client if keep_client else None)
+        host = self._sharing(config=config, client=self.client if keep_client else None)
+        if key is not None:
+            with self._lock:
+                if len(self._derived) >= _MAX_DERIVED:
+                    self._derived.pop(next(iter(self._derived)))
+                host = self._derived.setdefault(key, host)
+        return host
 
     def reloaded(self, overrides: Mapping[str, Any] | None = None) -> Host:
         """A host sharing this one's plugins, registry and session store, with the
@@ -254,6 +286,7 @@ class Host:
         with self._lock:
             store, self._store = (self._store, None) if self._owns_store else (None, self._store)
             self._owns_store = False
+            self._derived.clear()  # they share the store being closed
         close = getattr(store, "close", None)
         if close is not None:
             close()

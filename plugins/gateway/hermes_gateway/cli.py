@@ -6,8 +6,9 @@ import asyncio
 
 import click
 
-from hermes_hookspecs import CommandContext
+from hermes_hookspecs import CommandContext, HermesError
 
+from .core import GatewayCore
 from .serve import build, serve
 
 
@@ -27,17 +28,38 @@ def gateway_group() -> None:
     type=float,
     help="Seconds to wait for running turns on shutdown (gateway.drain_timeout, 60).",
 )
-def run(drain_timeout: float | None) -> None:
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    help="Processes serving the platforms' addresses, sharing the sessions (gateway.workers, 1).",
+)
+def run(drain_timeout: float | None, workers: int | None) -> None:
     """Serve every configured platform until SIGTERM or Ctrl-C."""
     context = _context()
     config = dict(context.config)
+    section = dict(config.get("gateway") or {})
     if drain_timeout is not None:
-        config["gateway"] = {**(config.get("gateway") or {}), "drain_timeout": drain_timeout}
+        section["drain_timeout"] = drain_timeout
+    if workers is not None:
+        section["workers"] = workers
+    config["gateway"] = section
 
     def log(line: str) -> None:
         click.echo(line, err=True)
 
-    gateway = build(context.home, config, context.agent_runner(), context.platform_adapters(), log)
+    runner, factories = context.agent_runner(), context.platform_adapters()
+
+    def make() -> GatewayCore:
+        return build(context.home, config, runner, factories, log)
+
+    gateway = make()
+    if gateway.settings.workers > 1:
+        from .workers import Supervisor
+
+        supervisor = Supervisor(gateway.settings.workers, make, context.home, log, probe=gateway)
+        if supervisor.run():
+            raise HermesError("the gateway stopped: its workers kept dying")
+        return
 
     async def main() -> int:
         return await serve(gateway, home=context.home, stop=asyncio.Event())

@@ -41,6 +41,13 @@ def hermes_register_config(register: Callable[[ConfigSection], None]) -> None:
                     minimum=1,
                 ),
                 ConfigKey(
+                    "workers",
+                    "number",
+                    doc="processes serving the platforms' addresses, sharing the session "
+                    "store (unset: 1)",
+                    minimum=1,
+                ),
+                ConfigKey(
                     "outbox_interval",
                     "number",
                     doc="seconds between deliveries of scheduled jobs' messages (unset: 5)",

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
+import os
 import re
 import threading
 import time
@@ -21,6 +23,7 @@ from hermes_hookspecs import AgentOutcome, AgentRunner, AgentTask
 from . import memory
 from .platforms import InboundMessage, PlatformAdapter
 from .routes import RouteStore, route_key
+from .session_locks import SessionLocks
 from .settings import GatewaySettings, PlatformSettings
 
 NOT_FOR_GATEWAY = ("clarify",)
@@ -35,6 +38,7 @@ class GatewayClosed(RuntimeError):
     """The gateway is shutting down and takes no new message."""
 
 
+@functools.lru_cache(maxsize=4096)
 def workspace_name(platform: str, user_id: str) -> str:
     """A folder name of its own for each (platform, user): readable, and distinct even where
     two ids differ only in characters a file name cannot hold."""
@@ -87,6 +91,9 @@ class GatewayCore:
     :param log: receives one line per notable event.
     :param workspace_root: where each user's workspace folder is made (``gateway.workspaces:
         per-user``); ``None`` leaves ``terminal.cwd`` as configured.
+    :param session_locks: the locks that keep one turn at a time per session across the
+        processes sharing the session store (``gateway.workers`` above 1); ``None`` for a
+        gateway alone with its sessions.
     """
 
     def __init__(
@@ -97,8 +104,10 @@ class GatewayCore:
         *,
         log: Callable[[str], None] = print,
         workspace_root: Path | None = None,
+        session_locks: SessionLocks | None = None,
     ) -> None:
         self.runner = runner
+        self.session_locks = session_locks
         self.routes = routes
         self.settings = settings
         self.log = log
@@ -240,7 +249,7 @@ class GatewayCore:
             join_unanswered=interrupts,
         )
         try:
-            future = loop.run_in_executor(self._pool, self.runner.run, task)
+            future = loop.run_in_executor(self._pool, self._run, task)
         except BaseException:
             self._release(session_id, lane)
             raise
@@ -261,13 +270,29 @@ class GatewayCore:
         except Exception as exc:  # a runner must not raise; if one does, it is the outcome
             return AgentOutcome(session_id=session_id, text="", status="error", error=str(exc))
 
+    def _run(self, task: AgentTask) -> AgentOutcome:
+        """Run the turn (on a turn thread), holding the session's lock across processes."""
+        if self.session_locks is None or task.session_id is None or task.cancel_event is None:
+            return self.runner.run(task)
+        with self.session_locks.hold(task.session_id, task.cancel_event) as held:
+            if not held:
+                return AgentOutcome(
+                    session_id=task.session_id,
+                    text="",
+                    status="interrupted",
+                    error="stopped before it started",
+                )
+            return self.runner.run(task)
+
     def _workspace(self, message: InboundMessage) -> dict[str, Any]:
         """The configuration that puts this user's commands in their own workspace."""
         if self.workspace_root is None or self.settings.workspaces != "per-user":
             return {}
-        folder = self.workspace_root / workspace_name(message.platform, message.user_id)
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        return {"terminal": {"cwd": str(folder)}}
+        name = workspace_name(message.platform, message.user_id)
+        folder = os.path.join(self.workspace_root, name)
+        if not os.path.isdir(folder):  # made once; checked each turn, as it may be removed
+            Path(folder).mkdir(parents=True, exist_ok=True, mode=0o700)
+        return {"terminal": {"cwd": folder}}
 
     def _settle(self) -> None:
         """After the first turn (which imported the provider's SDK), freeze what it made alive

@@ -1,13 +1,18 @@
 """Which session each conversation is in, kept in ``$HERMES_HOME/gateway/sessions.json`` so that
-a restarted gateway continues every conversation where it was."""
+a restarted gateway continues every conversation where it was. Several processes may share the
+file (the workers of one gateway): each reads it again when it changed, and a change is made
+under a lock on ``sessions.json.lock`` to the file as it is then."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +34,18 @@ class RouteStore:
         self._lock = threading.Lock()
         self._routes: dict[str, dict[str, Any]] = {}
         self._responses: dict[str, str] = {}
-        self._load()
+        self._stamp: tuple[int, int, int] | None = None
+        self._fresh()
 
-    def _load(self) -> None:
+    def _fresh(self) -> None:
+        """Read the file again when another process changed it (called holding the lock)."""
+        try:
+            status = os.stat(self.path)
+        except FileNotFoundError:
+            return
+        stamp = (status.st_mtime_ns, status.st_size, status.st_ino)
+        if stamp == self._stamp:
+            return
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -40,6 +54,21 @@ class RouteStore:
             raise ValueError(f"{self.path} is not a readable sessions file: {exc}") from None
         self._routes = dict(data.get("routes") or {})
         self._responses = dict(data.get("responses") or {})
+        self._stamp = stamp
+
+    @contextlib.contextmanager
+    def _changing(self) -> Iterator[None]:
+        """Hold the lock of this process and of the file, with the file's latest content
+        read, while the block changes it."""
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(f"{self.path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                self._fresh()
+                yield
+            finally:
+                os.close(fd)
 
     def _save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -48,23 +77,26 @@ class RouteStore:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(data, handle, ensure_ascii=False)
         os.replace(tmp, self.path)
+        status = os.stat(self.path)
+        self._stamp = (status.st_mtime_ns, status.st_size, status.st_ino)
 
     def session_of(self, key: str) -> str | None:
         """The session the conversation ``key`` is in, if any."""
         with self._lock:
+            self._fresh()
             entry = self._routes.get(key)
             return entry["session_id"] if entry else None
 
     def assign(self, key: str, session_id: str) -> None:
         """Put the conversation ``key`` in ``session_id``."""
-        with self._lock:
+        with self._changing():
             self._routes[key] = {"session_id": session_id, "updated_at": time.time()}
             self._save()
 
     def forget(self, key: str) -> str | None:
         """Take the conversation out of its session (the next message starts a new one);
         return the session it was in."""
-        with self._lock:
+        with self._changing():
             entry = self._routes.pop(key, None)
             if entry is not None:
                 self._save()
@@ -73,11 +105,12 @@ class RouteStore:
     def session_of_response(self, response_id: str) -> str | None:
         """The session that produced a Responses API ``response_id``."""
         with self._lock:
+            self._fresh()
             return self._responses.get(response_id)
 
     def remember_response(self, response_id: str, session_id: str) -> None:
         """Record that ``response_id`` was an answer in ``session_id``."""
-        with self._lock:
+        with self._changing():
             self._responses[response_id] = session_id
             while len(self._responses) > MAX_RESPONSE_IDS:
                 self._responses.pop(next(iter(self._responses)))

@@ -18,6 +18,7 @@ from .core import GatewayCore
 from .outbox import keep_delivering
 from .platforms import AdapterFactory, PlatformAdapter
 from .routes import RouteStore
+from .session_locks import SessionLocks
 from .settings import GatewaySettingsError, load_settings
 
 
@@ -42,7 +43,15 @@ def build(
         routes = RouteStore(home / "gateway" / "sessions.json")
     except ValueError as exc:
         raise HermesError(str(exc)) from None
-    gateway = GatewayCore(runner, routes, settings, log=log, workspace_root=home / "workspaces")
+    locks = SessionLocks(home / "gateway" / "locks") if settings.workers > 1 else None
+    gateway = GatewayCore(
+        runner,
+        routes,
+        settings,
+        log=log,
+        workspace_root=home / "workspaces",
+        session_locks=locks,
+    )
     for name, platform in settings.platforms.items():
         factory = factories.get(platform.adapter)
         if factory is None:

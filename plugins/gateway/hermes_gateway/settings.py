@@ -55,6 +55,7 @@ class GatewaySettings:
     edit_interval: float = 1.0
     gc_freeze: bool = True
     workspaces: str = "per-user"
+    workers: int = 1
 
 
 def _number(section: Mapping[str, Any], key: str, default: float, low: float) -> float:
@@ -132,4 +133,14 @@ def load_settings(config: Mapping[str, Any]) -> GatewaySettings:
         edit_interval=_number(section, "edit_interval", 1.0, 0.05),
         gc_freeze=_flag(section, "gc_freeze", True),
         workspaces=workspaces,
+        workers=_count(section, "workers", 1),
     )
+
+
+def _count(section: Mapping[str, Any], key: str, default: int) -> int:
+    value = section.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise GatewaySettingsError(
+            f"config gateway.{key} must be a whole number of at least 1, not {value!r}"
+        )
+    return value

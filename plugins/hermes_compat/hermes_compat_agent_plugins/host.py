@@ -355,20 +355,35 @@ def _load_folder(folder: Path, key: str) -> types.ModuleType:
 # --- one host per home folder --------------------------------------------------------------
 
 _hosts: dict[str, HermesPluginHost] = {}
+_generation = 0
 _hosts_lock = threading.Lock()
 
 
-def host_for(home: Path, config: Mapping[str, Any]) -> HermesPluginHost:
-    """The loaded host of ``home`` in this process (created and loaded on first use)."""
+def host_for(
+    home: Path, config: Mapping[str, Any] | Callable[[], Mapping[str, Any]]
+) -> HermesPluginHost:
+    """The loaded host of ``home`` in this process (created and loaded on first use, with
+    ``config``, or what ``config()`` returns: a later call's configuration is not read)."""
     key = os.fspath(Path(home).expanduser())
-    with _hosts_lock:
-        host = _hosts.get(key)
-        if host is None:
-            host = _hosts[key] = HermesPluginHost(Path(key), config)
+    host = _hosts.get(key)
+    if host is None:
+        with _hosts_lock:
+            host = _hosts.get(key)
+            if host is None:
+                settings = config() if callable(config) else config
+                host = _hosts[key] = HermesPluginHost(Path(key), settings)
     return host.load()
 
 
 def reset_hosts() -> None:
     """Forget every host (tests)."""
+    global _generation
     with _hosts_lock:
         _hosts.clear()
+        _generation += 1
+
+
+def generation() -> int:
+    """How many times :func:`reset_hosts` forgot every host: a host found before a change of
+    this number is not the one :func:`host_for` would give now."""
+    return _generation
