@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple
 
 from .programs import PROGRAMS
 from .shell import UNKNOWN, Simple
@@ -41,6 +41,7 @@ __all__ = [
 
 DECISIONS = ("allow", "ask", "never")
 _RANK = {d: i for i, d in enumerate(DECISIONS)}
+_NONE: frozenset[str] = frozenset()
 _CATASTROPHIC = frozenset({"root", "system-top", "home-top"})
 _BUILD = re.compile(
     r"^(?:build|dist|out|target|node_modules|__pycache__|\.pytest_cache|\.mypy_cache"
@@ -176,6 +177,12 @@ class Rule:
     not_match: tuple[str, ...] = ()
     family: str = ""
     source: str = "builtin"
+    words: tuple[re.Pattern[str], ...] = field(default=(), init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        """Compile the subcommand globs once: one pattern per word."""
+        words = tuple(re.compile("|".join(map(fnmatch.translate, a))) for a in self.subcommand)
+        object.__setattr__(self, "words", words)
 
     @property
     def hard(self) -> bool:
@@ -188,12 +195,11 @@ class Rule:
         return self.justification
 
     def matches(self, simple: Simple, facts: Facts) -> bool:
-        """Whether the rule matches ``simple`` (whose paths are classified in ``facts``)."""
+        """Whether the rule matches ``simple`` (whose paths are classified in ``facts``); its
+        program is one the rule is about (:meth:`Index.candidates` chose the rule by it)."""
         if self.notes and self.notes.isdisjoint(simple.notes):
             return False
         if self.via and self.via.isdisjoint(simple.via):
-            return False
-        if not self.runs(facts.program):
             return False
         if self.max_args is not None and len(simple.argv) - 1 > self.max_args:
             return False
@@ -204,7 +210,11 @@ class Rule:
         return self.program == ("*",) or bool(program and _globs(self.program).match(program))
 
     def _argv_matches(self, facts: Facts) -> bool:
-        if self.subcommand and not _words(self.subcommand, facts.positional):
+        words = self.words
+        if words and (
+            len(facts.positional) < len(words)
+            or not all(rx.match(w.lower()) for rx, w in zip(words, facts.positional, strict=False))
+        ):
             return False
         if self.options and not any(_has_option(facts.options, o) for o in self.options):
             return False
@@ -242,17 +252,7 @@ def _has_option(options: Sequence[str], wanted: str) -> bool:
     return wanted in options or any(o.startswith(wanted + "=") for o in options)
 
 
-def _words(pattern: tuple[tuple[str, ...], ...], positional: Sequence[str]) -> bool:
-    if len(positional) < len(pattern):
-        return False
-    return all(
-        any(fnmatch.fnmatchcase(w.lower(), p) for p in alts)
-        for alts, w in zip(pattern, positional, strict=False)
-    )
-
-
-@dataclass(frozen=True)
-class Context:
+class Context(NamedTuple):
     """Where a command runs: the home folder (``~``), the workspace, hermes's home."""
 
     home: str = ""
@@ -260,42 +260,55 @@ class Context:
     hermes_home: str = ""
 
 
-@dataclass
 class Facts:
     """What the rules look at in one simple command, worked out once."""
 
-    simple: Simple
-    context: Context
-    program: str = ""
-    options: list[str] = field(default_factory=list)
-    positional: list[str] = field(default_factory=list)
-    joined: str = ""
-    text: str = ""
-    _operands: frozenset[str] | None = None
-    _writes: frozenset[str] | None = None
-    _reads: frozenset[str] | None = None
+    __slots__ = ("simple", "context", "program", "options", "positional", "joined", "_text",
+                 "_operands", "_writes", "_reads", "_target")  # fmt: skip
 
-    def __post_init__(self) -> None:
-        argv = self.simple.argv
-        self.program = posixpath.basename(argv[0]) if argv else ""
-        values = set(PROGRAMS.get(self.program, {}).get("values", ()))
-        args = argv[1:]
-        i, ended = 0, False
-        while i < len(args):
-            a = args[i]
-            if not ended and a == "--":
-                ended = True
-            elif not ended and a.startswith("-") and len(a) > 1:
-                self.options.append(a)
-                if a in values:
-                    i += 1
-            else:
+    def __init__(self, simple: Simple, context: Context) -> None:
+        self.simple, self.context = simple, context
+        argv = simple.argv
+        self.program = argv[0].rpartition("/")[2] if argv else ""
+        values = PROGRAMS.get(self.program, {}).get("values", ())
+        self.options: list[str] = []
+        self.positional: list[str] = []
+        skip, ended = False, False
+        for a in argv[1:]:
+            if skip:
+                skip = False
+            elif ended or a[:1] != "-" or a == "-":
                 self.positional.append(a)
-            i += 1
-        self.joined = " ".join(args)
-        self.text = self.joined + ("\n" + self.simple.stdin if self.simple.stdin else "")
+            elif a == "--":
+                ended = True
+            else:
+                self.options.append(a)
+                skip = a in values
+        self.joined = " ".join(argv[1:])
+        self._text: str | None = None
+        self._target: str | None = None
+        self._operands: frozenset[str] | None = None
+        self._writes: frozenset[str] | None = None
+        self._reads: frozenset[str] | None = None
 
-    def _classes(self, paths: Iterable[str]) -> frozenset[str]:
+    @property
+    def text(self) -> str:
+        """The arguments and the text the command reads on stdin."""
+        if self._text is None:
+            stdin = self.simple.stdin
+            self._text = self.joined + ("\n" + stdin if stdin else "")
+        return self._text
+
+    @property
+    def target(self) -> str:
+        """The simple command as shown to people (:meth:`Simple.render`)."""
+        if self._target is None:
+            self._target = self.simple.render()
+        return self._target
+
+    def _classes(self, paths: Sequence[str]) -> frozenset[str]:
+        if len(paths) < 2:
+            return classify(paths[0], self.simple.cwd, self.context) if paths else _NONE
         cwd, context = self.simple.cwd, self.context
         return frozenset().union(*(classify(p, cwd, context) for p in paths))
 
@@ -594,10 +607,14 @@ def judge(simples: Sequence[Simple], index: Index, context: Context) -> list[Fin
             continue  # the same simple command again: the same findings
         seen.add(key)
         facts = Facts(simple, context)
+        if simple.cwd is not None:  # the folder matters only through the classes of the paths
+            key = (*key[:-1], facts.operand_classes, facts.write_classes, facts.read_classes)
+            if key in seen:
+                continue
+            seen.add(key)
         for rule in index.candidates(simple, facts):
             if rule.matches(simple, facts):
-                target = simple.render()
-                found.setdefault((rule.id, target), Finding(rule, target))
+                found.setdefault((rule.id, facts.target), Finding(rule, facts.target))
     return list(found.values())
 
 

@@ -47,6 +47,14 @@ _EXPANDS = re.compile(rb"[$`<>]")
 _LITERAL: dict[bytes, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 """The words of commands without expansions or redirections, by their text."""
 _GLOB = re.compile(r"[*?\[]")
+_ECHO_FLAGS = re.compile(r"-[neE]+")
+_ACTIVE = frozenset(
+    {"cd", "alias", "echo", "printf", "cat", "tee", "tac", "base64", "xxd", "curl", "wget", "find",
+     "cp", "mv", "install", "ln",
+     "xargs", "eval", "source", ".", *_SHELLS, *REMOTE}
+    | {name for name, spec in PROGRAMS.items() if "lang" in spec or "wraps" in spec}
+)  # fmt: skip
+"""Programs whose lowering does more than record them (they print, change state, run others)."""
 _ANSI_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "e": "\x1b", "a": "\a", "\\": "\\", "'": "'"}
 
 
@@ -558,7 +566,7 @@ class Lowering:
         if UNKNOWN in name or _GLOB.search(name):
             self.out.append(Simple(argv, redirects, via, notes=("dynamic-command",), cwd=self.cwd))
             return ("other", None)
-        base = posixpath.basename(name)
+        base = name.rpartition("/")[2]
         if base in self.aliases and "alias" not in via:
             self.depth += 1
             self.read(self.aliases.pop(base) + " " + " ".join(shlex.quote(a) for a in argv[1:]))
@@ -569,19 +577,27 @@ class Lowering:
         text = stdin[1] if stdin[0] == "text" else None
         if self.links:
             argv = [argv[0]] + [self.linked(a) for a in argv[1:]]
-        manifests = PROGRAMS.get(base, {}).get("manifests", ())
-        notes = ("written-manifest",) if any(m in self.files for m in manifests) else ()
+        manifests = PROGRAMS.get(base, {}).get("manifests")
+        notes = ("written-manifest",) if manifests and any(m in self.files for m in manifests) else ()
         self.out.append(Simple(argv, redirects, via, text, notes, cwd=self.cwd))
+        if base not in _ACTIVE and "/" not in name:
+            return ("other", None) if not redirects else self.redirected_output(redirects, None)
         out = self.unwrap(base, argv, stdin, via)
         if base in ("cp", "mv", "install", "ln", "tee") and len(argv) > 2:
             self.files[posixpath.normpath(argv[-1])] = ("other", None)
             if base == "ln" and any(a.startswith("-") and "s" in a for a in argv[1:-2]):
                 self.links[argv[-1].strip("/").removeprefix("./")] = argv[-2]
+        return out if not redirects else self.redirected_output(redirects, out)
+
+    def redirected_output(self, redirects: list[tuple[str, str]], out: Output | None) -> Output:
+        """Record the files a command's output goes to; the answer is what it still prints."""
+        written = False
         for op, target in redirects:
             if op in (">", ">>", ">|", "&>"):
-                keep = out[0] in ("text", "download")
-                self.files[posixpath.normpath(target)] = out if keep else ("other", None)
-        return out if not any(op in (">", ">>", "&>", ">|") for op, _ in redirects) else ("", None)
+                keep = out is not None and out[0] in ("text", "download")
+                self.files[posixpath.normpath(target)] = out if keep and out else ("other", None)
+                written = True
+        return ("", None) if written else out or ("other", None)
 
     def linked(self, word: str) -> str:
         head, sep, rest = word.removeprefix("./").partition("/")
@@ -651,7 +667,7 @@ class Lowering:
             for key, _, value in (a.partition("=") for a in args if "=" in a):
                 self.aliases[key] = value
         elif base == "echo":
-            words = " ".join(a for a in args if not re.fullmatch(r"-[neE]+", a))
+            words = " ".join(a for a in args if not _ECHO_FLAGS.fullmatch(a))
             return ("text", words + "\n") if UNKNOWN not in words else ("other", None)
         elif base == "printf":
             return self.printf(args)
