@@ -19,7 +19,7 @@ import fnmatch
 import posixpath
 import re
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from importlib import resources
@@ -216,11 +216,11 @@ class Rule:
             or not all(rx.match(w.lower()) for rx, w in zip(words, facts.positional, strict=False))
         ):
             return False
-        if self.options and not any(_has_option(facts.options, o) for o in self.options):
+        if self.options and not any(map(facts.has, self.options)):
             return False
-        if self.all_options and not all(_has_option(facts.options, o) for o in self.all_options):
+        if self.all_options and not all(map(facts.has, self.all_options)):
             return False
-        if self.not_options and any(_has_option(facts.options, o) for o in self.not_options):
+        if self.not_options and any(map(facts.has, self.not_options)):
             return False
         if self.args and not self.args.search(facts.joined):
             return False
@@ -241,17 +241,6 @@ def _globs(patterns: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(fnmatch.translate(p) for p in patterns))
 
 
-def _has_option(options: Sequence[str], wanted: str) -> bool:
-    if wanted.startswith("--"):
-        return any(
-            o == wanted or o.startswith(wanted + "=") or (len(o) >= 5 and wanted.startswith(o))
-            for o in options
-        )
-    if len(wanted) == 2:
-        return any(not o.startswith("--") and wanted[1] in o[1:] for o in options)
-    return wanted in options or any(o.startswith(wanted + "=") for o in options)
-
-
 class Context(NamedTuple):
     """Where a command runs: the home folder (``~``), the workspace, hermes's home."""
 
@@ -263,7 +252,7 @@ class Context(NamedTuple):
 class Facts:
     """What the rules look at in one simple command, worked out once."""
 
-    __slots__ = ("simple", "context", "program", "options", "positional", "joined", "_text",
+    __slots__ = ("simple", "context", "program", "options", "positional", "joined", "flags", "_text",
                  "_operands", "_writes", "_reads", "_target")  # fmt: skip
 
     def __init__(self, simple: Simple, context: Context) -> None:
@@ -285,11 +274,23 @@ class Facts:
                 self.options.append(a)
                 skip = a in values
         self.joined = " ".join(argv[1:])
+        self.flags = "".join(o[1:] for o in self.options if o[1] != "-")
         self._text: str | None = None
         self._target: str | None = None
         self._operands: frozenset[str] | None = None
         self._writes: frozenset[str] | None = None
         self._reads: frozenset[str] | None = None
+
+    def has(self, wanted: str) -> bool:
+        """Whether the option ``wanted`` is given (``-r`` in ``-rf``, ``--force=x``, ``--forc``)."""
+        if wanted.startswith("--"):
+            return any(
+                o == wanted or o.startswith(wanted + "=") or (len(o) >= 5 and wanted.startswith(o))
+                for o in self.options
+            )
+        if len(wanted) == 2:
+            return wanted[1] in self.flags
+        return wanted in self.options or any(o.startswith(wanted + "=") for o in self.options)
 
     @property
     def text(self) -> str:
@@ -334,7 +335,7 @@ class Facts:
             written.append(self.positional[-1])
         elif isinstance(how, str) and how.endswith("="):
             written += [a[len(how) :] for a in self.simple.argv[1:] if a.startswith(how)]
-        elif isinstance(how, str) and how.startswith("-") and _has_option(self.options, how):
+        elif isinstance(how, str) and how.startswith("-") and self.has(how):
             written += self.positional[1:] if self.program in ("sed", "perl") else []
             argv = self.simple.argv
             written += [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == how]
@@ -377,7 +378,7 @@ def _folder(cwd: str, context: Context) -> str:
     return _lexical(cwd, None, context)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=16384)
 def classify(path: str, cwd: str | None = None, context: Context | None = None) -> frozenset[str]:
     """The classes of ``path`` (``root``, ``system-top``, ``system``, ``home-top``, ``home``,
     ``workspace-self``, ``workspace``, ``build``, ``nonbuild``, ``outside``, ``unknown``,
@@ -388,7 +389,7 @@ def classify(path: str, cwd: str | None = None, context: Context | None = None) 
                          context)  # fmt: skip
         return (empty & (_CATASTROPHIC | {"device"})) | {"unknown", "nonbuild"}
     head, _, last = path.rpartition("/")
-    if re.search(r"[*?\[]", last) and not _BUILD.match(last):
+    if ("*" in last or "?" in last or "[" in last) and not _BUILD.match(last):
         inner = classify(head or ("/" if path.startswith("/") else "."), cwd, context)
         return inner | ({"workspace-self"} if "workspace" in inner and not head else set())
     return _classify_plain(_lexical(path, cwd, context), context)
@@ -405,6 +406,7 @@ def _probe(p: str) -> str:
     return "/" + last if "." in last else ""
 
 
+@lru_cache(maxsize=4096)
 def _classify_plain(p: str, context: Context) -> frozenset[str]:
     classes: set[str] = set()
     parts = [x for x in p.split("/") if x]
@@ -606,16 +608,28 @@ def judge(simples: Sequence[Simple], index: Index, context: Context) -> list[Fin
         if key in seen:
             continue  # the same simple command again: the same findings
         seen.add(key)
-        facts = Facts(simple, context)
-        if simple.cwd is not None:  # the folder matters only through the classes of the paths
-            key = (*key[:-1], facts.operand_classes, facts.write_classes, facts.read_classes)
+        if simple.cwd is not None:  # the folder matters only through the classes of its paths
+            key = (key[:-1], tuple(classify(w, simple.cwd, context) for w in _path_words(simple)))
             if key in seen:
                 continue
             seen.add(key)
+        facts = Facts(simple, context)
         for rule in index.candidates(simple, facts):
-            if rule.matches(simple, facts):
-                found.setdefault((rule.id, facts.target), Finding(rule, facts.target))
+            if rule.matches(simple, facts) and (rule.id, facts.target) not in found:
+                found[rule.id, facts.target] = Finding(rule, facts.target)
     return list(found.values())
+
+
+def _path_words(simple: Simple) -> Iterator[str]:
+    """Every word of ``simple`` that :class:`Facts` may classify as a path."""
+    for word in simple.argv[1:]:
+        yield word
+        if "=" in word:
+            yield word.split("=", 1)[1]
+        if word[:1] == "@":
+            yield word[1:]
+    for _, target in simple.redirects:
+        yield target
 
 
 def strictest(findings: Iterable[Finding]) -> str:

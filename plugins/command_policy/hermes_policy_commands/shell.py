@@ -37,12 +37,14 @@ MAX_FIELDS = 64  # brace expansion and xargs fields
 ScriptReader = Callable[[str], "str | None"]
 FrontEnd = Callable[[str, str, list[str], ScriptReader], list[tuple[str, Any]]]
 Output = tuple[str, str | None]  # (kind, text): kind "", "text", "download", "decode", "other"
+_WORD_NODES = frozenset({"word", "string", "raw_string", "concatenation", "number"})
 _WORDS = frozenset({"command_name", "word", "concatenation", "string", "raw_string"})
 _FORK_BOMB = re.compile(r"([\w:.]+)\s*\(\)\s*\{[^}]*\1\s*\|\s*\1")
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "fish"})
 _VARIABLE = re.compile(r"\$\{?(\w+)\}?")
 _BLANKS = re.compile(r"[ \t\n]+")
 _SAFE_WORD = re.compile(r"[\w@%+=:,./~^-]+")
+_SAFE_LINE = re.compile(r"[\w@%+=:,./~^-]+(?: [\w@%+=:,./~^-]+)*")
 _EXPANDS = re.compile(rb"[$`<>]")
 _LITERAL: dict[bytes, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 """The words of commands without expansions or redirections, by their text."""
@@ -50,11 +52,11 @@ _GLOB = re.compile(r"[*?\[]")
 _ECHO_FLAGS = re.compile(r"-[neE]+")
 _ACTIVE = frozenset(
     {"cd", "alias", "echo", "printf", "cat", "tee", "tac", "base64", "xxd", "curl", "wget", "find",
-     "cp", "mv", "install", "ln",
-     "xargs", "eval", "source", ".", *_SHELLS, *REMOTE}
+     "cp", "mv", "install", "ln", "xargs", "eval", "source", ".", *_SHELLS, *REMOTE}
     | {name for name, spec in PROGRAMS.items() if "lang" in spec or "wraps" in spec}
 )  # fmt: skip
 """Programs whose lowering does more than record them (they print, change state, run others)."""
+_MANIFESTS = {name: spec["manifests"] for name, spec in PROGRAMS.items() if "manifests" in spec}
 _ANSI_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "e": "\x1b", "a": "\a", "\\": "\\", "'": "'"}
 
 
@@ -80,9 +82,12 @@ class Simple:
     def render(self) -> str:
         """The command as one line, ``?`` for unknown parts (shown to people, and the target
         an approval is remembered under)."""
-        words = [_quote(w) for w in self.argv]
-        words += [f"{op} {_quote(t)}" for op, t in self.redirects]
-        text = " ".join(words) or "(" + ", ".join(self.notes) + ")"
+        text = " ".join(self.argv)
+        if self.redirects or not _SAFE_LINE.fullmatch(text) or text.count(" ") >= len(self.argv):
+            words = [_quote(w) for w in self.argv]
+            words += [f"{op} {_quote(t)}" for op, t in self.redirects]
+            text = " ".join(words)
+        text = text or "(" + ", ".join(self.notes) + ")"
         return text if len(text) <= 300 else text[:297] + "..."
 
 
@@ -232,16 +237,17 @@ class Lowering:
 
     # --- statements ---------------------------------------------------------------------
 
-    def _spend(self) -> bool:
-        self.budget -= 1
+    def _spent(self) -> Output:
+        """The answer once the budget is spent (noted the first time)."""
         if self.budget == 0:
             self.note("uncheckable")
-        return self.budget > 0
+        return ("other", None)
 
     def stmt(self, node: Any, stdin: Output = ("", None)) -> Output:
         """Lower one statement; the answer is what it prints (kind and text)."""
-        if not self._spend():
-            return ("other", None)
+        self.budget -= 1
+        if self.budget <= 0:
+            return self._spent()
         kind = node.type
         if kind == "command":
             return self.command(node, [], stdin)
@@ -270,7 +276,7 @@ class Lowering:
             return ("", None)
         last: Output = ("", None)
         for child in node.named_children:
-            if child.type not in ("word", "string", "raw_string", "concatenation", "number"):
+            if child.type not in _WORD_NODES:
                 last = self.stmt(child, stdin)
             else:
                 self.fields(child)
@@ -496,13 +502,13 @@ class Lowering:
 
     def command(self, node: Any, redirects: list[tuple[str, str]], stdin: Output) -> Output:
         text = node.text
-        literal = _EXPANDS.search(text) is None  # its words are known from its text alone
-        if literal and text in _LITERAL:
-            env, argv = _LITERAL[text]
-        else:
+        known = _LITERAL.get(text)  # words known from the text alone (no expansion, redirection)
+        if known is None:
             env, argv, stdin = self.words(node, redirects, stdin)
-            if literal and len(_LITERAL) < 4096:
+            if _EXPANDS.search(text) is None and len(_LITERAL) < 4096:
                 _LITERAL[text] = (env, argv)
+        else:
+            env, argv = known
         for item in env:
             self.out.append(Simple(["export", item], cwd=self.cwd, via=("=",)))
         return self.run(list(argv), redirects, stdin, ())
@@ -556,17 +562,23 @@ class Lowering:
         self, argv: list[str], redirects: list[tuple[str, str]], stdin: Output, via: tuple[str, ...]
     ) -> Output:
         """Lower one simple command (and what it runs); the answer is what it prints."""
-        if not self._spend():
-            return ("other", None)
+        self.budget -= 1
+        if self.budget <= 0:
+            return self._spent()
         if not argv:
             if redirects:
                 self.out.append(Simple([], redirects, via, cwd=self.cwd))
             return ("", None)
         name = argv[0]
+        base = name.rpartition("/")[2]
+        text = stdin[1] if stdin[0] == "text" else None
+        if not (base in _ACTIVE or self.aliases or self.funcs or self.links or "/" in name
+                or UNKNOWN in name or _GLOB.search(name) or base in _MANIFESTS):  # fmt: skip
+            self.out.append(Simple(argv, redirects, via, text, (), self.cwd))
+            return ("other", None) if not redirects else self.redirected_output(redirects, None)
         if UNKNOWN in name or _GLOB.search(name):
             self.out.append(Simple(argv, redirects, via, notes=("dynamic-command",), cwd=self.cwd))
             return ("other", None)
-        base = name.rpartition("/")[2]
         if base in self.aliases and "alias" not in via:
             self.depth += 1
             self.read(self.aliases.pop(base) + " " + " ".join(shlex.quote(a) for a in argv[1:]))
@@ -574,14 +586,11 @@ class Lowering:
             return ("other", None)
         if base in self.funcs and "/" not in name:
             return self.call(base, argv, stdin)
-        text = stdin[1] if stdin[0] == "text" else None
         if self.links:
             argv = [argv[0]] + [self.linked(a) for a in argv[1:]]
-        manifests = PROGRAMS.get(base, {}).get("manifests")
-        notes = ("written-manifest",) if manifests and any(m in self.files for m in manifests) else ()
+        manifests = _MANIFESTS.get(base, ())
+        notes = ("written-manifest",) if any(m in self.files for m in manifests) else ()
         self.out.append(Simple(argv, redirects, via, text, notes, cwd=self.cwd))
-        if base not in _ACTIVE and "/" not in name:
-            return ("other", None) if not redirects else self.redirected_output(redirects, None)
         out = self.unwrap(base, argv, stdin, via)
         if base in ("cp", "mv", "install", "ln", "tee") and len(argv) > 2:
             self.files[posixpath.normpath(argv[-1])] = ("other", None)
