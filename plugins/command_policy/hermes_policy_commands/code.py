@@ -19,7 +19,9 @@ import posixpath
 import re
 import shlex
 import sys
+import tomllib
 from collections.abc import Callable, Iterator
+from importlib import resources
 from typing import Any
 
 __all__ = ["lower"]
@@ -28,62 +30,12 @@ Item = tuple[str, Any]
 ModuleReader = Callable[[str], "str | None"]
 MAX_CODE = 200_000
 MAX_VALUES = 8
-_SHELL_SINKS = frozenset(
-    {
-        "os.system",
-        "os.popen",
-        "subprocess.getoutput",
-        "subprocess.getstatusoutput",
-        "asyncio.create_subprocess_shell",
-        "commands.getoutput",
-    }  # fmt: skip
-)
-_ARGV_SINKS = frozenset(
-    {
-        "subprocess.run",
-        "subprocess.call",
-        "subprocess.check_call",
-        "subprocess.check_output",
-        "subprocess.Popen",
-        "pty.spawn",
-        "asyncio.create_subprocess_exec",
-    }  # fmt: skip
-)
-_FILE_OPS: dict[str, tuple[str, ...]] = {
-    "shutil.rmtree": ("rm", "-rf"), "os.remove": ("rm", "-f"), "os.unlink": ("rm", "-f"),
-    "os.rmdir": ("rmdir",), "os.removedirs": ("rm", "-r"), "shutil.move": ("mv",),
-    "os.rename": ("mv",), "os.replace": ("mv",), "os.renames": ("mv",), "shutil.copy": ("cp",),
-    "shutil.copy2": ("cp",), "shutil.copyfile": ("cp",), "shutil.copytree": ("cp", "-r"),
-    "os.symlink": ("ln", "-s"), "os.link": ("ln",), "os.makedirs": ("mkdir", "-p"),
-    "os.mkdir": ("mkdir",), "os.truncate": ("truncate", "-s0"),
-}  # fmt: skip
-_PATH_METHODS = {
-    "unlink": ("rm", "-f"),
-    "rmdir": ("rmdir",),
-    "mkdir": ("mkdir", "-p"),
-    "touch": ("touch",),
-    "write_text": (),
-    "write_bytes": (),
-    "symlink_to": (),
-}
-_DYNAMIC_CODE = frozenset(
-    {
-        "pickle.load",
-        "pickle.loads",
-        "marshal.loads",
-        "marshal.load",
-        "dill.load",
-        "dill.loads",
-        "shelve.open",
-        "ctypes.CDLL",
-        "ctypes.cdll",
-        "ctypes.CDLL().system",
-        "ctypes.PyDLL",
-        "cffi.FFI",
-        "code.interact",
-        "code.InteractiveConsole",
-    }  # fmt: skip
-)
+_TABLES = tomllib.loads((resources.files(__package__) / "tables.toml").read_text("utf-8"))
+_PY, _FOREIGN = _TABLES["python"], _TABLES["foreign"]
+_SHELL_SINKS, _ARGV_SINKS = frozenset(_PY["shell"]), frozenset(_PY["argv"])
+_FILE_OPS = {name: tuple(words) for name, words in _PY["file_ops"].items()}
+_PATH_METHODS = {name: tuple(words) for name, words in _PY["path_methods"].items()}
+_DYNAMIC_CODE = frozenset(_PY["dynamic_code"])
 _STDLIB = frozenset(sys.stdlib_module_names)
 _DUNDERS = re.compile(r"^__(?:subclasses|globals|builtins|code|closure|dict|bases|mro|base)__$")
 
@@ -778,27 +730,8 @@ class _Python:
 
 # --- perl, ruby, node, php ------------------------------------------------------------------
 
-_STRING = r"""(?:"(?:[^"\\$#]|\\.)*"|'(?:[^'\\]|\\.)*')"""
-_RUN = {
-    "perl": r"\b(?:system|exec)\b\s*(?:\(|(?=[\"'$@]))|`|\bqx\s*[({/]",
-    "ruby": r"\b(?:system|exec|spawn|IO\.popen|Open3\.\w+)\b\s*(?:\(|(?=[\"'$@]))|`|%x\s*[({]",
-    "node": r"\b(?:execSync|exec|spawn|spawnSync|execFile|execFileSync|fork)\s*\(",
-    "php": r"\b(?:system|exec|shell_exec|passthru|popen|proc_open|pcntl_exec)\s*\(|`",
-}
-_CODE = {
-    "perl": r"\beval\s*(?!\{)\S|\bdo\s+\$",
-    "ruby": r"\b(?:eval|instance_eval|class_eval|module_eval|send|public_send)\b\s*[\(\s]",
-    "node": r"\beval\s*\(|\bnew\s+Function\s*\(|\bvm\.run\w*\(|\brequire\s*\(\s*[^'\"\s)]",
-    "php": r"\b(?:eval|assert|create_function|call_user_func\w*)\s*\(|\$\w+\s*\(",
-}
-_FILES = {
-    "perl": r"\bunlink\b\s*\(?|\b(?:rmtree|remove_tree)\s*\(|\bopen\s*\(\s*(?:my\s+)?\$?\w+\s*,\s*",
-    "ruby": r"\b(?:File\.(?:write|delete|unlink)|IO\.write"
-    r"|FileUtils\.(?:rm_rf|rm_r|rm|remove_dir|rmtree))\s*\(?",
-    "node": r"\b(?:writeFileSync|appendFileSync|unlinkSync|rmSync|rmdirSync|writeFile|appendFile"
-    r"|unlink|rm|rmdir)\s*\(",
-    "php": r"\b(?:file_put_contents|unlink|rmdir|fopen)\s*\(",
-}  # fmt: skip
+_STRING = _FOREIGN["string"]
+_RUN, _CODE, _FILES = _FOREIGN["run"], _FOREIGN["code"], _FOREIGN["files"]
 
 
 def _product(parts: list[list[str] | None]) -> list[list[str]]:

@@ -43,78 +43,17 @@ DECISIONS = ("allow", "ask", "never")
 _RANK = {d: i for i, d in enumerate(DECISIONS)}
 _NONE: frozenset[str] = frozenset()
 _CATASTROPHIC = frozenset({"root", "system-top", "home-top"})
-_BUILD = re.compile(
-    r"^(?:build|dist|out|target|node_modules|__pycache__|\.pytest_cache|\.mypy_cache"
-    r"|\.ruff_cache|\.tox|\.nox|\.cache|\.next|\.parcel-cache|coverage|htmlcov|\.coverage"
-    r"|\.eggs|[^/]*\.egg-info|\*\.(?:pyc|pyo|o|a|so|class|tmp|log)|tmp|_build)$"
-)
-_BUILD_PART = re.compile(r"(?:^|/)" + _BUILD.pattern[1:-1] + r"(?:/|$)")
+_TABLES = tomllib.loads((resources.files(__package__) / "tables.toml").read_text("utf-8"))
+_PATHS = _TABLES["paths"]
+_BUILD = re.compile(f"^(?:{_PATHS['build']})$")
+_BUILD_PART = re.compile(f"(?:^|/)(?:{_PATHS['build']})(?:/|$)")
 _OTHER_HOME = re.compile(r"~[a-z_][\w-]*(?:/|$)")
-_SYSTEM = frozenset(
-    "etc usr bin sbin lib lib32 lib64 libx32 boot var opt srv root sys proc snap".split()
-)
-_SYSTEM_TWO = frozenset("usr var home etc boot lib".split())
-_PATTERNS: tuple[tuple[str, str], ...] = (
-    (
-        "env-file",
-        r"(?:^|/)\.env(?![\w.-]*\.(?:example|sample|template|dist|defaults?)$)(?:\.[\w.-]+)?$",
-    ),
-    ("ssh", r"(?:^|/)\.ssh(?:/|$)|(?:^|/)authorized_keys2?$|^/etc/ssh/"),
-    (
-        "ssh-key",
-        r"(?:^|/)\.ssh/(?!known_hosts|config$)[^/]*(?<!\.pub)$|(?:^|/)id_(?:rsa|dsa|"
-        r"ecdsa|ed25519)(?:_sk)?$|\.(?:pem|p12|pfx|jks)$",
-    ),  # fmt: skip
-    (
-        "credentials",
-        r"(?:^|/)(?:\.aws/(?:credentials|config)|\.azure/|\.config/gcloud/|\.kube/"
-        r"config|\.docker/config\.json|\.netrc|\.pgpass|\.git-credentials|\.pypirc|\.npmrc|"
-        r"\.cargo/credentials(?:\.toml)?|\.config/gh/hosts\.yml|\.vault-token|\.my\.cnf|\.gnupg/"
-        r"|\.terraform\.d/credentials|\.boto|\.s3cfg)",
-    ),  # fmt: skip
-    ("system-secret", r"^/etc/(?:g?shadow-?|sudoers(?:\.d/.*)?|ssh/ssh_host_[^/]*_key)$"),
-    ("proc-environ", r"^/proc/[^/]+/(?:task/[^/]+/)?environ$"),
-    ("hermes", r"(?:^|/)\.hermes(?:/|$)"),
-    ("hermes-secret", r"(?:^|/)\.hermes/(?:profiles/[^/]+/)?(?:\.env|state\.db[\w-]*|auth\.json)$"),
-    (
-        "startup",
-        r"(?:^|/)\.(?:bashrc|bash_profile|bash_login|bash_logout|profile|zshrc|zprofile|"
-        r"zshenv|zlogin|zlogout|cshrc|tcshrc|kshrc|inputrc|xprofile|xinitrc)$|\.config/fish/|"
-        r"^/etc/(?:profile|bash\.bashrc|environment|zsh/)",
-    ),  # fmt: skip
-    ("history", r"(?:^|/)\.(?:bash|zsh|sh|python|psql|mysql|node_repl)_history$|\.histfile$"),
-    (
-        "git-hooks",
-        r"(?:^|/)\.git/(?:hooks(?:/|$)|config$|info/)|(?:^|/)\.gitconfig$|"
-        r"\.config/git/config$|\.gitmodules$",
-    ),  # fmt: skip
-    (
-        "scheduler",
-        r"^/etc/(?:cron|anacrontab|systemd/|init\.d/|rc\.local)|^/var/spool/cron|"
-        r"\.config/(?:systemd|autostart)/|/Library/Launch",
-    ),  # fmt: skip
-    ("python-startup", r"\.pth$|(?:^|/)(?:user|site)customize\.py$|\.pythonstartup$"),
-    (
-        "device",
-        r"^/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|md\d|dm-|mapper/|disk/|loop|sr|mtd|mem$|"
-        r"kmem$|port$)",
-    ),  # fmt: skip
-    ("kernel", r"^/proc/(?:sysrq-trigger|sys/)|^/sys/"),
-)
+_SYSTEM, _SYSTEM_TWO = frozenset(_PATHS["system"]), frozenset(_PATHS["system_two"])
+_PATTERNS: tuple[tuple[str, str], ...] = tuple(_PATHS["classes"].items())
 _CLASS_RE = {name: re.compile(p) for name, p in _PATTERNS}
 _ANY_CLASS = re.compile("|".join(f"(?:{p})" for _, p in _PATTERNS))
-# Every pattern above needs one of these heads, one of these words, a part that starts with a
-# dot, ".config/", or a dot in the last part (then only that part can match): see _probe
-# (tests/test_rules.py checks the claim).
-_CLASS_HEADS = ("/etc/", "/dev/", "/proc/", "/sys/", "/var/")
-_CLASS_WORDS = ("/Library/", "authorized_keys", "id_")
-_SECRET = frozenset(
-    {"env-file", "ssh-key", "credentials", "system-secret", "proc-environ", "hermes-secret"}
-)
-_NOT_READING = frozenset(
-    "ls stat test [ [[ file du touch mkdir rmdir chmod chown realpath readlink basename dirname "
-    "which type command echo printf cd pushd git export ln find".split()
-)
+_CLASS_HEADS, _CLASS_WORDS = tuple(_PATHS["class_heads"]), tuple(_PATHS["class_words"])
+_SECRET, _NOT_READING = frozenset(_PATHS["secret"]), frozenset(_PATHS["not_reading"])
 
 
 class RuleError(ValueError):
