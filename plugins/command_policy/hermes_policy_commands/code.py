@@ -36,6 +36,7 @@ _SHELL_SINKS, _ARGV_SINKS = frozenset(_PY["shell"]), frozenset(_PY["argv"])
 _FILE_OPS = {name: tuple(words) for name, words in _PY["file_ops"].items()}
 _PATH_METHODS = {name: tuple(words) for name, words in _PY["path_methods"].items()}
 _DYNAMIC_CODE = frozenset(_PY["dynamic_code"])
+_SAME_VALUE, _READ_CODE = frozenset(_PY["same_value"]), frozenset(_PY["read_code"])
 _STDLIB = frozenset(sys.stdlib_module_names)
 _DUNDERS = re.compile(r"^__(?:subclasses|globals|builtins|code|closure|dict|bases|mro|base)__$")
 
@@ -368,16 +369,7 @@ class _Python:
         f = node.func
         q = self.qualname(f)
         arg = node.args[0] if node.args else None
-        if q in (
-            "os.path.expanduser",
-            "str",
-            "os.fspath",
-            "pathlib.Path",
-            "Path",
-            "os.path.abspath",
-            "os.path.normpath",
-            "pathlib.PurePath",
-        ):
+        if q in _SAME_VALUE:
             return self.values(arg, depth + 1) if arg is not None else ["."]
         if q in ("pathlib.Path.home", "Path.home", "os.path.expanduser()") or (
             q in ("os.getenv", "os.environ.get") and self.values(arg, depth + 1) == ["HOME"]
@@ -622,13 +614,7 @@ class _Python:
             line = " ".join(shlex.quote(x) for x in w)
             if stdin:
                 line += " <<'__HERMES_EOF__'\n" + stdin[0] + "\n__HERMES_EOF__"
-            elif "stdin" in kw and posixpath.basename(w[0] if w else "") in (
-                "bash",
-                "sh",
-                "zsh",
-                "python3",
-                "python",
-            ):
+            elif "stdin" in kw and posixpath.basename(w[0] if w else "") in _READ_CODE:
                 self.out.append(("note", "pipe-to-shell"))
             where = shlex.quote(cwd[0]) if cwd else '"$__x"'
             self.out.append(("shell", line if where == "." else f"cd {where} && {line}"))

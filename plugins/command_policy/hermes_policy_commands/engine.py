@@ -191,8 +191,8 @@ class Context(NamedTuple):
 class Facts:
     """What the rules look at in one simple command, worked out once."""
 
-    __slots__ = ("simple", "context", "program", "options", "positional", "joined", "flags", "_text",
-                 "_operands", "_writes", "_reads", "_target")  # fmt: skip
+    __slots__ = ("simple", "context", "program", "options", "positional", "joined", "flags",
+                 "_text", "_operands", "_writes", "_reads", "_target")  # fmt: skip
 
     def __init__(self, simple: Simple, context: Context) -> None:
         self.simple, self.context = simple, context
@@ -543,7 +543,8 @@ def judge(simples: Sequence[Simple], index: Index, context: Context) -> list[Fin
     found: dict[tuple[str, str], Finding] = {}
     seen: set[tuple[Any, ...]] = set()
     for simple in simples:
-        key = (*simple.argv, *simple.redirects, simple.via, simple.stdin, simple.notes, simple.cwd)
+        key: tuple[Any, ...] = (*simple.argv, *simple.redirects, simple.via, simple.stdin,
+                                simple.notes, simple.cwd)  # fmt: skip
         if key in seen:
             continue  # the same simple command again: the same findings
         seen.add(key)

@@ -283,6 +283,7 @@ class Lowering:
         return last
 
     def pipeline(self, node: Any, stdin: Output) -> Output:
+        """Lower a pipeline: each command reads what the one before it prints."""
         out = stdin
         outer, self.in_pipeline = self.in_pipeline, True
         try:
@@ -293,6 +294,7 @@ class Lowering:
         return out
 
     def redirected(self, node: Any, stdin: Output) -> Output:
+        """Lower a statement with redirections (files, heredocs, here-strings)."""
         redirects: list[tuple[str, str]] = []
         body = node.child_by_field_name("body")
         for child in node.children_by_field_name("redirect"):
@@ -348,6 +350,7 @@ class Lowering:
         return stdin
 
     def assignments(self, node: Any) -> None:
+        """Record variable assignments (an ``export`` each, as the shell would)."""
         items = [node] if node.type == "variable_assignment" else node.named_children
         for item in items:
             name_node = item.child_by_field_name("name")
@@ -362,6 +365,7 @@ class Lowering:
             self.out.append(Simple(["export", f"{name}={value}"], cwd=self.cwd, via=("=",)))
 
     def declaration(self, node: Any) -> Output:
+        """Lower ``export``, ``declare``, ``local``, ``unset`` and the like."""
         head = _text(node.children[0])
         argv = [head]
         for child in node.named_children:
@@ -375,6 +379,7 @@ class Lowering:
         return ("", None)
 
     def for_loop(self, node: Any) -> Output:
+        """Lower a ``for`` loop: its body once per known value (or once, unknown)."""
         var = node.child_by_field_name("variable")
         values: list[str] = []
         body = node.child_by_field_name("body")
@@ -449,6 +454,7 @@ class Lowering:
             yield UNKNOWN, False
 
     def string(self, node: Any) -> Iterator[str]:
+        """The parts of a double-quoted string, expanded."""
         for child in node.named_children:
             if child.type == "string_content":
                 yield re.sub(r"\\([$`\"\\\n])", r"\1", _text(child))
@@ -456,6 +462,7 @@ class Lowering:
                 yield "".join(p for p, _ in self.pieces(child))
 
     def variable(self, name: str) -> str:
+        """The value of a variable or positional parameter (:data:`UNKNOWN` when unknown)."""
         if name.isdigit():
             index = int(name) - 1
             return self.args[index] if 0 <= index < len(self.args) else UNKNOWN
@@ -464,6 +471,7 @@ class Lowering:
         return self.vars.get(name, UNKNOWN)
 
     def expansion(self, node: Any) -> str:
+        """The value of a ``${...}`` expansion (defaults, prefix and suffix removal)."""
         inner = _text(node)[2:-1]
         for child in node.named_children:
             if child.type in ("command_substitution", "process_substitution", "expansion"):
@@ -485,6 +493,7 @@ class Lowering:
         return value if not op or op in ("?", ":?", "%", "%%", "#", "##") else UNKNOWN
 
     def substitution(self, node: Any) -> str:
+        """Lower a ``$(...)`` or ``<(...)``; the answer is its text or a file name."""
         out: Output = ("other", None)
         outer, self.in_pipeline = self.in_pipeline, False
         for child in node.named_children:
@@ -501,6 +510,7 @@ class Lowering:
     # --- commands -----------------------------------------------------------------------
 
     def command(self, node: Any, redirects: list[tuple[str, str]], stdin: Output) -> Output:
+        """Lower one command node: its assignments, argv and redirections."""
         text = node.text
         known = _LITERAL.get(text)  # words known from the text alone (no expansion, redirection)
         if known is None:
@@ -609,11 +619,13 @@ class Lowering:
         return ("", None) if written else out or ("other", None)
 
     def linked(self, word: str) -> str:
+        """``word`` with a symbolic link the command made followed to its target."""
         head, sep, rest = word.removeprefix("./").partition("/")
         target = self.links.get(head.rstrip("/"))
         return word if target is None else target.rstrip("/") + "/" + rest if sep else target
 
     def call(self, name: str, argv: list[str], stdin: Output) -> Output:
+        """Lower a call of a function the command defined (a recursion piped is a fork bomb)."""
         if name in self.calls:
             if self.in_pipeline:
                 self.note("fork-bomb", argv=[name])
@@ -638,6 +650,7 @@ class Lowering:
         return out
 
     def unwrap(self, base: str, argv: list[str], stdin: Output, via: tuple[str, ...]) -> Output:
+        """Lower what a program runs or prints (wrappers, shells, interpreters, scripts)."""
         spec = PROGRAMS.get(base)
         args = argv[1:]
         printed = self.prints(base, args, stdin)
@@ -695,6 +708,7 @@ class Lowering:
         return ("other", None)
 
     def change_dir(self, args: list[str]) -> None:
+        """Follow ``cd``: later commands start in that folder."""
         target = next((a for a in args if not a.startswith("-")), "~")
         if UNKNOWN in target:
             self.cwd = UNKNOWN
@@ -706,6 +720,7 @@ class Lowering:
             self.cwd = UNKNOWN  # a path this long is a trick, not a folder
 
     def printf(self, args: list[str]) -> Output:
+        """What ``printf`` prints when its format and arguments are known."""
         if not args or UNKNOWN in "".join(args):
             return ("other", None)
         fmt, rest = args[0], args[1:]
@@ -722,6 +737,7 @@ class Lowering:
         return ("text", text.replace("\x01", "%"))
 
     def decoded(self, kind: str, stdin: Output) -> Output:
+        """What ``base64 -d`` or ``xxd -r`` prints, from the text it reads."""
         if stdin[0] == "text" and stdin[1] is not None:
             text = _decode(kind, stdin[1])
             if text is not None:
@@ -732,6 +748,7 @@ class Lowering:
         return ("decode", None)
 
     def download(self, base: str, args: list[str]) -> Output:
+        """What ``curl``/``wget`` print, or the file they save a download to."""
         out = None
         url = next((u for u in args if "://" in u), "")
         for i, a in enumerate(args):
@@ -751,6 +768,7 @@ class Lowering:
         return ("", None)
 
     def find(self, args: list[str], via: tuple[str, ...]) -> None:
+        """Lower ``find -delete`` and ``-exec``/``-ok`` into the commands they run."""
         roots = [a for a in args if not a.startswith(("-", "(", "!"))][:8]
         roots = roots[: next((i for i, a in enumerate(args) if a.startswith("-")), len(roots))]
         name = UNKNOWN
@@ -773,6 +791,7 @@ class Lowering:
             i += 1
 
     def xargs(self, args: list[str], stdin: Output, via: tuple[str, ...]) -> None:
+        """Lower ``xargs``: its command with the items it reads."""
         spec = PROGRAMS["xargs"]
         inner = self.inner(spec, args) or ["echo"]
         replace = next(
@@ -820,6 +839,7 @@ class Lowering:
         return args[i:] or None
 
     def shell(self, base: str, args: list[str], stdin: Output, via: tuple[str, ...]) -> Output:
+        """Lower a shell, ``eval`` or ``source``: the code it runs, read as shell."""
         here = via + (base,)
         if base == "eval":
             return self.nested(" ".join(args), here)
@@ -843,6 +863,7 @@ class Lowering:
         read: Callable[[str], Any],
         read_file: Callable[[str], Any] | None = None,
     ) -> None:
+        """Judge the code a shell or interpreter reads on stdin."""
         kind, text = stdin
         if kind == "text" and text is not None:
             if text in self.decoded_texts:
@@ -897,6 +918,7 @@ class Lowering:
     def code(
         self, base: str, lang: str, args: list[str], stdin: Output, via: tuple[str, ...]
     ) -> None:
+        """Lower an interpreter's command line: inline code, a module, a script or stdin."""
         here = via + (base,)
         flags = PROGRAMS[base]
         with_value = set(flags.get("options", ()))
@@ -937,6 +959,7 @@ class Lowering:
             )
 
     def module(self, name: str, rest: list[str], via: tuple[str, ...]) -> None:
+        """Lower ``python -m NAME``: the workspace's module, else the program of that name."""
         path = name.replace(".", "/") + ".py"
         kind, text = self.source(path)
         if kind == "text" and text is not None:
