@@ -22,7 +22,7 @@ import sys
 import tomllib
 from collections.abc import Callable, Iterator
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = ["lower"]
 
@@ -30,6 +30,7 @@ Item = tuple[str, Any]
 ModuleReader = Callable[[str], "str | None"]
 MAX_CODE = 200_000
 MAX_VALUES = 8
+T = TypeVar("T")
 _TABLES = tomllib.loads((resources.files(__package__) / "tables.toml").read_text("utf-8"))
 _PY, _FOREIGN = _TABLES["python"], _TABLES["foreign"]
 _SHELL_SINKS, _ARGV_SINKS = frozenset(_PY["shell"]), frozenset(_PY["argv"])
@@ -268,20 +269,11 @@ class _Python:
             v = node.value
             return [v.decode("latin-1") if isinstance(v, bytes) else str(v)]
         if isinstance(node, ast.JoinedStr):
-            return self.combine(
-                [
-                    self.values(v.value if isinstance(v, ast.FormattedValue) else v, depth + 1)
-                    for v in node.values
-                ]
-            )
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            return self.combine(
-                [self.values(node.left, depth + 1), self.values(node.right, depth + 1)]
-            )
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
-            return self.combine(
-                [self.values(node.left, depth + 1), ["/"], self.values(node.right, depth + 1)]
-            )
+            parts = (v.value if isinstance(v, ast.FormattedValue) else v for v in node.values)
+            return self.concat(depth, *parts)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Div)):
+            return self.concat(depth, node.left, "/" if isinstance(node.op, ast.Div) else "",
+                               node.right)  # fmt: skip
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
             return self.percent(node, depth)
         if isinstance(node, ast.Name):
@@ -292,12 +284,14 @@ class _Python:
             return self.call_values(node, depth)
         return None
 
-    def combine(self, parts: list[list[str] | None]) -> list[str] | None:
+    def concat(self, depth: int, *parts: ast.expr | str | None) -> list[str] | None:
+        """Every concatenation of the values of ``parts`` (a string stands for itself)."""
         out = [""]
-        for p in parts:
-            if p is None:
+        for part in parts:
+            got = [part] if isinstance(part, str) else self.values(part, depth + 1)
+            if got is None:
                 return None
-            out = [a + b for a in out for b in p][:MAX_VALUES]
+            out = [a + b for a in out for b in got][:MAX_VALUES]
         return out
 
     def percent(self, node: ast.BinOp, depth: int) -> list[str] | None:
@@ -314,28 +308,9 @@ class _Python:
             return None
 
     def name_values(self, name: str, depth: int) -> list[str] | None:
-        if name not in self.assigns:
-            return self.parameter(name, depth)
-        out: list[str] = []
-        for v in self.assigns[name]:
-            got = self.values(v, depth + 1)
-            if got is None:
-                return None
-            out += got
-        return out[:MAX_VALUES] or None
-
-    def parameter(self, name: str, depth: int) -> list[str] | None:
-        """The values a function's parameter gets from the program's calls of it."""
-        passed = self.passed(name)
-        if passed is None:
-            return None
-        out: list[str] = []
-        for arg in passed:
-            got = self.values(arg, depth + 1)
-            if got is None:
-                return None
-            out += got
-        return out[:MAX_VALUES] or None
+        """The values a name can have: what it is assigned, or what a parameter is passed."""
+        items = self.assigns[name] if name in self.assigns else self.passed(name)
+        return _union(items, lambda v: self.values(v, depth + 1))
 
     def passed(self, name: str) -> list[ast.expr] | None:
         """What the program's calls pass to the parameter ``name`` (a ``*name`` one gets a
@@ -397,9 +372,7 @@ class _Python:
         if f.attr in ("b64decode", "fromhex") or q == "codecs" and f.attr == "decode":
             return self.decode_call(f.attr, node, depth)
         if f.attr in ("glob", "rglob", "iglob") and node.args:
-            return self.combine(
-                [self.values(f.value, depth + 1), ["/"], self.values(node.args[0], depth + 1)]
-            )
+            return self.concat(depth, f.value, "/", node.args[0])
         if (
             f.attr in ("expanduser", "resolve", "absolute", "strip", "decode", "encode", "lower")
             or q == "tempfile"
@@ -417,13 +390,7 @@ class _Python:
                 return None
             return [x.format(*(v[0] for v in vals if v)) for x in fmt]
         if f.attr in ("joinpath",):
-            return self.combine(
-                [
-                    self.values(f.value, depth + 1),
-                    ["/"],
-                    self.values(node.args[0], depth + 1) if node.args else None,
-                ]
-            )
+            return self.concat(depth, f.value, "/", node.args[0] if node.args else None)
         return None
 
     def decode_call(self, attr: str, node: ast.Call, depth: int) -> list[str] | None:
@@ -461,14 +428,8 @@ class _Python:
             if node.id in self.mutated:
                 return None
             if node.id not in self.assigns:
-                return self.star_parameter(node.id)
-            out: list[list[str]] = []
-            for assigned in self.assigns[node.id]:
-                got = self.argv_values(assigned, depth + 1)
-                if got is None:
-                    return None
-                out += got
-            return out[:MAX_VALUES]
+                return _union(self.passed(node.id), self.argv_values)
+            return _union(self.assigns[node.id], lambda v: self.argv_values(v, depth + 1))
         if (
             isinstance(node, ast.Call)
             and self.qualname(node.func) in ("list", "tuple")
@@ -484,19 +445,6 @@ class _Python:
                 words = [w + [x] for w in words for x in v][:MAX_VALUES]
             return words
         return None
-
-    def star_parameter(self, name: str) -> list[list[str]] | None:
-        """The argv lists a function's parameter gets from the program's calls of it."""
-        passed = self.passed(name)
-        if passed is None:
-            return None
-        out: list[list[str]] = []
-        for arg in passed:
-            got = self.argv_values(arg)
-            if got is None:
-                return None
-            out += got
-        return out[:MAX_VALUES] or None
 
     # calls: what the program does
     def call(self, node: ast.Call) -> None:
@@ -718,6 +666,19 @@ class _Python:
 
 _STRING = _FOREIGN["string"]
 _RUN, _CODE, _FILES = _FOREIGN["run"], _FOREIGN["code"], _FOREIGN["files"]
+
+
+def _union(
+    items: list[ast.expr] | None, each: Callable[[ast.expr], list[T] | None]
+) -> list[T] | None:
+    """Every value ``each`` gives one of ``items``; ``None`` when one is unknown or none is."""
+    out: list[T] = []
+    for item in items or ():
+        got = each(item)
+        if got is None:
+            return None
+        out += got
+    return out[:MAX_VALUES] or None
 
 
 def _product(parts: list[list[str] | None]) -> list[list[str]]:
