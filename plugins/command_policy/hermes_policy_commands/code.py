@@ -461,23 +461,13 @@ class _Python:
             self.os_call(q, node)
         elif q in ("exec", "eval", "compile", "execfile"):
             self.dynamic(node)
-        elif (
-            q in ("__import__", "importlib.import_module")
-            and node.args
-            and self.values(node.args[0])
-        ):
-            self.out += [("module", m.replace(".", "/")) for m in self.values(node.args[0]) or []]
-        elif q in ("__import__", "importlib.import_module", "getattr", "setattr") and node.args:
-            if (
-                self.values(
-                    node.args[-1 if q != "setattr" else 1]
-                    if q != "getattr"
-                    else node.args[1]
-                    if len(node.args) > 1
-                    else node.args[0]
-                )
-                is None
-            ):
+        elif q in ("__import__", "importlib.import_module") and node.args:
+            names = self.values(node.args[0])
+            self.out += [("module", m.replace(".", "/")) for m in names or []]
+            if not names and self.values(node.args[-1]) is None:
+                self.out.append(("note", "script-dynamic-code"))
+        elif q in ("getattr", "setattr") and node.args:
+            if self.values(node.args[1] if len(node.args) > 1 else node.args[0]) is None:
                 self.out.append(("note", "script-dynamic-code"))
         elif q in _DYNAMIC_CODE or q.startswith("ctypes."):
             self.out.append(("note", "script-dynamic-code"))

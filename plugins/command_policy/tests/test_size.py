@@ -16,7 +16,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "hermes_policy_commands"
 COUNTED = ("engine.py", "shell.py", "code.py")
 GOAL = 1_500
-CEILING = 1_968
+CEILING = 1_958
 _NOT_CODE = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
              tokenize.ENDMARKER}  # fmt: skip
 
