@@ -19,8 +19,10 @@ import posixpath
 import re
 import shlex
 import sys
+import tomllib
 from collections.abc import Callable, Iterator
-from typing import Any
+from importlib import resources
+from typing import Any, TypeVar
 
 __all__ = ["lower"]
 
@@ -28,62 +30,14 @@ Item = tuple[str, Any]
 ModuleReader = Callable[[str], "str | None"]
 MAX_CODE = 200_000
 MAX_VALUES = 8
-_SHELL_SINKS = frozenset(
-    {
-        "os.system",
-        "os.popen",
-        "subprocess.getoutput",
-        "subprocess.getstatusoutput",
-        "asyncio.create_subprocess_shell",
-        "commands.getoutput",
-    }  # fmt: skip
-)
-_ARGV_SINKS = frozenset(
-    {
-        "subprocess.run",
-        "subprocess.call",
-        "subprocess.check_call",
-        "subprocess.check_output",
-        "subprocess.Popen",
-        "pty.spawn",
-        "asyncio.create_subprocess_exec",
-    }  # fmt: skip
-)
-_FILE_OPS: dict[str, tuple[str, ...]] = {
-    "shutil.rmtree": ("rm", "-rf"), "os.remove": ("rm", "-f"), "os.unlink": ("rm", "-f"),
-    "os.rmdir": ("rmdir",), "os.removedirs": ("rm", "-r"), "shutil.move": ("mv",),
-    "os.rename": ("mv",), "os.replace": ("mv",), "os.renames": ("mv",), "shutil.copy": ("cp",),
-    "shutil.copy2": ("cp",), "shutil.copyfile": ("cp",), "shutil.copytree": ("cp", "-r"),
-    "os.symlink": ("ln", "-s"), "os.link": ("ln",), "os.makedirs": ("mkdir", "-p"),
-    "os.mkdir": ("mkdir",), "os.truncate": ("truncate", "-s0"),
-}  # fmt: skip
-_PATH_METHODS = {
-    "unlink": ("rm", "-f"),
-    "rmdir": ("rmdir",),
-    "mkdir": ("mkdir", "-p"),
-    "touch": ("touch",),
-    "write_text": (),
-    "write_bytes": (),
-    "symlink_to": (),
-}
-_DYNAMIC_CODE = frozenset(
-    {
-        "pickle.load",
-        "pickle.loads",
-        "marshal.loads",
-        "marshal.load",
-        "dill.load",
-        "dill.loads",
-        "shelve.open",
-        "ctypes.CDLL",
-        "ctypes.cdll",
-        "ctypes.CDLL().system",
-        "ctypes.PyDLL",
-        "cffi.FFI",
-        "code.interact",
-        "code.InteractiveConsole",
-    }  # fmt: skip
-)
+T = TypeVar("T")
+_TABLES = tomllib.loads((resources.files(__package__) / "tables.toml").read_text("utf-8"))
+_PY, _FOREIGN = _TABLES["python"], _TABLES["foreign"]
+_SHELL_SINKS, _ARGV_SINKS = frozenset(_PY["shell"]), frozenset(_PY["argv"])
+_FILE_OPS = {name: tuple(words) for name, words in _PY["file_ops"].items()}
+_PATH_METHODS = {name: tuple(words) for name, words in _PY["path_methods"].items()}
+_DYNAMIC_CODE = frozenset(_PY["dynamic_code"])
+_SAME_VALUE, _READ_CODE = frozenset(_PY["same_value"]), frozenset(_PY["read_code"])
 _STDLIB = frozenset(sys.stdlib_module_names)
 _DUNDERS = re.compile(r"^__(?:subclasses|globals|builtins|code|closure|dict|bases|mro|base)__$")
 
@@ -315,20 +269,11 @@ class _Python:
             v = node.value
             return [v.decode("latin-1") if isinstance(v, bytes) else str(v)]
         if isinstance(node, ast.JoinedStr):
-            return self.combine(
-                [
-                    self.values(v.value if isinstance(v, ast.FormattedValue) else v, depth + 1)
-                    for v in node.values
-                ]
-            )
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            return self.combine(
-                [self.values(node.left, depth + 1), self.values(node.right, depth + 1)]
-            )
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
-            return self.combine(
-                [self.values(node.left, depth + 1), ["/"], self.values(node.right, depth + 1)]
-            )
+            parts = (v.value if isinstance(v, ast.FormattedValue) else v for v in node.values)
+            return self.concat(depth, *parts)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Div)):
+            return self.concat(depth, node.left, "/" if isinstance(node.op, ast.Div) else "",
+                               node.right)  # fmt: skip
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
             return self.percent(node, depth)
         if isinstance(node, ast.Name):
@@ -339,12 +284,14 @@ class _Python:
             return self.call_values(node, depth)
         return None
 
-    def combine(self, parts: list[list[str] | None]) -> list[str] | None:
+    def concat(self, depth: int, *parts: ast.expr | str | None) -> list[str] | None:
+        """Every concatenation of the values of ``parts`` (a string stands for itself)."""
         out = [""]
-        for p in parts:
-            if p is None:
+        for part in parts:
+            got = [part] if isinstance(part, str) else self.values(part, depth + 1)
+            if got is None:
                 return None
-            out = [a + b for a in out for b in p][:MAX_VALUES]
+            out = [a + b for a in out for b in got][:MAX_VALUES]
         return out
 
     def percent(self, node: ast.BinOp, depth: int) -> list[str] | None:
@@ -361,28 +308,9 @@ class _Python:
             return None
 
     def name_values(self, name: str, depth: int) -> list[str] | None:
-        if name not in self.assigns:
-            return self.parameter(name, depth)
-        out: list[str] = []
-        for v in self.assigns[name]:
-            got = self.values(v, depth + 1)
-            if got is None:
-                return None
-            out += got
-        return out[:MAX_VALUES] or None
-
-    def parameter(self, name: str, depth: int) -> list[str] | None:
-        """The values a function's parameter gets from the program's calls of it."""
-        passed = self.passed(name)
-        if passed is None:
-            return None
-        out: list[str] = []
-        for arg in passed:
-            got = self.values(arg, depth + 1)
-            if got is None:
-                return None
-            out += got
-        return out[:MAX_VALUES] or None
+        """The values a name can have: what it is assigned, or what a parameter is passed."""
+        items = self.assigns[name] if name in self.assigns else self.passed(name)
+        return _union(items, lambda v: self.values(v, depth + 1))
 
     def passed(self, name: str) -> list[ast.expr] | None:
         """What the program's calls pass to the parameter ``name`` (a ``*name`` one gets a
@@ -416,16 +344,7 @@ class _Python:
         f = node.func
         q = self.qualname(f)
         arg = node.args[0] if node.args else None
-        if q in (
-            "os.path.expanduser",
-            "str",
-            "os.fspath",
-            "pathlib.Path",
-            "Path",
-            "os.path.abspath",
-            "os.path.normpath",
-            "pathlib.PurePath",
-        ):
+        if q in _SAME_VALUE:
             return self.values(arg, depth + 1) if arg is not None else ["."]
         if q in ("pathlib.Path.home", "Path.home", "os.path.expanduser()") or (
             q in ("os.getenv", "os.environ.get") and self.values(arg, depth + 1) == ["HOME"]
@@ -453,9 +372,7 @@ class _Python:
         if f.attr in ("b64decode", "fromhex") or q == "codecs" and f.attr == "decode":
             return self.decode_call(f.attr, node, depth)
         if f.attr in ("glob", "rglob", "iglob") and node.args:
-            return self.combine(
-                [self.values(f.value, depth + 1), ["/"], self.values(node.args[0], depth + 1)]
-            )
+            return self.concat(depth, f.value, "/", node.args[0])
         if (
             f.attr in ("expanduser", "resolve", "absolute", "strip", "decode", "encode", "lower")
             or q == "tempfile"
@@ -473,13 +390,7 @@ class _Python:
                 return None
             return [x.format(*(v[0] for v in vals if v)) for x in fmt]
         if f.attr in ("joinpath",):
-            return self.combine(
-                [
-                    self.values(f.value, depth + 1),
-                    ["/"],
-                    self.values(node.args[0], depth + 1) if node.args else None,
-                ]
-            )
+            return self.concat(depth, f.value, "/", node.args[0] if node.args else None)
         return None
 
     def decode_call(self, attr: str, node: ast.Call, depth: int) -> list[str] | None:
@@ -517,14 +428,8 @@ class _Python:
             if node.id in self.mutated:
                 return None
             if node.id not in self.assigns:
-                return self.star_parameter(node.id)
-            out: list[list[str]] = []
-            for assigned in self.assigns[node.id]:
-                got = self.argv_values(assigned, depth + 1)
-                if got is None:
-                    return None
-                out += got
-            return out[:MAX_VALUES]
+                return _union(self.passed(node.id), self.argv_values)
+            return _union(self.assigns[node.id], lambda v: self.argv_values(v, depth + 1))
         if (
             isinstance(node, ast.Call)
             and self.qualname(node.func) in ("list", "tuple")
@@ -541,19 +446,6 @@ class _Python:
             return words
         return None
 
-    def star_parameter(self, name: str) -> list[list[str]] | None:
-        """The argv lists a function's parameter gets from the program's calls of it."""
-        passed = self.passed(name)
-        if passed is None:
-            return None
-        out: list[list[str]] = []
-        for arg in passed:
-            got = self.argv_values(arg)
-            if got is None:
-                return None
-            out += got
-        return out[:MAX_VALUES] or None
-
     # calls: what the program does
     def call(self, node: ast.Call) -> None:
         q = self.qualname(node.func)
@@ -569,23 +461,13 @@ class _Python:
             self.os_call(q, node)
         elif q in ("exec", "eval", "compile", "execfile"):
             self.dynamic(node)
-        elif (
-            q in ("__import__", "importlib.import_module")
-            and node.args
-            and self.values(node.args[0])
-        ):
-            self.out += [("module", m.replace(".", "/")) for m in self.values(node.args[0]) or []]
-        elif q in ("__import__", "importlib.import_module", "getattr", "setattr") and node.args:
-            if (
-                self.values(
-                    node.args[-1 if q != "setattr" else 1]
-                    if q != "getattr"
-                    else node.args[1]
-                    if len(node.args) > 1
-                    else node.args[0]
-                )
-                is None
-            ):
+        elif q in ("__import__", "importlib.import_module") and node.args:
+            names = self.values(node.args[0])
+            self.out += [("module", m.replace(".", "/")) for m in names or []]
+            if not names and self.values(node.args[-1]) is None:
+                self.out.append(("note", "script-dynamic-code"))
+        elif q in ("getattr", "setattr") and node.args:
+            if self.values(node.args[1] if len(node.args) > 1 else node.args[0]) is None:
                 self.out.append(("note", "script-dynamic-code"))
         elif q in _DYNAMIC_CODE or q.startswith("ctypes."):
             self.out.append(("note", "script-dynamic-code"))
@@ -670,13 +552,7 @@ class _Python:
             line = " ".join(shlex.quote(x) for x in w)
             if stdin:
                 line += " <<'__HERMES_EOF__'\n" + stdin[0] + "\n__HERMES_EOF__"
-            elif "stdin" in kw and posixpath.basename(w[0] if w else "") in (
-                "bash",
-                "sh",
-                "zsh",
-                "python3",
-                "python",
-            ):
+            elif "stdin" in kw and posixpath.basename(w[0] if w else "") in _READ_CODE:
                 self.out.append(("note", "pipe-to-shell"))
             where = shlex.quote(cwd[0]) if cwd else '"$__x"'
             self.out.append(("shell", line if where == "." else f"cd {where} && {line}"))
@@ -778,27 +654,21 @@ class _Python:
 
 # --- perl, ruby, node, php ------------------------------------------------------------------
 
-_STRING = r"""(?:"(?:[^"\\$#]|\\.)*"|'(?:[^'\\]|\\.)*')"""
-_RUN = {
-    "perl": r"\b(?:system|exec)\b\s*(?:\(|(?=[\"'$@]))|`|\bqx\s*[({/]",
-    "ruby": r"\b(?:system|exec|spawn|IO\.popen|Open3\.\w+)\b\s*(?:\(|(?=[\"'$@]))|`|%x\s*[({]",
-    "node": r"\b(?:execSync|exec|spawn|spawnSync|execFile|execFileSync|fork)\s*\(",
-    "php": r"\b(?:system|exec|shell_exec|passthru|popen|proc_open|pcntl_exec)\s*\(|`",
-}
-_CODE = {
-    "perl": r"\beval\s*(?!\{)\S|\bdo\s+\$",
-    "ruby": r"\b(?:eval|instance_eval|class_eval|module_eval|send|public_send)\b\s*[\(\s]",
-    "node": r"\beval\s*\(|\bnew\s+Function\s*\(|\bvm\.run\w*\(|\brequire\s*\(\s*[^'\"\s)]",
-    "php": r"\b(?:eval|assert|create_function|call_user_func\w*)\s*\(|\$\w+\s*\(",
-}
-_FILES = {
-    "perl": r"\bunlink\b\s*\(?|\b(?:rmtree|remove_tree)\s*\(|\bopen\s*\(\s*(?:my\s+)?\$?\w+\s*,\s*",
-    "ruby": r"\b(?:File\.(?:write|delete|unlink)|IO\.write"
-    r"|FileUtils\.(?:rm_rf|rm_r|rm|remove_dir|rmtree))\s*\(?",
-    "node": r"\b(?:writeFileSync|appendFileSync|unlinkSync|rmSync|rmdirSync|writeFile|appendFile"
-    r"|unlink|rm|rmdir)\s*\(",
-    "php": r"\b(?:file_put_contents|unlink|rmdir|fopen)\s*\(",
-}  # fmt: skip
+_STRING = _FOREIGN["string"]
+_RUN, _CODE, _FILES = _FOREIGN["run"], _FOREIGN["code"], _FOREIGN["files"]
+
+
+def _union(
+    items: list[ast.expr] | None, each: Callable[[ast.expr], list[T] | None]
+) -> list[T] | None:
+    """Every value ``each`` gives one of ``items``; ``None`` when one is unknown or none is."""
+    out: list[T] = []
+    for item in items or ():
+        got = each(item)
+        if got is None:
+            return None
+        out += got
+    return out[:MAX_VALUES] or None
 
 
 def _product(parts: list[list[str] | None]) -> list[list[str]]:

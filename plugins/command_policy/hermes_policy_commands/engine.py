@@ -19,11 +19,11 @@ import fnmatch
 import posixpath
 import re
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple
 
 from .programs import PROGRAMS
 from .shell import UNKNOWN, Simple
@@ -41,79 +41,19 @@ __all__ = [
 
 DECISIONS = ("allow", "ask", "never")
 _RANK = {d: i for i, d in enumerate(DECISIONS)}
+_NONE: frozenset[str] = frozenset()
 _CATASTROPHIC = frozenset({"root", "system-top", "home-top"})
-_BUILD = re.compile(
-    r"^(?:build|dist|out|target|node_modules|__pycache__|\.pytest_cache|\.mypy_cache"
-    r"|\.ruff_cache|\.tox|\.nox|\.cache|\.next|\.parcel-cache|coverage|htmlcov|\.coverage"
-    r"|\.eggs|[^/]*\.egg-info|\*\.(?:pyc|pyo|o|a|so|class|tmp|log)|tmp|_build)$"
-)
-_BUILD_PART = re.compile(r"(?:^|/)" + _BUILD.pattern[1:-1] + r"(?:/|$)")
+_TABLES = tomllib.loads((resources.files(__package__) / "tables.toml").read_text("utf-8"))
+_PATHS = _TABLES["paths"]
+_BUILD = re.compile(f"^(?:{_PATHS['build']})$")
+_BUILD_PART = re.compile(f"(?:^|/)(?:{_PATHS['build']})(?:/|$)")
 _OTHER_HOME = re.compile(r"~[a-z_][\w-]*(?:/|$)")
-_SYSTEM = frozenset(
-    "etc usr bin sbin lib lib32 lib64 libx32 boot var opt srv root sys proc snap".split()
-)
-_SYSTEM_TWO = frozenset("usr var home etc boot lib".split())
-_PATTERNS: tuple[tuple[str, str], ...] = (
-    (
-        "env-file",
-        r"(?:^|/)\.env(?![\w.-]*\.(?:example|sample|template|dist|defaults?)$)(?:\.[\w.-]+)?$",
-    ),
-    ("ssh", r"(?:^|/)\.ssh(?:/|$)|(?:^|/)authorized_keys2?$|^/etc/ssh/"),
-    (
-        "ssh-key",
-        r"(?:^|/)\.ssh/(?!known_hosts|config$)[^/]*(?<!\.pub)$|(?:^|/)id_(?:rsa|dsa|"
-        r"ecdsa|ed25519)(?:_sk)?$|\.(?:pem|p12|pfx|jks)$",
-    ),  # fmt: skip
-    (
-        "credentials",
-        r"(?:^|/)(?:\.aws/(?:credentials|config)|\.azure/|\.config/gcloud/|\.kube/"
-        r"config|\.docker/config\.json|\.netrc|\.pgpass|\.git-credentials|\.pypirc|\.npmrc|"
-        r"\.cargo/credentials(?:\.toml)?|\.config/gh/hosts\.yml|\.vault-token|\.my\.cnf|\.gnupg/"
-        r"|\.terraform\.d/credentials|\.boto|\.s3cfg)",
-    ),  # fmt: skip
-    ("system-secret", r"^/etc/(?:g?shadow-?|sudoers(?:\.d/.*)?|ssh/ssh_host_[^/]*_key)$"),
-    ("proc-environ", r"^/proc/[^/]+/(?:task/[^/]+/)?environ$"),
-    ("hermes", r"(?:^|/)\.hermes(?:/|$)"),
-    ("hermes-secret", r"(?:^|/)\.hermes/(?:profiles/[^/]+/)?(?:\.env|state\.db[\w-]*|auth\.json)$"),
-    (
-        "startup",
-        r"(?:^|/)\.(?:bashrc|bash_profile|bash_login|bash_logout|profile|zshrc|zprofile|"
-        r"zshenv|zlogin|zlogout|cshrc|tcshrc|kshrc|inputrc|xprofile|xinitrc)$|\.config/fish/|"
-        r"^/etc/(?:profile|bash\.bashrc|environment|zsh/)",
-    ),  # fmt: skip
-    ("history", r"(?:^|/)\.(?:bash|zsh|sh|python|psql|mysql|node_repl)_history$|\.histfile$"),
-    (
-        "git-hooks",
-        r"(?:^|/)\.git/(?:hooks(?:/|$)|config$|info/)|(?:^|/)\.gitconfig$|"
-        r"\.config/git/config$|\.gitmodules$",
-    ),  # fmt: skip
-    (
-        "scheduler",
-        r"^/etc/(?:cron|anacrontab|systemd/|init\.d/|rc\.local)|^/var/spool/cron|"
-        r"\.config/(?:systemd|autostart)/|/Library/Launch",
-    ),  # fmt: skip
-    ("python-startup", r"\.pth$|(?:^|/)(?:user|site)customize\.py$|\.pythonstartup$"),
-    (
-        "device",
-        r"^/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|md\d|dm-|mapper/|disk/|loop|sr|mtd|mem$|"
-        r"kmem$|port$)",
-    ),  # fmt: skip
-    ("kernel", r"^/proc/(?:sysrq-trigger|sys/)|^/sys/"),
-)
+_SYSTEM, _SYSTEM_TWO = frozenset(_PATHS["system"]), frozenset(_PATHS["system_two"])
+_PATTERNS: tuple[tuple[str, str], ...] = tuple(_PATHS["classes"].items())
 _CLASS_RE = {name: re.compile(p) for name, p in _PATTERNS}
 _ANY_CLASS = re.compile("|".join(f"(?:{p})" for _, p in _PATTERNS))
-# Every pattern above needs one of these heads, one of these words, a part that starts with a
-# dot, ".config/", or a dot in the last part (then only that part can match): see _probe
-# (tests/test_rules.py checks the claim).
-_CLASS_HEADS = ("/etc/", "/dev/", "/proc/", "/sys/", "/var/")
-_CLASS_WORDS = ("/Library/", "authorized_keys", "id_")
-_SECRET = frozenset(
-    {"env-file", "ssh-key", "credentials", "system-secret", "proc-environ", "hermes-secret"}
-)
-_NOT_READING = frozenset(
-    "ls stat test [ [[ file du touch mkdir rmdir chmod chown realpath readlink basename dirname "
-    "which type command echo printf cd pushd git export ln find".split()
-)
+_CLASS_HEADS, _CLASS_WORDS = tuple(_PATHS["class_heads"]), tuple(_PATHS["class_words"])
+_SECRET, _NOT_READING = frozenset(_PATHS["secret"]), frozenset(_PATHS["not_reading"])
 
 
 class RuleError(ValueError):
@@ -176,6 +116,12 @@ class Rule:
     not_match: tuple[str, ...] = ()
     family: str = ""
     source: str = "builtin"
+    words: tuple[re.Pattern[str], ...] = field(default=(), init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        """Compile the subcommand globs once: one pattern per word."""
+        words = tuple(re.compile("|".join(map(fnmatch.translate, a))) for a in self.subcommand)
+        object.__setattr__(self, "words", words)
 
     @property
     def hard(self) -> bool:
@@ -188,12 +134,11 @@ class Rule:
         return self.justification
 
     def matches(self, simple: Simple, facts: Facts) -> bool:
-        """Whether the rule matches ``simple`` (whose paths are classified in ``facts``)."""
+        """Whether the rule matches ``simple`` (whose paths are classified in ``facts``); its
+        program is one the rule is about (:meth:`Index.candidates` chose the rule by it)."""
         if self.notes and self.notes.isdisjoint(simple.notes):
             return False
         if self.via and self.via.isdisjoint(simple.via):
-            return False
-        if not self.runs(facts.program):
             return False
         if self.max_args is not None and len(simple.argv) - 1 > self.max_args:
             return False
@@ -204,13 +149,17 @@ class Rule:
         return self.program == ("*",) or bool(program and _globs(self.program).match(program))
 
     def _argv_matches(self, facts: Facts) -> bool:
-        if self.subcommand and not _words(self.subcommand, facts.positional):
+        words = self.words
+        if words and (
+            len(facts.positional) < len(words)
+            or not all(rx.match(w.lower()) for rx, w in zip(words, facts.positional, strict=False))
+        ):
             return False
-        if self.options and not any(_has_option(facts.options, o) for o in self.options):
+        if self.options and not any(map(facts.has, self.options)):
             return False
-        if self.all_options and not all(_has_option(facts.options, o) for o in self.all_options):
+        if self.all_options and not all(map(facts.has, self.all_options)):
             return False
-        if self.not_options and any(_has_option(facts.options, o) for o in self.not_options):
+        if self.not_options and any(map(facts.has, self.not_options)):
             return False
         if self.args and not self.args.search(facts.joined):
             return False
@@ -231,28 +180,7 @@ def _globs(patterns: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(fnmatch.translate(p) for p in patterns))
 
 
-def _has_option(options: Sequence[str], wanted: str) -> bool:
-    if wanted.startswith("--"):
-        return any(
-            o == wanted or o.startswith(wanted + "=") or (len(o) >= 5 and wanted.startswith(o))
-            for o in options
-        )
-    if len(wanted) == 2:
-        return any(not o.startswith("--") and wanted[1] in o[1:] for o in options)
-    return wanted in options or any(o.startswith(wanted + "=") for o in options)
-
-
-def _words(pattern: tuple[tuple[str, ...], ...], positional: Sequence[str]) -> bool:
-    if len(positional) < len(pattern):
-        return False
-    return all(
-        any(fnmatch.fnmatchcase(w.lower(), p) for p in alts)
-        for alts, w in zip(pattern, positional, strict=False)
-    )
-
-
-@dataclass(frozen=True)
-class Context:
+class Context(NamedTuple):
     """Where a command runs: the home folder (``~``), the workspace, hermes's home."""
 
     home: str = ""
@@ -260,42 +188,67 @@ class Context:
     hermes_home: str = ""
 
 
-@dataclass
 class Facts:
     """What the rules look at in one simple command, worked out once."""
 
-    simple: Simple
-    context: Context
-    program: str = ""
-    options: list[str] = field(default_factory=list)
-    positional: list[str] = field(default_factory=list)
-    joined: str = ""
-    text: str = ""
-    _operands: frozenset[str] | None = None
-    _writes: frozenset[str] | None = None
-    _reads: frozenset[str] | None = None
+    __slots__ = ("simple", "context", "program", "options", "positional", "joined", "flags",
+                 "_text", "_operands", "_writes", "_reads", "_target")  # fmt: skip
 
-    def __post_init__(self) -> None:
-        argv = self.simple.argv
-        self.program = posixpath.basename(argv[0]) if argv else ""
-        values = set(PROGRAMS.get(self.program, {}).get("values", ()))
-        args = argv[1:]
-        i, ended = 0, False
-        while i < len(args):
-            a = args[i]
-            if not ended and a == "--":
-                ended = True
-            elif not ended and a.startswith("-") and len(a) > 1:
-                self.options.append(a)
-                if a in values:
-                    i += 1
-            else:
+    def __init__(self, simple: Simple, context: Context) -> None:
+        self.simple, self.context = simple, context
+        argv = simple.argv
+        self.program = argv[0].rpartition("/")[2] if argv else ""
+        values = PROGRAMS.get(self.program, {}).get("values", ())
+        self.options: list[str] = []
+        self.positional: list[str] = []
+        skip, ended = False, False
+        for a in argv[1:]:
+            if skip:
+                skip = False
+            elif ended or a[:1] != "-" or a == "-":
                 self.positional.append(a)
-            i += 1
-        self.joined = " ".join(args)
-        self.text = self.joined + ("\n" + self.simple.stdin if self.simple.stdin else "")
+            elif a == "--":
+                ended = True
+            else:
+                self.options.append(a)
+                skip = a in values
+        self.joined = " ".join(argv[1:])
+        self.flags = "".join(o[1:] for o in self.options if o[1] != "-")
+        self._text: str | None = None
+        self._target: str | None = None
+        self._operands: frozenset[str] | None = None
+        self._writes: frozenset[str] | None = None
+        self._reads: frozenset[str] | None = None
 
-    def _classes(self, paths: Iterable[str]) -> frozenset[str]:
+    def has(self, wanted: str) -> bool:
+        """Whether the option ``wanted`` is given (``-r`` in ``-rf``, ``--force=x``, ``--forc``)."""
+        if wanted.startswith("--"):
+            return any(
+                o == wanted or o.startswith(wanted + "=") or (len(o) >= 5 and wanted.startswith(o))
+                for o in self.options
+            )
+        if len(wanted) == 2:
+            return wanted[1] in self.flags
+        return wanted in self.options or any(o.startswith(wanted + "=") for o in self.options)
+
+    @property
+    def text(self) -> str:
+        """The arguments and the text the command reads on stdin."""
+        if self._text is None:
+            stdin = self.simple.stdin
+            self._text = self.joined + ("\n" + stdin if stdin else "")
+        return self._text
+
+    @property
+    def target(self) -> str:
+        """The simple command as shown to people (:meth:`Simple.render`)."""
+        if self._target is None:
+            self._target = self.simple.render()
+        return self._target
+
+    def _classes(self, paths: Sequence[str]) -> frozenset[str]:
+        if len(paths) < 2:
+            return classify(paths[0], self.simple.cwd, self.context) if paths else _NONE
         cwd, context = self.simple.cwd, self.context
         return frozenset().union(*(classify(p, cwd, context) for p in paths))
 
@@ -321,7 +274,7 @@ class Facts:
             written.append(self.positional[-1])
         elif isinstance(how, str) and how.endswith("="):
             written += [a[len(how) :] for a in self.simple.argv[1:] if a.startswith(how)]
-        elif isinstance(how, str) and how.startswith("-") and _has_option(self.options, how):
+        elif isinstance(how, str) and how.startswith("-") and self.has(how):
             written += self.positional[1:] if self.program in ("sed", "perl") else []
             argv = self.simple.argv
             written += [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == how]
@@ -364,7 +317,7 @@ def _folder(cwd: str, context: Context) -> str:
     return _lexical(cwd, None, context)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=16384)
 def classify(path: str, cwd: str | None = None, context: Context | None = None) -> frozenset[str]:
     """The classes of ``path`` (``root``, ``system-top``, ``system``, ``home-top``, ``home``,
     ``workspace-self``, ``workspace``, ``build``, ``nonbuild``, ``outside``, ``unknown``,
@@ -375,7 +328,7 @@ def classify(path: str, cwd: str | None = None, context: Context | None = None) 
                          context)  # fmt: skip
         return (empty & (_CATASTROPHIC | {"device"})) | {"unknown", "nonbuild"}
     head, _, last = path.rpartition("/")
-    if re.search(r"[*?\[]", last) and not _BUILD.match(last):
+    if ("*" in last or "?" in last or "[" in last) and not _BUILD.match(last):
         inner = classify(head or ("/" if path.startswith("/") else "."), cwd, context)
         return inner | ({"workspace-self"} if "workspace" in inner and not head else set())
     return _classify_plain(_lexical(path, cwd, context), context)
@@ -392,6 +345,7 @@ def _probe(p: str) -> str:
     return "/" + last if "." in last else ""
 
 
+@lru_cache(maxsize=4096)
 def _classify_plain(p: str, context: Context) -> frozenset[str]:
     classes: set[str] = set()
     parts = [x for x in p.split("/") if x]
@@ -589,16 +543,33 @@ def judge(simples: Sequence[Simple], index: Index, context: Context) -> list[Fin
     found: dict[tuple[str, str], Finding] = {}
     seen: set[tuple[Any, ...]] = set()
     for simple in simples:
-        key = (*simple.argv, *simple.redirects, simple.via, simple.stdin, simple.notes, simple.cwd)
+        key: tuple[Any, ...] = (*simple.argv, *simple.redirects, simple.via, simple.stdin,
+                                simple.notes, simple.cwd)  # fmt: skip
         if key in seen:
             continue  # the same simple command again: the same findings
         seen.add(key)
+        if simple.cwd is not None:  # the folder matters only through the classes of its paths
+            key = (key[:-1], tuple(classify(w, simple.cwd, context) for w in _path_words(simple)))
+            if key in seen:
+                continue
+            seen.add(key)
         facts = Facts(simple, context)
         for rule in index.candidates(simple, facts):
-            if rule.matches(simple, facts):
-                target = simple.render()
-                found.setdefault((rule.id, target), Finding(rule, target))
+            if rule.matches(simple, facts) and (rule.id, facts.target) not in found:
+                found[rule.id, facts.target] = Finding(rule, facts.target)
     return list(found.values())
+
+
+def _path_words(simple: Simple) -> Iterator[str]:
+    """Every word of ``simple`` that :class:`Facts` may classify as a path."""
+    for word in simple.argv[1:]:
+        yield word
+        if "=" in word:
+            yield word.split("=", 1)[1]
+        if word[:1] == "@":
+            yield word[1:]
+    for _, target in simple.redirects:
+        yield target
 
 
 def strictest(findings: Iterable[Finding]) -> str:

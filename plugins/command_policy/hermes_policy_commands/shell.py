@@ -37,16 +37,26 @@ MAX_FIELDS = 64  # brace expansion and xargs fields
 ScriptReader = Callable[[str], "str | None"]
 FrontEnd = Callable[[str, str, list[str], ScriptReader], list[tuple[str, Any]]]
 Output = tuple[str, str | None]  # (kind, text): kind "", "text", "download", "decode", "other"
+_WORD_NODES = frozenset({"word", "string", "raw_string", "concatenation", "number"})
 _WORDS = frozenset({"command_name", "word", "concatenation", "string", "raw_string"})
 _FORK_BOMB = re.compile(r"([\w:.]+)\s*\(\)\s*\{[^}]*\1\s*\|\s*\1")
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "fish"})
 _VARIABLE = re.compile(r"\$\{?(\w+)\}?")
 _BLANKS = re.compile(r"[ \t\n]+")
 _SAFE_WORD = re.compile(r"[\w@%+=:,./~^-]+")
+_SAFE_LINE = re.compile(r"[\w@%+=:,./~^-]+(?: [\w@%+=:,./~^-]+)*")
 _EXPANDS = re.compile(rb"[$`<>]")
 _LITERAL: dict[bytes, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 """The words of commands without expansions or redirections, by their text."""
 _GLOB = re.compile(r"[*?\[]")
+_ECHO_FLAGS = re.compile(r"-[neE]+")
+_ACTIVE = frozenset(
+    {"cd", "alias", "echo", "printf", "cat", "tee", "tac", "base64", "xxd", "curl", "wget", "find",
+     "cp", "mv", "install", "ln", "xargs", "eval", "source", ".", *_SHELLS, *REMOTE}
+    | {name for name, spec in PROGRAMS.items() if "lang" in spec or "wraps" in spec}
+)  # fmt: skip
+"""Programs whose lowering does more than record them (they print, change state, run others)."""
+_MANIFESTS = {name: spec["manifests"] for name, spec in PROGRAMS.items() if "manifests" in spec}
 _ANSI_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "e": "\x1b", "a": "\a", "\\": "\\", "'": "'"}
 
 
@@ -72,9 +82,12 @@ class Simple:
     def render(self) -> str:
         """The command as one line, ``?`` for unknown parts (shown to people, and the target
         an approval is remembered under)."""
-        words = [_quote(w) for w in self.argv]
-        words += [f"{op} {_quote(t)}" for op, t in self.redirects]
-        text = " ".join(words) or "(" + ", ".join(self.notes) + ")"
+        text = " ".join(self.argv)
+        if self.redirects or not _SAFE_LINE.fullmatch(text) or text.count(" ") >= len(self.argv):
+            words = [_quote(w) for w in self.argv]
+            words += [f"{op} {_quote(t)}" for op, t in self.redirects]
+            text = " ".join(words)
+        text = text or "(" + ", ".join(self.notes) + ")"
         return text if len(text) <= 300 else text[:297] + "..."
 
 
@@ -224,16 +237,17 @@ class Lowering:
 
     # --- statements ---------------------------------------------------------------------
 
-    def _spend(self) -> bool:
-        self.budget -= 1
+    def _spent(self) -> Output:
+        """The answer once the budget is spent (noted the first time)."""
         if self.budget == 0:
             self.note("uncheckable")
-        return self.budget > 0
+        return ("other", None)
 
     def stmt(self, node: Any, stdin: Output = ("", None)) -> Output:
         """Lower one statement; the answer is what it prints (kind and text)."""
-        if not self._spend():
-            return ("other", None)
+        self.budget -= 1
+        if self.budget <= 0:
+            return self._spent()
         kind = node.type
         if kind == "command":
             return self.command(node, [], stdin)
@@ -262,13 +276,14 @@ class Lowering:
             return ("", None)
         last: Output = ("", None)
         for child in node.named_children:
-            if child.type not in ("word", "string", "raw_string", "concatenation", "number"):
+            if child.type not in _WORD_NODES:
                 last = self.stmt(child, stdin)
             else:
                 self.fields(child)
         return last
 
     def pipeline(self, node: Any, stdin: Output) -> Output:
+        """Lower a pipeline: each command reads what the one before it prints."""
         out = stdin
         outer, self.in_pipeline = self.in_pipeline, True
         try:
@@ -279,6 +294,7 @@ class Lowering:
         return out
 
     def redirected(self, node: Any, stdin: Output) -> Output:
+        """Lower a statement with redirections (files, heredocs, here-strings)."""
         redirects: list[tuple[str, str]] = []
         body = node.child_by_field_name("body")
         for child in node.children_by_field_name("redirect"):
@@ -334,6 +350,7 @@ class Lowering:
         return stdin
 
     def assignments(self, node: Any) -> None:
+        """Record variable assignments (an ``export`` each, as the shell would)."""
         items = [node] if node.type == "variable_assignment" else node.named_children
         for item in items:
             name_node = item.child_by_field_name("name")
@@ -348,6 +365,7 @@ class Lowering:
             self.out.append(Simple(["export", f"{name}={value}"], cwd=self.cwd, via=("=",)))
 
     def declaration(self, node: Any) -> Output:
+        """Lower ``export``, ``declare``, ``local``, ``unset`` and the like."""
         head = _text(node.children[0])
         argv = [head]
         for child in node.named_children:
@@ -361,6 +379,7 @@ class Lowering:
         return ("", None)
 
     def for_loop(self, node: Any) -> Output:
+        """Lower a ``for`` loop: its body once per known value (or once, unknown)."""
         var = node.child_by_field_name("variable")
         values: list[str] = []
         body = node.child_by_field_name("body")
@@ -435,6 +454,7 @@ class Lowering:
             yield UNKNOWN, False
 
     def string(self, node: Any) -> Iterator[str]:
+        """The parts of a double-quoted string, expanded."""
         for child in node.named_children:
             if child.type == "string_content":
                 yield re.sub(r"\\([$`\"\\\n])", r"\1", _text(child))
@@ -442,6 +462,7 @@ class Lowering:
                 yield "".join(p for p, _ in self.pieces(child))
 
     def variable(self, name: str) -> str:
+        """The value of a variable or positional parameter (:data:`UNKNOWN` when unknown)."""
         if name.isdigit():
             index = int(name) - 1
             return self.args[index] if 0 <= index < len(self.args) else UNKNOWN
@@ -450,6 +471,7 @@ class Lowering:
         return self.vars.get(name, UNKNOWN)
 
     def expansion(self, node: Any) -> str:
+        """The value of a ``${...}`` expansion (defaults, prefix and suffix removal)."""
         inner = _text(node)[2:-1]
         for child in node.named_children:
             if child.type in ("command_substitution", "process_substitution", "expansion"):
@@ -471,6 +493,7 @@ class Lowering:
         return value if not op or op in ("?", ":?", "%", "%%", "#", "##") else UNKNOWN
 
     def substitution(self, node: Any) -> str:
+        """Lower a ``$(...)`` or ``<(...)``; the answer is its text or a file name."""
         out: Output = ("other", None)
         outer, self.in_pipeline = self.in_pipeline, False
         for child in node.named_children:
@@ -487,14 +510,15 @@ class Lowering:
     # --- commands -----------------------------------------------------------------------
 
     def command(self, node: Any, redirects: list[tuple[str, str]], stdin: Output) -> Output:
+        """Lower one command node: its assignments, argv and redirections."""
         text = node.text
-        literal = _EXPANDS.search(text) is None  # its words are known from its text alone
-        if literal and text in _LITERAL:
-            env, argv = _LITERAL[text]
-        else:
+        known = _LITERAL.get(text)  # words known from the text alone (no expansion, redirection)
+        if known is None:
             env, argv, stdin = self.words(node, redirects, stdin)
-            if literal and len(_LITERAL) < 4096:
+            if _EXPANDS.search(text) is None and len(_LITERAL) < 4096:
                 _LITERAL[text] = (env, argv)
+        else:
+            env, argv = known
         for item in env:
             self.out.append(Simple(["export", item], cwd=self.cwd, via=("=",)))
         return self.run(list(argv), redirects, stdin, ())
@@ -548,17 +572,23 @@ class Lowering:
         self, argv: list[str], redirects: list[tuple[str, str]], stdin: Output, via: tuple[str, ...]
     ) -> Output:
         """Lower one simple command (and what it runs); the answer is what it prints."""
-        if not self._spend():
-            return ("other", None)
+        self.budget -= 1
+        if self.budget <= 0:
+            return self._spent()
         if not argv:
             if redirects:
                 self.out.append(Simple([], redirects, via, cwd=self.cwd))
             return ("", None)
         name = argv[0]
+        base = name.rpartition("/")[2]
+        text = stdin[1] if stdin[0] == "text" else None
+        if not (base in _ACTIVE or self.aliases or self.funcs or self.links or "/" in name
+                or UNKNOWN in name or _GLOB.search(name) or base in _MANIFESTS):  # fmt: skip
+            self.out.append(Simple(argv, redirects, via, text, (), self.cwd))
+            return ("other", None) if not redirects else self.redirected_output(redirects, None)
         if UNKNOWN in name or _GLOB.search(name):
             self.out.append(Simple(argv, redirects, via, notes=("dynamic-command",), cwd=self.cwd))
             return ("other", None)
-        base = posixpath.basename(name)
         if base in self.aliases and "alias" not in via:
             self.depth += 1
             self.read(self.aliases.pop(base) + " " + " ".join(shlex.quote(a) for a in argv[1:]))
@@ -566,10 +596,9 @@ class Lowering:
             return ("other", None)
         if base in self.funcs and "/" not in name:
             return self.call(base, argv, stdin)
-        text = stdin[1] if stdin[0] == "text" else None
         if self.links:
             argv = [argv[0]] + [self.linked(a) for a in argv[1:]]
-        manifests = PROGRAMS.get(base, {}).get("manifests", ())
+        manifests = _MANIFESTS.get(base, ())
         notes = ("written-manifest",) if any(m in self.files for m in manifests) else ()
         self.out.append(Simple(argv, redirects, via, text, notes, cwd=self.cwd))
         out = self.unwrap(base, argv, stdin, via)
@@ -577,18 +606,26 @@ class Lowering:
             self.files[posixpath.normpath(argv[-1])] = ("other", None)
             if base == "ln" and any(a.startswith("-") and "s" in a for a in argv[1:-2]):
                 self.links[argv[-1].strip("/").removeprefix("./")] = argv[-2]
+        return out if not redirects else self.redirected_output(redirects, out)
+
+    def redirected_output(self, redirects: list[tuple[str, str]], out: Output | None) -> Output:
+        """Record the files a command's output goes to; the answer is what it still prints."""
+        written = False
         for op, target in redirects:
             if op in (">", ">>", ">|", "&>"):
-                keep = out[0] in ("text", "download")
-                self.files[posixpath.normpath(target)] = out if keep else ("other", None)
-        return out if not any(op in (">", ">>", "&>", ">|") for op, _ in redirects) else ("", None)
+                keep = out is not None and out[0] in ("text", "download")
+                self.files[posixpath.normpath(target)] = out if keep and out else ("other", None)
+                written = True
+        return ("", None) if written else out or ("other", None)
 
     def linked(self, word: str) -> str:
+        """``word`` with a symbolic link the command made followed to its target."""
         head, sep, rest = word.removeprefix("./").partition("/")
         target = self.links.get(head.rstrip("/"))
         return word if target is None else target.rstrip("/") + "/" + rest if sep else target
 
     def call(self, name: str, argv: list[str], stdin: Output) -> Output:
+        """Lower a call of a function the command defined (a recursion piped is a fork bomb)."""
         if name in self.calls:
             if self.in_pipeline:
                 self.note("fork-bomb", argv=[name])
@@ -613,6 +650,7 @@ class Lowering:
         return out
 
     def unwrap(self, base: str, argv: list[str], stdin: Output, via: tuple[str, ...]) -> Output:
+        """Lower what a program runs or prints (wrappers, shells, interpreters, scripts)."""
         spec = PROGRAMS.get(base)
         args = argv[1:]
         printed = self.prints(base, args, stdin)
@@ -651,7 +689,7 @@ class Lowering:
             for key, _, value in (a.partition("=") for a in args if "=" in a):
                 self.aliases[key] = value
         elif base == "echo":
-            words = " ".join(a for a in args if not re.fullmatch(r"-[neE]+", a))
+            words = " ".join(a for a in args if not _ECHO_FLAGS.fullmatch(a))
             return ("text", words + "\n") if UNKNOWN not in words else ("other", None)
         elif base == "printf":
             return self.printf(args)
@@ -670,6 +708,7 @@ class Lowering:
         return ("other", None)
 
     def change_dir(self, args: list[str]) -> None:
+        """Follow ``cd``: later commands start in that folder."""
         target = next((a for a in args if not a.startswith("-")), "~")
         if UNKNOWN in target:
             self.cwd = UNKNOWN
@@ -681,6 +720,7 @@ class Lowering:
             self.cwd = UNKNOWN  # a path this long is a trick, not a folder
 
     def printf(self, args: list[str]) -> Output:
+        """What ``printf`` prints when its format and arguments are known."""
         if not args or UNKNOWN in "".join(args):
             return ("other", None)
         fmt, rest = args[0], args[1:]
@@ -697,6 +737,7 @@ class Lowering:
         return ("text", text.replace("\x01", "%"))
 
     def decoded(self, kind: str, stdin: Output) -> Output:
+        """What ``base64 -d`` or ``xxd -r`` prints, from the text it reads."""
         if stdin[0] == "text" and stdin[1] is not None:
             text = _decode(kind, stdin[1])
             if text is not None:
@@ -707,6 +748,7 @@ class Lowering:
         return ("decode", None)
 
     def download(self, base: str, args: list[str]) -> Output:
+        """What ``curl``/``wget`` print, or the file they save a download to."""
         out = None
         url = next((u for u in args if "://" in u), "")
         for i, a in enumerate(args):
@@ -726,6 +768,7 @@ class Lowering:
         return ("", None)
 
     def find(self, args: list[str], via: tuple[str, ...]) -> None:
+        """Lower ``find -delete`` and ``-exec``/``-ok`` into the commands they run."""
         roots = [a for a in args if not a.startswith(("-", "(", "!"))][:8]
         roots = roots[: next((i for i, a in enumerate(args) if a.startswith("-")), len(roots))]
         name = UNKNOWN
@@ -748,6 +791,7 @@ class Lowering:
             i += 1
 
     def xargs(self, args: list[str], stdin: Output, via: tuple[str, ...]) -> None:
+        """Lower ``xargs``: its command with the items it reads."""
         spec = PROGRAMS["xargs"]
         inner = self.inner(spec, args) or ["echo"]
         replace = next(
@@ -795,6 +839,7 @@ class Lowering:
         return args[i:] or None
 
     def shell(self, base: str, args: list[str], stdin: Output, via: tuple[str, ...]) -> Output:
+        """Lower a shell, ``eval`` or ``source``: the code it runs, read as shell."""
         here = via + (base,)
         if base == "eval":
             return self.nested(" ".join(args), here)
@@ -818,6 +863,7 @@ class Lowering:
         read: Callable[[str], Any],
         read_file: Callable[[str], Any] | None = None,
     ) -> None:
+        """Judge the code a shell or interpreter reads on stdin."""
         kind, text = stdin
         if kind == "text" and text is not None:
             if text in self.decoded_texts:
@@ -872,6 +918,7 @@ class Lowering:
     def code(
         self, base: str, lang: str, args: list[str], stdin: Output, via: tuple[str, ...]
     ) -> None:
+        """Lower an interpreter's command line: inline code, a module, a script or stdin."""
         here = via + (base,)
         flags = PROGRAMS[base]
         with_value = set(flags.get("options", ()))
@@ -912,6 +959,7 @@ class Lowering:
             )
 
     def module(self, name: str, rest: list[str], via: tuple[str, ...]) -> None:
+        """Lower ``python -m NAME``: the workspace's module, else the program of that name."""
         path = name.replace(".", "/") + ".py"
         kind, text = self.source(path)
         if kind == "text" and text is not None:
