@@ -185,34 +185,22 @@ def _overheads(measured: dict[str, Any], delay: float) -> list[float]:
 def one_run(args: argparse.Namespace, model_url: str) -> dict[str, float]:
     """The load straight at the fake model server, then through the gateway (served in a
     fresh home) with the same start times; returns the figures of both."""
+    from hermes_gateway.hookspecs import PLATFORM_ADAPTERS_HOOK
     from hermes_gateway.serve import GatewayThread, build
 
-    from hermes_core.host import Host
-    from hermes_core.loop.runner import HostRunner
-    from hermes_core.plugins.manager import PluginManager
-    from hermes_core.plugins.registry import Registry
-    from hermes_core.session_store import SQLiteSessionStore
-    from hermes_core.testing import make_agent
+    from hermes_core.testing import make_runner
 
     starts = [random.uniform(0, args.spread) for _ in range(args.conversations)]
     direct = _overheads(_drive(args, model_url, starts), args.model_delay)
 
     home = Path(tempfile.mkdtemp(prefix="hermes-gateway-bench-"))
-    manager = PluginManager(only=["gateway", "openai"], environ={})
     config = {
         "model": {"provider": "custom", "base_url": model_url, "default": "m", "api_key": "x"},
         "toolsets": [],
         "agent": {"api_max_retries": 0},
     }
-    agent = make_agent(plugin_manager=manager, config=config)
-    runner = HostRunner(
-        Host(
-            config=agent.config,
-            plugins=manager,
-            session_store=SQLiteSessionStore(home / "sessions.db"),
-        )
-    )
-    factories = {n: e.value for n, e in Registry.of(manager).platform_adapters.items()}
+    runner = make_runner(scripted=False, plugins=["gateway", "openai"], home=home, config=config)
+    factories = {n: e.value for n, e in runner.host.registry.named(PLATFORM_ADAPTERS_HOOK).items()}
     gateway_config = {
         "gateway": {
             "max_concurrent_turns": args.conversations,

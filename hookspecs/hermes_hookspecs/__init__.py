@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from .constants import *  # noqa: F403
     from .context_engine import *  # noqa: F403
     from .environment import *  # noqa: F403
-    from .platforms import *  # noqa: F403
     from .prompt import *  # noqa: F403
     from .providers import *  # noqa: F403
     from .refusals import *  # noqa: F403
@@ -48,7 +47,6 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "EnvironmentProbe",
         "SandboxedEnvironment",
     ),
-    "platforms": ("PlatformAdapterFactory",),
     "prompt": ("TIERS", "PromptContext", "PromptLayer"),
     "providers": (
         "ModelClient",

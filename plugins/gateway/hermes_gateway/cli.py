@@ -8,6 +8,7 @@ import click
 
 from hermes_hookspecs import CommandContext
 
+from .hookspecs import PLATFORM_ADAPTERS_HOOK
 from .serve import build, serve
 
 
@@ -37,7 +38,8 @@ def run(drain_timeout: float | None) -> None:
     def log(line: str) -> None:
         click.echo(line, err=True)
 
-    gateway = build(context.home, config, context.agent_runner(), context.platform_adapters(), log)
+    adapters = context.registered(PLATFORM_ADAPTERS_HOOK)
+    gateway = build(context.home, config, context.agent_runner(), adapters, log)
 
     async def main() -> int:
         return await serve(gateway, home=context.home, stop=asyncio.Event())
@@ -50,5 +52,5 @@ def run(drain_timeout: float | None) -> None:
 @gateway_group.command("adapters")
 def adapters() -> None:
     """List the installed platform adapters."""
-    names = sorted(_context().platform_adapters())
+    names = sorted(_context().registered(PLATFORM_ADAPTERS_HOOK))
     click.echo("\n".join(names) if names else "no platform adapter is installed")
