@@ -16,35 +16,13 @@ Commands, files and background processes go through exec (see :mod:`hermes_env_c
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hermes_hookspecs import hookimpl
 
 from .config_schema import hermes_register_config  # noqa: F401 - a hook of this plugin
-
-if TYPE_CHECKING:
-    from .container import DockerEnvironment
-    from .settings import DEFAULT_IMAGE, DockerSettings
-
-_LAZY = {
-    "DEFAULT_IMAGE": "settings",
-    "DockerSettings": "settings",
-    "DockerEnvironment": "container",
-}
-"""Names imported on first use: `hermes --help` loads this plugin, which needs only its hooks."""
-
-if not TYPE_CHECKING:  # type checkers see the real names through the imports above
-
-    def __getattr__(name: str) -> Any:
-        """The lazily imported name ``name``."""
-        if name not in _LAZY:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        import importlib
-
-        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-        globals()[name] = value
-        return value
-
+from .container import DockerEnvironment
+from .settings import DEFAULT_IMAGE, DockerSettings
 
 __all__ = ["DEFAULT_IMAGE", "DockerEnvironment", "DockerSettings", "hermes_register_environments"]
 
@@ -52,6 +30,4 @@ __all__ = ["DEFAULT_IMAGE", "DockerEnvironment", "DockerSettings", "hermes_regis
 @hookimpl
 def hermes_register_environments(register: Any) -> None:
     """Register the ``docker`` backend."""
-    from .container import DockerEnvironment
-
     register("docker", DockerEnvironment)

@@ -20,37 +20,13 @@ How a command runs (see README.md for the reasoning):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hermes_hookspecs import hookimpl
 
+from .backend import BACKEND, LocalBackend, check_config, create
 from .config_schema import hermes_register_config  # noqa: F401 - a hook of this plugin
-
-if TYPE_CHECKING:
-    from .backend import BACKEND, LocalBackend, check_config, create
-    from .environment import LocalEnvironment
-
-_LAZY = {
-    "BACKEND": "backend",
-    "LocalBackend": "backend",
-    "check_config": "backend",
-    "create": "backend",
-    "LocalEnvironment": "environment",
-}
-"""Names imported on first use: `hermes --help` loads this plugin, which needs only its hooks."""
-
-if not TYPE_CHECKING:  # type checkers see the real names through the imports above
-
-    def __getattr__(name: str) -> Any:
-        """The lazily imported name ``name``."""
-        if name not in _LAZY:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        import importlib
-
-        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-        globals()[name] = value
-        return value
-
+from .environment import LocalEnvironment
 
 __all__ = [
     "BACKEND",
@@ -65,6 +41,4 @@ __all__ = [
 @hookimpl
 def hermes_register_environments(register: Any) -> None:
     """Register the ``local`` backend."""
-    from .backend import BACKEND
-
     register("local", BACKEND)
