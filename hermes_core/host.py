@@ -310,8 +310,7 @@ class Host:
 
         assert self._plugins is not None
         registry = Registry.of(self._plugins, self.config.data)
-        _ = registry.toolsets, registry.providers, registry.environments, registry.engines
-        _ = registry.platform_adapters
+        registry.collect_all()
         failed = self._plugins.failures()
         if failed:
             raise PluginLoadError(

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import re
 import types
@@ -388,6 +389,17 @@ def test_python_example_compiles(page: Path, line: int, body: str) -> None:
     compile(body, f"{_rel(page)}:{line}", "exec")
 
 
+@functools.cache
+def _declared_hookspecs() -> list[object]:
+    """The ``hookspecs`` of the installed plugins that declare hooks of their own (the gateway's
+    platform adapters): examples on their pages implement them."""
+    from hermes_core.plugins.manager import PluginManager
+
+    manager = PluginManager(environ={})
+    plugins = [r.plugin for r in manager.list_records() if r.status == "loaded"]
+    return [p.hookspecs for p in plugins if getattr(p, "hookspecs", None) is not None]
+
+
 @pytest.mark.parametrize("page, line, body", _example_params(only_plugins=True))
 def test_example_plugin_registers(page: Path, line: int, body: str) -> None:
     """The example's hook implementations name real hooks and only arguments the spec has."""
@@ -395,6 +407,8 @@ def test_example_plugin_registers(page: Path, line: int, body: str) -> None:
     exec(compile(body, f"{_rel(page)}:{line}", "exec"), module.__dict__)
     pm = pluggy.PluginManager(hermes_hookspecs.PROJECT_NAME)
     pm.add_hookspecs(specs)
+    for declared in _declared_hookspecs():
+        pm.add_hookspecs(declared)
     pm.register(module)
     pm.check_pending()
     marker = f"{hermes_hookspecs.PROJECT_NAME}_impl"

@@ -47,8 +47,7 @@ def plugins_group() -> None:
 def plugins_list(as_json: bool) -> None:
     """List plugins: name, version, dist, hooks, status or error."""
     state = _state()
-    _ = state.registry.toolsets, state.registry.providers  # registration errors show up too
-    _ = state.registry.environments, state.registry.engines, state.registry.platform_adapters
+    state.registry.collect_all()  # registration errors show up too
     records = state.plugins.list_records()
     hosted = _hosted_reports(state)
     if as_json:
@@ -614,8 +613,7 @@ def doctor(network: bool = True) -> None:
             f"--   {config.where(dotted)}Hermes agent key {dotted!r} not honoured: {instead}"
         )
     registry = state.registry
-    _ = registry.toolsets, registry.providers, registry.environments, registry.engines
-    _ = registry.platform_adapters
+    registry.collect_all()
     for record in state.plugins.list_records():
         if record.status == "error":
             report(False, f"plugin {record.name}: {record.error}")

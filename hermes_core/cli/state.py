@@ -109,10 +109,10 @@ class CliState:
         session store (``$HERMES_HOME/state.db``), for plugin commands (``CommandContext``)."""
         return self.host.runner()
 
-    def platform_adapters(self) -> dict[str, Any]:
-        """The messaging platform adapter factories plugins registered, by adapter name
-        (``CommandContext``)."""
-        return {name: entry.value for name, entry in self.registry.platform_adapters.items()}
+    def registered(self, hook: str) -> dict[str, Any]:
+        """What plugins registered through ``hook``, a registration hook a plugin declares, by
+        name (``CommandContext``)."""
+        return {name: entry.value for name, entry in self.registry.named(hook).items()}
 
     @property
     def registry(self) -> Registry:

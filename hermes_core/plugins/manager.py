@@ -31,6 +31,7 @@ CORE_PLUGINS: tuple[tuple[str, str], ...] = (("core_layers", "hermes_core.contex
 """Plugins that ship inside the core, registered first, in this order."""
 
 MAX_RECORDED_ERRORS = 20
+REGISTRATION_PREFIX = f"{PROJECT_NAME}_register_"
 
 
 class PluginLoadError(HermesError):
@@ -127,6 +128,10 @@ def _split_names(value: str | None) -> list[str]:
 def _given(obj: object) -> object:
     """``obj`` itself: the loader of a plugin object registered in-process."""
     return obj
+
+
+def _name_of(obj: object) -> str:
+    return str(getattr(obj, "__name__", type(obj).__name__))
 
 
 def _describe(exc: BaseException) -> str:
@@ -240,29 +245,60 @@ class PluginManager:
         self.trace = trace_enabled(env)
         """Whether hook calls are traced to stderr (``HERMES_TRACE_PLUGINS``, read once)."""
         self.records: dict[str, PluginRecord] = {}
+        self.declared_hooks: dict[str, str] = {}
+        """The hooks plugins declare (their ``hookspecs``), each with the plugin declaring it."""
         self.pm = pluggy.PluginManager(PROJECT_NAME)
         self.pm.add_hookspecs(_specs)
         self._load(extra, entry_points)
 
+    @property
+    def hook_names(self) -> frozenset[str]:
+        """Every hook a plugin may implement: the contract's and those loaded plugins declare."""
+        return HOOK_NAMES | frozenset(self.declared_hooks)
+
+    def registration_hooks(self) -> list[str]:
+        """The registration hooks loaded plugins declare: named ``hermes_register_<things>``,
+        taking ``register`` alone, each call ``register(name, value)`` (collected by
+        ``Registry.named``)."""
+        found = []
+        for hook in sorted(self.declared_hooks):
+            spec = getattr(self.pm.hook, hook).spec
+            if hook.startswith(REGISTRATION_PREFIX) and spec and spec.argnames == ("register",):
+                found.append(hook)
+        return found
+
     # --- loading ---------------------------------------------------------------------------
 
     def _load(self, extra: Sequence[tuple[str, object]], entry_points: bool) -> None:
+        """Import every plugin, then add the hooks they declare, then register them (in load
+        order), so that a plugin may implement a hook another one declares whatever their
+        order."""
         import importlib
 
+        loaded: list[tuple[PluginRecord, object]] = []
         for name, module_name in CORE_PLUGINS:
             record = PluginRecord(name=name, module=module_name, source="core")
             if name in self.disabled:
                 record.status = "disabled"
                 self.records[name] = record
                 continue
-            self._guarded_register(record, functools.partial(importlib.import_module, module_name))
+            load = functools.partial(importlib.import_module, module_name)
+            loaded.append((record, self._guarded_load(record, load)))
         if entry_points:
             for ep in discover_entry_points():
-                self._load_entry_point(ep)
+                selected = self._selected(ep)
+                if selected is not None:
+                    loaded.append((selected, self._guarded_load(selected, ep.load)))
         for name, obj in extra:
             module = getattr(obj, "__name__", type(obj).__name__)
             record = PluginRecord(name=name, module=module, source="in-process")
-            self._guarded_register(record, functools.partial(_given, obj))
+            loaded.append((record, self._guarded_load(record, functools.partial(_given, obj))))
+        loaded = [(r, plugin) for r, plugin in loaded if r.status == "loaded"]
+        for record, plugin in loaded:
+            self._guarded(record, functools.partial(self._declare_hooks, record, plugin))
+        for record, plugin in loaded:
+            if record.status == "loaded":
+                self._guarded(record, functools.partial(self._register, record, plugin))
         self.pm.check_pending()
         failed = [r for r in self.records.values() if r.status == "error"]
         if self.strict and failed:
@@ -270,7 +306,9 @@ class PluginManager:
                 "; ".join(f"plugin {r.name!r} failed to load: {r.error}" for r in failed)
             )
 
-    def _load_entry_point(self, ep: EntryPoint) -> None:
+    def _selected(self, ep: EntryPoint) -> PluginRecord | None:
+        """The record of entry point ``ep`` when it is to load; ``None`` when it is disabled or
+        not selected (recorded as such)."""
         dist, version = ep.dist or None, ep.version or None
         record = PluginRecord(name=ep.name, module=ep.value, dist=dist, version=version)
         if ep.name in self.disabled or (dist and dist in self.disabled):
@@ -279,10 +317,11 @@ class PluginManager:
             record.status = "skipped"
         if record.status != "loaded":
             self.records.setdefault(record.name, record)
-            return
-        self._guarded_register(record, ep.load)
+            return None
+        return record
 
-    def _guarded_register(self, record: PluginRecord, load: Callable[[], object]) -> None:
+    def _guarded_load(self, record: PluginRecord, load: Callable[[], object]) -> object:
+        """The plugin object ``load`` gives (``None`` when it failed: ``record`` says why)."""
         existing = self.records.get(record.name)
         if existing is not None and existing.status == "loaded":
             record.status = "error"
@@ -291,23 +330,56 @@ class PluginManager:
                 f" ({existing.dist or existing.source})"
             )
             self.records[f"{record.name} ({record.dist or record.module})"] = record
-            return
+            return None
         self.records[record.name] = record
+        return self._guarded(record, load)
+
+    def _guarded(self, record: PluginRecord, step: Callable[[], Any]) -> Any:
+        """``step()``, or ``None`` when it raised: the plugin is then in error (a broken plugin
+        must not break the host)."""
         try:
-            plugin = load()
-            self._check_hook_names(plugin)
-            self.pm.register(plugin, name=record.name)
-        except Exception as exc:  # a broken plugin must not break the host
+            return step()
+        except Exception as exc:
             record.status = "error"
             record.error = _describe(exc)
             _log().debug("plugin %s failed to load", record.name, exc_info=True)
+            return None
+
+    def _declare_hooks(self, record: PluginRecord, plugin: object) -> None:
+        """Add the hook specifications ``plugin`` declares in its ``hookspecs`` attribute (a
+        module or class of ``@hookspec`` functions), each named ``hermes_...`` and declared by
+        no one else."""
+        declared = getattr(plugin, "hookspecs", None)
+        if declared is None:
             return
+        marker = f"{PROJECT_NAME}_spec"
+        names = sorted(n for n in dir(declared) if hasattr(getattr(declared, n, None), marker))
+        if not names:
+            raise HermesError(f"its hookspecs ({_name_of(declared)}) declare no @hookspec")
+        for name in names:
+            if not name.startswith(f"{PROJECT_NAME}_"):
+                raise HermesError(f"declared hook {name} must be named {PROJECT_NAME}_...")
+            if name in HOOK_NAMES:
+                raise HermesError(f"declared hook {name} is already a hook of the contract")
+            if name in self.declared_hooks:
+                raise HermesError(
+                    f"declared hook {name} is already declared by plugin "
+                    f"{self.declared_hooks[name]!r}"
+                )
+        self.pm.add_hookspecs(declared)
+        for name in names:
+            self.declared_hooks[name] = record.name
+
+    def _register(self, record: PluginRecord, plugin: object) -> None:
+        """Check the hook names of ``plugin`` and register it."""
+        self._check_hook_names(plugin)
+        self.pm.register(plugin, name=record.name)
         record.plugin = plugin
         record.hooks = sorted(h.name for h in self.pm.get_hookcallers(plugin) or ())
 
-    @staticmethod
-    def _check_hook_names(plugin: object) -> None:
+    def _check_hook_names(self, plugin: object) -> None:
         marker = f"{PROJECT_NAME}_impl"
+        known = self.hook_names
         for attr in dir(plugin):
             value = getattr(plugin, attr, None)
             options = getattr(value, marker, None)
@@ -315,8 +387,8 @@ class PluginManager:
                 continue
             # ``@hookimpl(specname=...)`` names the hook; the function's own name is free.
             hook = (options.get("specname") if isinstance(options, dict) else None) or attr
-            if hook not in HOOK_NAMES:
-                close = difflib.get_close_matches(hook, HOOK_NAMES, n=1)
+            if hook not in known:
+                close = difflib.get_close_matches(hook, known, n=1)
                 hint = f" (did you mean {close[0]}?)" if close else ""
                 where = f" (specname of {attr})" if hook != attr else ""
                 raise HermesError(f"unknown hook {hook}{where}{hint}")

@@ -1,5 +1,5 @@
-"""What plugins registered: toolsets, environments, providers, context engines and platform
-adapters, each remembered with the plugin that registered it."""
+"""What plugins registered: toolsets, environments, providers, context engines, and what the
+registration hooks plugins declare collect, each remembered with the plugin that registered it."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ class Registry:
         self._environments: dict[str, Registered[Callable[..., Any]]] | None = None
         self._providers: dict[str, Registered[Provider]] | None = None
         self._engines: dict[str, Registered[type[ContextEngine]]] | None = None
-        self._platform_adapters: dict[str, Registered[Callable[..., Any]]] | None = None
+        self._named: dict[str, dict[str, Registered[Any]]] = {}
         self._config_schema: ConfigSchema | None = None
 
     def _collect(self, hook: str, accept: Callable[..., None], **arguments: Any) -> None:
@@ -296,26 +296,42 @@ class Registry:
         self._unique(self._engines, "context engine", engine.name, record)
         self._engines[engine.name] = Registered(engine.name, engine, record.name)
 
-    # --- platform adapters -----------------------------------------------------------------
+    # --- registration hooks that plugins declare -------------------------------------------
 
-    @property
-    def platform_adapters(self) -> dict[str, Registered[Callable[..., Any]]]:
-        """Registered messaging platform adapter factories by adapter name."""
-        if self._platform_adapters is None:
-            self._platform_adapters = {}
-            self._collect("hermes_register_platform_adapters", self._accept_platform_adapter)
-        return self._platform_adapters
+    def named(self, hook: str) -> dict[str, Registered[Any]]:
+        """What plugins registered through ``hook``, a registration hook a loaded plugin
+        declares (:meth:`PluginManager.registration_hooks`), by name.
 
-    def _accept_platform_adapter(
-        self, record: PluginRecord, name: str, factory: Callable[..., Any]
-    ) -> None:
-        assert self._platform_adapters is not None
-        if not isinstance(name, str) or not name:
-            raise RegistrationError("a platform adapter needs a name")
-        if not callable(factory):
-            raise RegistrationError(f"platform adapter {name!r}: factory is not callable")
-        self._unique(self._platform_adapters, "platform adapter", name, record)
-        self._platform_adapters[name] = Registered(name, factory, record.name)
+        Each ``register(name, value)`` registers ``value`` under ``name``, a non-empty string.
+        A name registered twice is refused and recorded against the later plugin, naming both.
+        Raises :class:`RegistrationError` when no loaded plugin declares ``hook`` as such.
+        """
+        table = self._named.get(hook)
+        if table is None:
+            if hook not in self.plugins.registration_hooks():
+                raise RegistrationError(
+                    f"{hook} is not a registration hook that a loaded plugin declares"
+                )
+            table = self._named[hook] = {}
+            kind = _kind(hook)
+
+            def accept(record: PluginRecord, name: str, value: Any) -> None:
+                if not isinstance(name, str) or not name:
+                    raise RegistrationError(f"a {kind} needs a name")
+                if value is None:
+                    raise RegistrationError(f"{kind} {name!r}: None registered")
+                self._unique(table, kind, name, record)
+                table[name] = Registered(name, value, record.name)
+
+            self._collect(hook, accept)
+        return table
+
+    def collect_all(self) -> None:
+        """Run every registration hook now (the contract's and those plugins declare), so that
+        every plugin's registration errors are recorded (``hermes plugins list``, ``doctor``)."""
+        _ = self.toolsets, self.providers, self.environments, self.engines
+        for hook in self.plugins.registration_hooks():
+            self.named(hook)
 
     @staticmethod
     def _unique(
@@ -326,3 +342,10 @@ class Registry:
             raise RegistrationError(
                 f"{kind} {name!r} is registered by both {other.plugin!r} and {record.name!r}"
             )
+
+
+def _kind(hook: str) -> str:
+    """What a registration hook registers, in words: ``platform adapter`` for
+    ``hermes_register_platform_adapters``."""
+    words = hook.removeprefix("hermes_register_").replace("_", " ")
+    return words[:-1] if words.endswith("s") else words

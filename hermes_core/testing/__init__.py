@@ -10,6 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..config.loading import ConfigError
+from ..loop.agent import Agent
+from ..loop.events import Callbacks
+from ..loop.transcript import INTERRUPTED_RESULT, strip_internal
+from .hosts import make_host, make_runner
 from .kit import (
     assert_request_valid,
     assert_valid_transcript,
@@ -17,6 +22,7 @@ from .kit import (
     load_plugin,
     make_agent,
     plugin_manager,
+    transcript_problems,
 )
 from .scripted import (
     Call,
@@ -30,26 +36,44 @@ from .scripted import (
 )
 
 if TYPE_CHECKING:
+    from ..loop.runner import HostRunner
+    from ..session_store import MemorySessionStore, SQLiteSessionStore
     from .fake_llm import FakeLLM, RecordedRequest
 
-_LAZY = {"FakeLLM": "fake_llm", "RecordedRequest": "fake_llm"}
-"""Exported names whose modules load on first use (the fake server imports http.server)."""
+_LAZY = {
+    "FakeLLM": "hermes_core.testing.fake_llm",
+    "RecordedRequest": "hermes_core.testing.fake_llm",
+    "HostRunner": "hermes_core.loop.runner",
+    "MemorySessionStore": "hermes_core.session_store",
+    "SQLiteSessionStore": "hermes_core.session_store",
+}
+"""Exported names whose modules load on first use (the fake server imports http.server, the
+SQLite store sqlite3)."""
 
+if not TYPE_CHECKING:  # type checkers see the real names through the imports above
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
+    def __getattr__(name: str) -> Any:
+        """The lazily imported name ``name``."""
+        if name in _LAZY:
+            import importlib
 
-        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+            value = getattr(importlib.import_module(_LAZY[name]), name)
+            globals()[name] = value
+            return value
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [
+    "INTERRUPTED_RESULT",
+    "Agent",
     "Call",
+    "Callbacks",
+    "ConfigError",
     "FakeLLM",
+    "HostRunner",
+    "MemorySessionStore",
     "RecordedRequest",
+    "SQLiteSessionStore",
     "ScriptExhausted",
     "ScriptedModel",
     "Turn",
@@ -58,9 +82,13 @@ __all__ = [
     "isolated_environ",
     "load_plugin",
     "make_agent",
+    "make_host",
+    "make_runner",
     "plugin_manager",
+    "strip_internal",
     "text",
     "tool_call",
     "tool_calls",
+    "transcript_problems",
     "wait_until",
 ]

@@ -101,6 +101,12 @@ def make_agent(
     )
 
 
+def transcript_problems(messages: list[dict[str, Any]]) -> list[str]:
+    """Every transcript rule ``messages`` break, one line each; empty when they are valid (the
+    check hermes makes before every model call)."""
+    return validate(messages)
+
+
 def assert_valid_transcript(messages: list[dict[str, Any]]) -> None:
     """Fail unless ``messages`` satisfy every transcript rule (alternation, one answer per call)."""
     problems = validate(messages)

@@ -151,18 +151,29 @@ class _Checker:
         if not isinstance(schema, dict):
             return
 
-        if "$ref" in schema:
-            if depth >= _MAX_REF_DEPTH:
-                self.add(path, "schema $ref chain is too deep (a cycle?)")
-                return
-            target = self._resolve(schema["$ref"])
-            if target is None:
-                self.add(path, f"cannot resolve $ref {_show(schema['$ref'])}")
-            else:
-                self.visit(instance, target, path, depth + 1)
-
+        if "$ref" in schema and not self._follow_ref(instance, schema["$ref"], path, depth):
+            return
         if "type" in schema and not self._check_type(instance, schema["type"], path):
             return  # the other keywords would only repeat the same complaint
+        self._check_values(instance, schema, path)
+        self._check_kind(instance, schema, path)
+        self._check_combinators(instance, schema, path, depth)
+
+    def _follow_ref(self, instance: Any, ref: Any, path: str, depth: int) -> bool:
+        """Check ``instance`` against the subschema ``ref`` names; ``False`` when the chain of
+        references is too deep to go on."""
+        if depth >= _MAX_REF_DEPTH:
+            self.add(path, "schema $ref chain is too deep (a cycle?)")
+            return False
+        target = self._resolve(ref)
+        if target is None:
+            self.add(path, f"cannot resolve $ref {_show(ref)}")
+        else:
+            self.visit(instance, target, path, depth + 1)
+        return True
+
+    def _check_values(self, instance: Any, schema: dict[str, Any], path: str) -> None:
+        """``enum`` and ``const``."""
         if "enum" in schema:
             options = schema["enum"]
             if isinstance(options, list) and not any(_json_equal(instance, o) for o in options):
@@ -170,6 +181,8 @@ class _Checker:
         if "const" in schema and not _json_equal(instance, schema["const"]):
             self.add(path, f"expected {_show(schema['const'])}, got {_show(instance)}")
 
+    def _check_kind(self, instance: Any, schema: dict[str, Any], path: str) -> None:
+        """The keywords of the instance's own kind: string, number, object or array."""
         if isinstance(instance, str):
             self._check_string(instance, schema, path)
         elif isinstance(instance, (int, float)) and not isinstance(instance, bool):
@@ -178,8 +191,6 @@ class _Checker:
             self._check_object(instance, schema, path)
         elif isinstance(instance, (list, tuple)):
             self._check_array(instance, schema, path)
-
-        self._check_combinators(instance, schema, path, depth)
 
     def _resolve(self, ref: Any) -> Any:
         """The subschema a local ``#/...`` reference points to, or ``None``."""

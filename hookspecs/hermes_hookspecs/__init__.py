@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from .constants import *  # noqa: F403
     from .context_engine import *  # noqa: F403
     from .environment import *  # noqa: F403
-    from .platforms import *  # noqa: F403
     from .prompt import *  # noqa: F403
     from .providers import *  # noqa: F403
     from .refusals import *  # noqa: F403
@@ -48,7 +47,6 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "EnvironmentProbe",
         "SandboxedEnvironment",
     ),
-    "platforms": ("PlatformAdapterFactory",),
     "prompt": ("TIERS", "PromptContext", "PromptLayer"),
     "providers": (
         "ModelClient",
@@ -72,16 +70,22 @@ _LAZY: dict[str, tuple[str, ...]] = {
 _WHERE: dict[str, str] = {name: module for module, names in _LAZY.items() for name in names}
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'hermes_hookspecs' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+if not TYPE_CHECKING:
+    # Hidden from type checkers, which see the real names through the imports above: a
+    # module-level ``__getattr__`` would make them accept any name, also one that moved out.
+
+    def __getattr__(name: str) -> Any:
+        """The lazily imported name ``name`` (``AttributeError`` for one the package lacks)."""
+        module = _WHERE.get(name)
+        if module is None:
+            raise AttributeError(f"module 'hermes_hookspecs' has no attribute {name!r}")
+        value = getattr(importlib.import_module(f".{module}", __name__), name)
+        globals()[name] = value
+        return value
 
 
 def __dir__() -> list[str]:
+    """Every name of the package, the lazily imported ones included."""
     return sorted(set(globals()) | set(_WHERE))
 
 

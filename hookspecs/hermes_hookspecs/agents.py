@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from .approval import ApprovalRequest
-from .platforms import PlatformAdapterFactory
 from .providers import Usage
 
 OUTCOME_STATUSES: tuple[str, ...] = ("completed", "interrupted", "max_iterations", "error")
@@ -146,9 +145,12 @@ class CommandContext(Protocol):
         too); ``False`` when it was not there."""
         ...
 
-    def platform_adapters(self) -> Mapping[str, PlatformAdapterFactory]:
-        """The messaging platform adapter factories plugins registered
-        (``hermes_register_platform_adapters``), by adapter name."""
+    def registered(self, hook: str) -> Mapping[str, Any]:
+        """What plugins registered through ``hook``, a registration hook that a loaded plugin
+        declares (named ``hermes_register_<things>``, taking ``register``; each call
+        ``register(name, value)``), by name. The host refuses a name registered twice, naming
+        both plugins. Raises :class:`~hermes_hookspecs.HermesError` when no loaded plugin
+        declares ``hook``."""
         ...
 
 

@@ -24,7 +24,6 @@ if TYPE_CHECKING:  # annotations only: importing the spec module stays cheap at 
     from .config_schema import ConfigSection
     from .context_engine import ContextEngine
     from .environment import EnvironmentFactory
-    from .platforms import PlatformAdapterFactory
     from .prompt import PromptContext, PromptLayer
     from .providers import ModelRequest, ModelResponse, Provider, ProviderSettings
     from .reports import PluginReport
@@ -104,24 +103,6 @@ def hermes_register_context_engines(register: Callable[[type[ContextEngine]], No
 
     :param register: call ``register(EngineClass)``; the class's ``name`` attribute is its name.
         Duplicate names are an error naming both plugins.
-    :return: nothing; return values are ignored.
-    """
-
-
-@hookspec
-def hermes_register_platform_adapters(
-    register: Callable[[str, PlatformAdapterFactory], None],
-) -> None:
-    """Register messaging platform adapters for the gateway (``hermes gateway run``).
-
-    Called once per process when the gateway starts or the adapters are listed.
-
-    :param register: call ``register(name, factory)``; ``name`` is the adapter's kind, what
-        users put in ``gateway.platforms.<platform>.adapter`` (or the platform's own name when
-        that key is absent); ``factory(platform, settings)`` returns a
-        ``hermes_gateway.PlatformAdapter`` (the gateway plugin declares the type). It must
-        import the platform's SDK inside the factory, not at module import. Duplicate names
-        are an error naming both plugins.
     :return: nothing; return values are ignored.
     """
 

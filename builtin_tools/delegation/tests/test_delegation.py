@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from hermes_core.loop.agent import Agent
 from hermes_core.testing import (
+    Agent,
     FakeLLM,
     ScriptedModel,
     Turn,
@@ -459,7 +459,7 @@ def test_bad_calls_are_explained_to_the_model(args, expected):
 
 
 def test_bad_config_is_explained():
-    from hermes_core.config.loading import ConfigError
+    from hermes_core.testing import ConfigError
 
     model = ScriptedModel(tool_call("delegate_task", {"goal": "a"}), "sorry")
     # the declared keys are checked when the agent is made, before any model call

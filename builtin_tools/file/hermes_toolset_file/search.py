@@ -1,4 +1,4 @@
-"""``search_files``: grep file contents or match file names, in the task's environment.
+r"""``search_files``: grep file contents or match file names, in the task's environment.
 
 Three steps run where the files are, each in a subshell so the session's working directory does
 not move:
@@ -14,7 +14,7 @@ not move:
    temporary folder is removed.
 
 What the model sees is valid text: contents are decoded as UTF-8 with replacement characters,
-names with ``\\xNN`` escapes for the bytes that are not UTF-8.
+names with ``\xNN`` escapes for the bytes that are not UTF-8.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ _ERE_CLASSES = {
 
 
 def to_ere(pattern: str) -> str:
-    """The Python/PCRE shorthand classes (``\\d``, ``\\s``, ``\\w`` and their negations)
+    r"""The Python/PCRE shorthand classes (``\d``, ``\s``, ``\w`` and their negations)
     written for a POSIX extended-regex grep without ``-P`` (such as busybox)."""
     out, i, in_class = [], 0, False
     while i < len(pattern):
@@ -122,7 +122,7 @@ def _hex_block(output: str) -> bytes:
 
 
 def _shown(name: bytes) -> str:
-    """A file name as valid text: UTF-8, with ``\\xNN`` for the bytes that are not."""
+    r"""A file name as valid text: UTF-8, with ``\xNN`` for the bytes that are not."""
     return name.decode("utf-8", "backslashreplace")
 
 

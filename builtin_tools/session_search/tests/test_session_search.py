@@ -5,8 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from hermes_core.session_store import MemorySessionStore, SQLiteSessionStore
-from hermes_core.testing import load_plugin, make_agent, text, tool_call
+from hermes_core.testing import (
+    MemorySessionStore,
+    SQLiteSessionStore,
+    load_plugin,
+    make_agent,
+    text,
+    tool_call,
+)
 from hermes_hookspecs import SearchableSessionStore, SessionInfo, SessionStore
 
 

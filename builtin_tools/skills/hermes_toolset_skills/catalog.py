@@ -163,6 +163,7 @@ def validate_content(content: str, name: str) -> None:
 
 
 def example_front_matter(name: str) -> str:
+    """The front matter of a SKILL.md named ``name``, as the error messages show it."""
     return f"---\nname: {name}\ndescription: What the skill does and when to use it.\n---"
 
 

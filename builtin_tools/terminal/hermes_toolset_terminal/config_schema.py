@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from hermes_hookspecs import ConfigKey, ConfigSection, hookimpl
 
@@ -57,3 +58,18 @@ def hermes_register_config(register: Callable[[ConfigSection], None]) -> None:
             ],
         )
     )
+
+
+def section(config: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    """The mapping ``config[name]`` (empty when absent or not a mapping)."""
+    value = config.get(name) if isinstance(config, Mapping) else None
+    return value if isinstance(value, Mapping) else {}
+
+
+def number(value: Any, default: float) -> float:
+    """``value`` as a positive number, or ``default`` when it is not one."""
+    try:
+        result = float(value)
+    except (TypeError, ValueError):
+        return default
+    return result if result > 0 else default

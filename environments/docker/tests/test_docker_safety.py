@@ -458,7 +458,7 @@ def test_persistent_container_made_with_unsafe_settings_is_not_reused_without_th
 def test_the_lifeline_to_a_remote_engine_is_kept_alive():
     import socket
 
-    from hermes_env_docker import _keep_alive
+    from hermes_env_docker.engine import keep_alive as _keep_alive
 
     server = socket.create_server(("127.0.0.1", 0))
     client = socket.create_connection(server.getsockname())

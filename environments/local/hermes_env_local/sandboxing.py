@@ -18,6 +18,7 @@ from hermes_env_sandbox import (
     Sandbox,
     SandboxSettings,
     allowed_environment,
+    describe,
     limit_hint,
     settings_from_config,
 )
@@ -117,14 +118,4 @@ class SandboxRunner:
 
     def describe(self) -> str:
         """One line on what commands may do (``""`` when the sandbox is off)."""
-        if not self.enabled:
-            return ""
-        if self._box is not None:
-            return self._box.describe()
-        net = "the network is on" if self.settings.network else "no network"
-        where = (
-            f"writes only in {self.workspace} and /tmp"
-            if self.settings.profile == "workspace"
-            else "writes only in /tmp"
-        )
-        return f"sandbox '{self.settings.profile}': {where}; {net}"
+        return describe(self.settings, self.workspace) if self.enabled else ""

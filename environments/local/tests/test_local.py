@@ -9,11 +9,11 @@ import pytest
 from hermes_env_local import (
     BACKEND,
     LocalEnvironment,
-    _parse_exports,
-    _umask,
     check_config,
     create,
 )
+from hermes_env_local.exports import _parse_exports
+from hermes_env_local.processes import current_umask as _umask
 from hermes_env_sandbox import SandboxSettings
 
 from hermes_core.testing import load_plugin, make_agent

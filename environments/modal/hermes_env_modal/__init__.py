@@ -67,6 +67,8 @@ class ModalSettings:
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> ModalSettings:
+        """The ``terminal.modal_*`` settings of ``config``; :class:`EnvironmentUnavailable`
+        when one is malformed."""
         term = terminal_config(config)
         try:
             cpu = term.get("container_cpu")
@@ -169,6 +171,7 @@ class ModalEnvironment(ShellEnvironment):
             raise
 
     def sandbox_name(self) -> str:
+        """The name a persistent sandbox of this task has, so the next task with its id finds it."""
         return f"hermes-{safe_name(self.task_id, 50)}"
 
     def _find_or_create(self) -> Any:

@@ -15,6 +15,7 @@ from .bwrap import (
     Sandbox,
     SandboxUnavailable,
     allowed_environment,
+    describe,
     find_bwrap,
     unavailable_reason,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "SandboxSettings",
     "SandboxUnavailable",
     "allowed_environment",
+    "describe",
     "find_bwrap",
     "limit_hint",
     "settings_from_config",

@@ -211,9 +211,7 @@ class Sandbox:
         self.tmp = _real(tmp)
         self.home = _real(home or os.environ.get("HOME") or os.path.expanduser("~"))
         self.hermes_home = _real(hermes_home)
-        self.writable = (
-            (self.workspace,) if settings.profile == "workspace" and self.workspace != "/" else ()
-        )
+        self.writable = writable_roots(settings, self.workspace)
         self.programs = _programs_under_tmp(self.writable, search_path)
 
     # --- what is hidden -------------------------------------------------------------------
@@ -353,15 +351,29 @@ class Sandbox:
 
     def describe(self) -> str:
         """One line: what a command may write and reach, and what it cannot see."""
-        if self.writable:
-            write = f"writes only in {self.writable[0]} and /tmp (the task's own)"
-        else:
-            write = "writes only in /tmp (the task's own)"
-        net = "the network is on" if self.settings.network else "no network"
-        return (
-            f"sandbox '{self.settings.profile}': {write}; {net}; hermes's home and credential "
-            "folders (~/.ssh, ~/.aws, ...) hidden"
-        )
+        return describe(self.settings, self.workspace)
+
+
+def writable_roots(settings: SandboxSettings, workspace: str) -> tuple[str, ...]:
+    """The folders besides the task's ``/tmp`` that commands may write under ``settings``:
+    the workspace (as it really is) in the ``workspace`` profile, unless it is ``/``."""
+    real = _real(workspace)
+    return (real,) if settings.profile == "workspace" and real != "/" else ()
+
+
+def describe(settings: SandboxSettings, workspace: str) -> str:
+    """One line: what a command in the sandbox of ``settings`` over ``workspace`` may write
+    and reach, and what it cannot see (without starting a sandbox)."""
+    writable = writable_roots(settings, workspace)
+    if writable:
+        write = f"writes only in {writable[0]} and /tmp (the task's own)"
+    else:
+        write = "writes only in /tmp (the task's own)"
+    net = "the network is on" if settings.network else "no network"
+    return (
+        f"sandbox '{settings.profile}': {write}; {net}; hermes's home and credential "
+        "folders (~/.ssh, ~/.aws, ...) hidden"
+    )
 
 
 def _programs_under_tmp(writable: Iterable[str], search_path: str | None) -> tuple[str, ...]:

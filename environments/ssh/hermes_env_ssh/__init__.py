@@ -57,6 +57,7 @@ class SSHSettings:
 
     @property
     def target(self) -> str:
+        """``user@host:port``, as messages name the server."""
         return f"{self.user}@{self.host}:{self.port}"
 
     @classmethod

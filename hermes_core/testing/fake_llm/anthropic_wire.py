@@ -120,7 +120,7 @@ def message(answer: Answer, ex: Exchange) -> dict[str, Any]:
 
 def message_events(answer: Answer, ex: Exchange) -> Iterator[Event]:
     """``message_start`` (empty content, input usage), ``ping``, then per block
-    ``content_block_start`` / ``content_block_delta``\\* / ``content_block_stop``, then
+    ``content_block_start``, any number of ``content_block_delta``, ``content_block_stop``, then
     ``message_delta`` (stop reason and the usage totals) and ``message_stop``.
 
     Deltas: ``text_delta``; ``thinking_delta`` pieces then one ``signature_delta``;

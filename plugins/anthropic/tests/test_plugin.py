@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from hermes_core.testing import load_plugin, plugin_manager
+from hermes_core.testing import load_plugin, make_host
 
 
 def test_loads_through_its_entry_point():
@@ -14,9 +14,7 @@ def test_loads_through_its_entry_point():
 
 
 def registered():
-    from hermes_core.plugins.registry import Registry
-
-    return Registry.of(plugin_manager(["anthropic"])).providers["anthropic"].value
+    return make_host(plugins=["anthropic"]).registry.providers["anthropic"].value
 
 
 def test_registers_the_anthropic_provider():

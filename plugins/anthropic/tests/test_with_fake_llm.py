@@ -450,13 +450,13 @@ class WeatherPlugin:
 
 
 def _callbacks(**named):
-    from hermes_core.loop.events import Callbacks
+    from hermes_core.testing import Callbacks
 
     return Callbacks(**named)
 
 
 def make_agent(fake, **kw):
-    from hermes_core.loop.agent import Agent
+    from hermes_core.testing import Agent
 
     kw.setdefault("config", {"agent": {"retry_base_delay": 0}})
     return Agent.from_config(

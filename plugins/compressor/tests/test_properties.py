@@ -21,7 +21,8 @@ from hermes_provider_openai.responses import build_input
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hermes_core.loop.transcript import INTERRUPTED_RESULT, strip_internal, validate
+from hermes_core.testing import INTERRUPTED_RESULT, strip_internal
+from hermes_core.testing import transcript_problems as validate
 from hermes_hookspecs import ModelRequest
 
 TOOL_NAMES = ("read_file", "terminal", "search", "write_file")

@@ -19,24 +19,21 @@ from hermes_cron.jobs import JobError, JobStore
 from hermes_cron.schedule import ScheduleError, parse
 from hermes_cron.scheduler import due_jobs, tick
 
-from hermes_core.host import Host
-from hermes_core.loop.runner import HostRunner
-from hermes_core.session_store import SQLiteSessionStore
-from hermes_core.testing import FakeLLM, ScriptedModel, load_plugin, make_agent, tool_call
+from hermes_core.testing import (
+    FakeLLM,
+    HostRunner,
+    ScriptedModel,
+    load_plugin,
+    make_agent,
+    make_runner,
+    tool_call,
+)
 
 NOW = _dt.datetime(2026, 3, 2, 8, 59, 30).astimezone().timestamp()  # a Monday
 
 
 def _runner(model: ScriptedModel, home: Path) -> HostRunner:
-    agent = make_agent(model=model, plugins=["cron", "todo", "clarify"], config={})
-    return HostRunner(
-        Host(
-            config=agent.config,
-            plugins=agent.plugins,
-            session_store=SQLiteSessionStore(home / "sessions.db"),
-            client=model,
-        )
-    )
+    return make_runner(model=model, plugins=["cron", "todo", "clarify"], home=home, config={})
 
 
 # --- schedules ---------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 ``gateway.platforms`` in one process, each conversation in its own agent session.
 
 Ships two adapters: ``api_server`` (an OpenAI-compatible HTTP API) and ``webhook`` (signed
-POSTs in and out). Other plugins add platforms through ``hermes_register_platform_adapters``.
+POSTs in and out). Other plugins add platforms through ``hermes_register_platform_adapters``, a
+hook this plugin declares (:mod:`hermes_gateway.hookspecs`).
 See docs/gateway.md.
 """
 
@@ -12,6 +13,7 @@ from typing import Any
 
 from hermes_hookspecs import hookimpl
 
+from . import hookspecs  # noqa: F401 - the hook this plugin declares
 from .config_schema import hermes_register_config  # noqa: F401 - a hook of this plugin
 from .platforms import (
     AdapterFactory,

@@ -9,6 +9,7 @@ import click
 from hermes_hookspecs import CommandContext, HermesError
 
 from .core import GatewayCore
+from .hookspecs import PLATFORM_ADAPTERS_HOOK
 from .serve import build, serve
 
 
@@ -47,7 +48,7 @@ def run(drain_timeout: float | None, workers: int | None) -> None:
     def log(line: str) -> None:
         click.echo(line, err=True)
 
-    runner, factories = context.agent_runner(), context.platform_adapters()
+    runner, factories = context.agent_runner(), context.registered(PLATFORM_ADAPTERS_HOOK)
 
     def make() -> GatewayCore:
         return build(context.home, config, runner, factories, log)
@@ -72,5 +73,5 @@ def run(drain_timeout: float | None, workers: int | None) -> None:
 @gateway_group.command("adapters")
 def adapters() -> None:
     """List the installed platform adapters."""
-    names = sorted(_context().platform_adapters())
+    names = sorted(_context().registered(PLATFORM_ADAPTERS_HOOK))
     click.echo("\n".join(names) if names else "no platform adapter is installed")

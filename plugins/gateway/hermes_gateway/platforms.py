@@ -139,8 +139,7 @@ class PlatformAdapter(ABC):
 AdapterFactory = Callable[[str, Mapping[str, Any]], PlatformAdapter]
 """``factory(name, settings)``: an adapter for the platform configured as
 ``gateway.platforms.<name>`` with those ``settings`` (that mapping); what
-``hermes_register_platform_adapters`` registers (the contract's ``PlatformAdapterFactory``,
-with the adapter's type)."""
+``hermes_register_platform_adapters`` (:mod:`hermes_gateway.hookspecs`) registers."""
 
 
 __all__ = [

@@ -19,21 +19,20 @@ from typing import Any
 import pytest
 from hermes_gateway import Attachment, InboundMessage, PlatformAdapter
 from hermes_gateway.core import command_of, prompt_of
+from hermes_gateway.hookspecs import PLATFORM_ADAPTERS_HOOK
 from hermes_gateway.serve import GatewayThread, build
 from hermes_gateway.settings import GatewaySettingsError, load_settings
 
-from hermes_core.host import Host
-from hermes_core.loop.runner import HostRunner
-from hermes_core.plugins.registry import Registry
-from hermes_core.session_store import SQLiteSessionStore
 from hermes_core.testing import (
     FakeLLM,
+    HostRunner,
     ScriptedModel,
+    SQLiteSessionStore,
     Turn,
     isolated_environ,
     load_plugin,
-    make_agent,
-    plugin_manager,
+    make_host,
+    make_runner,
     tool_call,
     wait_until,
 )
@@ -83,24 +82,17 @@ class Canary:
         )
 
 
-def make_runner(
+def gateway_runner(
     home: Path, model: ScriptedModel | None = None, config: Mapping[str, Any] | None = None
 ) -> HostRunner:
     """A runner with the gateway, openai and canary plugins, storing sessions in ``home``;
     driven by ``model`` when given, else by the configured provider."""
-    manager = plugin_manager(["gateway", "openai", Canary(home)])
-    agent = make_agent(
-        model=model or ScriptedModel(),
-        plugin_manager=manager,
+    return make_runner(
+        model=model,
+        scripted=model is not None,
+        plugins=["gateway", "openai", Canary(home)],
+        home=home,
         config={"toolsets": ["canary"], "agent": {"api_max_retries": 0}, **(config or {})},
-    )
-    return HostRunner(
-        Host(
-            config=agent.config,
-            plugins=manager,
-            session_store=SQLiteSessionStore(home / "sessions.db"),
-            client=model,
-        )
     )
 
 
@@ -109,7 +101,8 @@ def serve_gateway(
 ) -> GatewayThread:
     """Build and start the gateway of ``gateway_config`` (the ``gateway`` section)."""
     factories = {
-        name: entry.value for name, entry in Registry.of(runner.plugins).platform_adapters.items()
+        name: entry.value
+        for name, entry in runner.host.registry.named(PLATFORM_ADAPTERS_HOOK).items()
     }
     lines: list[str] = []
     gateway = build(home, {"gateway": dict(gateway_config)}, runner, factories, lines.append)
@@ -203,7 +196,7 @@ def _fake_llm_config(server: Any) -> dict[str, Any]:
 def test_the_plugin_registers_its_adapters_through_its_entry_point():
     record = load_plugin("gateway")
     assert "hermes_register_platform_adapters" in record.hooks
-    registered = Registry.of(plugin_manager(["gateway"])).platform_adapters
+    registered = make_host(plugins=["gateway"]).registry.named(PLATFORM_ADAPTERS_HOOK)
     assert {"api_server", "webhook"} <= set(registered)
     adapter = registered["webhook"].value("hooks", {"port": 0})
     assert isinstance(adapter, PlatformAdapter) and adapter.can_edit
@@ -227,7 +220,7 @@ def test_messages_route_commands_and_prompts():
 
 def test_chat_completions_run_the_tool_server_side_and_continue_by_header(tmp_path):
     with FakeLLM(tool_call("touch", {"name": "one"}), "done: one", "second answer") as server:
-        runner = make_runner(tmp_path, config=_fake_llm_config(server))
+        runner = gateway_runner(tmp_path, config=_fake_llm_config(server))
         served = serve_gateway(tmp_path, runner, {"platforms": _api()})
         try:
             client = _client(served)
@@ -264,7 +257,7 @@ def test_chat_completions_run_the_tool_server_side_and_continue_by_header(tmp_pa
 
 def test_chat_completions_stream_in_openai_chunks(tmp_path):
     with FakeLLM({"text": "streamed answer here", "chunks": 4}) as server:
-        runner = make_runner(tmp_path, config=_fake_llm_config(server))
+        runner = gateway_runner(tmp_path, config=_fake_llm_config(server))
         served = serve_gateway(tmp_path, runner, {"platforms": _api()})
         try:
             stream = _client(served).chat.completions.create(
@@ -292,7 +285,7 @@ def test_chat_completions_stream_in_openai_chunks(tmp_path):
 
 def test_responses_whole_and_streamed_continue_by_previous_response_id(tmp_path):
     with FakeLLM(tool_call("touch", {"name": "r"}), "first", "second, streamed") as server:
-        runner = make_runner(tmp_path, config=_fake_llm_config(server))
+        runner = gateway_runner(tmp_path, config=_fake_llm_config(server))
         served = serve_gateway(tmp_path, runner, {"platforms": _api()})
         try:
             client = _client(served)
@@ -327,7 +320,7 @@ def test_responses_whole_and_streamed_continue_by_previous_response_id(tmp_path)
 
 def test_models_and_the_key_is_required(tmp_path):
     with FakeLLM("never") as server:
-        runner = make_runner(tmp_path, config=_fake_llm_config(server))
+        runner = gateway_runner(tmp_path, config=_fake_llm_config(server))
         served = serve_gateway(tmp_path, runner, {"platforms": _api(model_name="my-agent")})
         try:
             import openai
@@ -348,7 +341,7 @@ def test_models_and_the_key_is_required(tmp_path):
 
 def test_no_key_refuses_to_start_with_one_line(tmp_path, monkeypatch):
     monkeypatch.delenv("HERMES_API_SERVER_KEY", raising=False)
-    runner = make_runner(tmp_path, ScriptedModel())
+    runner = gateway_runner(tmp_path, ScriptedModel())
     config = {"platforms": {"api": {"adapter": "api_server", "port": 0, "allow_all": True}}}
     with pytest.raises(HermesError, match="needs a key: set HERMES_API_SERVER_KEY") as refused:
         serve_gateway(tmp_path, runner, config)
@@ -358,7 +351,7 @@ def test_no_key_refuses_to_start_with_one_line(tmp_path, monkeypatch):
 def test_a_port_in_use_is_one_line_naming_the_adapter_and_address(tmp_path):
     import socket
 
-    runner = make_runner(tmp_path, ScriptedModel())
+    runner = gateway_runner(tmp_path, ScriptedModel())
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
@@ -370,7 +363,7 @@ def test_a_port_in_use_is_one_line_naming_the_adapter_and_address(tmp_path):
 
 def test_the_allow_list_fails_closed(tmp_path):
     model = ScriptedModel()
-    runner = make_runner(tmp_path, model)
+    runner = gateway_runner(tmp_path, model)
     platforms = {"api": {"adapter": "api_server", "port": 0, "key": KEY}}
     served = serve_gateway(tmp_path, runner, {"platforms": platforms})
     try:
@@ -391,7 +384,7 @@ def test_two_requests_in_one_session_queue_or_interrupt(tmp_path, busy):
     import openai
 
     model = ScriptedModel(fn=_slow(1.5))
-    runner = make_runner(tmp_path, model)
+    runner = gateway_runner(tmp_path, model)
     served = serve_gateway(tmp_path, runner, {"busy": busy, "platforms": _api()})
     results: dict[str, Any] = {}
     session = {"X-Hermes-Session-Id": "session_shared01"}
@@ -431,7 +424,7 @@ def test_a_failed_turn_is_an_error_the_sdk_does_not_retry(tmp_path):
 
     error = {"error": {"status": 400, "message": "bad model input"}}
     with FakeLLM(error, error, "unused") as server:
-        runner = make_runner(tmp_path, config=_fake_llm_config(server))
+        runner = gateway_runner(tmp_path, config=_fake_llm_config(server))
         served = serve_gateway(tmp_path, runner, {"platforms": _api()})
         try:
             client = openai.OpenAI(
@@ -492,7 +485,7 @@ def test_webhook_runs_signed_messages_and_posts_signed_answers(tmp_path, receive
     from hermes_gateway.webhook import sign
 
     model = ScriptedModel(tool_call("touch", {"name": "w"}), "done by webhook")
-    runner = make_runner(tmp_path, model)
+    runner = gateway_runner(tmp_path, model)
     served = serve_gateway(tmp_path, runner, {"platforms": _hook(receiver)})
     try:
         body = {"chat_id": "c1", "user_id": "alice", "text": "touch w", "message_id": "m1"}
@@ -510,7 +503,7 @@ def test_webhook_runs_signed_messages_and_posts_signed_answers(tmp_path, receive
 @pytest.mark.parametrize("signature", [None, "sha256=00", "sha256=" + "a" * 64, ""])
 def test_webhook_without_a_valid_signature_runs_nothing(tmp_path, receiver, signature):
     model = ScriptedModel(tool_call("touch", {"name": "bad"}), "should not run")
-    runner = make_runner(tmp_path, model)
+    runner = gateway_runner(tmp_path, model)
     served = serve_gateway(tmp_path, runner, {"platforms": _hook(receiver)})
     try:
         body = {"chat_id": "c1", "user_id": "alice", "text": "touch bad"}
@@ -524,7 +517,7 @@ def test_webhook_without_a_valid_signature_runs_nothing(tmp_path, receiver, sign
 
 def test_webhook_refuses_to_start_without_a_secret(tmp_path, receiver, monkeypatch):
     monkeypatch.delenv("HERMES_WEBHOOK_SECRET", raising=False)
-    runner = make_runner(tmp_path, ScriptedModel())
+    runner = gateway_runner(tmp_path, ScriptedModel())
     config = _hook(receiver)
     del config["hooks"]["secret"]
     with pytest.raises(HermesError, match="needs a secret"):
@@ -536,7 +529,7 @@ def test_webhook_refuses_to_start_without_a_secret(tmp_path, receiver, monkeypat
 
 def test_sessions_are_per_user_commands_work_and_survive_a_restart(tmp_path, receiver):
     model = ScriptedModel(fn=lambda request: f"echo {request.messages[-1]['content'][:12]}")
-    runner = make_runner(tmp_path, model)
+    runner = gateway_runner(tmp_path, model)
     platforms = _hook(receiver, allowed_users=["alice", "bob"])
     served = serve_gateway(tmp_path, runner, {"platforms": platforms})
     try:
@@ -582,7 +575,7 @@ def _slow(seconds: float) -> Any:
 
 def test_busy_queue_answers_every_message_in_order(tmp_path, receiver):
     model = ScriptedModel(fn=_slow(0.4))
-    runner = make_runner(tmp_path, model)
+    runner = gateway_runner(tmp_path, model)
     served = serve_gateway(tmp_path, runner, {"busy": "queue", "platforms": _hook(receiver)})
     try:
         for text in ("one", "two", "three"):
@@ -597,7 +590,7 @@ def test_busy_queue_answers_every_message_in_order(tmp_path, receiver):
 
 def test_busy_interrupt_stops_the_running_turn(tmp_path, receiver):
     model = ScriptedModel(fn=_slow(3))
-    runner = make_runner(tmp_path, model)
+    runner = gateway_runner(tmp_path, model)
     config = {"busy": "interrupt", "platforms": _hook(receiver)}
     served = serve_gateway(tmp_path, runner, config)
     try:
@@ -618,7 +611,7 @@ def test_busy_interrupt_stops_the_running_turn(tmp_path, receiver):
 
 def test_stop_interrupts_and_status_reports(tmp_path, receiver):
     model = ScriptedModel(fn=_slow(5))
-    runner = make_runner(tmp_path, model)
+    runner = gateway_runner(tmp_path, model)
     served = serve_gateway(tmp_path, runner, {"platforms": _hook(receiver)})
     try:
         _post(served, {"chat_id": "c", "user_id": "alice", "text": "long job"})
@@ -640,7 +633,7 @@ def test_streaming_edits_the_answer_as_it_grows(tmp_path, receiver):
         return Turn(text="a fairly long answer, streamed in pieces", delay=0.0)
 
     model = ScriptedModel(fn=streamed)
-    runner = make_runner(tmp_path, model)
+    runner = gateway_runner(tmp_path, model)
     config = {"edit_interval": 0.05, "platforms": _hook(receiver, stream=True)}
     served = serve_gateway(tmp_path, runner, config)
     try:
@@ -669,7 +662,7 @@ def test_a_turn_that_ends_during_the_first_streamed_send_sends_one_message(tmp_p
         return Turn(text="the whole answer, streamed")
 
     model = ScriptedModel(fn=answer)
-    runner = make_runner(tmp_path, model)
+    runner = gateway_runner(tmp_path, model)
     config = {"edit_interval": 0.05, "platforms": _hook(receiver, stream=True)}
     served = serve_gateway(tmp_path, runner, config)
     try:
@@ -686,7 +679,7 @@ def test_a_turn_that_ends_during_the_first_streamed_send_sends_one_message(tmp_p
 
 def test_one_gateway_serves_the_api_and_the_webhook_at_once(tmp_path, receiver):
     model = ScriptedModel(fn=_slow(0.5))
-    runner = make_runner(tmp_path, model)
+    runner = gateway_runner(tmp_path, model)
     platforms = {**_api(), **_hook(receiver)}
     served = serve_gateway(tmp_path, runner, {"platforms": platforms})
     try:
@@ -708,7 +701,7 @@ def test_one_gateway_serves_the_api_and_the_webhook_at_once(tmp_path, receiver):
 
 def test_stopping_waits_for_the_running_turn(tmp_path, receiver):
     model = ScriptedModel(fn=_slow(1.0))
-    runner = make_runner(tmp_path, model)
+    runner = gateway_runner(tmp_path, model)
     served = serve_gateway(tmp_path, runner, {"platforms": _hook(receiver)})
     _post(served, {"chat_id": "c", "user_id": "alice", "text": "finish me"})
     assert wait_until(lambda: len(model.requests) == 1)
@@ -727,7 +720,7 @@ def test_cron_outbox_messages_are_delivered(tmp_path, receiver):
         (outbox / f"m{n}.json").write_text(
             json.dumps({"id": f"m{n}", "platform": platform, "chat_id": "ops", "text": f"job {n}"})
         )
-    runner = make_runner(tmp_path, ScriptedModel())
+    runner = gateway_runner(tmp_path, ScriptedModel())
     served = serve_gateway(tmp_path, runner, {"outbox_interval": 0.1, "platforms": _hook(receiver)})
     try:
         [message] = receiver.wait_for(1)
@@ -828,7 +821,7 @@ def test_while_serving_the_long_lived_objects_are_out_of_the_collectors_way(tmp_
     import gc
 
     gc.unfreeze()
-    runner = make_runner(tmp_path, ScriptedModel(fn=lambda request: "ok"))
+    runner = gateway_runner(tmp_path, ScriptedModel(fn=lambda request: "ok"))
     served = serve_gateway(tmp_path, runner, {"platforms": _api()})
     try:
         at_start = gc.get_freeze_count()
@@ -847,7 +840,7 @@ def test_the_freeze_can_be_turned_off(tmp_path):
     import gc
 
     gc.unfreeze()
-    runner = make_runner(tmp_path, ScriptedModel(fn=lambda request: "ok"))
+    runner = gateway_runner(tmp_path, ScriptedModel(fn=lambda request: "ok"))
     served = serve_gateway(tmp_path, runner, {"platforms": _api(), "gc_freeze": False})
     try:
         _client(served).chat.completions.create(

@@ -13,8 +13,7 @@ import pytest
 from hermes_compat_agent_plugins import plugin as bridge
 from hermes_compat_agent_plugins.host import HermesPluginHost
 
-from hermes_core.loop.agent import Agent
-from hermes_core.testing import ScriptedModel, plugin_manager, text, tool_call
+from hermes_core.testing import Agent, ScriptedModel, plugin_manager, text, tool_call
 from hermes_core.testing.kit import scripted_provider_plugin
 
 COMPAT = "hermes-agent-compat"

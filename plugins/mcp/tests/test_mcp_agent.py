@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 from hermes_toolset_mcp.runtime import RUNTIME
 
-from hermes_core.loop.agent import Agent
-from hermes_core.testing import ScriptedModel, make_agent, text, tool_call, tool_calls
+from hermes_core.testing import Agent, ScriptedModel, make_agent, text, tool_call, tool_calls
 from hermes_hookspecs import TOOL_NAME_RE, Block, hookimpl
 
 SERVER = Path(__file__).resolve().parent / "demo_server.py"

@@ -191,6 +191,7 @@ def assistant_message(
 
 
 def tool_call_dict(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
+    """A tool call in the OpenAI message format (a new id when ``call_id`` is empty)."""
     return {
         "id": str(call_id or new_call_id()),
         "type": "function",

@@ -7,9 +7,7 @@ import json
 
 import pytest
 
-from hermes_core.loop.agent import Agent
-from hermes_core.loop.events import Callbacks
-from hermes_core.testing import FakeLLM, assert_valid_transcript, plugin_manager
+from hermes_core.testing import Agent, Callbacks, FakeLLM, assert_valid_transcript, plugin_manager
 from hermes_hookspecs import PromptLayer, Tool, Toolset, hookimpl
 
 

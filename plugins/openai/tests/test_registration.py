@@ -9,8 +9,7 @@ import sys
 import hermes_provider_openai as plugin
 import pytest
 
-from hermes_core.plugins.registry import Registry
-from hermes_core.testing import load_plugin, plugin_manager
+from hermes_core.testing import load_plugin, make_host
 from hermes_hookspecs import ProviderError, ProviderSettings
 
 EXPECTED = {
@@ -30,7 +29,7 @@ EXPECTED = {
 
 @pytest.fixture(scope="module")
 def providers():
-    return {name: r.value for name, r in Registry.of(plugin_manager(["openai"])).providers.items()}
+    return {name: r.value for name, r in make_host(plugins=["openai"]).registry.providers.items()}
 
 
 def test_loads_through_its_entry_point():

@@ -1,4 +1,5 @@
-"""``hermes prompt show``: the prompt a new session would get, layer by layer."""
+"""``hermes prompt show`` (a command of the core): the prompt a new session would get, layer by
+layer, from the default prompt layers."""
 
 from __future__ import annotations
 

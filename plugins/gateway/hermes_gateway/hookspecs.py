@@ -1,0 +1,32 @@
+"""The hook the gateway declares: messaging platform adapters are registered through it.
+
+It serves this plugin alone, so this plugin declares it (its ``hookspecs``), not the contract;
+hermes adds it before any plugin registers, and collects what it registers
+(``CommandContext.registered``): a name registered twice is an error naming both plugins. A
+plugin implementing it depends on ``hermes-gateway``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from hermes_hookspecs import hookspec
+
+from .platforms import AdapterFactory
+
+PLATFORM_ADAPTERS_HOOK = "hermes_register_platform_adapters"
+
+
+@hookspec
+def hermes_register_platform_adapters(register: Callable[[str, AdapterFactory], None]) -> None:
+    """Register messaging platform adapters for the gateway (``hermes gateway run``).
+
+    Called once per process when the gateway starts or the adapters are listed.
+
+    :param register: call ``register(name, factory)``; ``name`` is the adapter's kind, what
+        users put in ``gateway.platforms.<platform>.adapter`` (or the platform's own name when
+        that key is absent); ``factory(platform, settings)`` returns a
+        :class:`~hermes_gateway.PlatformAdapter`. It must import the platform's SDK inside the
+        factory, not at module import. Duplicate names are an error naming both plugins.
+    :return: nothing; return values are ignored.
+    """
