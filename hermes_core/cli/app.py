@@ -56,6 +56,11 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str, str]] = {
         "sessions_group",
         "Stored conversations: list, show, search, export, delete.",
     ),
+    "serve": (
+        "serve.command",
+        "serve",
+        "Keep hermes loaded: `hermes chat -q` runs in a child of this process.",
+    ),
     "setup": (
         "setup",
         "setup",
@@ -391,17 +396,3 @@ def _run(args: list[str], debug: bool, extra_plugins: Sequence[tuple[str, object
         )
         return 1
     return code if isinstance(code, int) else 0  # click returns ctx.exit()'s code here
-
-
-def console_main() -> int:
-    """The ``hermes`` console script: :func:`main`, then a fast exit.
-
-    Freezing the garbage collector before the interpreter shuts down spares it a full collection
-    of every object the SDKs created (about 0.4 s with the openai SDK loaded); files are still
-    flushed and ``atexit`` handlers still run.
-    """
-    code = main()
-    import gc
-
-    gc.freeze()
-    return code
