@@ -6,6 +6,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -52,19 +53,28 @@ def serve(
     if background:
         _start_in_background(home, idle_timeout)
         return
-    _serve(home, idle_timeout, announce=lambda line: click.echo(line, err=True))
+    _serve(home, idle_timeout, announce=_log, log=_log)
 
 
-def _serve(home: Path, idle_timeout: float, announce: object = None) -> None:
+def _log(line: str) -> None:
+    click.echo(f"hermes: {line}" if not line.startswith("hermes:") else line, err=True)
+
+
+def _serve(
+    home: Path,
+    idle_timeout: float,
+    announce: Callable[[str], None] | None = None,
+    log: Callable[[str], None] | None = None,
+) -> None:
     from ..app import main
     from .server import Server
     from .warmup import warm_up
 
     warm_up(main)
-    server = Server(home, idle_timeout)
+    server = Server(home, idle_timeout, log)
     try:
         server.start()
-        if callable(announce):
+        if announce is not None:
             announce(f"hermes: serving {home} (pid {os.getpid()}, idle timeout {idle_timeout:g} s)")
         call = server.serve()
     finally:

@@ -124,8 +124,12 @@ def _reopen_standard_streams() -> None:
 class Server:
     """The resident process for one home folder."""
 
-    def __init__(self, home: Path, idle_timeout: float) -> None:
+    def __init__(
+        self, home: Path, idle_timeout: float, log: Callable[[str], None] | None = None
+    ) -> None:
         self.home = home
+        self.log = log
+        """Where a line about each call and refusal goes (the foreground's standard error)."""
         self.idle_timeout = idle_timeout
         self.pid = os.getpid()
         self.children: dict[int, socket.socket] = {}
@@ -231,14 +235,16 @@ class Server:
             pid, uid, gid = wire.peer_credentials(conn)
             reason = peer.refusal(pid, uid, gid)
             if reason == "another user":
+                self._note(f"refused pid {pid} (uid {uid}): another user")
                 conn.close()  # nothing is read from another user
                 return None
             request, fds = wire.receive_with_fds(conn)
             reason = reason or _request_problem(request, fds, self.key)
             if reason is not None:
+                self._note(f"refused pid {pid}: {reason}")
                 wire.send(conn, ("refused", reason))
                 raise wire.WireError(reason)
-            return self._fork(conn, request, fds)
+            return self._fork(conn, request, fds, pid)
         except (OSError, wire.WireError):
             for fd in fds:
                 os.close(fd)
@@ -246,7 +252,7 @@ class Server:
             return None
 
     def _fork(
-        self, conn: socket.socket, request: dict[str, Any], fds: list[int]
+        self, conn: socket.socket, request: dict[str, Any], fds: list[int], caller: int
     ) -> ChildCall | None:
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
@@ -258,6 +264,7 @@ class Server:
         for fd in fds:
             os.close(fd)
         self.children[child] = conn
+        self._note(f"pid {caller}: running in child {child}")
         try:
             wire.send(conn, ("pid", child))
         except OSError:
@@ -288,6 +295,7 @@ class Server:
             if pid == 0:
                 return
             conn = self.children.pop(pid, None)
+            self._note(f"child {pid} ended with status {os.waitstatus_to_exitcode(status)}")
             if conn is not None:
                 try:
                     wire.send(conn, ("status", status))
@@ -311,6 +319,10 @@ class Server:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+
+    def _note(self, line: str) -> None:
+        if self.log is not None:
+            self.log(line)
 
     def _still_registered(self) -> bool:
         """Whether this process is still the announced one and what it loaded is current."""
