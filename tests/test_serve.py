@@ -312,7 +312,7 @@ def test_stale_or_foreign_registrations_fall_back_to_running_in_process(
     finally:
         server.stop()
 
-    folder = registration.serve_dir(home)
+    folder = Path(registration.serve_dir(home))
     stored = (folder / registration.REGISTRATION_NAME).read_bytes()
     import marshal
 
@@ -330,13 +330,13 @@ def test_the_idle_timeout_ends_the_resident_process(home: Path) -> None:
     try:
         assert server.proc.wait(timeout=30) == 0
         assert registration.read(home) is None
-        assert not (registration.serve_dir(home) / registration.SOCKET_NAME).exists()
+        assert not (Path(registration.serve_dir(home), registration.SOCKET_NAME)).exists()
     finally:
         server.stop()
 
 
 def test_the_serve_folder_is_private(home: Path, resident: Resident) -> None:
-    folder = registration.serve_dir(home)
+    folder = Path(registration.serve_dir(home))
     assert folder.stat().st_mode & 0o777 == 0o700
     assert (folder / registration.SOCKET_NAME).stat().st_mode & 0o777 == 0o600
     assert (folder / registration.REGISTRATION_NAME).stat().st_mode & 0o777 == 0o600
@@ -373,7 +373,7 @@ def test_another_user_cannot_use_it(llm: FakeLLM) -> None:
         os.chmod(home, 0o755)
         server = Resident(home, "--idle-timeout", "300")
         try:
-            socket_path = str(registration.serve_dir(home) / registration.SOCKET_NAME)
+            socket_path = str(Path(registration.serve_dir(home), registration.SOCKET_NAME))
             script = base / "client.py"
             script.write_text(NOBODY_CLIENT, encoding="utf-8")
             os.chmod(script, 0o644)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
 
 from .entry import console_main
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from .app import build_cli, main
 
 __all__ = ["build_cli", "console_main", "main"]

@@ -11,7 +11,10 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from typing import NoReturn
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 GC_THRESHOLDS = (20_000, 50, 50)
 """Young objects before a collection, and the older generations' ratios: start-up allocates

@@ -12,7 +12,9 @@ and runs each ``hermes chat -q`` of the same user in a child forked from it.
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class ForkedCall(BaseException):

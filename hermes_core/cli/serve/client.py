@@ -11,11 +11,15 @@ from __future__ import annotations
 import os
 import signal
 import socket
-from collections.abc import Sequence
-from typing import Any
 
 from ... import __version__
 from . import registration, wire
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
 
 CONNECT_TIMEOUT = 2.0
 """Seconds the resident process has to answer before the call runs in-process."""
@@ -69,9 +73,7 @@ def run(argv: Sequence[str]) -> int | None:
     can take the call."""
     if os.environ.get("HERMES_SERVE") == "off" or not servable(argv[1:]):
         return None
-    from hermes_runtime.home import default_home
-
-    home = default_home()
+    home = registration.home_folder()
     found = registration.read(home)
     if found is None:
         return None

@@ -157,15 +157,15 @@ class Server:
         found = registration.read(self.home)
         if found is not None and found["pid"] != self.pid and _alive(found["pid"]):
             raise HermesError(f"a resident hermes already serves {self.home} (pid {found['pid']})")
-        path = folder / registration.SOCKET_NAME
+        path = os.path.join(folder, registration.SOCKET_NAME)
         try:
-            path.unlink()
+            os.unlink(path)
         except FileNotFoundError:
             pass
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         old_umask = os.umask(0o177)
         try:
-            listener.bind(str(path))
+            listener.bind(path)
         finally:
             os.umask(old_umask)
         os.chmod(path, 0o600)

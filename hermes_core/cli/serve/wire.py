@@ -12,7 +12,10 @@ from __future__ import annotations
 import marshal
 import socket
 import sys
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_MESSAGE = 1 << 22
 """The largest message either side accepts (4 MiB: an environment, argv and a few figures)."""
