@@ -72,6 +72,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder, FakeLLM() as llm:
         home = Path(folder)
         env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_")}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # an install has its bytecode, as a user's has
         env["HERMES_HOME"] = str(home)
         wire = "anthropic_messages" if args.anthropic else "chat_completions"
         base_url = llm.anthropic_base_url if args.anthropic else llm.openai_base_url

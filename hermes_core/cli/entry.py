@@ -40,6 +40,8 @@ def console_main() -> int:
             code = main()
         except ForkedCall as forked:
             code = forked.call.run(main)
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        return code  # a profiler or debugger writes its report once the script returns
     _end(code)
 
 
