@@ -43,10 +43,10 @@ def _pre_parse(argv: Sequence[str]) -> dict[str, Any]:
 
 BUILTIN_COMMANDS: dict[str, tuple[str, str, str]] = {
     "chat": ("chat", "chat", "Chat with the agent (interactive), or answer one query with -q."),
-    "config": ("commands", "config_group", "Show and change config.yaml."),
+    "config": ("config_cmd", "config_group", "Show and change config.yaml."),
     "dev": ("dev", "dev_group", "Tools for plugin authors: a local fake LLM server."),
     "doctor": (
-        "commands",
+        "doctor_cmd",
         "doctor",
         "Check config, plugins, tools, provider and execution backend.",
     ),
