@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from hermes_core.cli.serve import registration
-from hermes_core.cli.serve.client import servable
+from hermes_core.cli.serve.calls import servable
 from hermes_core.testing import FakeLLM, text, tool_call, wait_until
 
 HERMES = shutil.which("hermes", path=str(Path(sys.executable).parent)) or "hermes"

@@ -26,13 +26,17 @@ def console_main() -> int:
     """Run ``hermes`` with the process's arguments; return the exit status."""
     gc.set_threshold(*GC_THRESHOLDS)
     from .serve import ForkedCall
-    from .serve.client import run as run_warm
+    from .serve.calls import servable
 
-    try:
-        code = run_warm(sys.argv)
-    except KeyboardInterrupt:
-        os.write(2, b"hermes: interrupted\n")
-        return 130
+    code = None
+    if servable(sys.argv[1:]):
+        from .serve.client import run as run_warm
+
+        try:
+            code = run_warm(sys.argv)
+        except KeyboardInterrupt:
+            os.write(2, b"hermes: interrupted\n")
+            return 130
     if code is None:
         from .app import main
 

@@ -14,6 +14,7 @@ import socket
 
 from ... import __version__
 from . import registration, wire
+from .calls import servable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,8 +28,6 @@ CONNECT_TIMEOUT = 2.0
 FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGWINCH", "SIGUSR1", "SIGUSR2")
 """Signals a caller passes on to the child running its call."""
 
-GLOBAL_VALUE_OPTIONS = ("--plugins",)
-GLOBAL_FLAGS = ("--debug", "--strict-plugins")
 LIMITS = (
     "RLIMIT_AS",
     "RLIMIT_CORE",
@@ -41,37 +40,11 @@ LIMITS = (
 )
 
 
-def servable(argv: Sequence[str]) -> bool:
-    """Whether ``argv`` (without the program name) is a one-shot chat a resident process may
-    run: ``chat`` with ``-q``, after global options other than a profile (whose home the
-    resident process did not load)."""
-    args = list(argv)
-    i = 0
-    while i < len(args) and args[i].startswith("-"):
-        name = args[i].partition("=")[0]
-        if name in GLOBAL_VALUE_OPTIONS:
-            i += 1 if "=" in args[i] else 2
-        elif args[i] in GLOBAL_FLAGS:
-            i += 1
-        else:
-            return False  # a profile, --help, --version, or an unknown option
-    if i >= len(args) or args[i] != "chat":
-        return False
-    for arg in args[i + 1 :]:
-        if arg == "--":
-            return False
-        if arg in ("-h", "--help"):
-            return False
-        if arg in ("-q", "--query") or arg.startswith(("--query=", "-q")):
-            return True
-    return False
-
-
 def run(argv: Sequence[str]) -> int | None:
     """Run ``hermes argv`` in a child of the resident process and return its exit status (or
     end this process by the signal that ended the child); ``None`` when no resident process
     can take the call."""
-    if os.environ.get("HERMES_SERVE") == "off" or not servable(argv[1:]):
+    if not servable(argv[1:]):
         return None
     home = registration.home_folder()
     found = registration.read(home)
