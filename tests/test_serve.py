@@ -413,6 +413,16 @@ def test_a_confined_caller_runs_in_process(home: Path, resident: Resident, llm: 
     assert "confined differently" in resident.log()
 
 
+def test_other_interpreter_or_locale_settings_run_in_process(
+    home: Path, resident: Resident, llm: FakeLLM
+) -> None:
+    llm.add(text("ran cold"))
+    done = chat(home, llm, "-q", "hi", "--model", "m", PYTHONIOENCODING="latin-1")
+    assert (done.returncode, done.stdout.strip()) == (0, "ran cold"), done.stderr
+    assert resident.children_started() == 0
+    assert "interpreter or locale settings differ" in resident.log()
+
+
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [

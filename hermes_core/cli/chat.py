@@ -404,10 +404,15 @@ def announce_plugin_failures(state: CliState) -> None:
 
 
 def _prepare_quietly(agent: Agent) -> None:
+    """Import the provider's SDK, then move everything loaded so far out of the garbage
+    collector's way: it lives as long as the chat, and later collections need not walk it."""
     try:
         agent.connection.prepare()
     except Exception:  # the first real call reports any problem properly
-        pass
+        return
+    import gc
+
+    gc.freeze()
 
 
 def _turn(agent: Agent, display: Display, line: str | list[dict[str, Any]]) -> None:

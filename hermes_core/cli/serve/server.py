@@ -22,7 +22,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +68,7 @@ class ChildCall:
         _apply_limits(self.request.get("limits") or {})
         os.environ.clear()
         os.environ.update(self.request["env"])
+        time.tzset()  # local time in the caller's TZ
         sys.argv = [str(arg) for arg in self.request["argv"]]
         _reopen_standard_streams()
         import tempfile
@@ -345,7 +346,18 @@ def _request_problem(request: Any, fds: list[int], key: Any) -> str | None:
         return "loaded for another install or configuration"
     if not isinstance(request.get("env"), dict) or not isinstance(request.get("argv"), list):
         return "malformed request"
+    if _start_up_variables(request["env"]) != _start_up_variables(os.environ):
+        return "the caller's interpreter or locale settings differ"
     return None
+
+
+LOCALE_VARIABLES = ("LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE")
+
+
+def _start_up_variables(env: Mapping[str, str]) -> dict[str, str]:
+    """The variables the interpreter reads once, at start (``PYTHON*``, the locale): a child
+    cannot take them from its caller, so they must be the resident process's already."""
+    return {k: v for k, v in env.items() if k.startswith("PYTHON") or k in LOCALE_VARIABLES}
 
 
 def _single_threaded(wait: float = 2.0) -> bool:
