@@ -63,6 +63,7 @@ def start_resident(hermes: str, env: dict[str, str], home: Path) -> subprocess.P
 
 
 def main() -> None:
+    """Print cold and warm one-shot figures, alternating the two."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--anthropic", action="store_true", help="Anthropic messages wire.")

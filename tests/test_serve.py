@@ -335,6 +335,24 @@ def test_the_idle_timeout_ends_the_resident_process(home: Path) -> None:
         server.stop()
 
 
+def test_a_second_resident_process_is_refused_and_status_stop_work(
+    home: Path, resident: Resident
+) -> None:
+    second = subprocess.run(
+        [HERMES, "serve"], env=_env(home), capture_output=True, text=True, timeout=60
+    )
+    assert second.returncode == 1
+    assert second.stderr.strip().splitlines() == [
+        f"hermes: error: a resident hermes already serves {home} (pid {resident.proc.pid})"
+    ]
+    status = subprocess.run([HERMES, "serve", "--status"], env=_env(home), capture_output=True)
+    assert f"pid {resident.proc.pid} serves {home}; current" in status.stdout.decode()
+    stop = subprocess.run([HERMES, "serve", "--stop"], env=_env(home), capture_output=True)
+    assert stop.returncode == 0
+    assert resident.proc.wait(timeout=30) == 0
+    assert registration.read(home) is None
+
+
 def test_the_serve_folder_is_private(home: Path, resident: Resident) -> None:
     folder = Path(registration.serve_dir(home))
     assert folder.stat().st_mode & 0o777 == 0o700

@@ -50,10 +50,22 @@ def serve(
         raise HermesError("serve takes no --profile: it serves $HERMES_HOME")
     if not home.is_dir():
         raise HermesError(f"{home} does not exist yet; run `hermes setup` first")
+    _refuse_a_second(home)
     if background:
         _start_in_background(home, idle_timeout)
         return
     _serve(home, idle_timeout, announce=_log, log=_log)
+
+
+def _refuse_a_second(home: Path) -> None:
+    """Fail at once when a resident process already answers for ``home``."""
+    from .client import connect
+
+    found = registration.read(home)
+    conn = None if found is None else connect(found)
+    if found is not None and conn is not None:
+        conn.close()
+        raise HermesError(f"a resident hermes already serves {home} (pid {found['pid']})")
 
 
 def _log(line: str) -> None:
@@ -129,9 +141,14 @@ def _stop_or_status(home: Path, stop: bool) -> None:
         return
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + 10
-    while _alive(pid) and time.monotonic() < deadline:
+    while _alive(pid) and _announced(home, pid) and time.monotonic() < deadline:
         time.sleep(0.02)
     click.echo(f"hermes: stopped the resident process (pid {pid})")
+
+
+def _announced(home: Path, pid: int) -> bool:
+    found = registration.read(home)
+    return found is not None and found["pid"] == pid
 
 
 def _alive(pid: int) -> bool:
