@@ -50,18 +50,26 @@ def console_main() -> int:
 
 
 def _end(code: int) -> NoReturn:
-    """End the process with ``code`` as the interpreter would (non-daemon threads joined,
-    ``atexit`` handlers run, standard streams flushed) without then taking apart every module
-    and object one by one: with an SDK loaded that costs tens of milliseconds, and hundreds in
-    a child of a resident process, which holds every plugin's SDK."""
+    """End the process with ``code`` as the interpreter would (thread pools' workers and
+    non-daemon threads joined, ``atexit`` handlers run, standard streams flushed) without then
+    taking apart every module and object one by one: with an SDK loaded that costs tens of
+    milliseconds, and hundreds in a child of a resident process, which holds every plugin's
+    SDK."""
     import atexit
     import threading
 
     gc.freeze()
-    current = threading.current_thread()
-    for thread in threading.enumerate():
-        if thread is not current and not thread.daemon:
-            thread.join()
+    shutdown = getattr(threading, "_shutdown", None)
+    if callable(shutdown):
+        # What the interpreter runs first when it exits: the thread pools' exit handlers
+        # (which let running workers finish, e.g. subagents recording their interruption),
+        # then it joins the non-daemon threads.
+        shutdown()
+    else:  # pragma: no cover - every CPython has it
+        current = threading.current_thread()
+        for thread in threading.enumerate():
+            if thread is not current and not thread.daemon:
+                thread.join()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
