@@ -16,10 +16,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import NoReturn
 
-GC_THRESHOLDS = (20_000, 50, 50)
-"""Young objects before a collection, and the older generations' ratios: start-up allocates
-hundreds of thousands of objects that live as long as the process, and the default (700, 10,
-10) walks them all again and again."""
+GC_THRESHOLDS = (20_000, 10, 10)
+"""Young objects before a collection, then the default ratios of the older generations:
+start-up allocates hundreds of thousands of objects that live as long as the process, and the
+default 700 walks them again and again (full collections during an SDK's import). Measured on a
+one-shot chat: 2.4 % fewer instructions than (700, 10, 10); raising the older ratios too saved
+0.6 % more, not worth longer-lived garbage in a long-running chat or gateway."""
 
 
 def console_main() -> int:
