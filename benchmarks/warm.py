@@ -9,7 +9,9 @@ the same load; the figures are medians:
 - the model's own time: from the first request reaching the server to the last one (the fake
   model answers at once; what lies between is the tool call and hermes's own work between the
   two requests, counted here as the model's to stay on the safe side);
-- wall time minus the model's time: what hermes costs around the model.
+- wall time minus the model's time: what hermes costs around the model;
+- CPU time (user and system) of the process that ran the call, and of the caller: on a
+  machine shared with other work these grow far less than wall times do.
 
 Needs the openai provider plugin and the acme-weather example installed (the dev set-up).
 Usage: python benchmarks/warm.py [--runs 9] [--anthropic]
@@ -19,6 +21,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+import resource
 import shutil
 import signal
 import statistics
@@ -32,17 +36,23 @@ from hermes_core.cli.serve import registration
 from hermes_core.testing import FakeLLM, text, tool_call
 
 
-def one_shot(argv: list[str], env: dict[str, str], llm: FakeLLM) -> tuple[float, float]:
-    """Wall seconds of one run, and the model's part of it."""
+def one_shot(argv: list[str], env: dict[str, str], llm: FakeLLM) -> tuple[float, float, float]:
+    """Wall seconds of one run, the model's part of it, and the CPU seconds of the process."""
     llm.add(tool_call("get_weather", {"city": "Paris"}), text("Sunny in Paris."))
     before = len(llm.requests)
+    cpu_before = _children_cpu()
     started = time.time()
     done = subprocess.run(argv, env=env, capture_output=True)
     wall = time.time() - started
     if done.returncode != 0 or b"Sunny in Paris." not in done.stdout:
         raise SystemExit(f"hermes failed: {done.stderr.decode()}")
     requests = llm.requests[before:]
-    return wall, requests[-1].received_at - requests[0].received_at
+    return wall, requests[-1].received_at - requests[0].received_at, _children_cpu() - cpu_before
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def start_resident(hermes: str, env: dict[str, str], home: Path) -> subprocess.Popen[bytes]:
@@ -69,7 +79,7 @@ def main() -> None:
     parser.add_argument("--anthropic", action="store_true", help="Anthropic messages wire.")
     args = parser.parse_args()
     hermes = shutil.which("hermes", path=str(Path(sys.executable).parent)) or "hermes"
-    figures: dict[str, list[tuple[float, float]]] = {"cold": [], "warm": []}
+    figures: dict[str, list[tuple[float, float, float]]] = {"cold": [], "warm": []}
     with tempfile.TemporaryDirectory() as folder, FakeLLM() as llm:
         home = Path(folder)
         env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_")}
@@ -90,16 +100,27 @@ def main() -> None:
                 figures["warm"].append(one_shot(argv, env, llm))
         finally:
             resident.send_signal(signal.SIGTERM)
-            resident.wait(timeout=30)
+            log = resident.communicate(timeout=30)[1].decode()
+    children = [float(cpu) for cpu in re.findall(r"\(cpu ([0-9.]+) s\)", log)][-args.runs :]
     print(f"hermes chat -q, tool call then text, {wire}, {args.runs} runs each (medians)")
     for name, runs in figures.items():
-        wall = statistics.median(w for w, _ in runs)
-        model = statistics.median(m for _, m in runs)
-        over = statistics.median(w - m for w, m in runs)
+        wall = statistics.median(w for w, _, _ in runs)
+        model = statistics.median(m for _, m, _ in runs)
+        over = statistics.median(w - m for w, m, _ in runs)
         print(f"  {name}  wall {wall:6.3f} s   model {model:6.3f} s   over the model {over:6.3f} s")
-    cold = statistics.median(w for w, _ in figures["cold"])
-    warm = statistics.median(w for w, _ in figures["warm"])
-    print(f"  warm / cold  {warm / cold:.2f}")
+    cold = statistics.median(w for w, _, _ in figures["cold"])
+    warm = statistics.median(w for w, _, _ in figures["warm"])
+    print(f"  warm / cold wall  {warm / cold:.2f}")
+    cold_cpu = statistics.median(c for _, _, c in figures["cold"])
+    caller_cpu = statistics.median(c for _, _, c in figures["warm"])
+    print(f"  CPU: cold process {cold_cpu:.3f} s; warm caller {caller_cpu:.3f} s", end="")
+    if len(children) == args.runs:
+        child_cpu = statistics.median(children)
+        pairs = zip(figures["warm"], children, strict=True)
+        total = statistics.median(c + k for (_, _, c), k in pairs)
+        print(f" + child {child_cpu:.3f} s = {total:.3f} s ({total / cold_cpu:.2f} of cold)")
+    else:
+        print()
 
 
 if __name__ == "__main__":

@@ -290,13 +290,15 @@ class Server:
     def _reap(self) -> None:
         while self.children:
             try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
             except ChildProcessError:
                 return
             if pid == 0:
                 return
             conn = self.children.pop(pid, None)
-            self._note(f"child {pid} ended with status {os.waitstatus_to_exitcode(status)}")
+            cpu = usage.ru_utime + usage.ru_stime
+            code = os.waitstatus_to_exitcode(status)
+            self._note(f"child {pid} ended with status {code} (cpu {cpu:.3f} s)")
             if conn is not None:
                 try:
                     wire.send(conn, ("status", status))
