@@ -267,6 +267,30 @@ def test_ctrl_c_interrupts_the_call(home: Path, resident: Resident, llm: FakeLLM
     assert resident.children_started() == 1
 
 
+def test_a_caller_that_ignores_ctrl_c_is_not_interrupted(
+    home: Path, resident: Resident, llm: FakeLLM
+) -> None:
+    outcomes = []
+    for cold in (True, False):
+        llm.add(text("answered anyway", delay=2))
+        before = len(llm.requests)
+        proc = subprocess.Popen(
+            [HERMES, "chat", "-q", "hi", "--provider", "custom", "--model", "m"]
+            + ["--base-url", llm.openai_base_url],
+            env=_env(home, **({"HERMES_SERVE": "off"} if cold else {})),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # noqa: PLW1509
+        )
+        wait_until(lambda: len(llm.requests) > before, timeout=60)  # noqa: B023
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        outcomes.append((proc.returncode, out.strip(), err))
+    assert outcomes[0] == outcomes[1] == (0, "answered anyway", "")
+    assert resident.children_started() == 1
+
+
 def test_a_killed_caller_takes_its_child_along(
     home: Path, resident: Resident, llm: FakeLLM
 ) -> None:

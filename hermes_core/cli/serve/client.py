@@ -104,8 +104,13 @@ class _Forwarder:
         self.child: int | None = None
         self.pending: list[int] = []
         self.previous: dict[int, Any] = {}
+        self.ignored: list[int] = []
+        """Signals this process ignores (as it was started): the child ignores them too."""
         for name in FORWARDED:
             signum = getattr(signal, name)
+            if signal.getsignal(signum) == signal.SIG_IGN:
+                self.ignored.append(int(signum))
+                continue
             self.previous[signum] = signal.signal(signum, self.forward)
 
     def forward(self, signum: int, frame: Any) -> None:
@@ -139,7 +144,9 @@ def _hand_over(
     forwarder = _Forwarder()
     try:
         try:
-            wire.send(conn, _request(key, argv), [*fds, cwd])
+            request = _request(key, argv)
+            request["ignored"] = forwarder.ignored
+            wire.send(conn, request, [*fds, cwd])
             answer = wire.receive(conn)
         except (OSError, wire.WireError):
             return None

@@ -64,6 +64,8 @@ class ChildCall:
         for fd in set(self.fds):
             if fd > 2:
                 os.close(fd)
+        for signum in self.request.get("ignored") or ():
+            signal.signal(int(signum), signal.SIG_IGN)  # as the caller was started
         os.umask(int(self.request["umask"]))
         _apply_limits(self.request.get("limits") or {})
         os.environ.clear()

@@ -29,7 +29,10 @@ class WireError(Exception):
 
 
 def _frame(value: Any) -> bytes:
-    body = marshal.dumps(value)
+    try:
+        body = marshal.dumps(value)
+    except ValueError as exc:  # a value marshal cannot write
+        raise WireError(str(exc)) from None
     return len(body).to_bytes(4, "big") + body
 
 
