@@ -1,15 +1,19 @@
 """``hermes chat -q`` end to end against the test kit's fake LLM server.
 
-A two-request task in chat-completions mode: the model calls one tool, then answers in text.
-Each run is a fresh ``hermes`` process; the figures are medians over the runs:
+A two-request task: the model calls one tool, then answers in text, in chat-completions mode
+(or Anthropic messages with ``--anthropic``). Every installed plugin loads, as in a user's
+install, and no resident process serves the call (``HERMES_SERVE=off``). Each run is a fresh
+``hermes`` process, alternating with a bare import of the SDK so that both see the same load;
+the figures are medians over the runs:
 
 - wall time of the whole command;
 - time from process start to the first model request reaching the server, next to the time of
-  a bare ``python -c "import openai"`` (the SDK's own import cost, which hermes cannot avoid);
+  a bare ``python -c "import openai"`` (or ``anthropic``: the SDK's own import cost, which
+  hermes cannot avoid), and the whole command's wall time over it;
 - peak resident memory of the process.
 
 Needs the openai provider plugin and the acme-weather example installed (the dev set-up).
-Usage: python benchmarks/chat_roundtrip.py [--runs 7]
+Usage: python benchmarks/chat_roundtrip.py [--runs 7] [--anthropic]
 """
 
 from __future__ import annotations
@@ -42,12 +46,16 @@ def run_child(argv: list[str], env: dict[str, str]) -> tuple[float, float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--anthropic", action="store_true", help="Anthropic messages wire.")
     args = parser.parse_args()
+    sdk_name = "anthropic" if args.anthropic else "openai"
+    wire = "anthropic_messages" if args.anthropic else "chat_completions"
     hermes = shutil.which("hermes", path=str(Path(sys.executable).parent)) or "hermes"
     walls, firsts, rss, imports = [], [], [], []
     with tempfile.TemporaryDirectory() as home, FakeLLM() as llm:
         env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_")}
-        env.update(HERMES_HOME=home, HERMES_PLUGINS="openai,weather")
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # an install has its bytecode, as a user's has
+        env.update(HERMES_HOME=home, HERMES_SERVE="off")
         argv = [
             hermes,
             "chat",
@@ -56,7 +64,9 @@ def main() -> None:
             "--provider",
             "custom",
             "--base-url",
-            llm.openai_base_url,
+            llm.anthropic_base_url if args.anthropic else llm.openai_base_url,
+            "--api-mode",
+            wire,
             "--model",
             "bench",
             "--toolsets",
@@ -70,14 +80,18 @@ def main() -> None:
             walls.append(wall)
             firsts.append(first)
             rss.append(peak)
-            imports.append(run_child([sys.executable, "-c", "import openai"], env)[1])
+            imports.append(run_child([sys.executable, "-c", f"import {sdk_name}"], env)[1])
     walls, firsts, rss, imports = walls[1:], firsts[1:], rss[1:], imports[1:]
-    print(f"hermes chat -q, tool call then text, chat completions, {args.runs} runs (medians)")
+    print(f"hermes chat -q, tool call then text, {wire}, {args.runs} runs (medians)")
     first, sdk = statistics.median(firsts), statistics.median(imports)
-    print(f"  wall                            {statistics.median(walls):6.3f} s")
+    wall = statistics.median(walls)
+    bare = f"bare `python -c 'import {sdk_name}'`"
+    print(f"  wall                            {wall:6.3f} s")
     print(f"  start to first request          {first:6.3f} s")
-    print(f"  bare `python -c 'import openai'` {sdk:6.3f} s")
+    print(f"  {bare:<32}{sdk:6.3f} s")
     print(f"  first request minus SDK import  {first - sdk:+6.3f} s")
+    ratios = sorted(w / i for w, i in zip(walls, imports, strict=True))
+    print(f"  wall / SDK import               {statistics.median(ratios):6.2f}x (paired runs)")
     print(f"  peak RSS                        {statistics.median(rss) / 1024:6.1f} MiB")
 
 

@@ -41,6 +41,7 @@ def main() -> None:
     hermes = shutil.which("hermes", path=str(Path(sys.executable).parent)) or "hermes"
     with tempfile.TemporaryDirectory() as home:
         env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_")}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # an install has its bytecode, as a user's has
         env["HERMES_HOME"] = home
         cases = {
             "python -c pass": [sys.executable, "-c", "pass"],

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from hermes_core.cli.chat import _slash
+from hermes_core.cli.slash import handle_slash as _slash
 from hermes_core.context.windows import DEFAULT_CONTEXT_WINDOW
 from hermes_core.loop.agent import Agent
 from hermes_core.session_store import MemorySessionStore, SQLiteSessionStore

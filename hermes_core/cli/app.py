@@ -43,10 +43,10 @@ def _pre_parse(argv: Sequence[str]) -> dict[str, Any]:
 
 BUILTIN_COMMANDS: dict[str, tuple[str, str, str]] = {
     "chat": ("chat", "chat", "Chat with the agent (interactive), or answer one query with -q."),
-    "config": ("commands", "config_group", "Show and change config.yaml."),
+    "config": ("config_cmd", "config_group", "Show and change config.yaml."),
     "dev": ("dev", "dev_group", "Tools for plugin authors: a local fake LLM server."),
     "doctor": (
-        "commands",
+        "doctor_cmd",
         "doctor",
         "Check config, plugins, tools, provider and execution backend.",
     ),
@@ -55,6 +55,11 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str, str]] = {
         "sessions_cmd",
         "sessions_group",
         "Stored conversations: list, show, search, export, delete.",
+    ),
+    "serve": (
+        "serve.command",
+        "serve",
+        "Keep hermes loaded: `hermes chat -q` runs in a child of this process.",
     ),
     "setup": (
         "setup",
@@ -391,17 +396,3 @@ def _run(args: list[str], debug: bool, extra_plugins: Sequence[tuple[str, object
         )
         return 1
     return code if isinstance(code, int) else 0  # click returns ctx.exit()'s code here
-
-
-def console_main() -> int:
-    """The ``hermes`` console script: :func:`main`, then a fast exit.
-
-    Freezing the garbage collector before the interpreter shuts down spares it a full collection
-    of every object the SDKs created (about 0.4 s with the openai SDK loaded); files are still
-    flushed and ``atexit`` handlers still run.
-    """
-    code = main()
-    import gc
-
-    gc.freeze()
-    return code

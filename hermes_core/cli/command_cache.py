@@ -18,11 +18,15 @@ from __future__ import annotations
 import marshal
 import os
 import sys
-from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
 from .. import __version__
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # a resident process's caller computes the fingerprint: no typing, no pathlib
+    from collections.abc import Sequence
+    from pathlib import Path
+    from typing import Any
+
 
 CACHE_FORMAT = 1
 """Changes whenever the layout of the file changes."""
@@ -36,7 +40,7 @@ def cache_path(home: Path) -> Path:
     return home / "cache" / "cli_commands"
 
 
-def _stat(path: str | Path) -> tuple[int, int] | None:
+def _stat(path: str) -> tuple[int, int] | None:
     try:
         found = os.stat(path)
     except OSError:
@@ -44,11 +48,12 @@ def _stat(path: str | Path) -> tuple[int, int] | None:
     return found.st_mtime_ns, found.st_size
 
 
-def fingerprint(home: Path, plugin_names: Sequence[str] | None) -> Any:
+def fingerprint(home: str | os.PathLike[str], plugin_names: Sequence[str] | None) -> Any:
     """What decides the plugin commands of ``home``: any change to it means they may differ.
 
     The configuration is not read: its file, the home's ``.env`` and every ``HERMES_*``
     variable stand for it (they decide ``plugins.disabled`` and what the plugins register)."""
+    folder = os.path.normpath(os.fspath(home))
     return (
         CACHE_FORMAT,
         __version__,
@@ -56,9 +61,9 @@ def fingerprint(home: Path, plugin_names: Sequence[str] | None) -> Any:
         tuple((entry, _stat(entry or ".")) for entry in sys.path),
         None if plugin_names is None else tuple(plugin_names),
         tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("HERMES_"))),
-        str(home),
-        _stat(home / "config.yaml"),
-        _stat(home / ".env"),
+        folder,
+        _stat(os.path.join(folder, "config.yaml")),
+        _stat(os.path.join(folder, ".env")),
     )
 
 

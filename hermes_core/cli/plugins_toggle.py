@@ -53,7 +53,8 @@ def toggle(name: str, enable: bool) -> tuple[str, list[str]]:
     :raises HermesError: no installed plugin has that name, or the file cannot be written.
     """
     from ..config.loading import _read_file, store_value
-    from .commands import _schema, _state
+    from .commands import _state
+    from .config_cmd import _schema
 
     name, hosted = _find(name)
     aliases = {name, name.rsplit("/", 1)[-1]}

@@ -56,6 +56,14 @@ class Workers:
         """Threads waiting for a call."""
         return len(self._idle)
 
+    def retire_idle(self) -> None:
+        """End the threads that wait for a call now (before a ``fork`` that must leave no
+        thread behind, for instance); busy ones finish their call and stay."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for inbox in idle:
+            inbox.put(None)  # type: ignore[arg-type]  # the end of the thread's loop
+
     def submit(self, fn: Callable[..., T], *args: Any) -> cf.Future[T]:
         """Start ``fn(*args)`` on an idle thread (or a new one); its future holds the result.
         A future cancelled before its thread picks it up never runs."""
@@ -100,6 +108,12 @@ class Workers:
 
 
 _ALL: weakref.WeakSet[Workers] = weakref.WeakSet()
+
+
+def retire_idle_threads() -> None:
+    """:meth:`Workers.retire_idle` for every :class:`Workers` of the process."""
+    for workers in list(_ALL):
+        workers.retire_idle()
 
 
 def _after_fork() -> None:
