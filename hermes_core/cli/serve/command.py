@@ -141,7 +141,7 @@ def _stop_or_status(home: Path, stop: bool) -> None:
         return
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + 10
-    while _alive(pid) and _announced(home, pid) and time.monotonic() < deadline:
+    while registration.alive(pid) and _announced(home, pid) and time.monotonic() < deadline:
         time.sleep(0.02)
     click.echo(f"hermes: stopped the resident process (pid {pid})")
 
@@ -149,13 +149,3 @@ def _stop_or_status(home: Path, stop: bool) -> None:
 def _announced(home: Path, pid: int) -> bool:
     found = registration.read(home)
     return found is not None and found["pid"] == pid
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

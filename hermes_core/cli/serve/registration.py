@@ -122,3 +122,14 @@ def withdraw(home: str | os.PathLike[str], pid: int) -> None:
             os.unlink(path)
         except OSError:
             pass
+
+
+def alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (another user's counts: it is there)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -158,7 +158,7 @@ class Server:
                 " that only you can open (mode 0700)"
             )
         found = registration.read(self.home)
-        if found is not None and found["pid"] != self.pid and _alive(found["pid"]):
+        if found is not None and found["pid"] != self.pid and registration.alive(found["pid"]):
             raise HermesError(f"a resident hermes already serves {self.home} (pid {found['pid']})")
         path = os.path.join(folder, registration.SOCKET_NAME)
         try:
@@ -385,13 +385,3 @@ def _drain(fd: int) -> None:
             pass
     except (BlockingIOError, InterruptedError):
         pass
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
