@@ -22,8 +22,7 @@ from hermes_gateway.routes import RouteStore
 from hermes_gateway.settings import GatewaySettingsError, load_settings
 from hermes_gateway.workers import listening_addresses
 
-from hermes_core.session_store import SQLiteSessionStore
-from hermes_core.testing import FakeLLM, isolated_environ, wait_until
+from hermes_core.testing import FakeLLM, SQLiteSessionStore, isolated_environ, wait_until
 from hermes_hookspecs import HermesError
 
 KEY = "workers-test-key"
