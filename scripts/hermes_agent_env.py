@@ -11,28 +11,17 @@ a minute or two. Nothing of the agent is ever imported into the environment runn
 
 from __future__ import annotations
 
-import fcntl
 import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
+
+from tool_cache import InstallError, cache_dir, install_once
 
 DIST = "hermes-agent"
 VERSION = "0.19.0"
 """The Hermes agent release whose files the compatibility tests read."""
 
-
-class SideEnvError(RuntimeError):
-    """The side environment could not be made (the registry unreachable, an install failure)."""
-
-
-def cache_dir() -> Path:
-    """Where side environments are kept between test runs."""
-    given = os.environ.get("HERMES_TEST_CACHE")
-    if given:
-        return Path(given)
-    return Path.home() / ".cache" / "hermes-framework-tests"
+__all__ = ["InstallError", "ensure", "env_dir", "python_of"]
 
 
 def env_dir(cache: Path | None = None) -> Path:
@@ -49,43 +38,24 @@ def ensure(cache: Path | None = None, timeout: float = 900.0) -> Path:
     """The python of a virtual environment with ``hermes-agent==VERSION`` installed from the
     registry, made when missing (one process at a time: others wait for it).
 
-    :raises SideEnvError: the install failed; its message ends with pip's last words.
+    :raises InstallError: the install failed.
     """
     venv = env_dir(cache)
-    done = venv / ".complete"
-    if done.exists():
-        return python_of(venv)
-    venv.parent.mkdir(parents=True, exist_ok=True)
-    with open(venv.parent / f".{venv.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if done.exists():
-            return python_of(venv)
-        if venv.exists():
-            shutil.rmtree(venv)  # a half-made environment of our own, from an interrupted run
-        try:
-            subprocess.run(
-                [sys.executable, "-m", "venv", str(venv)],
-                check=True, capture_output=True, text=True, timeout=300,
-            )  # fmt: skip
-            subprocess.run(
-                [str(python_of(venv)), "-m", "pip", "install", "--disable-pip-version-check",
-                 "-q", f"{DIST}=={VERSION}"],
-                check=True, capture_output=True, text=True, timeout=timeout,
-            )  # fmt: skip
-        except subprocess.CalledProcessError as exc:
-            words = " ".join((exc.stderr or exc.stdout or "").split())[-400:]
-            raise SideEnvError(f"installing {DIST}=={VERSION} failed: {words}") from None
-        except subprocess.TimeoutExpired:
-            raise SideEnvError(f"installing {DIST}=={VERSION} took over {timeout:.0f} s") from None
-        done.write_text(f"{DIST}=={VERSION}\n", encoding="utf-8")
-    return python_of(venv)
+    python = python_of(venv)
+    steps = [
+        ([sys.executable, "-m", "venv", str(venv)], 300.0),
+        ([str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q",
+          f"{DIST}=={VERSION}"], timeout),
+    ]  # fmt: skip
+    install_once(venv, f"{DIST}=={VERSION}", steps, python)
+    return python
 
 
 def main() -> int:
     """Make the environment when missing and print its python; one line and 1 on failure."""
     try:
         print(ensure())
-    except SideEnvError as exc:
+    except InstallError as exc:
         print(f"hermes_agent_env: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -13,12 +13,11 @@ Chromium.
 
 from __future__ import annotations
 
-import fcntl
-import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
+
+from tool_cache import InstallError, cache_dir, install_once, is_complete
 
 PACKAGE = "mermaid"
 VERSION = "11.17.2"
@@ -28,17 +27,7 @@ renderers use)."""
 BUNDLE = Path("node_modules") / PACKAGE / "dist" / "mermaid.min.js"
 """Where, under the install folder, the browser bundle lies."""
 
-
-class MermaidEnvError(RuntimeError):
-    """Mermaid could not be installed (npm missing, the registry unreachable, a failed install)."""
-
-
-def cache_dir() -> Path:
-    """Where installed test tooling is kept between test runs."""
-    given = os.environ.get("HERMES_TEST_CACHE")
-    if given:
-        return Path(given)
-    return Path.home() / ".cache" / "hermes-framework-tests"
+__all__ = ["InstallError", "ensure", "install_dir", "installed"]
 
 
 def install_dir(cache: Path | None = None) -> Path:
@@ -49,7 +38,7 @@ def install_dir(cache: Path | None = None) -> Path:
 def installed(cache: Path | None = None) -> Path | None:
     """The bundle's path when a complete install is there, else None (nothing is installed)."""
     folder = install_dir(cache)
-    if (folder / ".complete").exists() and (folder / BUNDLE).is_file():
+    if is_complete(folder) and (folder / BUNDLE).is_file():
         return folder / BUNDLE
     return None
 
@@ -58,42 +47,20 @@ def ensure(cache: Path | None = None, timeout: float = 600.0) -> Path:
     """The path of ``mermaid.min.js`` of ``mermaid@VERSION``, installed with npm when missing
     (one process at a time: others wait for it).
 
-    :raises MermaidEnvError: npm is missing or the install failed; the message ends with npm's
-        last words.
+    :raises InstallError: npm is missing or the install failed.
     """
-    folder = install_dir(cache)
     found = installed(cache)
     if found is not None:
         return found
     npm = shutil.which("npm")
     if npm is None:
-        raise MermaidEnvError("npm is not installed (apt-get install npm)")
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with open(folder.parent / f".{folder.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        found = installed(cache)
-        if found is not None:
-            return found
-        if folder.exists():
-            shutil.rmtree(folder)  # a half-made install of our own, from an interrupted run
-        folder.mkdir()
-        try:
-            subprocess.run(
-                [npm, "install", "--prefix", str(folder), "--no-save", "--no-package-lock",
-                 "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error",
-                 f"{PACKAGE}@{VERSION}"],
-                check=True, capture_output=True, text=True, timeout=timeout,
-            )  # fmt: skip
-        except subprocess.CalledProcessError as exc:
-            words = " ".join((exc.stderr or exc.stdout or "").split())[-400:]
-            raise MermaidEnvError(f"installing {PACKAGE}@{VERSION} failed: {words}") from None
-        except subprocess.TimeoutExpired:
-            raise MermaidEnvError(
-                f"installing {PACKAGE}@{VERSION} took over {timeout:.0f} s"
-            ) from None
-        if not (folder / BUNDLE).is_file():
-            raise MermaidEnvError(f"{PACKAGE}@{VERSION} has no {BUNDLE.as_posix()}")
-        (folder / ".complete").write_text(f"{PACKAGE}@{VERSION}\n", encoding="utf-8")
+        raise InstallError("npm is not installed (apt-get install npm)")
+    folder = install_dir(cache)
+    command = [
+        npm, "install", "--prefix", str(folder), "--no-save", "--no-package-lock",
+        "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error", f"{PACKAGE}@{VERSION}",
+    ]  # fmt: skip
+    install_once(folder, f"{PACKAGE}@{VERSION}", [(command, timeout)], folder / BUNDLE)
     return folder / BUNDLE
 
 
@@ -101,7 +68,7 @@ def main() -> int:
     """Install when missing and print the bundle's path; one line and 1 on failure."""
     try:
         print(ensure())
-    except MermaidEnvError as exc:
+    except InstallError as exc:
         print(f"mermaid_env: {exc}", file=sys.stderr)
         return 1
     return 0

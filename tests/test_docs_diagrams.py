@@ -5,13 +5,13 @@ library cannot be had; under CI (which installs both) a failure instead."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import mermaid_env
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,13 +48,9 @@ def _unavailable(reason: str) -> None:
 
 
 def _mermaid_bundle() -> Path:
-    spec = importlib.util.spec_from_file_location("mermaid_env", ROOT / "scripts/mermaid_env.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
     try:
-        return Path(module.ensure())
-    except module.MermaidEnvError as exc:
+        return Path(mermaid_env.ensure())
+    except mermaid_env.InstallError as exc:
         _unavailable(f"the Mermaid library could not be installed: {exc}")
         raise
 

@@ -6,7 +6,6 @@ and never changes, moves or deletes the agent's file."""
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import shutil
@@ -15,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import hermes_agent_env
 import pytest
 
 from hermes_core.session_store import SessionStoreError, SQLiteSessionStore, repair
@@ -26,23 +26,12 @@ WRITER = ROOT / "tests" / "hermes_agent_data" / "write_state_db.py"
 BIG = 10_000
 
 
-def _side_env() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "hermes_agent_env", ROOT / "scripts/hermes_agent_env.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="session")
 def agent_python() -> Path:
     """The python of the side environment holding the real Hermes agent."""
-    env = _side_env()
     try:
-        return Path(env.ensure())
-    except env.SideEnvError as exc:
+        return Path(hermes_agent_env.ensure())
+    except hermes_agent_env.InstallError as exc:
         if os.environ.get("CI"):
             pytest.fail(str(exc))
         pytest.skip(f"the Hermes agent could not be installed from the registry: {exc}")

@@ -9,14 +9,12 @@ files must install it from its path. Building and installing the wheels is
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 import tomllib
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+import check_dist_names
 import pytest
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
@@ -29,17 +27,7 @@ REPOSITORY = "https://github.com/hermes-framework/hermes"
 BACKENDS = ("docker", "ssh", "modal")
 
 
-def _load_name_checker() -> ModuleType:
-    path = ROOT / "scripts" / "check_dist_names.py"
-    spec = importlib.util.spec_from_file_location("check_dist_names", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("check_dist_names", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-names = _load_name_checker()
+names = check_dist_names
 DISTS: dict[str, Path] = names.find_dists(ROOT)
 
 

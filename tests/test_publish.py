@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import check_dist_names
 import pytest
 from packaging.requirements import Requirement
 
@@ -44,16 +45,7 @@ THIRD_PARTY = "acme-hermes-dice"
 pytestmark = pytest.mark.slow
 
 
-def _find_dists() -> dict[str, Path]:
-    path = ROOT / "scripts" / "check_dist_names.py"
-    spec = importlib.util.spec_from_file_location("check_dist_names", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.find_dists(ROOT)
-
-
-DISTS = _find_dists()
+DISTS: dict[str, Path] = check_dist_names.find_dists(ROOT)
 
 
 def _run(cmd: list[str], *, timeout: float = 600, **kwargs: Any) -> subprocess.CompletedProcess:

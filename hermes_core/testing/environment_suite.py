@@ -85,6 +85,16 @@ def wait_for(condition: Callable[[], Any], timeout: float = 10.0, interval: floa
         time.sleep(interval)
 
 
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` of this machine is running: a zombie, or a process that ends
+    while it is looked at, is not."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
 class EnvironmentBehaviour:
     """The shared behaviour suite; see the module docstring for what a subclass provides."""
 

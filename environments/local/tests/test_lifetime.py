@@ -18,18 +18,10 @@ from hermes_env_local import LocalEnvironment
 from hermes_env_local.guard import GATE_PREAMBLE, Guard, process_guard, spawn_gated
 from hermes_env_sandbox import SandboxSettings
 
-from hermes_core.testing.environment_suite import wait_for
+from hermes_core.testing.environment_suite import process_alive, wait_for
 
 OFF = SandboxSettings(profile="off")
 """These tests are about the unsandboxed path (the sandbox's own: test_sandbox.py)."""
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
-    except (FileNotFoundError, ProcessLookupError):  # gone, or going while it is read
-        return False
 
 
 needs_proc = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc")
@@ -78,7 +70,7 @@ def start_program(tmp_path: Path) -> tuple[subprocess.Popen[str], dict[str, int]
     line = proc.stdout.readline()
     assert line, f"the program ended early (exit {proc.wait()})"
     pids = json.loads(line)
-    assert all(alive(pid) for pid in pids.values()), pids
+    assert all(process_alive(pid) for pid in pids.values()), pids
     return proc, pids
 
 
@@ -88,8 +80,8 @@ def test_commands_die_when_hermes_is_killed(tmp_path):
     proc.send_signal(signal.SIGKILL)  # no atexit, no clean-up: only the guard can act
     proc.wait()
     started = time.monotonic()
-    wait_for(lambda: not any(alive(pid) for pid in pids.values()), timeout=5)
-    survivors = {name: pid for name, pid in pids.items() if alive(pid)}
+    wait_for(lambda: not any(process_alive(pid) for pid in pids.values()), timeout=5)
+    survivors = {name: pid for name, pid in pids.items() if process_alive(pid)}
     assert survivors == {}
     assert time.monotonic() - started < 5
 
@@ -99,7 +91,7 @@ def test_commands_die_when_hermes_is_terminated(tmp_path):
     proc, pids = start_program(tmp_path)
     proc.send_signal(signal.SIGTERM)  # Python's default: die at once, no atexit either
     proc.wait()
-    wait_for(lambda: not any(alive(pid) for pid in pids.values()), timeout=5)
+    wait_for(lambda: not any(process_alive(pid) for pid in pids.values()), timeout=5)
 
 
 @needs_proc
@@ -108,7 +100,7 @@ def test_guard_runs_in_a_session_of_its_own(tmp_path):
     try:
         env.run("true")
         pid = process_guard.pid
-        assert pid is not None and alive(pid)
+        assert pid is not None and process_alive(pid)
         with open(f"/proc/{pid}/stat") as handle:
             fields = handle.read().rsplit(")", 1)[1].split()
         assert int(fields[2]) == pid and int(fields[3]) == pid  # its own group and session
@@ -133,7 +125,7 @@ def test_guard_exits_when_hermes_exits(tmp_path):
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
     )
     guard_pid = int(out.stdout)
-    wait_for(lambda: not alive(guard_pid), timeout=5)
+    wait_for(lambda: not process_alive(guard_pid), timeout=5)
 
 
 def test_background_started_by_a_thread_that_ends_keeps_running(tmp_path):
@@ -248,7 +240,7 @@ def test_a_guard_that_died_is_replaced_and_told_every_live_group(tmp_path):
         first = own.pid
         assert first is not None
         os.kill(first, signal.SIGKILL)
-        wait_for(lambda: not alive(first), timeout=5)
+        wait_for(lambda: not process_alive(first), timeout=5)
         sleeper = subprocess.Popen(["sleep", "300"], start_new_session=True)
         try:
             own.watch(sleeper.pid)  # the write fails, a new guard is started
@@ -258,7 +250,7 @@ def test_a_guard_that_died_is_replaced_and_told_every_live_group(tmp_path):
             own._drop()  # as if hermes died: the new guard sees end of file
             wait_for(lambda: sleeper.poll() is not None, timeout=5)
             assert sleeper.returncode == -signal.SIGKILL
-            wait_for(lambda: not alive(replacement), timeout=5)
+            wait_for(lambda: not process_alive(replacement), timeout=5)
         finally:
             sleeper.kill()
             sleeper.wait()
@@ -314,7 +306,7 @@ def sandboxed_sleepers() -> list[int]:
         except OSError:
             continue
         if argv[:1] == [b"sleep"] and argv[1:2] in ([b"301.5"], [b"302.5"]):
-            if alive(int(entry)):
+            if process_alive(int(entry)):
                 found.append(int(entry))
     return found
 

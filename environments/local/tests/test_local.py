@@ -17,7 +17,7 @@ from hermes_env_local.processes import current_umask as _umask
 from hermes_env_sandbox import SandboxSettings
 
 from hermes_core.testing import load_plugin, make_agent
-from hermes_core.testing.environment_suite import EnvironmentBehaviour, wait_for
+from hermes_core.testing.environment_suite import EnvironmentBehaviour, process_alive, wait_for
 from hermes_hookspecs import EnvironmentUnavailable
 
 OFF = SandboxSettings(profile="off")
@@ -80,20 +80,12 @@ def host_pids(marker: str) -> list[int]:
                 line = handle.read().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if marker in line and "bwrap" not in line and alive(int(entry)):
+        if marker in line and "bwrap" not in line and process_alive(int(entry)):
             found.append(int(entry))
     return found
 
 
 # --- what only the local backend shows ----------------------------------------------------------
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().split(")")[-1].split()[0] not in ("Z", "X")
-    except (FileNotFoundError, ProcessLookupError):  # gone, or going while it is read
-        return False
 
 
 @pytest.fixture
@@ -150,7 +142,7 @@ def test_timeout_kills_the_whole_process_group(env, tmp_path):
     )
     assert result.timed_out and result.exit_code == -1
     pids = [int((tmp_path / n).read_text()) for n in ("a", "b")]
-    wait_for(lambda: not any(alive(p) for p in pids), timeout=3)
+    wait_for(lambda: not any(process_alive(p) for p in pids), timeout=3)
 
 
 def test_leftover_processes_are_stopped_and_reported(env, tmp_path):
@@ -158,7 +150,7 @@ def test_leftover_processes_are_stopped_and_reported(env, tmp_path):
     assert result.exit_code == 0 and result.output.startswith("done\n")
     assert "stopped processes this command left running" in result.output
     assert "background=true" in result.output
-    wait_for(lambda: not alive(int((tmp_path / "pid").read_text())), timeout=3)
+    wait_for(lambda: not process_alive(int((tmp_path / "pid").read_text())), timeout=3)
     quiet = env.run("echo fine")
     assert quiet.output == "fine\n"
 

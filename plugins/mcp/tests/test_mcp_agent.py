@@ -17,6 +17,7 @@ import pytest
 from hermes_toolset_mcp.runtime import RUNTIME
 
 from hermes_core.testing import Agent, ScriptedModel, make_agent, text, tool_call, tool_calls
+from hermes_core.testing.environment_suite import process_alive
 from hermes_hookspecs import TOOL_NAME_RE, Block, hookimpl
 
 SERVER = Path(__file__).resolve().parent / "demo_server.py"
@@ -283,15 +284,6 @@ def test_an_interrupt_cuts_a_running_mcp_call_short(calls: Path) -> None:
         assert answer == "Error: interrupted by the user while this tool was running."
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as handle:  # a zombie is gone too
-        return handle.read().split(")")[-1].split()[0] != "Z"
-
-
 def test_servers_start_lazily_and_stop_when_the_session_ends(calls: Path) -> None:
     config = {"mcp_servers": {"demo": demo(), "idle": demo()}}
     agent = make_agent(
@@ -303,13 +295,13 @@ def test_servers_start_lazily_and_stop_when_the_session_ends(calls: Path) -> Non
     assert RUNTIME.running() == ["demo"]  # the toolset not enabled never started
     agent.chat("pid?")
     pid = int(tool_results(agent)[0])
-    assert _alive(pid)
+    assert process_alive(pid)
     agent.close()
     assert RUNTIME.running() == []
     deadline = time.monotonic() + 5
-    while _alive(pid) and time.monotonic() < deadline:
+    while process_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(pid), "the stdio server outlived the session"
+    assert not process_alive(pid), "the stdio server outlived the session"
 
 
 def test_tool_names_are_valid_for_every_provider() -> None:
