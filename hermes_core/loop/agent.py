@@ -156,7 +156,10 @@ class Agent:
         self.cost_usd = 0.0
         self._cancel = threading.Event()
         self._ask_lock = threading.Lock()
-        self._wire_cache = WireCache()
+        # plugins that see requests may keep them; without any, each request's lists are reused
+        self._wire_cache = WireCache(
+            reuse=not self.plugins.has_implementations("hermes_before_request")
+        )
         self.compactor.sync_window()
         self._closed = False
 
