@@ -156,10 +156,7 @@ class Agent:
         self.cost_usd = 0.0
         self._cancel = threading.Event()
         self._ask_lock = threading.Lock()
-        # plugins that see requests may keep them; without any, each request's lists are reused
-        self._wire_cache = WireCache(
-            reuse=not self.plugins.has_implementations("hermes_before_request")
-        )
+        self._wire_cache = WireCache()
         self.compactor.sync_window()
         self._closed = False
 

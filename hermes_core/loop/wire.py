@@ -9,6 +9,7 @@ since the last request.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from . import images
@@ -39,19 +40,18 @@ class WireCache:
     :func:`~hermes_core.loop.images.prepare` gives. A transcript replaced by another list
     object, shortened, or whose new messages do not validate after the cached prefix goes
     through the full computation again. The dicts in the returned lists are shared between
-    calls: treat them as read-only. With ``reuse``, so are the lists: each call cuts them back
-    and extends them (a long transcript is not copied for each request), so a caller that keeps
-    one past the next call copies it; lists changed at either end since are not reused.
-    Without it the lists are new on every call.
+    calls: treat them as read-only. The lists are the caller's; but copying a long transcript
+    for every request (and freeing the copy after it) would cost more than the rest of the
+    loop, so when nothing but the cache refers to the last call's lists any more (the request
+    that held them is gone) and they end as they did, they are cut back and extended instead.
 
     Images are made ready on every call (a ``file://`` image is read again, so a file that is
     gone becomes a note), but only the messages that hold one are looked at.
     """
 
-    def __init__(self, *, reuse: bool = False) -> None:
-        self.reuse = reuse
+    def __init__(self) -> None:
         self._out: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
-        """The lists the last call returned, when they may be reused."""
+        """The lists the last call returned."""
         self._out_marks: tuple[Any, ...] = ()
         """What those lists were when returned: system prompt, ready items, lengths, ends."""
         self._messages: list[dict[str, Any]] | None = None
@@ -97,22 +97,26 @@ class WireCache:
         for position, message in enumerate(tail_wire):
             if images.has_file_images(message):
                 wire[offset + position] = images.ready(message, describe)
-        if self.reuse:
-            self._out = wire, source
-            self._out_marks = _marks(system_prompt, len(self._ready_wire), wire, source)
+        self._out = wire, source
+        self._out_marks = _marks(system_prompt, len(self._ready_wire), wire, source)
         return wire, source
 
     def _ready_lists(
         self, system_prompt: str | None
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The system prompt and the ready messages, and their source: the last call's lists
-        cut back and extended when they may be reused, else new ones."""
+        cut back and extended when no one else holds them, else new ones."""
         out, self._out = self._out, None
         head = 0 if system_prompt is None else 1
         if out is not None:
             wire, source = out
+            del out
             done = self._out_marks[1]
-            if self._out_marks == _marks(system_prompt, done, wire, source):
+            if (
+                _sole(wire) == _SOLE
+                and _sole(source) == _SOLE
+                and self._out_marks == _marks(system_prompt, done, wire, source)
+            ):
                 del wire[head + done :]
                 del source[done:]
                 wire += self._ready_wire[done:]
@@ -191,6 +195,21 @@ class WireCache:
         self._ready_wire.extend(wire)
         self._ready_source.extend(source)
         self._done = end
+
+
+def _sole(items: list[dict[str, Any]]) -> int:
+    """The reference count of ``items`` seen from here: :data:`_SOLE` when only the caller's
+    variable refers to it (on an interpreter without reference counts, never)."""
+    count = getattr(sys, "getrefcount", None)
+    return count(items) if count is not None else -1
+
+
+def _probe() -> int:
+    items: list[dict[str, Any]] = []
+    return _sole(items)
+
+
+_SOLE = _probe()
 
 
 def _marks(
