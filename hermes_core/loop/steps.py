@@ -34,7 +34,7 @@ POLL_SECONDS = 0.05
 INTERRUPTED = "interrupted by the user"
 """The message of the :class:`Cancelled` that answers an interrupted step."""
 
-TURN_THREADS = Workers("hermes-turn")
+TURN_THREADS = Workers("hermes-steps")
 """The threads a watched turn runs on after its first tool call, reused from turn to turn."""
 STEP_THREADS = Workers("hermes-tool")
 """The threads :func:`run_steps` runs watched steps on: a handler that never returns keeps
