@@ -195,3 +195,30 @@ def test_a_keyboard_interrupt_of_the_calling_thread_stops_the_turn_it_watched():
         agent.run_conversation("go")
     time.sleep(0.5)  # the worker would go on to the next model call meanwhile if it could
     assert len(model.requests) == 1
+
+
+def test_a_handler_that_stops_when_told_is_answered_with_its_timeout_on_the_same_thread():
+    threads: list[int] = []
+
+    def polite(args: dict[str, Any], ctx: Any) -> str:
+        threads.append(threading.get_ident())
+        ctx.cancel_event.wait(30)  # ends as soon as the host asks it to
+        return "finished after all"
+
+    def quick(args: dict[str, Any], ctx: Any) -> str:
+        threads.append(threading.get_ident())
+        return "q"
+
+    agent = make_agent(
+        tool_call("polite"),
+        tool_call("quick"),
+        text("done"),
+        plugins=[Tools(tool("polite", polite), tool("quick", quick))],
+        config={"tools": {"timeout": 0.2}},
+    )
+    started = time.monotonic()
+    assert agent.chat("go") == "done"
+    assert time.monotonic() - started < 5
+    answers = results(agent.messages)
+    assert "did not finish within 0.2 seconds" in answers[0] and answers[1] == "q"
+    assert len(set(threads)) == 1  # it ended within its grace: nothing was abandoned
