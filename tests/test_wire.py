@@ -95,3 +95,49 @@ def test_valid_checks_what_was_appended_and_agrees_with_validate(tmp_path: Path)
     grown.append({"role": "tool", "tool_call_id": "nobody", "content": "orphan"})
     assert not cache.valid(grown)
     assert cache.build(grown, None) == images.prepare(*wire_and_source(grown, None))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_lists_no_one_kept_hold_what_the_full_computation_gives_request_after_request(
+    tmp_path: Path, seed: int
+) -> None:
+    picture = tmp_path / "p.png"
+    picture.write_bytes(PNG)
+    messages, lengths = _grow(random.Random(seed), picture)
+    cache = WireCache()
+    grown: list[dict] = []
+    for step, length in enumerate(lengths):
+        grown.extend(messages[len(grown) : length])
+        system = "SYS" if step < 20 else "NEW SYSTEM PROMPT"  # compression rebuilds it
+        expected = images.prepare(*wire_and_source(grown, system))
+        assert cache.build(grown, system) == expected  # the lists are not kept
+
+
+def test_lists_a_caller_keeps_are_never_changed_by_later_requests() -> None:
+    messages: list[dict] = [{"role": "user", "content": "q"}]
+    cache = WireCache()
+    kept = []
+    for step in range(5):
+        wire, source = cache.build(messages, "SYS")
+        kept.append((wire, source, [dict(m) for m in wire], list(source)))
+        del wire, source
+        messages.append({"role": "assistant", "content": f"a{step}"})
+        messages.append({"role": "user", "content": f"q{step}"})
+    for wire, source, wire_then, source_then in kept:
+        assert wire == wire_then and source == source_then
+
+
+def test_lists_changed_by_their_holder_are_not_reused() -> None:
+    messages: list[dict] = [{"role": "user", "content": "q"}]
+    cache = WireCache()
+    for step in range(6):
+        wire, source = cache.build(messages, "SYS")
+        assert (wire, source) == wire_and_source(messages, "SYS")
+        if step % 3 == 0:
+            wire.append({"role": "user", "content": "added by whoever held the list"})
+        elif step % 3 == 1:
+            source.pop()
+            wire[0] = {"role": "system", "content": "replaced"}
+        messages.append({"role": "assistant", "content": f"a{step}"})
+        messages.append({"role": "user", "content": f"q{step}"})
+    assert cache.build(messages, "SYS") == wire_and_source(messages, "SYS")

@@ -4,6 +4,7 @@ the results in order, and repeat until it answers in text."""
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import logging
 import os
 import threading
@@ -46,6 +47,7 @@ from .events import Callbacks, Events
 from .ids import new_id
 from .requests import RequestMaker
 from .settings import host_for, make_dispatcher
+from .steps import ModelCall, Steps, drive
 from .tool_calls import assistant_message, dangling_answers
 from .tool_context import ToolContexts
 from .turn import BUDGET_SUMMARY_PROMPT, RESULT_KEYS, UNANSWERED_NOTE, Turn
@@ -358,7 +360,7 @@ class Agent:
             self.compactor.request_content = user_message
             if not self._wire_cache.valid(self.messages):  # e.g. two user messages in a row
                 self.messages = transcript.repair(self.messages)
-            self._loop(turn)
+            drive(self._loop(turn), self._cancel)
         except Cancelled:  # an interrupt of a model call, a summary or a tool batch
             turn.finish("interrupted")
         except ProviderError as exc:
@@ -384,15 +386,15 @@ class Agent:
 
     # --- the loop --------------------------------------------------------------------------
 
-    def _loop(self, turn: Turn) -> None:
+    def _loop(self, turn: Turn) -> Steps[None]:
         invalid_steps = 0  # steps in a row whose every tool call was invalid
         while True:
             if self._cancel.is_set():
                 raise Cancelled("interrupted by the user")
             if turn.api_calls >= self.max_turns:
-                self._budget_summary(turn)
+                yield from self._budget_summary(turn)
                 return
-            response = self._request(turn, self.toolbox.schemas)
+            response = yield from self._request(turn, self.toolbox.schemas)
             message = assistant_message(response, self.events)
             calls = message.get("tool_calls") or []
             self._append(message)
@@ -401,7 +403,7 @@ class Agent:
                 self._step(turn, response, 0)
                 turn.finish("completed")
                 return
-            outcomes = self.dispatcher.run_batch(
+            outcomes = yield from self.dispatcher.batch_steps(
                 calls,
                 lambda c: self.tool_contexts.make(c, turn, self.session_id, self._cancel),
                 self._cancel,
@@ -420,11 +422,11 @@ class Agent:
                 )
                 return
 
-    def _budget_summary(self, turn: Turn) -> None:
+    def _budget_summary(self, turn: Turn) -> Steps[None]:
         self.events.emit(
             "status", text=f"iteration budget of {self.max_turns} used up; summarising"
         )
-        response = self._request(turn, [], extra_user=BUDGET_SUMMARY_PROMPT)
+        response = yield from self._request(turn, [], extra_user=BUDGET_SUMMARY_PROMPT)
         message = assistant_message(response, self.events)
         message.pop("tool_calls", None)
         self._append(message)
@@ -441,10 +443,11 @@ class Agent:
 
     def _request(
         self, turn: Turn, tools: list[dict[str, Any]], extra_user: str | None = None
-    ) -> ModelResponse:
+    ) -> Steps[ModelResponse]:
         """One model call, with the compactor's checks around it; retries, fallbacks and
         interrupts are the connection's."""
         overflow_retried = False
+        cancel = self._cancel
         while True:
             self.compactor.before_request()
             # images: tool results' images added, file references made data URLs (or
@@ -461,7 +464,9 @@ class Agent:
             )
 
             try:
-                response = self.connection.call(make_request, self._cancel)
+                response: ModelResponse = yield ModelCall(
+                    functools.partial(self.connection.call, make_request, cancel), cancel
+                )
             except ProviderError as exc:
                 if exc.kind != "context_overflow" or self.engine is None or overflow_retried:
                     raise

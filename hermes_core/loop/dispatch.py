@@ -39,7 +39,8 @@ from ..tools.schema_check import check as check_schema
 from ..tools.toolsets import ToolBox
 from .approvals import ApprovalGate, refusal
 from .events import Events
-from .handlers import POLL_SECONDS, STOP_GRACE_SECONDS, ToolTimeout, run_handler
+from .handlers import STOP_GRACE_SECONDS, ToolStep, ToolTimeout
+from .steps import POLL_SECONDS, Steps, run_steps
 from .text import clean_text
 from .tool_calls import (
     PLACEHOLDER_NAME,
@@ -159,7 +160,19 @@ class Dispatcher:
         context: Callable[[ToolCall], ToolContext],
         cancel: threading.Event,
     ) -> CallOutcome:
-        """Run one call through the whole pipeline and return its answer (never raises)."""
+        """Run one call through the whole pipeline and return its answer (never raises); its
+        handler runs on a worker thread watched from this one."""
+        return run_steps(self.execute_steps(raw, index, context, cancel))
+
+    def execute_steps(
+        self,
+        raw: dict[str, Any],
+        index: int,
+        context: Callable[[ToolCall], ToolContext],
+        cancel: threading.Event,
+    ) -> Steps[CallOutcome]:
+        """:meth:`execute` as steps of the turn (:mod:`hermes_core.loop.steps`): the handler
+        is the step a driver runs."""
         call, parse_error = parse_call(raw, index)
         if parse_error:
             return self._invalid(call, parse_error)
@@ -170,7 +183,7 @@ class Dispatcher:
         ctx = context(call)
         started = time.perf_counter()
         self.events.emit("tool_start", call_id=call.id, name=call.name, arguments=call.arguments)
-        result = self._run_checked(call, tool, ctx, cancel)
+        result = yield from self._run_checked(call, tool, ctx, cancel)
         result.duration = time.perf_counter() - started
         limit = tool.max_result_chars or self.max_result_chars
         result.content, result.truncated = self.seal(result.content, limit)
@@ -196,7 +209,7 @@ class Dispatcher:
 
     def _run_checked(
         self, call: ToolCall, tool: Tool, ctx: ToolContext, cancel: threading.Event
-    ) -> ToolResult:
+    ) -> Steps[ToolResult]:
         refused = self._guard(call, ctx) if self._has_pre else None
         if refused is None and tool.needs_approval is not None:
             refused = self._approve(call, tool, ctx)
@@ -206,7 +219,7 @@ class Dispatcher:
             return ToolResult("Error: interrupted by the user before this tool ran.", is_error=True)
         timeout = self.timeout_for(call.name, tool)
         try:
-            value = run_handler(tool, call, ctx, cancel, timeout)
+            value = yield ToolStep(tool, call, ctx, cancel, timeout)
         except ToolTimeout:
             return ToolResult(self._timeout_text(call, tool, timeout), is_error=True)
         except (Cancelled, Exception) as exc:
@@ -283,8 +296,19 @@ class Dispatcher:
         One call runs inline; several run in parallel unless one of them is ``sequential``.
         On interrupt, calls not finished are answered with an error.
         """
+        return run_steps(self.batch_steps(raw_calls, context, cancel))
+
+    def batch_steps(
+        self,
+        raw_calls: Sequence[dict[str, Any]],
+        context: Callable[[ToolCall], ToolContext],
+        cancel: threading.Event,
+    ) -> Steps[list[CallOutcome]]:
+        """:meth:`run_batch` as steps of the turn: the handler of a lone call, or of each
+        call of a sequential batch, is a step; a parallel batch runs on a pool, each call
+        watched by its pool thread."""
         if len(raw_calls) == 1:
-            return [self.execute(raw_calls[0], 0, context, cancel)]
+            return [(yield from self.execute_steps(raw_calls[0], 0, context, cancel))]
         sequential = any(
             (tool := self.toolbox.get(str((raw.get("function") or {}).get("name")))) is not None
             and tool.sequential
@@ -296,7 +320,7 @@ class Dispatcher:
                 if cancel.is_set():
                     outcomes.append(self._interrupted(raw, index, "before this tool ran"))
                 else:
-                    outcomes.append(self.execute(raw, index, context, cancel))
+                    outcomes.append((yield from self.execute_steps(raw, index, context, cancel)))
             return outcomes
         if self._pool is None:
             self._pool = cf.ThreadPoolExecutor(self.concurrency, thread_name_prefix="hermes-tool")

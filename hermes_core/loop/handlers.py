@@ -1,6 +1,7 @@
-"""Running one tool handler: on a reused worker thread, so that the host can stop waiting for
-it at its timeout or on an interrupt (a thread cannot be killed), with a clock that leaves out
-the time it waits for a person or for subagents, and an event loop for ``async`` handlers."""
+"""Running one tool handler as a step of the turn (:mod:`hermes_core.loop.steps`): on a thread
+the host can stop waiting for at its timeout or on an interrupt (a thread cannot be killed),
+with a clock that leaves out the time it waits for a person or for subagents, and an event
+loop for ``async`` handlers."""
 
 from __future__ import annotations
 
@@ -23,10 +24,9 @@ from hermes_hookspecs import (
     ToolCancelled,
     ToolContext,
 )
-from hermes_runtime.threads import Workers
 
-POLL_SECONDS = 0.05
-"""How often a wait for a handler looks at the interrupt flag and the clock."""
+from .steps import POLL_SECONDS, STEP_THREADS, Step, Steps, run_steps
+
 STOP_GRACE_SECONDS = 0.25
 """After an interrupt or a timeout, how long a handler gets to notice its cancel event and end
 (a subagent stopping, a command being killed) before its call is answered anyway."""
@@ -66,10 +66,8 @@ class AsyncBridge:
                     raise ToolCancelled("interrupted by the user") from None
 
 
-HANDLER_THREADS = Workers("hermes-tool")
-"""The threads tool handlers run on, reused from call to call: starting a thread per call costs
-more than the loop's own work for a quick tool, and a handler that never returns keeps its
-thread while the next call gets another."""
+HANDLER_THREADS = STEP_THREADS
+"""The threads tool handlers run on when handed off one by one (a parallel batch)."""
 
 
 class ToolTimeout(Exception):
@@ -136,6 +134,70 @@ class _PausedRunner:
         return getattr(self._runner, name)
 
 
+class ToolStep(Step):
+    """Running the handler of ``tool`` for ``call``: a :class:`~hermes_core.loop.steps.Step`
+    of the turn, overdue on interrupt (``cancel`` set: :class:`ToolCancelled`) or when its
+    clock passes ``timeout`` (:class:`ToolTimeout`).
+
+    A thread cannot be killed, so then the handler's cancel event is set (a coroutine is
+    cancelled, a handler that checks the event stops) and the host waits at most
+    :data:`STOP_GRACE_SECONDS` more before it answers the call. An exception of the handler
+    is its outcome; ``SystemExit`` and the like become a :class:`RuntimeError`, ending the
+    call, not the agent.
+    """
+
+    grace = STOP_GRACE_SECONDS
+
+    def __init__(
+        self,
+        tool: Tool,
+        call: ToolCall,
+        ctx: ToolContext,
+        cancel: threading.Event,
+        timeout: float | None,
+    ) -> None:
+        self.tool = tool
+        self.call = call
+        self.ctx = ctx
+        self.cancel = cancel
+        self.timeout = timeout
+        self.cancel_event = threading.Event()  # this call's own: interrupt or timeout
+        self.clock = clock = _ToolClock()
+        ctx.cancel_event = self.cancel_event
+        ctx.approver = clock.wrap(ctx.approver)
+        ctx.clarifier = clock.wrap(ctx.clarifier)
+        if ctx.agents is not None:
+            ctx.agents = _PausedRunner(ctx.agents, clock)
+
+    def run(self, watched: bool) -> Any:
+        """Run the handler (in a copy of this thread's context variables) and return its
+        value."""
+        return contextvars.copy_context().run(self._handle)
+
+    def _handle(self) -> Any:
+        try:
+            value = self.tool.handler(self.call.arguments, self.ctx)
+            if inspect.isawaitable(value):
+                value = AsyncBridge.shared().run(value, self.cancel_event)
+            return value
+        except (Exception, Cancelled):
+            raise
+        except BaseException as exc:  # SystemExit and the like end the call, not the agent
+            raise RuntimeError(f"{type(exc).__name__}: {exc}") from None
+
+    def overdue(self) -> BaseException | None:
+        """An interrupt, or the timeout once the handler's own time passes it."""
+        if self.cancel.is_set():
+            return ToolCancelled("interrupted by the user")
+        if self.timeout and self.clock.elapsed() >= self.timeout:
+            return ToolTimeout(self.call.name)
+        return None
+
+    def stop(self) -> None:
+        """Set the handler's cancel event."""
+        self.cancel_event.set()
+
+
 def run_handler(
     tool: Tool,
     call: ToolCall,
@@ -143,53 +205,11 @@ def run_handler(
     cancel: threading.Event,
     timeout: float | None,
 ) -> Any:
-    """Run the handler of ``tool`` for ``call`` on a worker thread and return its value.
+    """Run the handler of ``tool`` for ``call`` on a worker thread watched from this one and
+    return its value (see :class:`ToolStep`; its errors are raised here)."""
 
-    A thread cannot be killed, so on interrupt (``cancel`` set: :class:`ToolCancelled`) or
-    timeout (:class:`ToolTimeout`) the handler's cancel event is set (a coroutine is cancelled,
-    a handler that checks the event stops) and the host waits at most
-    :data:`STOP_GRACE_SECONDS` more before it answers the call. An exception of the handler
-    is raised here; ``SystemExit`` and the like become a :class:`RuntimeError`, ending the
-    call, not the agent.
-    """
-    stop = threading.Event()  # this call's cancel event: interrupt or timeout
-    clock = _ToolClock()
-    ctx.cancel_event = stop
-    ctx.approver = clock.wrap(ctx.approver)
-    ctx.clarifier = clock.wrap(ctx.clarifier)
-    if ctx.agents is not None:
-        ctx.agents = _PausedRunner(ctx.agents, clock)
-    # A bare lock is the cheapest wake-up there is: the worker releases it when the handler
-    # ends, and the wait returns at once (the poll only looks at the interrupt and the clock).
-    done = threading.Lock()
-    done.acquire()
-    outcome: list[Any] = [None, None]  # value, error
+    def one() -> Steps[Any]:
+        value = yield ToolStep(tool, call, ctx, cancel, timeout)
+        return value
 
-    def work() -> None:
-        try:
-            value = tool.handler(call.arguments, ctx)
-            if inspect.isawaitable(value):
-                value = AsyncBridge.shared().run(value, stop)
-            outcome[0] = value
-        except BaseException as exc:  # handed to the waiting thread
-            outcome[1] = exc
-        finally:
-            done.release()
-
-    HANDLER_THREADS.submit(contextvars.copy_context().run, work)
-    while not done.acquire(timeout=POLL_SECONDS):
-        stopped: BaseException | None = None
-        if cancel.is_set():
-            stopped = ToolCancelled("interrupted by the user")
-        elif timeout and clock.elapsed() >= timeout:
-            stopped = ToolTimeout(call.name)
-        if stopped is not None:
-            stop.set()
-            done.acquire(timeout=STOP_GRACE_SECONDS)
-            raise stopped
-    error = outcome[1]
-    if isinstance(error, (Exception, Cancelled)):
-        raise error
-    if error is not None:
-        raise RuntimeError(f"{type(error).__name__}: {error}")
-    return outcome[0]
+    return run_steps(one())

@@ -33,13 +33,43 @@ def clean_value(value: Any) -> Any:
     list items); the same object when nothing needed cleaning."""
     if isinstance(value, str):
         return clean_text(value)
+    if isinstance(value, (dict, list)) and _encodable(value):
+        return value  # the common case, checked without building a copy to compare
+    return _cleaned(value)
+
+
+def _encodable(value: Any) -> bool:
+    """Whether every string in ``value`` is encodable as it is."""
+    if isinstance(value, str):
+        if value.isascii():
+            return True
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
     if isinstance(value, dict):
-        cleaned = {clean_value(k): clean_value(v) for k, v in value.items()}
+        for key, item in value.items():
+            if not (_encodable(key) and _encodable(item)):
+                return False
+        return True
+    if isinstance(value, list):
+        for item in value:
+            if not _encodable(item):
+                return False
+    return True
+
+
+def _cleaned(value: Any) -> Any:
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        cleaned = {_cleaned(k): _cleaned(v) for k, v in value.items()}
         same = all(
             a is b and c is d for (a, c), (b, d) in zip(value.items(), cleaned.items(), strict=True)
         )
         return value if same and len(cleaned) == len(value) else cleaned
     if isinstance(value, list):
-        items = [clean_value(item) for item in value]
+        items = [_cleaned(item) for item in value]
         return value if all(a is b for a, b in zip(value, items, strict=True)) else items
     return value

@@ -9,6 +9,7 @@ since the last request.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from . import images
@@ -38,14 +39,21 @@ class WireCache:
     :meth:`build` gives what :func:`~hermes_core.loop.transcript.wire_and_source` followed by
     :func:`~hermes_core.loop.images.prepare` gives. A transcript replaced by another list
     object, shortened, or whose new messages do not validate after the cached prefix goes
-    through the full computation again. The returned lists are new on every call; the dicts in
-    them are shared between calls: treat them as read-only.
+    through the full computation again. The dicts in the returned lists are shared between
+    calls: treat them as read-only. The lists are the caller's; but copying a long transcript
+    for every request (and freeing the copy after it) would cost more than the rest of the
+    loop, so when nothing but the cache refers to the last call's lists any more (the request
+    that held them is gone) and they end as they did, they are cut back and extended instead.
 
     Images are made ready on every call (a ``file://`` image is read again, so a file that is
     gone becomes a note), but only the messages that hold one are looked at.
     """
 
     def __init__(self) -> None:
+        self._out: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
+        """The lists the last call returned."""
+        self._out_marks: tuple[Any, ...] = ()
+        """What those lists were when returned: system prompt, ready items, lengths, ends."""
         self._messages: list[dict[str, Any]] | None = None
         self._source: list[dict[str, Any]] = []
         """The validated prefix of the transcript (a copy of its items)."""
@@ -76,22 +84,47 @@ class WireCache:
                 return images.prepare(wire, source, describe)
             self._remember(messages, wire[len(wire) - len(source) :])
         self._advance()
-        head = [] if system_prompt is None else [{"role": "system", "content": system_prompt}]
         tail_wire, tail_source = images.with_result_images(
             self._wire[self._done :], self._source[self._done :]
         )
-        wire = head  # one copy of the long list, not two
-        wire += self._ready_wire
+        wire, source = self._ready_lists(system_prompt)
         wire += tail_wire
-        source = self._ready_source + tail_source
+        source += tail_source
         offset = 0 if system_prompt is None else 1
         for position in self._file_images:
-            wire[offset + position] = images.ready(wire[offset + position], describe)
+            wire[offset + position] = images.ready(self._ready_wire[position], describe)
         offset += len(self._ready_wire)
         for position, message in enumerate(tail_wire):
             if images.has_file_images(message):
                 wire[offset + position] = images.ready(message, describe)
+        self._out = wire, source
+        self._out_marks = _marks(system_prompt, len(self._ready_wire), wire, source)
         return wire, source
+
+    def _ready_lists(
+        self, system_prompt: str | None
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The system prompt and the ready messages, and their source: the last call's lists
+        cut back and extended when no one else holds them, else new ones."""
+        out, self._out = self._out, None
+        head = 0 if system_prompt is None else 1
+        if out is not None:
+            wire, source = out
+            del out
+            done = self._out_marks[1]
+            if (
+                _sole(wire) == _SOLE
+                and _sole(source) == _SOLE
+                and self._out_marks == _marks(system_prompt, done, wire, source)
+            ):
+                del wire[head + done :]
+                del source[done:]
+                wire += self._ready_wire[done:]
+                source += self._ready_source[done:]
+                return wire, source
+        wire = [] if system_prompt is None else [{"role": "system", "content": system_prompt}]
+        wire += self._ready_wire  # one copy of the long list, not two
+        return wire, list(self._ready_source)
 
     def valid(self, messages: list[dict[str, Any]]) -> bool:
         """Whether ``messages`` is a valid transcript (see
@@ -137,6 +170,7 @@ class WireCache:
         self._wire = wire
 
     def _forget(self) -> None:
+        self._out = None
         self._messages, self._source, self._wire = None, [], []
         self._done = 0
         self._ready_wire, self._ready_source, self._file_images = [], [], []
@@ -161,6 +195,39 @@ class WireCache:
         self._ready_wire.extend(wire)
         self._ready_source.extend(source)
         self._done = end
+
+
+def _sole(items: list[dict[str, Any]]) -> int:
+    """The reference count of ``items`` seen from here: :data:`_SOLE` when only the caller's
+    variable refers to it (on an interpreter without reference counts, never)."""
+    count = getattr(sys, "getrefcount", None)
+    return count(items) if count is not None else -1
+
+
+def _probe() -> int:
+    items: list[dict[str, Any]] = []
+    return _sole(items)
+
+
+_SOLE = _probe()
+
+
+def _marks(
+    system_prompt: str | None,
+    ready: int,
+    wire: list[dict[str, Any]],
+    source: list[dict[str, Any]],
+) -> tuple[Any, ...]:
+    """What tells returned lists apart from lists changed since (at either end)."""
+    return (
+        system_prompt,
+        ready,
+        len(wire),
+        len(source),
+        wire[0] if wire else None,
+        wire[-1] if wire else None,
+        source[-1] if source else None,
+    )
 
 
 def with_note(

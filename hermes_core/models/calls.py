@@ -121,9 +121,15 @@ class ModelConnection:
     # --- one call with its policies --------------------------------------------------------
 
     def call(
-        self, make_request: Callable[[str, threading.Event], ModelRequest], cancel: threading.Event
+        self,
+        make_request: Callable[[str, threading.Event], ModelRequest],
+        cancel: threading.Event,
+        *,
+        watched: bool = False,
     ) -> ModelResponse:
         """Send ``make_request(model, request_cancel)`` until it succeeds or the policies give up.
+        ``watched``: another thread abandons this one on interrupt, so the client may be called
+        on this thread whether it watches ``request.cancel`` or not.
 
         Retryable errors are retried with jittered exponential backoff (``Retry-After`` wins);
         an auth error first asks ``hermes_refresh_credentials`` for a new key; then the fallback
@@ -133,7 +139,7 @@ class ModelConnection:
         """
         attempt = 0
         while True:
-            direct = self._client_watches_cancel()
+            direct = self._client_watches_cancel(watched)
             request_cancel = cancel if direct else threading.Event()
             request = make_request(self.active.model, request_cancel)
             try:
@@ -178,10 +184,13 @@ class ModelConnection:
         base = self.retry_delay * (2.0 ** (attempt - 1))
         return min(base * (0.5 + random.random() / 2), MAX_BACKOFF_SECONDS)
 
-    def _client_watches_cancel(self) -> bool:
-        """Whether the active client answers an interrupt by itself (``watches_cancel``), so
-        that it can run on this thread; never with a stale timeout to enforce."""
-        return self.stale_timeout is None and getattr(self.active.client, "watches_cancel", False)
+    def _client_watches_cancel(self, watched: bool = False) -> bool:
+        """Whether the active client answers an interrupt by itself (``watches_cancel``), or
+        this thread is ``watched``, so that it can run on this thread; never with a stale
+        timeout to enforce."""
+        if self.stale_timeout is not None:
+            return False
+        return watched or bool(getattr(self.active.client, "watches_cancel", False))
 
     def _call_once(
         self,
