@@ -100,12 +100,18 @@ def redact(text: str, extra: Iterable[str] = ()) -> str:
     """``text`` with every known secret value replaced by :data:`REDACTED`, also where it
     appears encoded: reversed, in hex (either case), or inside base64 at any of the three
     alignments (standard and URL-safe alphabets). Longest forms first."""
-    values = secret_values() | {v for v in extra if v and len(v) >= _MIN_VALUE_LENGTH}
-    forms = sorted({f for v in values for f in encoded_forms(v)}, key=len, reverse=True)
-    for form in forms:
+    values = secret_values()
+    more = {v for v in extra if v and len(v) >= _MIN_VALUE_LENGTH}
+    for form in _longest_first(values | more if more else values):
         if form in text:
             text = text.replace(form, REDACTED)
     return text
+
+
+@functools.lru_cache(maxsize=32)
+def _longest_first(values: frozenset[str]) -> tuple[str, ...]:
+    # Every tool result is redacted, and the secrets seldom change: sort their forms once.
+    return tuple(sorted({f for v in values for f in encoded_forms(v)}, key=len, reverse=True))
 
 
 @functools.lru_cache(maxsize=256)
@@ -132,3 +138,5 @@ def forget_secrets() -> None:
     with _lock:
         _names.clear()
         _values.clear()
+    _longest_first.cache_clear()
+    encoded_forms.cache_clear()
