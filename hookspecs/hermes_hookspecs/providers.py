@@ -53,8 +53,9 @@ class ModelRequest:
 
     :param model: the model name.
     :param messages: the transcript, system prompt first; already repaired, validated and
-        stripped of internal fields. Providers convert it to their wire format; the dicts are
-        shared with later requests, so copy what you change.
+        stripped of internal fields. Providers convert it to their wire format; the list and
+        its dicts may be reused for later requests: treat them as read-only, copy what you
+        change.
     :param tools: OpenAI function-calling schemas, sorted by name (empty: no tools offered).
     :param stream: deliver deltas to ``sink`` as they arrive.
     :param sink: where streamed events go (see :data:`StreamSink`).
