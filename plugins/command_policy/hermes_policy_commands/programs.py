@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["PROGRAMS", "REMOTE"]
+__all__ = ["PROGRAMS"]
 
 _W: dict[str, dict[str, Any]] = {
     "sudo": {"options": ["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "--user"]},
@@ -141,26 +141,25 @@ _WRITES: dict[str, str] = {
     "chattr": "all",
 }
 
-REMOTE: dict[str, dict[str, Any]] = {
-    "ssh": {**_W.pop("ssh-wrapper"), "name": "ssh"},
+_REMOTE: dict[str, dict[str, Any]] = {
+    "ssh": {**_W.pop("ssh-wrapper"), "joined": True},
     "docker": {
         "prefix": ["exec"],
         "skip": 1,
-        "name": "docker",
         "options": ["-u", "-w", "-e", "--user", "--workdir", "--env", "--env-file"],
     },
-    "podman": {"prefix": ["exec"], "skip": 1, "name": "podman", "options": ["-u", "-w", "-e"]},
+    "podman": {"prefix": ["exec"], "skip": 1, "options": ["-u", "-w", "-e"]},
     "kubectl": {
         "prefix": ["exec"],
         "skip": 1,
-        "name": "kubectl",
         "options": ["-c", "-n", "--container", "--namespace", "--context"],
     },
 }
-"""Programs that run a command elsewhere (another host, a container): what they run is judged."""
+# Programs that run a command elsewhere (another host, a container): what they run is judged;
+# ``joined``: the words are joined into one shell command (ssh).
 
 PROGRAMS: dict[str, dict[str, Any]] = {}
-for _name, _spec in _W.items():
+for _name, _spec in {**_W, **_REMOTE}.items():
     PROGRAMS[_name] = {**_spec, "wraps": True, "name": _name}
 _VERSIONS = ("2", "3", *(f"3.{n}" for n in range(6, 15)))
 for _base, _spec in _LANGS.items():

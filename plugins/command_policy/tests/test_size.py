@@ -14,7 +14,8 @@ import tokenize
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "hermes_policy_commands"
-COUNTED = ("engine.py", "shell.py", "code.py")
+COUNTED = ("engine.py", "shell.py", "words.py", "unwrap.py", "code.py", "python_code.py",
+           "python_values.py", "foreign_code.py", "tables.py")  # fmt: skip
 GOAL = 1_500
 CEILING = 1_958
 _NOT_CODE = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
