@@ -15,7 +15,7 @@ __all__ = ["lower_foreign"]
 
 Item = tuple[str, Any]
 _FOREIGN = TABLES["foreign"]
-_STRING = _FOREIGN["string"]
+_STRING = re.compile(_FOREIGN["string"])
 _RUN, _CODE, _FILES = _FOREIGN["run"], _FOREIGN["code"], _FOREIGN["files"]
 
 
@@ -24,11 +24,9 @@ def _literals(text: str) -> list[str] | None:
     parts = [p.strip() for p in re.split(r",", text.replace("[", "").replace("]", "")) if p.strip()]
     out = []
     for p in parts:
-        p = p.strip("[] ")
         if re.fullmatch(r"\{[^}]*\}", p):
             continue
-        m = re.fullmatch(_STRING, p)
-        if not m:
+        if not _STRING.fullmatch(p):
             return None
         out.append(codecs.decode(p[1:-1], "unicode_escape") if p[0] == '"' else p[1:-1])
     return out
@@ -36,13 +34,13 @@ def _literals(text: str) -> list[str] | None:
 
 def _argument(code: str, start: int) -> str:
     """The text of a call's arguments from ``start`` (after the open bracket or keyword)."""
-    depth, i = 0, start
+    i = start
     closers = {"(": ")", "{": "}", "[": "]"}
     stack: list[str] = []
     while i < len(code) and i - start < 2000:
         c = code[i]
         if c in "\"'":
-            m = re.compile(_STRING).match(code, i)
+            m = _STRING.match(code, i)
             i = m.end() if m else i + 1
             continue
         if c in closers:
@@ -52,7 +50,6 @@ def _argument(code: str, start: int) -> str:
         elif not stack and c in ");\n})":
             break
         i += 1
-        depth += 1
     return code[start:i]
 
 
@@ -60,19 +57,14 @@ def lower_foreign(lang: str, code: str) -> Iterator[Item]:
     """The items the ``lang`` program ``code`` lowers to."""
     if re.search(_CODE[lang], code):
         yield ("note", "script-dynamic-code")
-    if lang == "node" and "child_process" not in code:
-        run = None
-    else:
-        run = re.compile(_RUN[lang])
+    run = re.compile(_RUN[lang]) if lang != "node" or "child_process" in code else None
     for m in run.finditer(code) if run else ():
         token = m.group(0)
         if token in ("`",) or token.startswith(("qx", "%x")):
             end = code.find({"`": "`", "(": ")", "{": "}", "/": "/"}[token[-1]], m.end())
             body = code[m.end() : end if end > 0 else len(code)]
-            if re.search(r"[$#]\{|\$\w", body):
-                yield ("note", "script-dynamic-command")
-            else:
-                yield ("shell", body)
+            dynamic = re.search(r"[$#]\{|\$\w", body)
+            yield ("note", "script-dynamic-command") if dynamic else ("shell", body)
             continue
         args = _literals(_argument(code, m.end()))
         if not args:
