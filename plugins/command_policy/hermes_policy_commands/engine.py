@@ -252,9 +252,7 @@ class Facts:
         how = PROGRAMS.get(self.program, {}).get("writes")
         if how == "all":
             written += self.positional
-        elif how == "last" and len(self.positional) > 1:
-            written.append(self.positional[-1])
-        elif how == "last" and self.program in ("ln", "install") and self.positional:
+        elif how == "last" and self.positional[1:] or how == "last-or-only" and self.positional:
             written.append(self.positional[-1])
         elif isinstance(how, str) and how.endswith("="):
             written += [a[len(how) :] for a in self.simple.argv[1:] if a.startswith(how)]

@@ -6,7 +6,8 @@ that take a value; ``skip``: positional words before the command (``timeout 10 C
 ``prefix``: words that must come first (``uv run CMD``); ``string``: options whose value is shell
 code; ``assignments``: ``NAME=value`` words are skipped. ``lang``: the program runs code of that
 language (``code``: the options that take the code inline). ``writes``: which operands it writes
-(``all``, ``last``, or an option whose value is written). ``manifests``: the files whose scripts
+(``all``, ``last``, ``last-or-only`` when one operand is written too, or an option whose value
+is written). ``manifests``: the files whose scripts
 it runs (a command that writes one and then runs the program asks).
 """
 
@@ -113,8 +114,8 @@ _WRITES: dict[str, str] = {
     "tee": "all",
     "cp": "last",
     "mv": "last",
-    "install": "last",
-    "ln": "last",
+    "install": "last-or-only",
+    "ln": "last-or-only",
     "rsync": "last",
     "scp": "last",
     "truncate": "all",

@@ -140,11 +140,11 @@ class _Python(_Values):
         kw = {k.arg: k.value for k in node.keywords}
         first = node.args[0] if node.args else kw.get("args")
         if q.startswith("sh."):
-            rest = self.argv_values(ast.List(elts=list(node.args)))
+            rest = self.listed(node.args)
             self.emit_argv([[q[3:], *w] for w in rest] if rest is not None else None, kw)
             return
         if q == "asyncio.create_subprocess_exec":
-            self.emit_argv(self.argv_values(ast.List(elts=list(node.args))), kw)
+            self.emit_argv(self.listed(node.args), kw)
             return
         shell = kw.get("shell")
         if (
@@ -185,16 +185,12 @@ class _Python(_Values):
         if q.endswith(("v", "ve", "vp", "vpe")) or q.startswith("os.posix_spawn"):
             words = self.argv_values(args[1]) if len(args) > 1 else None
         else:
-            words = self.argv_values(
-                ast.List(elts=[e for e in args[1:] if not isinstance(e, ast.Dict)])
-            )
+            words = self.listed([e for e in args[1:] if not isinstance(e, ast.Dict)])
         self.emit_argv(words, {})
 
     def file_op(self, q: str, node: ast.Call) -> None:
         head = FILE_OPS[q]
-        words = self.argv_values(
-            ast.List(elts=list(node.args[:2] if head[0] in ("mv", "cp", "ln") else node.args[:1]))
-        )
+        words = self.listed(node.args[:2] if head[0] in ("mv", "cp", "ln") else node.args[:1])
         self.emit_argv([[*head, *w] for w in words] if words is not None else None, {})
 
     def os_call(self, q: str, node: ast.Call) -> None:

@@ -61,11 +61,7 @@ class _Values:
     """A Python program's names and the values of its expressions (the base of its front end)."""
 
     def __init__(
-        self,
-        code: str,
-        argv: list[str],
-        depth: int = 0,
-        read_module: ModuleReader | None = None,
+        self, code: str, argv: list[str], depth: int = 0, read_module: ModuleReader | None = None
     ) -> None:
         self.code, self.argv, self.depth = code, argv, depth
         self.read_module = read_module
@@ -133,10 +129,8 @@ class _Values:
                 self.mutated.add(f.value.id)
         if isinstance(f, ast.Name):
             self.calls_of.setdefault(f.id, []).append(node)
-            if f.id in self.funcs or f.id not in ("print", "len", "list", "str", "tuple"):
-                for a in node.args:
-                    if isinstance(a, ast.Name) and f.id in self.funcs:
-                        self.mutated.add(a.id)
+            if f.id in self.funcs:  # a function the program defines may change what it is passed
+                self.mutated |= {a.id for a in node.args if isinstance(a, ast.Name)}
 
     def qualname(self, node: ast.expr, depth: int = 0) -> str:
         """The dotted name a callee resolves to (``s.rmtree`` -> ``shutil.rmtree``)."""
@@ -359,6 +353,10 @@ class _Values:
             return None
         words = self.argv_values(items, depth)
         return [sep[0].join(w) for w in words] if words is not None else None
+
+    def listed(self, nodes: list[ast.expr]) -> list[list[str]] | None:
+        """The argv lists the expressions ``nodes``, one word each, can be."""
+        return self.argv_values(ast.List(elts=list(nodes)))
 
     def argv_values(self, node: ast.expr, depth: int = 0) -> list[list[str]] | None:
         """The argv lists an expression can be (``None`` when unknown)."""

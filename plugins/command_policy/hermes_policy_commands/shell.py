@@ -130,10 +130,14 @@ class Lowering(Unwrapping):
 
     def pipeline(self, node: Any, stdin: Output) -> Output:
         """Lower a pipeline: each command reads what the one before it prints."""
+        return self.piped(node.named_children if node.type == "pipeline" else [node], stdin)
+
+    def piped(self, nodes: list[Any], stdin: Output) -> Output:
+        """Lower the statements of a pipeline, the first reading ``stdin``."""
         out = stdin
         outer, self.in_pipeline = self.in_pipeline, True
         try:
-            for child in node.named_children if node.type == "pipeline" else [node]:
+            for child in nodes:
                 out = self.stmt(child, out)
         finally:
             self.in_pipeline = outer
@@ -165,11 +169,7 @@ class Lowering(Unwrapping):
                 if first.type == "command"
                 else self.stmt(first, stdin)
             )
-            outer, self.in_pipeline = self.in_pipeline, True
-            for child in rest:
-                out = self.stmt(child, out)
-            self.in_pipeline = outer
-            return out
+            return self.piped(rest, out)
         if redirects:
             self.out.append(Simple([], redirects, cwd=self.cwd))
         return self.stmt(body, stdin)
