@@ -27,6 +27,7 @@ CALLS: dict[str, str] = {**dict.fromkeys(FILE_OPS, "file_op"), **_PY["calls"]}
 SINKS = frozenset(q for q, how in CALLS.items() if how in ("shell", "start", "file_op"))
 """The calls that run commands or change files (a reference to one that is not called asks)."""
 _STDLIB = frozenset(sys.stdlib_module_names)
+_UNKNOWN = ast.Name("__unknown__")  # a value that cannot be known
 
 
 def _imported(node: ast.Import | ast.ImportFrom) -> dict[str, str]:
@@ -104,11 +105,9 @@ class _Values:
         if isinstance(t, ast.Name):
             if each and isinstance(value, (ast.List, ast.Tuple)):
                 self.assigns.setdefault(t.id, []).extend(value.elts)
-            elif each:
-                unknown = ast.Name("__unknown__")
-                self.assigns.setdefault(t.id, []).append(
-                    value if isinstance(value, ast.Call) else unknown
-                )
+            elif each:  # one item of what the loop runs over: known only for a call's result
+                item = value if isinstance(value, ast.Call) else _UNKNOWN
+                self.assigns.setdefault(t.id, []).append(item)
             else:
                 self.assigns.setdefault(t.id, []).append(value)
                 if isinstance(value, ast.Name):
@@ -120,7 +119,7 @@ class _Values:
                 self.out.append(("note", "script-dynamic-code"))
         elif isinstance(t, (ast.Tuple, ast.List)):
             for e in t.elts:
-                self.target(e, ast.Name("__unknown__"))
+                self.target(e, _UNKNOWN)
 
     def scan_call(self, node: ast.Call) -> None:
         f = node.func

@@ -51,6 +51,13 @@ _ACTIVE = frozenset(
 _MANIFESTS = {name: spec["manifests"] for name, spec in PROGRAMS.items() if "manifests" in spec}
 
 
+def _glued(nodes: list[Any], i: int) -> bool:
+    """Whether ``nodes[i]`` is glued to the word before it, which ends with a lone ``$``."""
+    return (
+        i < len(nodes) and dangling(nodes[i - 1]) and nodes[i].start_byte == nodes[i - 1].end_byte
+    )
+
+
 class Lowering(Unwrapping):
     """One reading of one command: call :meth:`read` with the text, then find the simple
     commands in :attr:`out`.
@@ -276,13 +283,9 @@ class Lowering(Unwrapping):
                 )
             elif kind in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
                 stdin = self.redirect(child, redirects, stdin)
-            elif i < len(children) and dangling(child) and children[i].start_byte == child.end_byte:
+            elif _glued(children, i):
                 end = i + 1
-                while (
-                    end < len(children)
-                    and dangling(children[end - 1])
-                    and (children[end].start_byte == children[end - 1].end_byte)
-                ):
+                while _glued(children, end):
                     end += 1
                 argv += self.reread("".join(node_text(c) for c in children[i - 1 : end]))
                 i = end

@@ -137,19 +137,15 @@ class Unwrapping(Words):
 
     def download(self, base: str, args: list[str]) -> Output:
         """What ``curl``/``wget`` print, or the file they save a download to."""
-        out = None
         url = next((u for u in args if "://" in u), "")
+        out = (posixpath.basename(url) or "index.html") if base == "wget" else None
         for i, a in enumerate(args):
             if base == "curl" and re.fullmatch(r"-[a-zA-Z]*O|--remote-name", a):
                 out = posixpath.basename(url) or UNKNOWN
-            elif re.fullmatch(r"-[a-zA-Z]*[oO]|--output|--output-document", a) and i + 1 < len(
-                args
-            ):
+            elif re.fullmatch(r"-[a-zA-Z]*[oO]|--output(?:-document)?", a) and args[i + 1 :]:
                 out = args[i + 1]
             elif re.fullmatch(r"-[a-zA-Z]*[oO]\S+", a):
                 out = re.sub(r"^-[a-zA-Z]*?[oO]", "", a)
-        if base == "wget" and out is None:
-            out = posixpath.basename(url) or "index.html"
         if out is None or out == "-":
             return ("download", None)
         self.files[posixpath.normpath(out)] = ("download", None)
@@ -163,20 +159,14 @@ class Unwrapping(Words):
         for i, a in enumerate(args[:-1]):
             if a in ("-name", "-iname") and UNKNOWN not in args[i + 1]:
                 name = args[i + 1]
-        targets = [r.rstrip("/") + "/" + name for r in roots or ["."]]
+        targets, here = [r.rstrip("/") + "/" + name for r in roots or ["."]], via + ("find",)
         if "-delete" in args:
             for t in targets:
-                self.run(["rm", "-r", t], [], ("", None), via + ("find",))
-        i = 0
-        while i < len(args):
-            if args[i] in ("-exec", "-execdir", "-ok", "-okdir"):
-                end = next((j for j in range(i + 1, len(args)) if args[j] in (";", "+")), len(args))
-                inner = args[i + 1 : end]
-                for t in targets[:4]:
-                    words = [w.replace("{}", t) for w in inner]
-                    self.run(words, [], ("", None), via + ("find",))
-                i = end
-            i += 1
+                self.run(["rm", "-r", t], [], ("", None), here)
+        for i in [i for i, a in enumerate(args) if a in ("-exec", "-execdir", "-ok", "-okdir")]:
+            end = next((j for j in range(i + 1, len(args)) if args[j] in (";", "+")), len(args))
+            for t in targets[:4]:
+                self.run([w.replace("{}", t) for w in args[i + 1 : end]], [], ("", None), here)
 
     def xargs(self, args: list[str], stdin: Output, via: tuple[str, ...]) -> None:
         """Lower ``xargs``: its command with the items it reads."""
@@ -190,13 +180,12 @@ class Unwrapping(Words):
             items = stdin[1].split("\0" if "-0" in args else None)[:MAX_FIELDS] or [""]
         else:
             items = [UNKNOWN]
+        here = via + ("xargs",)
         if replace:
             for item in items[:4]:
-                self.run(
-                    [w.replace(replace, item) for w in inner], [], ("", None), via + ("xargs",)
-                )
+                self.run([w.replace(replace, item) for w in inner], [], ("", None), here)
         else:
-            self.run(inner + items, [], ("", None), via + ("xargs",))
+            self.run(inner + items, [], ("", None), here)
 
     def inner(self, spec: dict[str, Any], args: list[str]) -> list[str] | None:
         """The command a wrapper runs (``sudo -u x CMD`` -> ``CMD``), ``None`` when none."""

@@ -20,7 +20,7 @@ COUNTED = (
     *("code.py", "python_code.py", "python_values.py", "foreign_code.py"),
 )
 GOAL = 1_500
-CEILING = 1_937
+CEILING = 1_925
 _NOT_CODE = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
              tokenize.ENDMARKER}  # fmt: skip
 
