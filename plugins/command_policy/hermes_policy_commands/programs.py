@@ -7,8 +7,8 @@ that take a value; ``skip``: positional words before the command (``timeout 10 C
 code; ``assignments``: ``NAME=value`` words are skipped. ``lang``: the program runs code of that
 language (``code``: the options that take the code inline). ``writes``: which operands it writes
 (``all``, ``last``, ``last-or-only`` when one operand is written too, or an option whose value
-is written). ``manifests``: the files whose scripts
-it runs (a command that writes one and then runs the program asks).
+is written). ``manifests``: the files whose scripts it runs (a command that writes one and then
+runs the program asks). ``joined``: the wrapped words are one shell command (``ssh host CMD``).
 """
 
 from __future__ import annotations
@@ -142,6 +142,8 @@ _WRITES: dict[str, str] = {
     "chattr": "all",
 }
 
+# Programs that run a command elsewhere (another host, a container) wrap it too: what they run
+# is judged.
 _REMOTE: dict[str, dict[str, Any]] = {
     "ssh": {**_W.pop("ssh-wrapper"), "joined": True},
     "docker": {
@@ -156,9 +158,6 @@ _REMOTE: dict[str, dict[str, Any]] = {
         "options": ["-c", "-n", "--container", "--namespace", "--context"],
     },
 }
-# Programs that run a command elsewhere (another host, a container): what they run is judged;
-# ``joined``: the words are joined into one shell command (ssh).
-
 PROGRAMS: dict[str, dict[str, Any]] = {}
 for _name, _spec in {**_W, **_REMOTE}.items():
     PROGRAMS[_name] = {**_spec, "wraps": True, "name": _name}
