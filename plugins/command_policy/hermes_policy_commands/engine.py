@@ -21,12 +21,13 @@ import re
 import tomllib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache, lru_cache
+from functools import cache, cached_property, lru_cache
 from importlib import resources
 from typing import Any, NamedTuple
 
 from .programs import PROGRAMS
 from .shell import UNKNOWN, Simple
+from .tables import TABLES
 
 __all__ = [
     "DECISIONS",
@@ -43,8 +44,7 @@ DECISIONS = ("allow", "ask", "never")
 _RANK = {d: i for i, d in enumerate(DECISIONS)}
 _NONE: frozenset[str] = frozenset()
 _CATASTROPHIC = frozenset({"root", "system-top", "home-top"})
-_TABLES = tomllib.loads((resources.files(__package__) / "tables.toml").read_text("utf-8"))
-_PATHS = _TABLES["paths"]
+_PATHS = TABLES["paths"]
 _BUILD = re.compile(f"^(?:{_PATHS['build']})$")
 _BUILD_PART = re.compile(f"(?:^|/)(?:{_PATHS['build']})(?:/|$)")
 _OTHER_HOME = re.compile(r"~[a-z_][\w-]*(?:/|$)")
@@ -191,9 +191,6 @@ class Context(NamedTuple):
 class Facts:
     """What the rules look at in one simple command, worked out once."""
 
-    __slots__ = ("simple", "context", "program", "options", "positional", "joined", "flags",
-                 "_text", "_operands", "_writes", "_reads", "_target")  # fmt: skip
-
     def __init__(self, simple: Simple, context: Context) -> None:
         self.simple, self.context = simple, context
         argv = simple.argv
@@ -214,11 +211,6 @@ class Facts:
                 skip = a in values
         self.joined = " ".join(argv[1:])
         self.flags = "".join(o[1:] for o in self.options if o[1] != "-")
-        self._text: str | None = None
-        self._target: str | None = None
-        self._operands: frozenset[str] | None = None
-        self._writes: frozenset[str] | None = None
-        self._reads: frozenset[str] | None = None
 
     def has(self, wanted: str) -> bool:
         """Whether the option ``wanted`` is given (``-r`` in ``-rf``, ``--force=x``, ``--forc``)."""
@@ -231,20 +223,16 @@ class Facts:
             return wanted[1] in self.flags
         return wanted in self.options or any(o.startswith(wanted + "=") for o in self.options)
 
-    @property
+    @cached_property
     def text(self) -> str:
         """The arguments and the text the command reads on stdin."""
-        if self._text is None:
-            stdin = self.simple.stdin
-            self._text = self.joined + ("\n" + stdin if stdin else "")
-        return self._text
+        stdin = self.simple.stdin
+        return self.joined + ("\n" + stdin if stdin else "")
 
-    @property
+    @cached_property
     def target(self) -> str:
         """The simple command as shown to people (:meth:`Simple.render`)."""
-        if self._target is None:
-            self._target = self.simple.render()
-        return self._target
+        return self.simple.render()
 
     def _classes(self, paths: Sequence[str]) -> frozenset[str]:
         if len(paths) < 2:
@@ -252,25 +240,19 @@ class Facts:
         cwd, context = self.simple.cwd, self.context
         return frozenset().union(*(classify(p, cwd, context) for p in paths))
 
-    @property
+    @cached_property
     def operand_classes(self) -> frozenset[str]:
         """The classes of the positional operands."""
-        if self._operands is None:
-            self._operands = self._classes(self.positional)
-        return self._operands
+        return self._classes(self.positional)
 
-    @property
+    @cached_property
     def write_classes(self) -> frozenset[str]:
         """The classes of the paths the command writes (redirections and written operands)."""
-        if self._writes is not None:
-            return self._writes
         written = [t for op, t in self.simple.redirects if op != "<"]
         how = PROGRAMS.get(self.program, {}).get("writes")
         if how == "all":
             written += self.positional
-        elif how == "last" and len(self.positional) > 1:
-            written.append(self.positional[-1])
-        elif how == "last" and self.program in ("ln", "install") and self.positional:
+        elif how == "last" and self.positional[1:] or how == "last-or-only" and self.positional:
             written.append(self.positional[-1])
         elif isinstance(how, str) and how.endswith("="):
             written += [a[len(how) :] for a in self.simple.argv[1:] if a.startswith(how)]
@@ -278,20 +260,17 @@ class Facts:
             written += self.positional[1:] if self.program in ("sed", "perl") else []
             argv = self.simple.argv
             written += [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == how]
-        self._writes = self._classes(written)
-        return self._writes
+        return self._classes(written)
 
-    @property
+    @cached_property
     def read_classes(self) -> frozenset[str]:
         """The classes of the paths the command reads (operands and ``<`` redirections)."""
-        if self._reads is None:
-            read = [t for op, t in self.simple.redirects if op == "<"]
-            if self.program not in _NOT_READING:
-                read += self.positional
-                read += [o.split("=", 1)[1] for o in self.options if "=" in o]
-                read += [o[1:] for o in self.positional if o.startswith("@")]
-            self._reads = self._classes(read)
-        return self._reads
+        read = [t for op, t in self.simple.redirects if op == "<"]
+        if self.program not in _NOT_READING:
+            read += self.positional
+            read += [o.split("=", 1)[1] for o in self.options if "=" in o]
+            read += [o[1:] for o in self.positional if o.startswith("@")]
+        return self._classes(read)
 
 
 def _lexical(path: str, cwd: str | None, context: Context) -> str:
@@ -482,60 +461,26 @@ def load_rules(extra: Sequence[Rule] = ()) -> tuple[Rule, ...]:
 
 @dataclass
 class Index:
-    """Rules grouped by what a simple command must show for them to match: its program name,
-    a note, or a class of the paths it writes or reads; so each command is tried against few."""
+    """The rules each program's simple commands are tried against (its own, the globs that
+    match its name and the ``*`` ones, in the rules' order), worked out once per program."""
 
     rules: Sequence[Rule]
-    by_program: dict[str, list[Rule]] = field(default_factory=dict)
-    globbed: list[Rule] = field(default_factory=list)
-    by_note: dict[str, list[Rule]] = field(default_factory=dict)
-    by_write: dict[str, list[Rule]] = field(default_factory=dict)
-    by_read: dict[str, list[Rule]] = field(default_factory=dict)
     _seen: dict[str, list[Rule]] = field(default_factory=dict)
-    _order: dict[str, int] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self._order = {r.id: i for i, r in enumerate(self.rules)}
-        for rule in self.rules:
-            if rule.command is not None:
-                continue  # searched in the whole command's text, not per simple command
-            if rule.program != ("*",):
-                glob = any(re.search(r"[*?\[]", p) for p in rule.program)
-                for p in () if glob else rule.program:
-                    self.by_program.setdefault(p, []).append(rule)
-                self.globbed += [rule] if glob else []
-            else:
-                keys, table = next(
-                    (k, t)
-                    for k, t in ((rule.notes, self.by_note), (rule.writes, self.by_write),
-                                 (rule.reads, self.by_read), ({"*"}, self.by_program))
-                    if k
-                )  # fmt: skip
-                for key in keys:
-                    table.setdefault(key, []).append(rule)
 
     @classmethod
     def of(cls, rules: Sequence[Rule]) -> Index:
         """Index ``rules``."""
         return cls(rules)
 
-    def candidates(self, simple: Simple, facts: Facts) -> list[Rule]:
-        """The rules that may match ``simple``, in their order."""
-        found = self._seen.get(facts.program)
+    def candidates(self, program: str) -> list[Rule]:
+        """The rules that may match a simple command of ``program``, in their order."""
+        found = self._seen.get(program)
         if found is None:
             if len(self._seen) > 4096:
                 self._seen.clear()
-            found = self.by_program.get(facts.program, []) + self.by_program.get("*", [])
-            found += [r for r in self.globbed if r.runs(facts.program)]
-            self._seen[facts.program] = found
-        more = [r for n in simple.notes for r in self.by_note.get(n, ())]
-        if simple.redirects or facts.program in PROGRAMS:
-            more += [r for c in facts.write_classes for r in self.by_write.get(c, ())]
-        more += [r for c in facts.read_classes for r in self.by_read.get(c, ())]
-        if not more:
-            return found
-        order = self._order
-        return sorted({id(r): r for r in found + more}.values(), key=lambda r: order[r.id])
+            found = [r for r in self.rules if r.command is None and r.runs(program)]
+            self._seen[program] = found
+        return found
 
 
 def judge(simples: Sequence[Simple], index: Index, context: Context) -> list[Finding]:
@@ -554,7 +499,7 @@ def judge(simples: Sequence[Simple], index: Index, context: Context) -> list[Fin
                 continue
             seen.add(key)
         facts = Facts(simple, context)
-        for rule in index.candidates(simple, facts):
+        for rule in index.candidates(facts.program):
             if rule.matches(simple, facts) and (rule.id, facts.target) not in found:
                 found[rule.id, facts.target] = Finding(rule, facts.target)
     return list(found.values())

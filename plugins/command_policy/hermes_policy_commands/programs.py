@@ -6,15 +6,16 @@ that take a value; ``skip``: positional words before the command (``timeout 10 C
 ``prefix``: words that must come first (``uv run CMD``); ``string``: options whose value is shell
 code; ``assignments``: ``NAME=value`` words are skipped. ``lang``: the program runs code of that
 language (``code``: the options that take the code inline). ``writes``: which operands it writes
-(``all``, ``last``, or an option whose value is written). ``manifests``: the files whose scripts
-it runs (a command that writes one and then runs the program asks).
+(``all``, ``last``, ``last-or-only`` when one operand is written too, or an option whose value
+is written). ``manifests``: the files whose scripts it runs (a command that writes one and then
+runs the program asks). ``joined``: the wrapped words are one shell command (``ssh host CMD``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["PROGRAMS", "REMOTE"]
+__all__ = ["PROGRAMS"]
 
 _W: dict[str, dict[str, Any]] = {
     "sudo": {"options": ["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "--user"]},
@@ -113,8 +114,8 @@ _WRITES: dict[str, str] = {
     "tee": "all",
     "cp": "last",
     "mv": "last",
-    "install": "last",
-    "ln": "last",
+    "install": "last-or-only",
+    "ln": "last-or-only",
     "rsync": "last",
     "scp": "last",
     "truncate": "all",
@@ -141,26 +142,24 @@ _WRITES: dict[str, str] = {
     "chattr": "all",
 }
 
-REMOTE: dict[str, dict[str, Any]] = {
-    "ssh": {**_W.pop("ssh-wrapper"), "name": "ssh"},
+# Programs that run a command elsewhere (another host, a container) wrap it too: what they run
+# is judged.
+_REMOTE: dict[str, dict[str, Any]] = {
+    "ssh": {**_W.pop("ssh-wrapper"), "joined": True},
     "docker": {
         "prefix": ["exec"],
         "skip": 1,
-        "name": "docker",
         "options": ["-u", "-w", "-e", "--user", "--workdir", "--env", "--env-file"],
     },
-    "podman": {"prefix": ["exec"], "skip": 1, "name": "podman", "options": ["-u", "-w", "-e"]},
+    "podman": {"prefix": ["exec"], "skip": 1, "options": ["-u", "-w", "-e"]},
     "kubectl": {
         "prefix": ["exec"],
         "skip": 1,
-        "name": "kubectl",
         "options": ["-c", "-n", "--container", "--namespace", "--context"],
     },
 }
-"""Programs that run a command elsewhere (another host, a container): what they run is judged."""
-
 PROGRAMS: dict[str, dict[str, Any]] = {}
-for _name, _spec in _W.items():
+for _name, _spec in {**_W, **_REMOTE}.items():
     PROGRAMS[_name] = {**_spec, "wraps": True, "name": _name}
 _VERSIONS = ("2", "3", *(f"3.{n}" for n in range(6, 15)))
 for _base, _spec in _LANGS.items():

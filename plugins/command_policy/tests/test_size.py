@@ -1,9 +1,10 @@
 """The engine, the parser glue and the language front ends stay small.
 
 Lines of code are counted with :mod:`tokenize` and :mod:`ast`: a line counts when it holds a
-token that is not a comment and is not part of a docstring (rule files and ``tables.toml`` are
-data and do not count). The goal is 1,500 lines; ``CEILING`` is what the code holds today, so
-the count may only go down (benchmarks/danger_checker.py prints it).
+token that is not a comment and is not part of a docstring (the rule files, ``tables.toml`` and
+``programs.py`` are data and do not count). The goal is 1,500
+lines; ``CEILING`` is what the code holds today, so the count may only go down
+(benchmarks/danger_checker.py prints it).
 """
 
 from __future__ import annotations
@@ -14,9 +15,12 @@ import tokenize
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "hermes_policy_commands"
-COUNTED = ("engine.py", "shell.py", "code.py")
+COUNTED = (
+    *("engine.py", "shell.py", "words.py", "unwrap.py", "tables.py"),
+    *("code.py", "python_code.py", "python_values.py", "foreign_code.py"),
+)
 GOAL = 1_500
-CEILING = 1_958
+CEILING = 1_925
 _NOT_CODE = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
              tokenize.ENDMARKER}  # fmt: skip
 

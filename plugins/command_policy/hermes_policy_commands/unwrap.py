@@ -1,0 +1,379 @@
+"""Programs whose lowering does more than record them: builtins and filters that print or change
+what the rest of the command reads (``cd``, ``alias``, ``echo``, ``printf``, ``base64 -d``,
+downloads), and programs that run other programs (wrappers, ``find -exec``, ``xargs``, shells,
+``eval``, ``source``, interpreters and the scripts they run), part of :class:`~.shell.Lowering`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import codecs
+import posixpath
+import re
+from typing import Any
+
+from .programs import PROGRAMS
+from .words import MAX_FIELDS, MAX_VALUE, UNKNOWN, Output, Simple, Words
+
+__all__ = ["SHELLS", "Unwrapping"]
+
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "fish"})
+_ECHO_FLAGS = re.compile(r"-[neE]+")
+
+
+def _decode(kind: str, text: str) -> str | None:
+    try:
+        if kind == "base64":
+            return base64.b64decode("".join(text.split()), validate=True).decode()
+        return binascii.unhexlify("".join(text.split())).decode()
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def _short(args: list[str], letters: str) -> bool:
+    return any(
+        a.startswith("-") and not a.startswith("--") and any(c in a[1:] for c in letters)
+        for a in args
+    )
+
+
+class Unwrapping(Words):
+    """What programs that print or run others do, part of :class:`~.shell.Lowering`."""
+
+    def unwrap(self, base: str, argv: list[str], stdin: Output, via: tuple[str, ...]) -> Output:
+        """Lower what a program runs or prints (wrappers, shells, interpreters, scripts)."""
+        spec = PROGRAMS.get(base)
+        args = argv[1:]
+        printed = self.prints(base, args, stdin)
+        if printed is not None:
+            return printed
+        if base == "find":
+            self.find(args, via)
+            roots = [a for a in args if not a.startswith("-")][:1] or ["."]
+            return ("text", roots[0].rstrip("/") + "/" + UNKNOWN)
+        if base == "xargs":
+            self.xargs(args, stdin, via)
+        elif base in SHELLS or base in ("eval", "source", "."):
+            return self.shell(base, args, stdin, via)
+        elif spec is not None and spec.get("lang") and self.front_end is not None:
+            self.code(base, str(spec["lang"]), args, stdin, via)
+        elif "/" in argv[0] and (spec is None or "wraps" not in spec):
+            self.script(argv[0], via)
+        elif spec is not None and "wraps" in spec:
+            inner = self.inner(spec, args)
+            if inner is not None and spec.get("joined"):
+                return self.nested(" ".join(inner), via + (base,))
+            if inner is not None:
+                return self.run(inner, [], stdin, via + (base,))
+        return ("other", None)
+
+    def prints(self, base: str, args: list[str], stdin: Output) -> Output | None:
+        """What a builtin or a filter prints (``None`` for other programs); ``cd`` and
+        ``alias`` change what the rest of the command reads."""
+        if base == "cd":
+            self.change_dir(args)
+        elif base == "alias":
+            for key, _, value in (a.partition("=") for a in args if "=" in a):
+                self.aliases[key] = value
+        elif base == "echo":
+            words = " ".join(a for a in args if not _ECHO_FLAGS.fullmatch(a))
+            return ("text", words + "\n") if UNKNOWN not in words else ("other", None)
+        elif base == "printf":
+            return self.printf(args)
+        elif base in ("cat", "tee", "tac") and all(a.startswith("-") for a in args):
+            return stdin
+        elif base == "cat" and len(args) == 1:
+            return self.files.get(args[0]) or ("file", args[0])
+        elif base == "base64" and (_short(args, "d") or "--decode" in args):
+            return self.decoded("base64", stdin)
+        elif base == "xxd" and _short(args, "r"):
+            return self.decoded("hex", stdin)
+        elif base in ("curl", "wget"):
+            return self.download(base, args)
+        else:
+            return None
+        return ("other", None)
+
+    def change_dir(self, args: list[str]) -> None:
+        """Follow ``cd``: later commands start in that folder."""
+        target = next((a for a in args if not a.startswith("-")), "~")
+        if UNKNOWN in target:
+            self.cwd = UNKNOWN
+        elif target.startswith(("/", "~")) or self.cwd is None:
+            self.cwd = target if target.startswith(("/", "~")) else posixpath.normpath(target)
+        else:
+            self.cwd = posixpath.normpath(posixpath.join(self.cwd, target))
+        if self.cwd is not None and len(self.cwd) > 256:
+            self.cwd = UNKNOWN  # a path this long is a trick, not a folder
+
+    def printf(self, args: list[str]) -> Output:
+        """What ``printf`` prints when its format and arguments are known."""
+        if not args or UNKNOWN in "".join(args):
+            return ("other", None)
+        fmt, rest = args[0], args[1:]
+        try:
+            fmt = codecs.decode(fmt.replace("%%", "\x01"), "unicode_escape")
+        except UnicodeDecodeError:
+            return ("other", None)
+        parts = re.split(r"%[-0-9.]*[sdbcq]", fmt)
+        count = max(1, len(parts) - 1)
+        text = ""
+        for i in range(0, max(1, len(rest)), count):
+            values = rest[i : i + count] + [""] * count
+            text += parts[0] + "".join(v + p for v, p in zip(values, parts[1:], strict=False))
+        return ("text", text.replace("\x01", "%"))
+
+    def decoded(self, kind: str, stdin: Output) -> Output:
+        """What ``base64 -d`` or ``xxd -r`` prints, from the text it reads."""
+        if stdin[0] == "text" and stdin[1] is not None:
+            text = _decode(kind, stdin[1])
+            if text is not None:
+                self.decoded_texts.add(text)
+                return ("text", text)
+        if stdin[0] == "download":
+            return stdin
+        return ("decode", None)
+
+    def download(self, base: str, args: list[str]) -> Output:
+        """What ``curl``/``wget`` print, or the file they save a download to."""
+        url = next((u for u in args if "://" in u), "")
+        out = (posixpath.basename(url) or "index.html") if base == "wget" else None
+        for i, a in enumerate(args):
+            if base == "curl" and re.fullmatch(r"-[a-zA-Z]*O|--remote-name", a):
+                out = posixpath.basename(url) or UNKNOWN
+            elif re.fullmatch(r"-[a-zA-Z]*[oO]|--output(?:-document)?", a) and args[i + 1 :]:
+                out = args[i + 1]
+            elif re.fullmatch(r"-[a-zA-Z]*[oO]\S+", a):
+                out = re.sub(r"^-[a-zA-Z]*?[oO]", "", a)
+        if out is None or out == "-":
+            return ("download", None)
+        self.files[posixpath.normpath(out)] = ("download", None)
+        return ("", None)
+
+    def find(self, args: list[str], via: tuple[str, ...]) -> None:
+        """Lower ``find -delete`` and ``-exec``/``-ok`` into the commands they run."""
+        roots = [a for a in args if not a.startswith(("-", "(", "!"))][:8]
+        roots = roots[: next((i for i, a in enumerate(args) if a.startswith("-")), len(roots))]
+        name = UNKNOWN
+        for i, a in enumerate(args[:-1]):
+            if a in ("-name", "-iname") and UNKNOWN not in args[i + 1]:
+                name = args[i + 1]
+        targets, here = [r.rstrip("/") + "/" + name for r in roots or ["."]], via + ("find",)
+        if "-delete" in args:
+            for t in targets:
+                self.run(["rm", "-r", t], [], ("", None), here)
+        for i in [i for i, a in enumerate(args) if a in ("-exec", "-execdir", "-ok", "-okdir")]:
+            end = next((j for j in range(i + 1, len(args)) if args[j] in (";", "+")), len(args))
+            for t in targets[:4]:
+                self.run([w.replace("{}", t) for w in args[i + 1 : end]], [], ("", None), here)
+
+    def xargs(self, args: list[str], stdin: Output, via: tuple[str, ...]) -> None:
+        """Lower ``xargs``: its command with the items it reads."""
+        spec = PROGRAMS["xargs"]
+        inner = self.inner(spec, args) or ["echo"]
+        replace = next(
+            (args[i + 1] for i, a in enumerate(args[:-1]) if a == "-I"),
+            next((a[2:] for a in args if a.startswith("-I") and len(a) > 2), None),
+        )
+        if stdin[0] == "text" and stdin[1] is not None and len(stdin[1]) < MAX_VALUE:
+            items = stdin[1].split("\0" if "-0" in args else None)[:MAX_FIELDS] or [""]
+        else:
+            items = [UNKNOWN]
+        here = via + ("xargs",)
+        if replace:
+            for item in items[:4]:
+                self.run([w.replace(replace, item) for w in inner], [], ("", None), here)
+        else:
+            self.run(inner + items, [], ("", None), here)
+
+    def inner(self, spec: dict[str, Any], args: list[str]) -> list[str] | None:
+        """The command a wrapper runs (``sudo -u x CMD`` -> ``CMD``), ``None`` when none."""
+        with_value = set(spec.get("options", ()))
+        skip = int(spec.get("skip", 0))
+        i = 0
+        prefix = list(spec.get("prefix", ()))
+        while i < len(args):
+            a = args[i]
+            if prefix and a == prefix[0]:
+                prefix.pop(0)
+            elif a == "--":
+                i += 1
+                break
+            elif a in with_value:
+                i += 1
+            elif a.startswith("-") and a != "-" or (spec.get("assignments") and "=" in a[1:]):
+                if a in spec.get("string", ()) and i + 1 < len(args):
+                    self.nested(args[i + 1], (spec.get("name", "wrapper"),))
+                    return None
+            elif skip:
+                skip -= 1
+            elif not prefix:
+                break
+            else:
+                return None
+            i += 1
+        return args[i:] or None
+
+    def shell(self, base: str, args: list[str], stdin: Output, via: tuple[str, ...]) -> Output:
+        """Lower a shell, ``eval`` or ``source``: the code it runs, read as shell."""
+        here = via + (base,)
+        if base == "eval":
+            return self.nested(" ".join(args), here)
+        if base in ("source", "."):
+            self.script(args[0] if args else UNKNOWN, here)
+            return ("other", None)
+        for i, a in enumerate(args):
+            if re.fullmatch(r"-[a-zA-Z]*c[a-zA-Z]*", a):
+                return self.nested(args[i + 1] if i + 1 < len(args) else UNKNOWN, here)
+            if a in ("-s", "-") or (a.startswith("-") and a not in ("-o", "+o")):
+                continue
+            self.script(a, here)
+            return ("other", None)
+        self.stdin_code(stdin, here)
+        return ("other", None)
+
+    def stdin_code(self, stdin: Output, via: tuple[str, ...], lang: str | None = None) -> None:
+        """Judge the code a shell (or an interpreter of ``lang``) reads on stdin."""
+        kind, text = stdin
+        if kind == "text" and text is not None:
+            if text in self.decoded_texts:
+                self.note("decode-to-shell", argv=list(via[-1:]))
+            self.lower_code(lang, text, [], via)
+        elif kind == "file" and text is not None and self.source(text)[0] in ("unread", "missing"):
+            self.note("pipe-to-shell", argv=list(via[-1:]))
+        elif kind == "file" and text is not None:
+            self.script(text, via, lang)
+        elif kind == "download":
+            self.note("download-to-shell", argv=list(via[-1:]))
+        elif kind == "decode":
+            self.note("decode-to-shell", argv=list(via[-1:]))
+        elif kind or self.in_pipeline:
+            self.note("pipe-to-shell", argv=list(via[-1:]))
+
+    def source(self, path: str) -> tuple[str, str | None]:
+        """The text of a file the command runs: ``(kind, text)``; kind ``"unread"`` when no
+        reader was given, ``"missing"`` when it cannot be read."""
+        path = posixpath.normpath(path) if path else path
+        if path in self.files:
+            kind, text = self.files[path]
+            return (kind if kind != "text" else "text", text)
+        if UNKNOWN in path:
+            return ("missing", None)
+        if self.read_script is None:
+            return ("unread", None)
+        text = self.read_script(path)
+        return ("text", text) if text is not None else ("missing", None)
+
+    def script(
+        self, path: str, via: tuple[str, ...], lang: str | None = None, rest: tuple[str, ...] = ()
+    ) -> None:
+        """Judge the file ``path`` a command runs: as ``lang`` code when given, else as the
+        language its ``#!`` line names, else as shell."""
+        kind, text = self.source(path)
+        if kind == "text" and text is not None:
+            first = text.split("\n", 1)[0] if text.startswith("#!") else ""
+            named = [w for w in re.findall(r"[\w.]+", first) if "lang" in PROGRAMS.get(w, {})]
+            lang = lang or (str(PROGRAMS[named[0]]["lang"]) if named else None)
+            self.lower_code(lang, text, [path, *rest], via)
+        elif kind == "download":
+            self.note("download-to-shell", argv=[path])
+        elif kind != "unread":
+            self.note("uncheckable", argv=[path])
+
+    def code(
+        self, base: str, lang: str, args: list[str], stdin: Output, via: tuple[str, ...]
+    ) -> None:
+        """Lower an interpreter's command line: inline code, a module, a script or stdin."""
+        here = via + (base,)
+        flags = PROGRAMS[base]
+        with_value = set(flags.get("options", ()))
+        code_opts = tuple(flags.get("code", ()))
+        i = 0
+        while i < len(args):
+            a = args[i]
+            joined = a[:1] == "-" and a[1:-1].isalpha() and a[-1:] in "ce"  # -ne CODE
+            if a in code_opts or joined and "-" + a[-1] in code_opts:
+                self.lower_code(lang, args[i + 1] if i + 1 < len(args) else "", args[i + 2 :], here)
+                return
+            if a == "-m" or a.startswith("-m") and lang == "python" and len(a) > 2:
+                module = a[2:] or (args[i + 1] if i + 1 < len(args) else "")
+                rest = args[i + 1 :] if a[2:] else args[i + 2 :]
+                self.module(module, rest, here)
+                return
+            if a in with_value:
+                i += 2
+                continue
+            if a == "-" or not a.startswith("-"):
+                break
+            if a in ("-V", "--version", "-h", "--help"):
+                return
+            i += 1
+        if i < len(args) and args[i] != "-":
+            self.script(args[i], here, lang, tuple(args[i + 1 :]))
+        else:
+            self.stdin_code(stdin, here, lang)
+
+    def module(self, name: str, rest: list[str], via: tuple[str, ...]) -> None:
+        """Lower ``python -m NAME``: the workspace's module, else the program of that name."""
+        path = name.replace(".", "/") + ".py"
+        kind, text = self.source(path)
+        if kind == "text" and text is not None:
+            self.lower_code("python", text, [path, *rest], via)
+        else:
+            self.run([name.split(".")[0], *rest], [], ("", None), via)
+
+    def local_module(self, path: str, via: tuple[str, ...]) -> None:
+        """Read a module a Python program imports, when it is a file of the workspace."""
+        name, kind, text = self.module_file(path)
+        if kind == "other":
+            self.note("uncheckable", argv=[name])
+        elif text is not None and name not in self.modules:
+            self.modules.add(name)
+            if len(self.modules) > 32:
+                self.note("uncheckable")
+                return
+            self.lower_code("python", text, [name], via)
+
+    def module_file(self, path: str) -> tuple[str, str, str | None]:
+        """The file of a local Python module (``pkg/mod`` for ``pkg.mod``): its name, its kind
+        (:meth:`source`) and its text; kind ``"missing"`` when the workspace holds none."""
+        if self.read_script is None and not self.files:
+            return "", "missing", None
+        for folder in self.folders:
+            for name in (path + ".py", path + "/__init__.py"):
+                name = posixpath.join(folder, name) if folder else name
+                kind, text = self.source(name)
+                if kind in ("text", "other"):
+                    return name, kind, text
+        return "", "missing", None
+
+    def module_text(self, path: str) -> str | None:
+        """The text of a local Python module, ``None`` when the workspace holds none (the front
+        end follows names the module re-exports)."""
+        return self.module_file(path)[2]
+
+    def lower_code(
+        self, lang: str | None, code: str, argv: list[str], via: tuple[str, ...]
+    ) -> None:
+        """Judge a program by what its front end says it does (shell code, with no ``lang``
+        or no front end, as shell)."""
+        if not lang or self.front_end is None:
+            self.nested(code, via)
+            return
+        for kind, item in self.front_end(lang, code, argv, self.module_text):
+            if kind == "shell":
+                self.nested(str(item), via)
+            elif kind == "argv":
+                self.run(list(item), [], ("", None), via)
+            elif kind == "write":
+                self.files[posixpath.normpath(str(item))] = ("other", None)
+                self.out.append(Simple([lang], [(">", str(item))], via, cwd=self.cwd))
+            elif kind == "read":
+                self.out.append(Simple([lang], [("<", str(item))], via, cwd=self.cwd))
+            elif kind == "module":
+                self.local_module(str(item), via)
+            elif kind == "folder":
+                self.folders.append(str(item))
+            else:
+                self.note(str(item), argv=[lang])

@@ -1,0 +1,315 @@
+"""The shell's words: each word of a command expanded as far as it can be known statically
+(quotes, escapes, braces, variables, ``${...}``, substitutions), and :class:`Simple`, one program
+the command would start, with its words.
+
+What cannot be known is written as :data:`UNKNOWN` inside a word.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import cache, lru_cache
+from typing import TYPE_CHECKING, Any
+
+__all__ = [
+    "UNKNOWN",
+    "Output",
+    "Simple",
+    "Words",
+    "braces",
+    "dangling",
+    "node_text",
+    "parse",
+    "unescape",
+]
+
+UNKNOWN = "\x00"
+"""Stands for a part of a word that cannot be known before the command runs."""
+MAX_VALUE = 4096  # a variable longer than this is unknown (the doubling trick stops here)
+BUDGET = 60_000  # syntax nodes and emitted commands per decision
+MAX_FIELDS = 64  # brace expansion and xargs fields
+Output = tuple[str, str | None]  # (kind, text): kind "", "text", "download", "decode", "other"
+_VARIABLE = re.compile(r"\$\{?(\w+)\}?")
+_BLANKS = re.compile(r"[ \t\n]+")
+_SAFE_WORD = re.compile(r"[\w@%+=:,./~^-]+")
+_SAFE_LINE = re.compile(r"[\w@%+=:,./~^-]+(?: [\w@%+=:,./~^-]+)*")
+_ANSI_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "e": "\x1b", "a": "\a", "\\": "\\", "'": "'"}
+ScriptReader = Callable[[str], "str | None"]
+FrontEnd = Callable[[str, str, list[str], ScriptReader], list[tuple[str, Any]]]
+
+
+@dataclass(slots=True)
+class Simple:
+    """One program the command would start.
+
+    :param argv: the words, :data:`UNKNOWN` where a part cannot be known.
+    :param redirects: ``(operator, target)`` pairs (``>``, ``>>``, ``<``, ...).
+    :param via: the programs it was reached through (``sudo``, ``xargs``, ``bash``...).
+    :param stdin: text it reads on stdin when that is known (heredoc, ``echo x |``).
+    :param notes: what the reading found that no argv shows (``dynamic-command``, ...).
+    :param cwd: the folder it starts in when the command changed it, else ``None``.
+    """
+
+    argv: list[str]
+    redirects: list[tuple[str, str]] = field(default_factory=list)
+    via: tuple[str, ...] = ()
+    stdin: str | None = None
+    notes: tuple[str, ...] = ()
+    cwd: str | None = None
+
+    def render(self) -> str:
+        """The command as one line, ``?`` for unknown parts (shown to people, and the target
+        an approval is remembered under)."""
+        text = " ".join(self.argv)
+        if self.redirects or not _SAFE_LINE.fullmatch(text) or text.count(" ") >= len(self.argv):
+            words = [_quote(w) for w in self.argv]
+            words += [f"{op} {_quote(t)}" for op, t in self.redirects]
+            text = " ".join(words)
+        text = text or "(" + ", ".join(self.notes) + ")"
+        return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _quote(word: str) -> str:
+    if _SAFE_WORD.fullmatch(word):
+        return word
+    return shlex.quote(word).replace(UNKNOWN, "?")
+
+
+@cache
+def _parser() -> Any:
+    import tree_sitter
+    import tree_sitter_bash
+
+    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+
+
+def parse(text: str) -> Any:
+    """The tree-sitter syntax tree of ``text``."""
+    return _parser().parse(text.encode("utf-8", "surrogatepass"))
+
+
+def node_text(node: Any) -> str:
+    """The source text of a syntax node."""
+    return str(node.text.decode("utf-8", "replace"))
+
+
+def unescape(word: str) -> str:
+    """``word`` with its backslash escapes undone (a backslash-newline joins lines)."""
+    if "\\" not in word:
+        return word
+    return re.sub(r"\\(\n|.)", lambda m: "" if m.group(1) == "\n" else m.group(1), word)
+
+
+@lru_cache(maxsize=4096)
+def _plain(raw: str, split: bool) -> tuple[str, ...]:
+    """The fields of a word without expansions (braces only)."""
+    return tuple(unescape(w) for w in (braces(raw) if split and "{" in raw else [raw]))
+
+
+def _ansi_c(body: str) -> str:
+    def one(m: re.Match[str]) -> str:
+        s = m.group(1)
+        if s[0] == "x":
+            return chr(int(s[1:], 16))
+        if s[0] in "01234567":
+            return chr(int(s, 8) % 256)
+        return _ANSI_ESCAPES.get(s, "\\" + s)
+
+    return re.sub(r"\\(x[0-9a-fA-F]{1,2}|[0-7]{1,3}|.)", one, body)
+
+
+def braces(word: str) -> list[str]:
+    """The words a brace expansion (``a{b,c}``) makes, :data:`UNKNOWN` past the bound."""
+    m = re.search(r"\{([^{}]*,[^{}]*)\}", word)
+    if not m:
+        return [word]
+    out: list[str] = []
+    for part in m.group(1).split(","):
+        out += braces(word[: m.start()] + part + word[m.end() :])
+        if len(out) > MAX_FIELDS:
+            return [UNKNOWN]
+    return out
+
+
+def dangling(node: Any) -> bool:
+    """Whether a word ends with a lone ``$`` (tree-sitter-bash ends a word there when a second
+    ``$NAME`` is glued to it, and the name starts the next word)."""
+    if node.type == "command_name":
+        node = node.named_children[0] if node.named_child_count else node
+    if node.type != "concatenation":
+        return False
+    return bool(node.children[-1].type == "$")
+
+
+class Words:
+    """The state of one reading of one command, and the expansion of its words (the base of
+    :class:`~.shell.Lowering`, whose parameters these are)."""
+
+    def __init__(
+        self,
+        read_script: ScriptReader | None = None,
+        front_end: FrontEnd | None = None,
+        cwd: str | None = None,
+    ) -> None:
+        self.read_script = read_script
+        self.front_end = front_end
+        self.out: list[Simple] = []
+        self.vars: dict[str, str] = {"HOME": "~", "IFS": " \t\n", "HERMES_HOME": "~/.hermes"}
+        self.funcs: dict[str, Any] = {}
+        self.aliases: dict[str, str] = {}
+        self.files: dict[str, Output] = {}
+        self.cwd = cwd
+        self.args: list[str] = []
+        self.calls: list[str] = []
+        self.depth = 0
+        self.budget = BUDGET
+        self.in_pipeline = False
+        self.pending: Any = None
+        self.links: dict[str, str] = {}
+        self.decoded_texts: set[str] = set()
+        self.modules: set[str] = set()
+        self.folders: list[str] = [""]
+
+    def note(self, *notes: str, argv: list[str] | None = None) -> None:
+        """Record what the reading found that no argv shows."""
+        self.out.append(Simple(argv or [], notes=notes, cwd=self.cwd))
+
+    if TYPE_CHECKING:  # the statements and commands: shell.Lowering
+
+        def stmt(self, node: Any, stdin: Output = ("", None)) -> Output:
+            """Lower one statement."""
+
+        def run(
+            self,
+            argv: list[str],
+            redirects: list[tuple[str, str]],
+            stdin: Output,
+            via: tuple[str, ...],
+        ) -> Output:
+            """Lower one simple command."""
+
+        def nested(self, text: str, via: tuple[str, ...]) -> Output:
+            """Read ``text`` as shell code run by a wrapper."""
+
+    def value(self, node: Any) -> str:
+        """The word as one string (no field splitting)."""
+        return " ".join(self.fields(node, split=False))
+
+    def fields(self, node: Any, split: bool = True) -> list[str]:
+        """The fields a word expands into."""
+        kind = node.type
+        if kind == "word" or (
+            kind == "concatenation" and all(c.type == "word" for c in node.named_children)
+        ):
+            raw = node_text(node)
+            if kind == "concatenation" and node.named_child_count != node.child_count:
+                raw = "".join(node_text(c) for c in node.children)
+            if "$" not in raw:
+                return list(_plain(raw, split))
+            words = braces(raw) if split and "{" in raw else [raw]
+            words = [_VARIABLE.sub(lambda m: self.variable(m.group(1)), w) for w in words]
+            words = [x for w in words for x in _BLANKS.split(w) if x] if split else words
+            return [unescape(w) for w in words]
+        out: list[str] = [""]
+        for piece, splittable in self.pieces(node):
+            if not (split and splittable):
+                out[-1] += piece
+                continue
+            parts = re.split("[" + re.escape(self.vars.get("IFS", " ")) + "]+", piece)
+            out[-1] += parts[0]
+            out += parts[1:]
+        return [w for w in out if w] if split else out[:1]
+
+    def pieces(self, node: Any) -> Iterator[tuple[str, bool]]:
+        """Each part of a word with whether the shell splits it into fields."""
+        kind = node.type
+        if kind == "concatenation":
+            for child in node.named_children:
+                yield from self.pieces(child)
+        elif kind in ("word", "number", "variable_name"):
+            yield unescape(node_text(node)), False
+        elif kind == "raw_string":
+            yield node_text(node)[1:-1], False
+        elif kind == "ansi_c_string":
+            yield _ansi_c(node_text(node)[2:-1]), False
+        elif kind in ("string", "translated_string"):
+            yield "".join(self.string(node)), False
+        elif kind == "simple_expansion":
+            yield self.variable(node_text(node)[1:]), True
+        elif kind == "expansion":
+            yield self.expansion(node), True
+        elif kind in ("command_substitution", "process_substitution"):
+            yield self.substitution(node), kind == "command_substitution"
+        elif kind == "brace_expression":
+            yield node_text(node), False
+        else:
+            for child in node.named_children:
+                if child.type in ("command_substitution", "process_substitution"):
+                    self.substitution(child)
+            yield UNKNOWN, False
+
+    def string(self, node: Any) -> Iterator[str]:
+        """The parts of a double-quoted string, expanded."""
+        for child in node.named_children:
+            if child.type == "string_content":
+                yield re.sub(r"\\([$`\"\\\n])", r"\1", node_text(child))
+            else:
+                yield "".join(p for p, _ in self.pieces(child))
+
+    def variable(self, name: str) -> str:
+        """The value of a variable or positional parameter (:data:`UNKNOWN` when unknown)."""
+        if name.isdigit():
+            index = int(name) - 1
+            return self.args[index] if 0 <= index < len(self.args) else UNKNOWN
+        if name in ("@", "*"):
+            return " ".join(self.args) if self.calls else UNKNOWN
+        return self.vars.get(name, UNKNOWN)
+
+    def expansion(self, node: Any) -> str:
+        """The value of a ``${...}`` expansion (defaults, prefix and suffix removal)."""
+        inner = node_text(node)[2:-1]
+        for child in node.named_children:
+            if child.type in ("command_substitution", "process_substitution", "expansion"):
+                self.pieces(child).__next__()
+        m = re.fullmatch(
+            r"(#?)([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*])(?:(:?[-=?+]|%%?|##?)(.*))?", inner
+        )
+        if not m or m.group(1):
+            return UNKNOWN
+        value = self.variable(m.group(2))
+        op, arg = m.group(3), m.group(4) or ""
+        if op in ("-", ":-", "=", ":="):
+            default = arg if "$" not in arg else UNKNOWN
+            return default + UNKNOWN if value == UNKNOWN else value
+        if op in ("%", "%%") and "*" not in arg and value.endswith(arg):
+            return value[: len(value) - len(arg)]
+        if op in ("#", "##") and "*" not in arg and value.startswith(arg):
+            return value[len(arg) :]
+        return value if not op or op in ("?", ":?", "%", "%%", "#", "##") else UNKNOWN
+
+    def substitution(self, node: Any) -> str:
+        """Lower a ``$(...)`` or ``<(...)``; the answer is its text or a file name."""
+        out: Output = ("other", None)
+        outer, self.in_pipeline = self.in_pipeline, False
+        for child in node.named_children:
+            out = self.stmt(child)
+        self.in_pipeline = outer
+        if node.type == "process_substitution":
+            name = f"/dev/fd/{60 + len(self.files)}"
+            self.files[name] = out
+            return name
+        if out[0] == "text" and out[1] is not None:
+            return out[1].rstrip("\n")
+        return UNKNOWN
+
+    def reread(self, word: str) -> list[str]:
+        """The fields of a word tree-sitter-bash cut at the ``$`` of a ``$NAME`` glued to it
+        (``rm$IFS-rf$IFS/``): the word read again with every ``$NAME`` braced."""
+        tree = parse(": " + re.sub(r"\$([A-Za-z_]\w*|[0-9@*#?$!-])", r"${\1}", word))
+        found = tree.root_node.named_children[:1]
+        if tree.root_node.has_error or not found or found[0].type != "command":
+            return [UNKNOWN]
+        return [f for child in found[0].named_children[1:] for f in self.fields(child)]
