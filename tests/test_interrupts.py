@@ -77,10 +77,13 @@ def test_ctrl_c_stops_running_subagents_at_once_and_queued_ones_never_start(
     while time.monotonic() < deadline:  # three children (max_concurrent_children) are running
         time.sleep(0.2)
         if db.exists():
-            with sqlite3.connect(db) as conn:
-                count = conn.execute(
-                    "select count(*) from sessions where source = 'subagent'"
-                ).fetchone()[0]
+            try:
+                with sqlite3.connect(db) as conn:
+                    count = conn.execute(
+                        "select count(*) from sessions where source = 'subagent'"
+                    ).fetchone()[0]
+            except sqlite3.OperationalError:  # made, but its tables not yet
+                continue
             if count == 3:
                 break
     time.sleep(1)
