@@ -120,6 +120,10 @@ async def _act(ctx: ToolContext, action: Callable[[Session], Any], what: str) ->
             watch.stop()
 
 
+_PAGE_TURN = "() => new Promise(done => setTimeout(done, 0))"
+"""Resolves once the page has run the tasks queued before it."""
+
+
 class _NavigationWatch:
     """Notices a navigation an action starts (a link, a form submitted with Enter), so the
     snapshot is taken of the new page, not of the old one."""
@@ -147,6 +151,15 @@ class _NavigationWatch:
         """Give the page a moment; if it started navigating, wait for the new document."""
         import asyncio
 
+        from playwright.async_api import Error
+
+        # What the action queued in the page (a form submitted on Enter, a click's handler)
+        # runs before this round trip returns, however loaded the machine: a fixed pause alone
+        # could take the snapshot before the navigation starts.
+        try:
+            await asyncio.wait_for(self.page.evaluate(_PAGE_TURN), timeout=min(1.0, limit))
+        except (TimeoutError, Error):
+            pass  # the page went away meanwhile (a navigation), or is busy: look below
         await asyncio.sleep(0.05)
         deadline = time.monotonic() + limit
         while self.pending and not self.loaded and time.monotonic() < deadline:
