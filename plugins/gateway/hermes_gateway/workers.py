@@ -82,6 +82,8 @@ class Supervisor:
         self._deaths: list[float] = []
         self._pid = os.getpid()
         self._probe = probe
+        self.loads = listening.Loads(count)
+        """The open connections of each worker, shared with them (see :mod:`.listening`)."""
 
     def open(self) -> Supervisor:
         """Open the listening socket of every platform (a free port for port 0)."""
@@ -150,7 +152,7 @@ class Supervisor:
     def _work(self, number: int) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, signal.SIG_DFL)
-        listening.share(self.sockets)
+        listening.share(self.sockets, self.loads, number)
         gateway = self.make_gateway()
 
         async def main() -> int:
@@ -171,6 +173,7 @@ class Supervisor:
             if number is None:
                 continue  # not a worker (a process a plugin started)
             del self.workers[number]
+            self.loads.gone(number)
             if self._stopping:
                 continue
             self.log(f"gateway: worker {number} (pid {pid}) {_how(status)}; starting another")

@@ -9,6 +9,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -254,3 +255,62 @@ def test_a_session_lock_held_elsewhere_is_waited_for_and_a_cancel_ends_the_wait(
         threading.Timer(0.2, cancel.set).start()
         with other.hold("session_x", cancel) as got:
             assert got is False
+
+
+def _slow_echo(request: Any) -> dict[str, Any]:
+    return {"text": f"echo: {request.json['messages'][-1]['content']}", "delay": 1.5}
+
+
+def _established(pid: int, port: int) -> int:
+    """How many TCP connections to ``port`` the process ``pid`` holds open."""
+    owned = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            owned.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except OSError:
+            continue  # closed meanwhile
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            local_port = int(fields[1].rsplit(":", 1)[1], 16)
+            if local_port == port and fields[3] == "01" and f"socket:[{fields[9]}]" in owned:
+                count += 1
+    return count
+
+
+def test_a_burst_of_connections_is_shared_among_the_workers(tmp_path):
+    """Connections that arrive together are not all taken by the worker that wakes first:
+    with keep-alive, a worker's connections bring it all their later requests too."""
+    with FakeLLM() as server:
+        server.add(*([_slow_echo] * 40))
+        served = Served(tmp_path, server, workers=2)
+        try:
+            assert served.url is not None
+            assert wait_until(lambda: served.log.count("api ready") == 2, timeout=30), served.log
+            port = int(served.url.rsplit(":", 1)[1].split("/")[0])
+            body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+            request = (
+                f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                f"Authorization: Bearer {KEY}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n{body}"
+            ).encode()
+            clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(16)]
+            try:
+                for client in clients:
+                    client.sendall(request)
+                workers = served.workers()
+                assert wait_until(
+                    lambda: sum(_established(w, port) for w in workers) == 16, timeout=10
+                )
+                held = [_established(w, port) for w in workers]
+                assert min(held) >= 3, held  # an even share is 8; taking all at once left 0
+                for client in clients:
+                    client.settimeout(30)
+                    assert b"echo: hi" in client.recv(65536)
+            finally:
+                for client in clients:
+                    client.close()
+        finally:
+            code, log = served.stop()
+    assert code == 0, log

@@ -9,6 +9,7 @@ sending, and the connection is shut down.
 
 from __future__ import annotations
 
+import json
 import queue
 import socket
 import threading
@@ -192,7 +193,7 @@ class OpenAIClient:
 
     def _chat(self, request: ModelRequest) -> ModelResponse:
         body = chat.build_body(request, self.settings)
-        opener = self._opener(lambda sdk: sdk.chat.completions.create, body, messages=[])
+        opener = self._opener("/chat/completions", body)
         if request.stream:
             accumulator = chat.ChatStream(request)
             self._run(request, opener, accumulator.feed)
@@ -204,7 +205,7 @@ class OpenAIClient:
         # deltas only when the caller asked for them.
         stream = request.stream or _is_codex_backend(self.settings.base_url)
         body = responses.build_body(request, self.settings, stream=stream)
-        opener = self._opener(lambda sdk: sdk.responses.create, body)
+        opener = self._opener("/responses", body)
         if stream:
             quiet = request if request.stream else _without_sink(request)
             accumulator = responses.ResponsesStream(quiet)
@@ -212,26 +213,14 @@ class OpenAIClient:
             return accumulator.result()
         return responses.parse_response(self._run(request, opener))
 
-    def _opener(
-        self,
-        method: Callable[[Any], Callable[..., Any]],
-        body: dict[str, Any],
-        **placeholders: Any,
-    ) -> Callable[[], Any]:
-        """A call of the SDK method ``method(sdk)`` with ``model`` and ``stream`` as arguments
-        and the rest of ``body`` as extra body fields. The SDK sends extra body fields as they
-        are, over the arguments of the same name: options it does not know pass through, and
-        the transcript is not walked by its per-field type transform, whose cost grows with
-        every message (for plain JSON values, as ours are, it changes nothing). A method that
-        requires an argument our body carries gets it as a ``placeholders`` value, which the
-        body's field replaces on the wire. The SDK is imported by the first call, on the
-        worker thread."""
-        rest = dict(body)
-        kwargs: dict[str, Any] = {"model": rest.pop("model"), **placeholders}
-        if rest.pop("stream", False):
-            kwargs["stream"] = True
-        kwargs["extra_body"] = rest
-        return lambda: method(self.sdk)(**kwargs)
+    def _opener(self, path: str, body: dict[str, Any]) -> Callable[[], Any]:
+        """A POST of ``body`` to ``path`` through the SDK client, which sends it, retries,
+        authenticates and turns failures into its errors, and hands back the answer as
+        plain JSON (a dict, or one dict per streamed event). Neither the SDK's walk of the
+        request through its parameter types nor its response models are needed: the
+        converters read plain JSON, and the body is plain JSON already. The SDK is imported
+        by the first call, on the worker thread."""
+        return lambda: post_json(self.sdk, path, body)
 
     def _run(
         self,
@@ -272,6 +261,37 @@ class OpenAIClient:
         finally:
             if not finished:
                 call.stop()
+
+
+_OPTIONS: dict[str, Any] = {"security": {"bearer_auth": True}}
+"""The request options of the SDK's own methods for these endpoints (the API key's bearer
+header)."""
+
+
+def post_json(sdk: Any, path: str, body: dict[str, Any]) -> Any:
+    """POST ``body`` to ``path`` with the ``openai.OpenAI`` client ``sdk``: the answer's JSON
+    value, or, when ``body`` asks for a stream, an SDK stream yielding each event's JSON
+    value."""
+    if body.get("stream"):
+        import openai
+
+        return sdk.post(
+            path,
+            body=body,
+            cast_to=object,
+            options=_OPTIONS,
+            stream=True,
+            stream_cls=openai.Stream[object],
+        )
+    answer = sdk.post(path, body=body, cast_to=object, options=_OPTIONS)
+    if isinstance(answer, str | bytes):  # served without a JSON content type
+        try:
+            answer = json.loads(answer)
+        except ValueError:
+            raise ProviderError(
+                f"the server's answer is not JSON: {str(answer)[:200]!r}", kind="server"
+            ) from None
+    return answer
 
 
 def _is_codex_backend(base_url: str | None) -> bool:
