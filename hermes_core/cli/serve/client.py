@@ -8,9 +8,9 @@ silent process, a refusal) returns ``None`` and the call runs in-process as alwa
 
 from __future__ import annotations
 
+import _socket
 import os
 import signal
-import socket
 
 from ... import __version__
 from . import registration, wire
@@ -56,14 +56,17 @@ def run(argv: Sequence[str]) -> int | None:
     conn = connect(found)
     if conn is None:
         return None
-    with conn:
+    try:
         return _hand_over(conn, found, key, argv)
+    finally:
+        conn.close()
 
 
-def connect(found: dict[str, Any]) -> socket.socket | None:
+def connect(found: dict[str, Any]) -> _socket.socket | None:
     """A connection to the resident process ``found`` names, when it answers as that process
     and belongs to this user; ``None`` otherwise."""
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    # _socket: the socket module would cost this short-lived caller its import
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     conn.settimeout(CONNECT_TIMEOUT)
     try:
         conn.connect(found["socket"])
@@ -167,7 +170,7 @@ def _kill(pid: int, signum: int) -> None:
 
 
 def _hand_over(
-    conn: socket.socket, found: dict[str, Any], key: Any, argv: Sequence[str]
+    conn: _socket.socket, found: dict[str, Any], key: Any, argv: Sequence[str]
 ) -> int | None:
     fds = [0, 1, 2]
     cwd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
