@@ -569,6 +569,24 @@ def test_serve_auto_starts_nothing_unless_asked_for_a_call_that_may_run_warm(
         _stop_all(home)
 
 
+def test_serve_auto_does_not_retry_at_once_after_a_failed_start(home: Path, llm: FakeLLM) -> None:
+    (home / "config.yaml").write_text("serve:\n  auto: true\n", encoding="utf-8")
+    folder = Path(registration.serve_dir(home))
+    folder.mkdir(mode=0o700)
+    (folder / "log").write_text("hermes: error: a plugin failed to load\n", encoding="utf-8")
+    try:
+        llm.add(text("cold"))
+        done = chat(home, llm, "-q", "hi", "--model", "m")
+        assert (done.returncode, done.stdout.strip()) == (0, "cold"), done.stderr
+        lock = registration.take_lock(home)
+        assert lock is not None
+        os.close(lock)
+        assert _serve_processes(home) == []
+        assert "a plugin failed to load" in (folder / "log").read_text(encoding="utf-8")
+    finally:
+        _stop_all(home)
+
+
 def test_serve_auto_leaves_a_starting_or_serving_process_alone(
     home: Path, resident: Resident, llm: FakeLLM
 ) -> None:

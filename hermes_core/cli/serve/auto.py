@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 
 LOG_NAME = "log"
 
+RETRY_AFTER = 300.0
+"""Seconds before a call starts a resident process again after one failed to start."""
+
 
 def start_if_wanted(argv: Sequence[str], environ: Mapping[str, str]) -> int | None:
     """After ``argv`` (a one-shot chat) ran in-process: start a resident process for the next
@@ -31,11 +34,13 @@ def start_if_wanted(argv: Sequence[str], environ: Mapping[str, str]) -> int | No
     if environ.get("HERMES_SERVE") == "off" or not servable(argv[1:]):
         return None
     home = registration.home_folder()
-    if not os.path.isdir(home) or not _wanted():
+    if not os.path.isdir(home) or not _wanted(home):
         return None
     found = registration.read(home)
     if found is not None and registration.alive(found["pid"]):
         return None  # it ends by itself once stale; a caller it refuses must not start another
+    if _failed_lately(home):
+        return None
     lock = registration.take_lock(home)
     if lock is None:
         return None
@@ -47,15 +52,38 @@ def start_if_wanted(argv: Sequence[str], environ: Mapping[str, str]) -> int | No
         os.close(lock)
 
 
-def _wanted() -> bool:
-    """Whether the configuration of this home sets ``serve.auto``."""
+def _wanted(home: str) -> bool:
+    """Whether the configuration of ``home`` sets ``serve.auto``: a key of the core's, read
+    from ``config.yaml`` alone, so a file that does not name it is not even parsed (every cold
+    one-shot chat asks)."""
+    try:
+        with open(os.path.join(home, "config.yaml"), "rb") as handle:
+            if b"auto" not in handle.read():
+                return False
+    except OSError:
+        return False
     from hermes_hookspecs import HermesError
 
     from ...host import Host
 
     try:
-        return Host().config.get("serve.auto") is True
+        return Host().core_config.get("serve.auto") is True
     except (HermesError, OSError):
+        return False
+
+
+def _failed_lately(home: str) -> bool:
+    """Whether the last resident process started here failed to start, less than
+    :data:`RETRY_AFTER` seconds ago (its log says why; each call would fail the same way)."""
+    import time
+
+    path = os.path.join(registration.serve_dir(home), LOG_NAME)
+    try:
+        with open(path, "rb") as handle:
+            if time.time() - os.fstat(handle.fileno()).st_mtime >= RETRY_AFTER:
+                return False
+            return b"hermes: serving " not in handle.read(1 << 16)
+    except OSError:
         return False
 
 

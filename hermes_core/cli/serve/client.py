@@ -195,6 +195,7 @@ def _hand_over(
             answer = wire.receive(conn)
         except (OSError, wire.WireError):
             answer = None
+        forwarder.child = None  # ended and reaped: its pid may be another process's now
     finally:
         forwarder.restore()
     return _exit_status(answer)
