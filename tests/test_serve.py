@@ -480,3 +480,223 @@ def test_other_interpreter_or_locale_settings_run_in_process(
 )
 def test_which_calls_a_resident_process_may_run(argv: list[str], expected: bool) -> None:
     assert servable(argv) is expected
+
+
+def _serve_processes(home: Path) -> list[int]:
+    """The ``hermes serve`` processes of ``home`` that run now."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"serve" in argv and f"HERMES_HOME={home}".encode() in environ:
+            found.append(int(entry.name))
+    return found
+
+
+def _stop_all(home: Path) -> None:
+    for pid in _serve_processes(home):
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    wait_until(lambda: not _serve_processes(home), timeout=30)
+
+
+def test_serve_auto_starts_one_resident_process_for_the_calls_after(
+    home: Path, llm: FakeLLM
+) -> None:
+    (home / "config.yaml").write_text("serve:\n  auto: true\n", encoding="utf-8")
+    try:
+        callers = []
+        for n in range(3):
+            llm.add(text(f"answer {n}"))
+        for _ in range(3):
+            argv = [HERMES, "chat", "-q", "hi", "--provider", "custom", "--model", "m"]
+            callers.append(
+                subprocess.Popen(
+                    [*argv, "--base-url", llm.openai_base_url],
+                    env=_env(home),
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+            )
+        answers = sorted(proc.communicate(timeout=120)[0].strip() for proc in callers)
+        assert answers == ["answer 0", "answer 1", "answer 2"]
+        assert [proc.returncode for proc in callers] == [0, 0, 0]
+        wait_until(lambda: registration.read(home) is not None, timeout=120)
+        found = registration.read(home)
+        assert found is not None and _serve_processes(home) == [found["pid"]]
+        log = Path(registration.serve_dir(home), "log")
+        assert f"serving {home}" in log.read_text(encoding="utf-8")
+
+        llm.add(text("warm now"))
+        done = chat(home, llm, "-q", "hi", "--model", "m")
+        assert (done.returncode, done.stdout.strip()) == (0, "warm now"), done.stderr
+        assert log.read_text(encoding="utf-8").count(": running in child ") == 1
+        assert _serve_processes(home) == [found["pid"]]
+    finally:
+        _stop_all(home)
+
+
+@pytest.mark.parametrize(
+    ("config", "variables"),
+    [
+        ("", {}),
+        ("serve:\n  auto: false\n", {}),
+        ("serve:\n  auto: true\n", {"HERMES_SERVE": "off"}),
+    ],
+)
+def test_serve_auto_starts_nothing_unless_asked_for_a_call_that_may_run_warm(
+    home: Path, llm: FakeLLM, config: str, variables: dict[str, str]
+) -> None:
+    (home / "config.yaml").write_text(config, encoding="utf-8")
+    try:
+        llm.add(text("cold"))
+        done = chat(home, llm, "-q", "hi", "--model", "m", **variables)
+        assert (done.returncode, done.stdout.strip()) == (0, "cold"), done.stderr
+        # a resident process would be holding the lock from its start, before the caller ends
+        lock = registration.take_lock(home)
+        assert lock is not None
+        os.close(lock)
+        assert _serve_processes(home) == []
+    finally:
+        _stop_all(home)
+
+
+def test_serve_auto_does_not_retry_at_once_after_a_failed_start(home: Path, llm: FakeLLM) -> None:
+    (home / "config.yaml").write_text("serve:\n  auto: true\n", encoding="utf-8")
+    folder = Path(registration.serve_dir(home))
+    folder.mkdir(mode=0o700)
+    (folder / "log").write_text("hermes: error: a plugin failed to load\n", encoding="utf-8")
+    try:
+        llm.add(text("cold"))
+        done = chat(home, llm, "-q", "hi", "--model", "m")
+        assert (done.returncode, done.stdout.strip()) == (0, "cold"), done.stderr
+        lock = registration.take_lock(home)
+        assert lock is not None
+        os.close(lock)
+        assert _serve_processes(home) == []
+        assert "a plugin failed to load" in (folder / "log").read_text(encoding="utf-8")
+    finally:
+        _stop_all(home)
+
+
+def test_serve_auto_leaves_a_starting_or_serving_process_alone(
+    home: Path, resident: Resident, llm: FakeLLM
+) -> None:
+    (home / "config.yaml").write_text("serve:\n  auto: true\n", encoding="utf-8")
+    resident.proc.wait(timeout=30)  # stale: its configuration changed
+    second = Resident(home, "--idle-timeout", "300")
+    try:
+        llm.add(text("refused, so cold"))
+        done = chat(home, llm, "-q", "hi", "--model", "m", PYTHONIOENCODING="latin-1")
+        assert (done.returncode, done.stdout.strip()) == (0, "refused, so cold"), done.stderr
+        assert _serve_processes(home) == [second.proc.pid]
+        started = subprocess.run(
+            [HERMES, "serve", "--background"], env=_env(home), capture_output=True, text=True
+        )
+        assert started.returncode == 1
+    finally:
+        second.stop()
+
+
+JOB_SHELL = r"""
+import os, signal, sys, time
+report, go_on, argv = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
+signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+pid = os.fork()
+if pid == 0:
+    os.setpgid(0, 0)
+    while os.tcgetpgrp(0) != os.getpgrp():
+        time.sleep(0.001)
+    signal.signal(signal.SIGTTOU, signal.SIG_DFL)
+    os.execv(argv[0], argv)
+os.setpgid(pid, pid)
+os.tcsetpgrp(0, pid)
+os.write(report, b"started %d\n" % pid)
+_, status = os.waitpid(pid, os.WUNTRACED)
+if os.WIFSTOPPED(status):
+    os.write(report, b"stopped\n")
+    os.read(go_on, 1)
+    os.tcsetpgrp(0, pid)
+    os.killpg(pid, signal.SIGCONT)
+    _, status = os.waitpid(pid, 0)
+os.write(report, b"ended %d\n" % os.waitstatus_to_exitcode(status))
+"""
+"""A shell's job control, in short: run a command as the terminal's foreground job, report
+when it stops, continue it in the foreground when told."""
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()[0]
+
+
+def _drain(fd: int) -> bytes:
+    import select
+
+    out = b""
+    while select.select([fd], [], [], 0.2)[0]:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    return out
+
+
+def test_ctrl_z_stops_and_fg_resumes_a_warm_call_as_a_cold_one(
+    home: Path, resident: Resident, llm: FakeLLM
+) -> None:
+    import fcntl
+    import pty
+    import termios
+
+    for cold in (True, False):
+        llm.add(text("answered after fg", delay=3))
+        before = len(llm.requests)
+        master, slave = pty.openpty()
+        report_r, report_w = os.pipe()
+        go_r, go_w = os.pipe()
+        argv = [HERMES, "chat", "-q", "hi", "--provider", "custom", "--model", "m"]
+        shell = subprocess.Popen(
+            [sys.executable, "-c", JOB_SHELL, str(report_w), str(go_r), *argv]
+            + ["--base-url", llm.openai_base_url],
+            env=_env(home, **({"HERMES_SERVE": "off"} if cold else {})),
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            pass_fds=(report_w, go_r),
+            start_new_session=True,
+            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),  # noqa: PLW1509
+        )
+        os.close(slave)
+        os.close(report_w)
+        os.close(go_r)
+        reports = os.fdopen(report_r, "rb")
+        try:
+            caller = int(reports.readline().split()[1])
+            wait_until(lambda: len(llm.requests) > before, timeout=60)  # noqa: B023
+            os.write(master, b"\x1a")  # Ctrl-Z
+            assert reports.readline() == b"stopped\n"
+            running = caller if cold else int(resident.log().rsplit("running in child ", 1)[1])
+            assert wait_until(lambda: _state(running) == "T", timeout=10)  # noqa: B023
+            time.sleep(4)  # the answer is there, but no stopped process reads it
+            assert _state(running) == "T"
+            assert b"answered after fg" not in _drain(master)
+            os.write(go_w, b"x")  # fg
+            assert reports.readline() == b"ended 0\n"
+            assert b"answered after fg" in _drain(master)
+        finally:
+            shell.wait(timeout=60)
+            for fd in (master, go_w):
+                os.close(fd)
+            reports.close()
+    assert resident.children_started() == 1

@@ -1,5 +1,6 @@
 """The ``hermes`` console script: hand a one-shot chat to a resident process when there is one,
-else run the command line in this process.
+else run the command line in this process (and then, when ``serve.auto`` asks for it, start a
+resident process for the calls after it).
 
 Garbage collection is tuned for a short-lived process: collections are rarer while start-up
 creates its long-lived objects (modules, plugins, an SDK's classes), and whatever is alive
@@ -31,9 +32,11 @@ def console_main() -> int:
     from .serve.calls import servable
 
     code = None
-    if servable(sys.argv[1:]):
+    served = servable(sys.argv[1:])
+    if served:
         from .serve.client import run as run_warm
 
+        environ = dict(os.environ)
         try:
             code = run_warm(sys.argv)
         except KeyboardInterrupt:
@@ -46,6 +49,11 @@ def console_main() -> int:
             code = main()
         except ForkedCall as forked:
             code = forked.call.run(main)
+        else:
+            if served:
+                from .serve.auto import start_if_wanted
+
+                start_if_wanted(sys.argv, environ)
     if sys.getprofile() is not None or sys.gettrace() is not None:
         return code  # a profiler or debugger writes its report once the script returns
     _end(code)

@@ -154,4 +154,16 @@ def core_sections() -> list[ConfigSection]:
             ],
             doc="prompt caching, for every provider that supports it",
         ),
+        ConfigSection(
+            "serve",
+            [
+                ConfigKey(
+                    "auto",
+                    "boolean",
+                    False,
+                    "`hermes chat -q` starts a resident `hermes serve` when none runs",
+                )
+            ],
+            doc="the resident process (`hermes serve`)",
+        ),
     ]

@@ -7,6 +7,7 @@ and runs each ``hermes chat -q`` of the same user in a child forked from it.
 - :mod:`.peer`: whether a caller may be served (same user, same confinement);
 - :mod:`.server`: the resident process and the children it forks;
 - :mod:`.client`: the caller's side, tried before anything else is imported;
+- :mod:`.auto`: ``serve.auto``, a resident process started by a call that found none;
 - :mod:`.command`: the ``serve`` command.
 """
 

@@ -8,9 +8,9 @@ silent process, a refusal) returns ``None`` and the call runs in-process as alwa
 
 from __future__ import annotations
 
+import _socket
 import os
 import signal
-import socket
 
 from ... import __version__
 from . import registration, wire
@@ -56,14 +56,17 @@ def run(argv: Sequence[str]) -> int | None:
     conn = connect(found)
     if conn is None:
         return None
-    with conn:
+    try:
         return _hand_over(conn, found, key, argv)
+    finally:
+        conn.close()
 
 
-def connect(found: dict[str, Any]) -> socket.socket | None:
+def connect(found: dict[str, Any]) -> _socket.socket | None:
     """A connection to the resident process ``found`` names, when it answers as that process
     and belongs to this user; ``None`` otherwise."""
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    # _socket: the socket module would cost this short-lived caller its import
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     conn.settimeout(CONNECT_TIMEOUT)
     try:
         conn.connect(found["socket"])
@@ -112,32 +115,62 @@ class _Forwarder:
                 self.ignored.append(int(signum))
                 continue
             self.previous[signum] = signal.signal(signum, self.forward)
+        if signal.getsignal(signal.SIGTSTP) == signal.SIG_DFL:
+            self.previous[signal.SIGTSTP] = signal.signal(signal.SIGTSTP, self.suspend)
+        self.previous[signal.SIGCONT] = signal.signal(signal.SIGCONT, self.forward)
+
+    def suspend(self, signum: int, frame: Any) -> None:
+        """Ctrl-Z: stop the child, then this process, as a cold process stops; both go on
+        when this process is continued."""
+        if self.child is None:
+            self.pending.append(signum)
+            return
+        # SIGSTOP, not SIGTSTP: the child leads a session of its own, whose process group the
+        # kernel counts as orphaned and so spares the stop that SIGTSTP would do.
+        _kill(self.child, signal.SIGSTOP)
+        signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+        try:
+            os.kill(os.getpid(), signal.SIGTSTP)  # stops here until continued
+        finally:
+            signal.signal(signal.SIGTSTP, self.suspend)
+            _kill(self.child, signal.SIGCONT)
 
     def forward(self, signum: int, frame: Any) -> None:
         """Send ``signum`` to the child, or keep it until the child runs."""
         if self.child is None:
-            self.pending.append(signum)
+            if signum != signal.SIGCONT:
+                self.pending.append(signum)
             return
-        try:
-            os.kill(self.child, signum)
-        except ProcessLookupError:
-            pass
+        _kill(self.child, signum)
 
     def started(self, child: int) -> None:
         """The child runs: pass on what arrived before."""
         self.child = child
         for signum in self.pending:
-            self.forward(signum, None)
+            if signum == signal.SIGTSTP:
+                self.suspend(signum, None)
+            else:
+                self.forward(signum, None)
         self.pending.clear()
 
     def restore(self) -> None:
-        """Back to this process's own signal handling."""
+        """Back to this process's own signal handling (a Ctrl-Z that came before any child
+        ran stops this process now)."""
         for signum, handler in self.previous.items():
             signal.signal(signum, handler)
+        if self.child is None and signal.SIGTSTP in self.pending:
+            os.kill(os.getpid(), signal.SIGTSTP)
+
+
+def _kill(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
 
 
 def _hand_over(
-    conn: socket.socket, found: dict[str, Any], key: Any, argv: Sequence[str]
+    conn: _socket.socket, found: dict[str, Any], key: Any, argv: Sequence[str]
 ) -> int | None:
     fds = [0, 1, 2]
     cwd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -153,7 +186,7 @@ def _hand_over(
         finally:
             os.close(cwd)
         if not isinstance(answer, tuple) or answer[0] != "pid":
-            if forwarder.pending:
+            if any(signum != signal.SIGTSTP for signum in forwarder.pending):
                 raise KeyboardInterrupt
             return None
         forwarder.started(int(answer[1]))
@@ -162,6 +195,7 @@ def _hand_over(
             answer = wire.receive(conn)
         except (OSError, wire.WireError):
             answer = None
+        forwarder.child = None  # ended and reaped: its pid may be another process's now
     finally:
         forwarder.restore()
     return _exit_status(answer)

@@ -29,9 +29,15 @@ DEFAULT_IDLE_TIMEOUT = 900.0
 @click.option("--background", is_flag=True, help="Start in the background, return once ready.")
 @click.option("--stop", is_flag=True, help="Stop the resident process of this home.")
 @click.option("--status", is_flag=True, help="Say whether a resident process serves this home.")
+@click.option("--lock-fd", type=int, hidden=True, help="The home's serve lock, held already.")
 @click.pass_context
 def serve(
-    ctx: click.Context, idle_timeout: float, background: bool, stop: bool, status: bool
+    ctx: click.Context,
+    idle_timeout: float,
+    background: bool,
+    stop: bool,
+    status: bool,
+    lock_fd: int | None,
 ) -> None:
     """Keep hermes loaded: `hermes chat -q` runs in a child of this process.
 
@@ -51,10 +57,17 @@ def serve(
     if not home.is_dir():
         raise HermesError(f"{home} does not exist yet; run `hermes setup` first")
     _refuse_a_second(home)
+    lock = registration.take_lock(home) if lock_fd is None else lock_fd
+    if lock is None:
+        raise HermesError(f"a resident hermes is starting for {home}")
+    try:
+        os.set_inheritable(lock, False)
+    except OSError as exc:
+        raise HermesError(f"--lock-fd {lock}: {exc.strerror}") from None
     if background:
-        _start_in_background(home, idle_timeout)
+        _start_in_background(home, idle_timeout, lock)
         return
-    _serve(home, idle_timeout, announce=_log, log=_log)
+    _serve(home, idle_timeout, lock, announce=_log, log=_log)
 
 
 def _refuse_a_second(home: Path) -> None:
@@ -75,6 +88,7 @@ def _log(line: str) -> None:
 def _serve(
     home: Path,
     idle_timeout: float,
+    lock: int,
     announce: Callable[[str], None] | None = None,
     log: Callable[[str], None] | None = None,
 ) -> None:
@@ -83,7 +97,7 @@ def _serve(
     from .warmup import warm_up
 
     warm_up(main)
-    server = Server(home, idle_timeout, log)
+    server = Server(home, idle_timeout, lock, log)
     try:
         server.start()
         if announce is not None:
@@ -95,7 +109,7 @@ def _serve(
         raise ForkedCall(call)
 
 
-def _start_in_background(home: Path, idle_timeout: float) -> None:
+def _start_in_background(home: Path, idle_timeout: float, lock: int) -> None:
     """Fork a resident process of its own session, with its output discarded, and return once
     it is announced."""
     read_end, write_end = os.pipe()
@@ -112,9 +126,10 @@ def _start_in_background(home: Path, idle_timeout: float) -> None:
             os.write(write_end, b"1")
             os.close(write_end)
 
-        _serve(home, idle_timeout, announce=ready)
+        _serve(home, idle_timeout, lock, announce=ready)
         raise SystemExit(0)
     os.close(write_end)
+    os.close(lock)  # the resident process holds it
     with os.fdopen(read_end, "rb") as pipe:
         started = pipe.read(1)
     if started != b"1":

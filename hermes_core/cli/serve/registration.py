@@ -27,6 +27,7 @@ REGISTRATION_FORMAT = 1
 
 SOCKET_NAME = "socket"
 REGISTRATION_NAME = "registration"
+LOCK_NAME = "lock"
 
 
 def home_folder() -> str:
@@ -122,6 +123,31 @@ def withdraw(home: str | os.PathLike[str], pid: int) -> None:
             os.unlink(path)
         except OSError:
             pass
+
+
+def take_lock(home: str | os.PathLike[str]) -> int | None:
+    """A descriptor holding ``home``'s serve lock (an exclusive ``flock``, released when every
+    copy of the descriptor is closed: a resident process keeps one for its whole life);
+    ``None`` when another process holds it or the serve folder is not private."""
+    import fcntl
+
+    folder = private_dir(home, create=True)
+    if folder is None:
+        return None
+    try:
+        fd = os.open(
+            os.path.join(folder, LOCK_NAME),
+            os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
+            0o600,
+        )
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
 
 
 def alive(pid: int) -> bool:

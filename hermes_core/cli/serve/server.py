@@ -128,9 +128,15 @@ class Server:
     """The resident process for one home folder."""
 
     def __init__(
-        self, home: Path, idle_timeout: float, log: Callable[[str], None] | None = None
+        self,
+        home: Path,
+        idle_timeout: float,
+        lock: int,
+        log: Callable[[str], None] | None = None,
     ) -> None:
         self.home = home
+        self.lock = lock
+        """The home's serve lock, held as long as this process lives (never by a child)."""
         self.log = log
         """Where a line about each call and refusal goes (the foreground's standard error)."""
         self.idle_timeout = idle_timeout
@@ -280,7 +286,7 @@ class Server:
         for name in ("SIGCHLD", "SIGTERM", "SIGHUP"):
             signal.signal(getattr(signal, name), signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        for fd in (self._wake_read, self._wake_write):
+        for fd in (self._wake_read, self._wake_write, self.lock):
             os.close(fd)
         if self.listener is not None:
             self.listener.close()

@@ -4,8 +4,9 @@ the HTTP stack) is done once, here, instead of in every call.
 
 The questions go to the test kit's fake model on 127.0.0.1, from a scratch home folder that is
 deleted afterwards, with the output discarded; the user's home, configuration and sessions are
-not touched. Nothing is kept but imported modules and their caches: every call builds its own
-configuration, plugins, registry, store and client. Threads started meanwhile are ended, since
+not touched. Nothing is kept but imported modules and their caches (such as the providers'
+verifying TLS context, :mod:`hermes_runtime.tls`): every call builds its own configuration,
+plugins, registry, store and client. Threads started meanwhile are ended, since
 the resident process must fork with no other thread.
 """
 

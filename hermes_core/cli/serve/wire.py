@@ -9,12 +9,13 @@ as file descriptors beside it (``SCM_RIGHTS``); the resident process answers
 
 from __future__ import annotations
 
+import _socket
 import marshal
-import socket
 import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from _socket import socket
     from typing import Any
 
 MAX_MESSAGE = 1 << 22
@@ -22,6 +23,9 @@ MAX_MESSAGE = 1 << 22
 
 MAX_FDS = 4
 """Standard input, output and error, and the working folder."""
+
+_INT = 4
+"""Bytes of a file descriptor in an ``SCM_RIGHTS`` message (a C ``int``)."""
 
 
 class WireError(Exception):
@@ -36,17 +40,19 @@ def _frame(value: Any) -> bytes:
     return len(body).to_bytes(4, "big") + body
 
 
-def send(sock: socket.socket, value: Any, fds: list[int] | None = None) -> None:
+def send(sock: socket, value: Any, fds: list[int] | None = None) -> None:
     """Send ``value`` (and ``fds`` beside its first byte)."""
     data = _frame(value)
     if fds:
-        sent = socket.send_fds(sock, [data], fds)
+        packed = b"".join(fd.to_bytes(_INT, sys.byteorder, signed=True) for fd in fds)
+        rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, packed)]
+        sent = sock.sendmsg([data], rights)
         data = data[sent:]
     if data:
         sock.sendall(data)
 
 
-def _read_exactly(sock: socket.socket, size: int) -> bytes:
+def _read_exactly(sock: socket, size: int) -> bytes:
     chunks = []
     while size:
         chunk = sock.recv(min(size, 1 << 16))
@@ -57,7 +63,7 @@ def _read_exactly(sock: socket.socket, size: int) -> bytes:
     return b"".join(chunks)
 
 
-def _decode(head: bytes, sock: socket.socket) -> Any:
+def _decode(head: bytes, sock: socket) -> Any:
     size = int.from_bytes(head[:4], "big")
     if size > MAX_MESSAGE:
         raise WireError("message too large")
@@ -72,17 +78,25 @@ def _decode(head: bytes, sock: socket.socket) -> Any:
         raise WireError(f"malformed message: {exc}") from None
 
 
-def receive(sock: socket.socket) -> Any:
+def receive(sock: socket) -> Any:
     """The next message (no file descriptors expected)."""
     return _decode(_read_exactly(sock, 4), sock)
 
 
-def receive_with_fds(sock: socket.socket) -> tuple[Any, list[int]]:
+def receive_with_fds(sock: socket) -> tuple[Any, list[int]]:
     """The next message and the file descriptors sent beside it (closed again when the message
     is malformed)."""
-    head, fds, flags, _ = socket.recv_fds(sock, 4, MAX_FDS)
+    head, ancillary, flags, _ = sock.recvmsg(4, _socket.CMSG_SPACE(MAX_FDS * _INT))
+    fds = []
+    for level, kind, data in ancillary:
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+            whole = len(data) - len(data) % _INT
+            fds += [
+                int.from_bytes(data[i : i + _INT], sys.byteorder, signed=True)
+                for i in range(0, whole, _INT)
+            ]
     try:
-        if flags & socket.MSG_CTRUNC:
+        if flags & _socket.MSG_CTRUNC:
             raise WireError("too many file descriptors")
         if len(head) < 4:
             head += _read_exactly(sock, 4 - len(head))
@@ -93,9 +107,9 @@ def receive_with_fds(sock: socket.socket) -> tuple[Any, list[int]]:
         raise
 
 
-def peer_credentials(sock: socket.socket) -> tuple[int, int, int]:
+def peer_credentials(sock: socket) -> tuple[int, int, int]:
     """The pid, uid and gid of the process at the other end of ``sock`` (``SO_PEERCRED``)."""
-    raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+    raw = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
     return (
         int.from_bytes(raw[0:4], sys.byteorder, signed=True),
         int.from_bytes(raw[4:8], sys.byteorder, signed=True),

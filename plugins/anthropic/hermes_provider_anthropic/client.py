@@ -73,8 +73,14 @@ class AnthropicClient:
                 if self._client is None:
                     import anthropic
 
+                    from hermes_runtime.tls import default_context_maker, shared_context
+
                     s = self.settings
                     kwargs: dict[str, Any] = {"timeout": s.timeout, "max_retries": 0}
+                    # the SDK's own client and defaults, with the process's verifying context
+                    kwargs["http_client"] = anthropic.DefaultHttpxClient(
+                        timeout=s.timeout, verify=shared_context(default_context_maker())
+                    )
                     if s.base_url:
                         kwargs["base_url"] = sdk_base_url(s.base_url)
                     if s.api_key:

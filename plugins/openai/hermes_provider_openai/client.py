@@ -49,7 +49,18 @@ def shared_sdk(base_url: str, api_key: str, timeout: float | None) -> Any:
         if sdk is None:
             import openai
 
-            sdk = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
+            from hermes_runtime.tls import default_context_maker, shared_context
+
+            sdk = openai.OpenAI(
+                base_url=base_url,
+                api_key=api_key,
+                timeout=timeout,
+                max_retries=0,
+                # the SDK's own client and defaults, with the process's verifying context
+                http_client=openai.DefaultHttpxClient(
+                    timeout=timeout, verify=shared_context(default_context_maker())
+                ),
+            )
             if len(_SHARED_SDKS) >= MAX_SHARED_SDKS:
                 _SHARED_SDKS.pop(next(iter(_SHARED_SDKS)))
             _SHARED_SDKS[key] = sdk
