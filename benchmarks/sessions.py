@@ -17,7 +17,9 @@ Three measurements (the issue's targets in brackets):
   50,000 messages, against a fresh ``hermes chat -q`` in the same home: seconds from process
   start to the first request reaching the test kit's fake LLM server, context compression on
   (the compressor engine, a window large enough that nothing is compressed)
-  [<= +0.2 s over a fresh chat at 50,000].
+  [<= +0.2 s over a fresh chat at 50,000]; then the CPU time of the parts that grow with the
+  session, measured in the benchmark's own process: reading it from the store and the
+  compressor's token estimate.
 - ``procs``: ``--processes`` processes append to one ``state.db`` for ``--seconds``; afterwards
   every message each reported as written must be present; errors are counted
   [every message present, 0 lock errors].
@@ -526,6 +528,28 @@ def bench_resume(runs: int) -> None:
                 f"  resume {size:>6,} msgs  {resumed:6.3f} s  ({resumed - base:+.3f} s)"
                 f"  cpu {cpu:6.3f} s  ({cpu - base_cpu:+.3f} s)"
             )
+        _resume_parts(Path(home, "sessions.db"), f"resume-{RESUME_SIZES[-1]}", runs)
+
+
+def _resume_parts(db: Path, session_id: str, runs: int) -> None:
+    """Print the CPU seconds of the parts of a resume that grow with the session, measured in
+    this process: reading the session from the store, and the compressor's token estimate."""
+    from hermes_engine_compressor.tokens import estimate
+
+    reads, estimates = [], []
+    with SQLiteSessionStore(db) as store:
+        for _ in range(runs):
+            started = time.process_time()
+            messages = store.get_clean_messages(session_id)
+            reads.append(time.process_time() - started)
+            started = time.process_time()
+            estimate(messages)
+            estimates.append(time.process_time() - started)
+    print(
+        f"  of which, in this process at {len(messages):,} msgs: reading them "
+        f"{statistics.median(reads):.3f} s, estimating their tokens "
+        f"{statistics.median(estimates):.3f} s (CPU)"
+    )
 
 
 def main() -> None:

@@ -4,6 +4,7 @@ back exactly what was appended, and a database of an older schema opens, migrate
 
 from __future__ import annotations
 
+import gc
 import sqlite3
 from pathlib import Path
 
@@ -75,6 +76,39 @@ def test_text_that_only_looks_like_an_escape_is_kept(store) -> None:
     message = {"role": "user", "content": [{"type": "text", "text": "a literal \\ud800 escape"}]}
     store.append_message("s1", message)
     assert store.get_clean_messages("s1") == [message]
+
+
+def test_a_long_session_of_every_shape_reads_back_exactly(store) -> None:
+    shapes = [
+        {},
+        {"role": "user"},
+        {"content": "no role"},
+        {"role": "tool", "tool_call_id": None, "content": "x", "_meta": None},
+        *UNCLEAN,
+        {"role": "assistant", "content": "fine", "finish_reason": "stop", "token_count": 3},
+    ]
+    store.create_session(SessionInfo(id="s1"))
+    messages = [shapes[i % len(shapes)] for i in range(300)]
+    for message in messages:
+        store.append_message("s1", message)
+    assert store.get_messages("s1") == messages
+    clean = store.get_clean_messages("s1")
+    assert clean == [CLEANED[UNCLEAN.index(m)] if m in UNCLEAN else m for m in messages]
+    assert [list(m) for m in clean] == [list(m) for m in messages]
+
+
+def test_reading_leaves_the_garbage_collector_as_it_was(store) -> None:
+    store.create_session(SessionInfo(id="s1"))
+    store.append_message("s1", UNCLEAN[1])
+    assert gc.isenabled()
+    store.get_clean_messages("s1")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert store.get_messages("s1") == [UNCLEAN[1]]
+        assert not gc.isenabled()  # paused by someone else: still paused
+    finally:
+        gc.enable()
 
 
 def _version_1_database(path: Path, session_id: str, messages: list[dict]) -> None:

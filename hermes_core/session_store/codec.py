@@ -7,12 +7,15 @@ content and tool calls, and the ``substrings`` for the trigram index) and a sess
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import json
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from hermes_hookspecs import SessionInfo
@@ -34,7 +37,7 @@ _NULLABLE = frozenset(("tool_calls", *_TEXT_COLUMNS, "token_count"))
 """Keys whose ``None`` is a ``NULL`` column (a ``None`` role is kept in ``extra``)."""
 _MESSAGE_SELECT = (
     "role, content, content_parts, tool_calls, tool_call_id, tool_name, reasoning, "
-    "finish_reason, token_count, layout, extra"
+    "finish_reason, token_count, layout, extra, NULL"
 )
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _LAYOUT_SEP = "\x1f"
@@ -214,71 +217,100 @@ _COLUMN_OF = {
     "token_count": 8,
 }
 """The position in a ``_MESSAGE_SELECT`` row of each key that has a column of its own."""
+_NO_COLUMN = 11
+"""The position of the ``NULL`` that ends every ``_MESSAGE_SELECT`` row: the value of a key
+that has neither a column nor a place in ``extra``."""
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 """In JSON text: the escape of a surrogate (written for text that was not encodable)."""
 
+_Picker = Callable[[Sequence[Any]], tuple[Any, ...]]
+
+
+def _picker(columns: list[int]) -> _Picker:
+    """A function giving the values at ``columns`` of a row, as a tuple."""
+    if len(columns) > 1:
+        return itemgetter(*columns)
+    if columns:
+        index = columns[0]
+        return lambda row: (row[index],)
+    return lambda row: ()
+
 
 @functools.lru_cache(maxsize=512)
-def _plan(layout: str) -> tuple[tuple[str, int], ...]:
-    """The keys of a message with ``layout``, in order, each with its column (-1: none)."""
-    return tuple((key, _COLUMN_OF.get(key, -1)) for key in _unpack_layout(layout))
+def _plan(layout: str) -> tuple[tuple[str, ...], _Picker]:
+    """The keys of a message with ``layout``, in order, and the function that picks their
+    values out of a row."""
+    keys = tuple(_unpack_layout(layout))
+    return keys, _picker([_COLUMN_OF.get(key, _NO_COLUMN) for key in keys])
 
 
 def _decode_message(
-    row: tuple[Any, ...], clean: bool = False, parsed: tuple[Any, Any, Any] | None = None
+    row: Sequence[Any], parts: Any = None, calls: Any = None, extra: Any = None
 ) -> dict[str, Any]:
-    """The message dict a row of ``_MESSAGE_SELECT`` holds; with ``clean``, its text made
-    encodable (see :func:`replace_surrogates`). ``parsed``: the row's JSON columns (content
-    parts, tool calls, extra) already parsed, when they were parsed together with other rows'."""
-    parts, tool_calls, extra_json = row[2], row[3], row[10]
-    if parsed is None:
-        parsed = (
-            json.loads(parts) if parts else None,
-            json.loads(tool_calls) if tool_calls else None,
-            json.loads(extra_json) if extra_json else None,
-        )
-    parts_value, calls_value, extra = parsed
-    message: dict[str, Any] = {}
-    for key, column in _plan(row[9]):
-        if extra is not None and key in extra:
-            message[key] = extra[key]
-        elif column == 1:
-            message[key] = parts_value if parts is not None else row[1]
-        elif column == 3:
-            message[key] = calls_value
-        else:
-            message[key] = row[column] if column >= 0 else None
-    if clean and any(
-        text is not None and _SURROGATE_ESCAPE.search(text)
-        for text in (extra_json, parts, tool_calls)
-    ):
-        # Only JSON text can bring back a lone surrogate: the columns hold encodable text.
-        cleaned: dict[str, Any] = replace_surrogates(message)
-        return cleaned
+    """The message dict a row of ``_MESSAGE_SELECT`` holds, given its JSON columns (content
+    parts, tool calls, extra) parsed."""
+    keys, pick = _plan(row[9])
+    if parts is not None or calls is not None:
+        row = list(row)
+        if parts is not None:
+            row[1] = parts
+        if calls is not None:
+            row[3] = calls
+    message = dict(zip(keys, pick(row), strict=True))
+    if extra:
+        for key, value in extra.items():
+            if key in message:
+                message[key] = value
     return message
 
 
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """No garbage collection while the block runs (unless another thread allows it again).
+
+    Reading a long session makes hundreds of thousands of objects that either live on (the
+    messages) or are freed by their reference counts (the rows); none forms a cycle. With the
+    collector running, every few thousand of them it would walk all that were made so far;
+    paused, the objects still alive at the end are walked once, by the next collection."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def decode_messages(rows: list[tuple[Any, ...]], clean: bool = False) -> list[dict[str, Any]]:
-    """The messages of ``rows`` (of ``_MESSAGE_SELECT``), as :func:`_decode_message` gives
-    them; the JSON of all rows is parsed in one go per column, which is several times faster
-    than a parse per value for a long session."""
-    columns = [_parse_column([row[index] for row in rows]) for index in (2, 3, 10)]
-    return [
-        _decode_message(row, clean, parsed)
-        for row, parsed in zip(rows, zip(*columns, strict=True), strict=True)
-    ]
+    """The messages of ``rows`` (of ``_MESSAGE_SELECT``), equal to the dicts that were
+    appended; with ``clean``, their text made encodable (see :func:`replace_surrogates`).
+
+    The JSON of all rows is parsed in one go per column, which is several times faster than a
+    parse per value for a long session. Only JSON text can bring back a lone surrogate (the
+    other columns hold encodable text), so cleaning looks at a row only when the text of its
+    columns has the escape of one."""
+    parsed = [_parse_column([row[index] for row in rows]) for index in (2, 3, 10)]
+    messages = list(map(_decode_message, rows, *(values for values, _ in parsed)))
+    if clean and any(dirty for _, dirty in parsed):
+        for index, row in enumerate(rows):
+            if any(text and _SURROGATE_ESCAPE.search(text) for text in (row[2], row[3], row[10])):
+                messages[index] = replace_surrogates(messages[index])
+    return messages
 
 
-def _parse_column(texts: list[str | None]) -> list[Any]:
-    """Each JSON text of ``texts`` parsed (``None`` for a missing one), in one parse."""
+def _parse_column(texts: list[str | None]) -> tuple[list[Any], bool]:
+    """Each JSON text of ``texts`` parsed (``None`` for a missing one), in one parse; and
+    whether any of them holds the escape of a surrogate."""
     present = [text for text in texts if text]
     if not present:
-        return [None] * len(texts)
+        return [None] * len(texts), False
+    joined = "[" + ",".join(present) + "]"
     try:
-        values = iter(json.loads("[" + ",".join(present) + "]"))
+        values = iter(json.loads(joined))
     except ValueError:  # one damaged value: parse each, so the error is that value's own
         values = iter([json.loads(text) for text in present])
-    return [next(values) if text else None for text in texts]
+    dirty = _SURROGATE_ESCAPE.search(joined) is not None
+    return [next(values) if text else None for text in texts], dirty
 
 
 def _session_from_row(row: tuple[Any, ...]) -> SessionInfo:

@@ -45,6 +45,7 @@ from .codec import (
     _dumps,
     _encode_message,
     _session_from_row,
+    collector_paused,
     decode_messages,
     make_title,
 )
@@ -267,13 +268,15 @@ class SQLiteSessionStore(SQLiteConnections):
 
     def get_messages(self, session_id: str) -> list[dict[str, Any]]:
         """All messages of a session, in order, equal to the dicts that were appended."""
-        return decode_messages(self._message_rows(session_id))
+        with collector_paused():
+            return decode_messages(self._message_rows(session_id))
 
     def get_clean_messages(self, session_id: str) -> list[dict[str, Any]]:
         """All messages of a session, in order, as a conversation replays them: equal to the
         dicts that were appended, except that text UTF-8 cannot carry (lone surrogates, from
         sessions written before text was cleaned where it entered) is replaced by U+FFFD."""
-        return decode_messages(self._message_rows(session_id), clean=True)
+        with collector_paused():
+            return decode_messages(self._message_rows(session_id), clean=True)
 
     def _message_rows(self, session_id: str) -> list[tuple[Any, ...]]:
         rows: list[tuple[Any, ...]] = self._run(

@@ -64,21 +64,39 @@ def message_tokens(message: dict[str, Any]) -> int:
     content = message.get("content")
     chars = len(content) if type(content) is str else content_chars(content)
     calls = message.get("tool_calls")
-    tokens = MESSAGE_OVERHEAD
     if calls:
-        for call in calls:
-            function = call.get("function") if isinstance(call, dict) else None
-            if isinstance(function, dict):
-                chars += len(str(function.get("name") or ""))
-                chars += len(str(function.get("arguments") or ""))
-            tokens += CALL_OVERHEAD
+        return _with_calls(chars, calls)
+    return MESSAGE_OVERHEAD + chars // CHARS_PER_TOKEN
+
+
+def _with_calls(chars: int, calls: Any) -> int:
+    """Estimated tokens of a message with ``chars`` characters of content and ``calls``."""
+    tokens = MESSAGE_OVERHEAD
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            chars += len(str(function.get("name") or ""))
+            chars += len(str(function.get("arguments") or ""))
+        tokens += CALL_OVERHEAD
     return tokens + chars // CHARS_PER_TOKEN
 
 
 def estimate(messages: Iterable[dict[str, Any]]) -> int:
-    """Estimated tokens of ``messages``."""
+    """Estimated tokens of ``messages``: the sum of their :func:`message_tokens`."""
+    # message_tokens inlined: a resumed session of tens of thousands of messages is
+    # estimated whole before its first request
     total = 0
     for message in messages:
-        if isinstance(message, dict):
-            total += message_tokens(message)
+        if type(message) is not dict and not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        if type(content) is str:
+            chars = len(content)
+        else:
+            chars = 0 if content is None else content_chars(content)
+        calls = message.get("tool_calls")
+        if calls:
+            total += _with_calls(chars, calls)
+        else:
+            total += MESSAGE_OVERHEAD + chars // CHARS_PER_TOKEN
     return total

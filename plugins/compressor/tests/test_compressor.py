@@ -8,6 +8,7 @@ import pytest
 from hermes_engine_compressor import summary as summaries
 from hermes_engine_compressor.engine import Compressor
 from hermes_engine_compressor.prune import PRUNED_PREFIX
+from hermes_engine_compressor.tokens import estimate, message_tokens
 
 from hermes_core.testing import assert_valid_transcript, load_plugin
 from hermes_hookspecs import (
@@ -138,6 +139,24 @@ def test_preflight_estimates_new_messages_on_top_of_the_real_figure():
     assert made.should_compress_preflight(messages)
     # Another list (a transcript replaced by compression) is estimated from scratch.
     assert not made.should_compress_preflight(list(messages))
+
+
+def test_the_estimate_is_four_characters_a_token_plus_overheads():
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "A" * 9_000}}
+    messages = [
+        user("x" * 401),  # 4 + 100
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "read", "arguments": "x" * 36}},
+            {"id": "b", "type": "function", "function": {"name": "run", "arguments": "{}"}},
+        ]},  # 4 + 2 * 8 + (4 + 36 + 3 + 2) // 4
+        {"role": "tool", "tool_call_id": "a", "content": ""},  # 4
+        user([{"type": "text", "text": "y" * 40}, image]),  # 4 + (40 + 800 * 4) // 4
+        "not a message",
+    ]  # fmt: skip
+    assert [message_tokens(m) for m in messages[:4]] == [104, 31, 4, 814]
+    assert estimate(messages) == 104 + 31 + 4 + 814
+    assert estimate(iter(messages)) == estimate(messages)  # any iterable
+    assert estimate([]) == 0
 
 
 # --- the first pass: pruning --------------------------------------------------------------------
