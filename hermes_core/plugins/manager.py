@@ -16,8 +16,7 @@ import pluggy
 
 from hermes_hookspecs import PROJECT_NAME, HermesError
 from hermes_hookspecs import specs as _specs
-
-from .entry_points import EntryPoint, scan
+from hermes_runtime.entry_points import EntryPoint, scan
 
 
 def _log() -> Any:
@@ -137,6 +136,10 @@ def reset_entry_point_cache() -> None:
     global _entry_points_cache
     _entry_points_cache = None
     import importlib
+
+    from hermes_runtime.entry_points import forget
+
+    forget()
 
     importlib.invalidate_caches()
 

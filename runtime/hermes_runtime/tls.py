@@ -5,17 +5,21 @@ parsing) and every HTTP client of an SDK makes its own. A context made here is s
 client that asks for the same one, and a child forked from a resident process inherits those
 its parent made. A context is made anew when what it was made from changes: the
 ``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` variables, or the default certificate file or folder.
+
+Where the SDKs read OpenSSL's certificate paths (all but Windows and macOS), the default context
+is a :class:`DeferredTrustContext`: it reads the bundle just before its first handshake, so a
+one-shot command whose model is a plain ``http`` server on this machine never reads it, and one
+talking to a ``https`` endpoint reads it once, when it connects.
 """
 
 from __future__ import annotations
 
 import os
+import ssl
+import sys
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    import ssl
+from typing import Any
 
 _CONTEXTS: dict[Callable[[], Any], tuple[Any, ssl.SSLContext]] = {}
 _LOCK = threading.Lock()
@@ -59,9 +63,64 @@ def shared_context(make: Callable[[], ssl.SSLContext]) -> ssl.SSLContext:
         return context
 
 
+class DeferredTrustContext(ssl.SSLContext):
+    """A client TLS context (``PROTOCOL_TLS_CLIENT``: certificates required, host names
+    checked, as ``ssl.create_default_context()`` makes it) that loads the default trusted
+    certificates (``SSL_CERT_FILE``, ``SSL_CERT_DIR``, else OpenSSL's paths) just before its
+    first handshake, or when asked what it trusts."""
+
+    _trust_lock: threading.Lock
+    _trust_loaded: bool
+
+    def __new__(cls) -> DeferredTrustContext:
+        """A context with no certificates loaded yet."""
+        context = super().__new__(cls, ssl.PROTOCOL_TLS_CLIENT)
+        context._trust_lock = threading.Lock()
+        context._trust_loaded = False
+        return context
+
+    def load_trust(self) -> None:
+        """Load the default trusted certificates now (once; later calls do nothing)."""
+        if self._trust_loaded:
+            return
+        with self._trust_lock:
+            if not self._trust_loaded:
+                self.load_default_certs(ssl.Purpose.SERVER_AUTH)
+                self._trust_loaded = True
+
+    @property
+    def trust_loaded(self) -> bool:
+        """Whether the trusted certificates have been read."""
+        return self._trust_loaded
+
+    def wrap_socket(self, *args: Any, **kwargs: Any) -> ssl.SSLSocket:
+        """As :meth:`ssl.SSLContext.wrap_socket`, with the trusted certificates loaded first."""
+        self.load_trust()
+        return super().wrap_socket(*args, **kwargs)
+
+    def wrap_bio(self, *args: Any, **kwargs: Any) -> ssl.SSLObject:
+        """As :meth:`ssl.SSLContext.wrap_bio`, with the trusted certificates loaded first."""
+        self.load_trust()
+        return super().wrap_bio(*args, **kwargs)
+
+    def get_ca_certs(self, binary_form: bool = False) -> Any:
+        """As :meth:`ssl.SSLContext.get_ca_certs`, with the trusted certificates loaded first."""
+        self.load_trust()
+        return super().get_ca_certs(binary_form)
+
+    def cert_store_stats(self) -> dict[str, int]:
+        """As :meth:`ssl.SSLContext.cert_store_stats`, with the certificates loaded first."""
+        self.load_trust()
+        return super().cert_store_stats()
+
+
 def default_context_maker() -> Callable[[], ssl.SSLContext]:
-    """The function that makes an SDK's default verifying context: that of ``httpx2`` when it
-    is installed (the SDKs that use it), else of ``httpx``."""
+    """The function that makes an SDK's default verifying context: a
+    :class:`DeferredTrustContext` where the SDKs read OpenSSL's certificate paths; on Windows
+    and macOS, where they read the system's trust store, that of ``httpx2`` when it is installed
+    (the SDKs that use it), else of ``httpx``."""
+    if sys.platform not in ("win32", "darwin"):
+        return DeferredTrustContext
     try:
         import httpx2
 

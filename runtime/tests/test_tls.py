@@ -1,14 +1,128 @@
-"""The process's shared verifying TLS contexts (hermes_runtime.tls)."""
+"""The process's shared verifying TLS contexts (hermes_runtime.tls): made once, verification as
+strict as the default one, certificates read only for a TLS connection."""
 
 from __future__ import annotations
 
+import http.client
+import http.server
 import ssl
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import certifi
 import pytest
 
-from hermes_runtime.tls import default_context_maker, shared_context
+from hermes_runtime.tls import DeferredTrustContext, default_context_maker, shared_context
+
+pytestmark = pytest.mark.skipif(sys.platform in ("win32", "darwin"), reason="OpenSSL paths")
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def certificates(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A private CA and a server certificate it signed for 127.0.0.1."""
+    folder = tmp_path_factory.mktemp("tls")
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out",
+             "ca.pem", "-days", "2", "-subj", "/CN=hermes test CA", cwd=folder)  # fmt: skip
+    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out",
+             "server.csr", "-subj", "/CN=127.0.0.1", cwd=folder)  # fmt: skip
+    (folder / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    _openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+             "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "san.ext",
+             cwd=folder)  # fmt: skip
+    return folder
+
+
+class _Hello(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+        body = b"hello"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass
+
+
+def _serve(tls: ssl.SSLContext | None) -> Iterator[int]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def https_port(certificates: Path) -> Iterator[int]:
+    """A TLS server on 127.0.0.1 whose certificate the private CA signed."""
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(certificates / "server.pem", certificates / "server.key")
+    yield from _serve(tls)
+
+
+@pytest.fixture
+def http_port() -> Iterator[int]:
+    """A plain HTTP server on 127.0.0.1."""
+    yield from _serve(None)
+
+
+def _get(port: int, context: ssl.SSLContext | None) -> bytes:
+    if context is None:
+        connection: http.client.HTTPConnection = http.client.HTTPConnection("127.0.0.1", port)
+    else:
+        connection = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=10)
+    try:
+        connection.request("GET", "/")
+        return connection.getresponse().read()
+    finally:
+        connection.close()
+
+
+def test_a_certificate_signed_by_a_trusted_ca_is_accepted_once_read(
+    certificates: Path, https_port: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SSL_CERT_FILE", str(certificates / "ca.pem"))
+    context = DeferredTrustContext()
+    assert not context.trust_loaded
+    assert _get(https_port, context) == b"hello"
+    assert context.trust_loaded
+
+
+def test_a_certificate_of_an_unknown_ca_is_refused(
+    https_port: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    with pytest.raises(ssl.SSLCertVerificationError):
+        _get(https_port, DeferredTrustContext())
+
+
+def test_host_names_and_certificates_are_checked_as_by_the_default_context() -> None:
+    context, default = DeferredTrustContext(), ssl.create_default_context()
+    assert context.verify_mode == default.verify_mode == ssl.CERT_REQUIRED
+    assert context.check_hostname and default.check_hostname
+    assert context.minimum_version == default.minimum_version
+
+
+def test_plain_http_never_reads_the_certificates(http_port: int) -> None:
+    httpx2 = pytest.importorskip("httpx2")
+
+    context = DeferredTrustContext()
+    with httpx2.Client(verify=context) as client:
+        assert client.get(f"http://127.0.0.1:{http_port}/").text == "hello"
+    assert not context.trust_loaded
 
 
 def test_a_context_is_made_once_and_shared() -> None:
@@ -17,6 +131,7 @@ def test_a_context_is_made_once_and_shared() -> None:
     assert isinstance(first, ssl.SSLContext)
     assert first.verify_mode == ssl.CERT_REQUIRED and first.check_hostname
     assert shared_context(make) is first
+    assert isinstance(first, DeferredTrustContext) and not first.trust_loaded
 
 
 def test_a_changed_certificate_file_makes_a_new_context(

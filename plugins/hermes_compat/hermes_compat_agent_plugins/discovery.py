@@ -84,24 +84,24 @@ def kind_from_source(text: str) -> str:
 
 
 def scan_entry_points() -> list[Found]:
-    """Pip plugins: every entry point of group ``hermes_agent.plugins``."""
-    from importlib.metadata import entry_points
+    """Pip plugins: every entry point of group ``hermes_agent.plugins``. The installed
+    distributions are read once per process, by the same reader as hermes's own entry points."""
+    from hermes_runtime.entry_points import scan
 
     found: list[Found] = []
-    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-        dist = getattr(ep, "dist", None)
-        meta = getattr(dist, "metadata", None)
+    for ep in sorted(scan(ENTRY_POINT_GROUP), key=lambda e: e.name):
+        meta = ep.metadata()
         module = ep.value.partition(":")[0].strip()
         manifest = HermesManifest(
             name=ep.name,
             key=ep.name,
-            version=str(getattr(dist, "version", "") or ""),
-            description=str(meta.get("Summary", "") or "") if meta is not None else "",
-            author=str(meta.get("Author", "") or "") if meta is not None else "",
+            version=ep.version,
+            description=meta.get("Summary", ""),
+            author=meta.get("Author", ""),
             kind=kind_from_source(_module_source(module)),
             source="entrypoint",
             path=ep.value,
-            dist=str(meta.get("Name", "") or "") if meta is not None else "",
+            dist=ep.dist,
         )
         found.append(Found(manifest))
     return found
