@@ -7,7 +7,8 @@ its parent made. A context is made anew when what it was made from changes: the
 ``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` variables, or the default certificate file or folder.
 
 Where the SDKs read OpenSSL's certificate paths (all but Windows and macOS), the default context
-is a :class:`DeferredTrustContext`: it reads the bundle just before its first handshake, so a
+is a :class:`DeferredTrustContext`: it trusts the same certificates as the SDKs' own default
+context, but reads the bundle just before its first handshake, so a
 one-shot command whose model is a plain ``http`` server on this machine never reads it, and one
 talking to a ``https`` endpoint reads it once, when it connects.
 """
@@ -37,8 +38,6 @@ def _stat(path: str | None) -> tuple[int, int, int] | None:
 
 def _sources() -> tuple[Any, ...]:
     """What a default verifying context is made from."""
-    import ssl
-
     paths = ssl.get_default_verify_paths()
     return (
         os.environ.get("SSL_CERT_FILE"),
@@ -63,11 +62,45 @@ def shared_context(make: Callable[[], ssl.SSLContext]) -> ssl.SSLContext:
         return context
 
 
+BUNDLE_CANDIDATES = (
+    "/etc/ssl/cert.pem",
+    "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
+    "/etc/pki/tls/cert.pem",
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/ssl/ca-bundle.pem",
+)
+"""The certificate bundles of the common Linux distributions, tried when the interpreter's
+OpenSSL was built with paths this system does not have (as relocatable Python builds are)."""
+
+
+def trust_locations() -> tuple[str | None, str | None, bool]:
+    """Where the SDKs' HTTP layer reads the certificates it trusts on this system, as
+    ``(cafile, capath, from_environment)``: ``SSL_CERT_FILE`` alone, else ``SSL_CERT_DIR``
+    alone, else OpenSSL's built-in file and folder, else the first bundle of
+    :data:`BUNDLE_CANDIDATES` that exists."""
+    if cafile := os.environ.get("SSL_CERT_FILE"):
+        return cafile, None, True
+    if capath := os.environ.get("SSL_CERT_DIR"):
+        return None, capath, True
+    paths = ssl.get_default_verify_paths()
+    cafile = paths.openssl_cafile if os.path.isfile(paths.openssl_cafile) else None
+    capath = paths.openssl_capath if os.path.isdir(paths.openssl_capath) else None
+    if capath and not cafile and not any(_is_hashed_name(n) for n in os.listdir(capath)):
+        capath = None  # a folder with no hashed certificate names holds nothing OpenSSL reads
+    if not cafile and not capath:
+        cafile = next(filter(os.path.isfile, BUNDLE_CANDIDATES), None)
+    return cafile, capath, False
+
+
+def _is_hashed_name(name: str) -> bool:
+    stem, _, number = name.partition(".")
+    return len(stem) == 8 and number.isdigit() and all(c in "0123456789abcdefABCDEF" for c in stem)
+
+
 class DeferredTrustContext(ssl.SSLContext):
     """A client TLS context (``PROTOCOL_TLS_CLIENT``: certificates required, host names
-    checked, as ``ssl.create_default_context()`` makes it) that loads the default trusted
-    certificates (``SSL_CERT_FILE``, ``SSL_CERT_DIR``, else OpenSSL's paths) just before its
-    first handshake, or when asked what it trusts."""
+    checked) that trusts what the SDKs' own default context trusts (:func:`trust_locations`),
+    read just before its first handshake, or when asked what it trusts."""
 
     _trust_lock: threading.Lock
     _trust_loaded: bool
@@ -85,7 +118,12 @@ class DeferredTrustContext(ssl.SSLContext):
             return
         with self._trust_lock:
             if not self._trust_loaded:
-                self.load_default_certs(ssl.Purpose.SERVER_AUTH)
+                cafile, capath, from_environment = trust_locations()
+                if from_environment and sys.version_info >= (3, 13):
+                    # what ssl.create_default_context(cafile=...) adds on these versions
+                    self.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN | ssl.VERIFY_X509_STRICT
+                if cafile or capath:
+                    self.load_verify_locations(cafile, capath)
                 self._trust_loaded = True
 
     @property
@@ -129,3 +167,11 @@ def default_context_maker() -> Callable[[], ssl.SSLContext]:
         import httpx
 
         return httpx.create_ssl_context
+
+
+def read_trust_now() -> None:
+    """Make the default shared context and read its trusted certificates now: a process that
+    forks children to serve calls does it once for all of them."""
+    context = shared_context(default_context_maker())
+    if isinstance(context, DeferredTrustContext):
+        context.load_trust()

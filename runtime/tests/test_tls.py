@@ -15,7 +15,12 @@ from pathlib import Path
 import certifi
 import pytest
 
-from hermes_runtime.tls import DeferredTrustContext, default_context_maker, shared_context
+from hermes_runtime.tls import (
+    DeferredTrustContext,
+    default_context_maker,
+    read_trust_now,
+    shared_context,
+)
 
 pytestmark = pytest.mark.skipif(sys.platform in ("win32", "darwin"), reason="OpenSSL paths")
 
@@ -109,6 +114,31 @@ def test_a_certificate_of_an_unknown_ca_is_refused(
         _get(https_port, DeferredTrustContext())
 
 
+def test_a_certificate_file_named_in_the_environment_is_trusted_alone(
+    certificates: Path, https_port: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The server's CA sits in a certificate folder named too, but SSL_CERT_FILE wins alone, as
+    # it does for the SDKs' own default context: naming one file never widens what is trusted.
+    other = tmp_path / "other"
+    other.mkdir()
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "other.key", "-out",
+             "other.pem", "-days", "2", "-subj", "/CN=another CA", cwd=other)  # fmt: skip
+    folder = tmp_path / "certs"
+    folder.mkdir()
+    (folder / "ca.pem").write_bytes((certificates / "ca.pem").read_bytes())
+    _openssl("rehash", str(folder), cwd=folder)
+    monkeypatch.setenv("SSL_CERT_DIR", str(folder))
+    monkeypatch.setenv("SSL_CERT_FILE", str(other / "other.pem"))
+    with pytest.raises(ssl.SSLCertVerificationError):
+        _get(https_port, DeferredTrustContext())
+    monkeypatch.delenv("SSL_CERT_FILE")
+    assert _get(https_port, DeferredTrustContext()) == b"hello"  # the folder alone: trusted
+    httpx2 = pytest.importorskip("httpx2")
+    with pytest.raises(ssl.SSLCertVerificationError):  # the SDKs' HTTP layer agrees
+        monkeypatch.setenv("SSL_CERT_FILE", str(other / "other.pem"))
+        _get(https_port, httpx2.create_ssl_context())
+
+
 def test_host_names_and_certificates_are_checked_as_by_the_default_context() -> None:
     context, default = DeferredTrustContext(), ssl.create_default_context()
     assert context.verify_mode == default.verify_mode == ssl.CERT_REQUIRED
@@ -151,3 +181,9 @@ def test_a_changed_certificate_file_makes_a_new_context(
     assert len(second.get_ca_certs()) == 1
     monkeypatch.delenv("SSL_CERT_FILE")
     assert shared_context(make) is not second
+
+
+def test_trust_read_ahead_is_that_of_the_shared_context() -> None:
+    read_trust_now()
+    context = shared_context(default_context_maker())
+    assert isinstance(context, DeferredTrustContext) and context.trust_loaded

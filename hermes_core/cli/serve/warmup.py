@@ -47,7 +47,9 @@ def warm_up(main: Callable[[Sequence[str]], int]) -> None:
                 url = llm.anthropic_base_url if family == "anthropic" else llm.openai_base_url
                 main(_question(mode, url))
     from hermes_runtime.threads import retire_idle_threads
+    from hermes_runtime.tls import read_trust_now
 
+    read_trust_now()  # the warm-up spoke plain HTTP; calls to a https model must not each read
     retire_idle_threads()
 
 
