@@ -86,8 +86,7 @@ def wait_for(condition: Callable[[], Any], timeout: float = 10.0, interval: floa
 
 
 def process_alive(pid: int) -> bool:
-    """Whether process ``pid`` of this machine is running: a zombie, or a process that ends
-    while it is looked at, is not."""
+    """Whether process ``pid`` of this machine runs (a zombie, or one ending meanwhile, not)."""
     try:
         with open(f"/proc/{pid}/stat") as handle:
             return handle.read().rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
