@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..session_store.surrogates import encodable, replace_surrogates
+
 __all__ = ["clean_text", "clean_value"]
 
 
@@ -21,11 +23,8 @@ def clean_text(text: str) -> str:
     session fail, so text from outside (tool results, model output, user input) goes through
     this once before it enters a transcript.
     """
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
+    cleaned: str = replace_surrogates(text)
+    return cleaned
 
 
 def clean_value(value: Any) -> Any:
@@ -33,31 +32,9 @@ def clean_value(value: Any) -> Any:
     list items); the same object when nothing needed cleaning."""
     if isinstance(value, str):
         return clean_text(value)
-    if isinstance(value, (dict, list)) and _encodable(value):
+    if isinstance(value, (dict, list)) and encodable(value):
         return value  # the common case, checked without building a copy to compare
     return _cleaned(value)
-
-
-def _encodable(value: Any) -> bool:
-    """Whether every string in ``value`` is encodable as it is."""
-    if isinstance(value, str):
-        if value.isascii():
-            return True
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return False
-        return True
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not (_encodable(key) and _encodable(item)):
-                return False
-        return True
-    if isinstance(value, list):
-        for item in value:
-            if not _encodable(item):
-                return False
-    return True
 
 
 def _cleaned(value: Any) -> Any:

@@ -12,15 +12,22 @@ __all__ = ["encodable", "replace_surrogates"]
 def encodable(value: Any) -> bool:
     """Whether every string in ``value`` (a message, or any JSON value) is encodable as UTF-8."""
     if isinstance(value, str):
+        if value.isascii():
+            return True
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
             return False
         return True
     if isinstance(value, dict):
-        return all(encodable(k) and encodable(v) for k, v in value.items())
+        for key, item in value.items():  # a loop, not all(): this runs on every tool call
+            if not (encodable(key) and encodable(item)):
+                return False
+        return True
     if isinstance(value, list):
-        return all(encodable(item) for item in value)
+        for item in value:
+            if not encodable(item):
+                return False
     return True
 
 
