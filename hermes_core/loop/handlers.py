@@ -25,7 +25,7 @@ from hermes_hookspecs import (
     ToolContext,
 )
 
-from .steps import POLL_SECONDS, STEP_THREADS, Step, Steps, run_steps
+from .steps import POLL_SECONDS, Step
 
 STOP_GRACE_SECONDS = 0.25
 """After an interrupt or a timeout, how long a handler gets to notice its cancel event and end
@@ -64,10 +64,6 @@ class AsyncBridge:
                 if cancel.is_set():
                     future.cancel()
                     raise ToolCancelled("interrupted by the user") from None
-
-
-HANDLER_THREADS = STEP_THREADS
-"""The threads tool handlers run on when handed off one by one (a parallel batch)."""
 
 
 class ToolTimeout(Exception):
@@ -196,20 +192,3 @@ class ToolStep(Step):
     def stop(self) -> None:
         """Set the handler's cancel event."""
         self.cancel_event.set()
-
-
-def run_handler(
-    tool: Tool,
-    call: ToolCall,
-    ctx: ToolContext,
-    cancel: threading.Event,
-    timeout: float | None,
-) -> Any:
-    """Run the handler of ``tool`` for ``call`` on a worker thread watched from this one and
-    return its value (see :class:`ToolStep`; its errors are raised here)."""
-
-    def one() -> Steps[Any]:
-        value = yield ToolStep(tool, call, ctx, cancel, timeout)
-        return value
-
-    return run_steps(one())
