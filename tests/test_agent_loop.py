@@ -19,6 +19,7 @@ from hermes_core.testing import (
     text,
     tool_call,
     tool_calls,
+    toolset_plugin,
     wait_until,
 )
 from hermes_hookspecs import (
@@ -26,28 +27,10 @@ from hermes_hookspecs import (
     RateLimitError,
     Tool,
     ToolError,
-    Toolset,
     hookimpl,
 )
 
 OBJ = {"type": "object", "properties": {}}
-
-
-def toolset_plugin(*tools: Tool, name: str = "demo", includes=(), enabled=True) -> object:
-    class Plugin:
-        @hookimpl
-        def hermes_register_toolsets(self, register):
-            register(
-                Toolset(
-                    name=name,
-                    description=name,
-                    tools=list(tools),
-                    includes=list(includes),
-                    enabled_by_default=enabled,
-                )
-            )
-
-    return Plugin()
 
 
 def echo_tool(name="echo", sequential=False, delay=0.0, record=None):

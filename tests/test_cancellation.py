@@ -18,6 +18,7 @@ from hermes_core.testing import (
     plugin_manager,
     text,
     tool_call,
+    toolset_plugin,
     wait_until,
 )
 from hermes_core.testing.kit import scripted_provider_plugin
@@ -28,7 +29,6 @@ from hermes_hookspecs import (
     ProviderError,
     Tool,
     ToolCancelled,
-    Toolset,
     hookimpl,
 )
 
@@ -217,9 +217,4 @@ def test_a_tool_that_raises_cancelled_itself_is_answered_as_interrupted():
 
 
 def toolset(*tools: Tool) -> object:
-    class Plugin:
-        @hookimpl
-        def hermes_register_toolsets(self, register):
-            register(Toolset(name="slow", description="slow", tools=list(tools)))
-
-    return Plugin()
+    return toolset_plugin(*tools, name="slow")

@@ -29,6 +29,7 @@ from hermes_core.testing import (
     text,
     tool_call,
     tool_calls,
+    toolset_plugin,
     wait_until,
 )
 from hermes_hookspecs import (
@@ -45,17 +46,6 @@ from hermes_runtime.secrets import REDACTED, forget_secrets, mark_secret
 
 OBJ = {"type": "object", "properties": {}}
 STR_ARG = {"type": "object", "properties": {"q": {"type": "string"}}}
-
-
-class Tools:
-    """A plugin offering ``tools`` as toolset ``t``."""
-
-    def __init__(self, *tools: Tool) -> None:
-        self.tools = list(tools)
-
-    @hookimpl
-    def hermes_register_toolsets(self, register: Any) -> None:
-        register(Toolset(name="t", description="test tools", tools=self.tools))
 
 
 def tool(name: str, handler: Any, parameters: dict[str, Any] | None = None, **kw: Any) -> Tool:
@@ -102,7 +92,7 @@ def test_every_core_refusal_starts_with_blocked_names_its_rule_and_says_not_to_r
             return Block("the guard says no") if call.arguments.get("q") == "guarded" else None
 
     plugins = [
-        Tools(tool("act", act, STR_ARG, needs_approval=needs), tool("refuse", refuse)),
+        toolset_plugin(tool("act", act, STR_ARG, needs_approval=needs), tool("refuse", refuse)),
         Guard(),
     ]
     agent = make_agent(
@@ -126,7 +116,7 @@ def test_every_core_refusal_starts_with_blocked_names_its_rule_and_says_not_to_r
     no_one = make_agent(
         tool_call("act", {"q": "x"}),
         text("ok"),
-        plugins=[Tools(tool("act", act, STR_ARG, needs_approval=needs))],
+        plugins=[toolset_plugin(tool("act", act, STR_ARG, needs_approval=needs))],
     )
     no_one.chat("go")
     assert results(no_one.messages) == [
@@ -160,7 +150,7 @@ def test_a_secret_in_a_tool_result_reaches_no_one(tmp_path: Path, monkeypatch: p
     agent = make_agent(
         tool_call("leak"),
         text("ok"),
-        plugins=[Tools(leak), Observer()],
+        plugins=[toolset_plugin(leak), Observer()],
         session_store=store,
         event_sink=lambda e: ended.append(e.data["result"]) if e.name == "tool_end" else None,
     )
@@ -183,7 +173,7 @@ def test_redaction_comes_before_the_cap_so_a_cut_secret_does_not_leak():
     agent = make_agent(
         tool_call("long"),
         text("ok"),
-        plugins=[Tools(tool("long", lambda a, c: output, max_result_chars=limit))],
+        plugins=[toolset_plugin(tool("long", lambda a, c: output, max_result_chars=limit))],
     )
     agent.chat("go")
     (result,) = results(agent.client.last_request.messages)
@@ -287,7 +277,7 @@ def test_empty_and_unknown_tool_names_are_explained_in_the_next_request():
     agent = make_agent(
         tool_calls(("", {}), ("no_such_tool", {"a": 1}), ("bad name!", {})),
         text("sorry"),
-        plugins=[Tools(tool("echo", lambda a, c: "e", STR_ARG))],
+        plugins=[toolset_plugin(tool("echo", lambda a, c: "e", STR_ARG))],
     )
     assert agent.chat("go") == "sorry"
     request = agent.client.last_request
@@ -311,7 +301,7 @@ def test_calls_without_ids_or_with_repeated_ids_are_each_answered():
     agent = make_agent(
         tool_calls(Call("echo", {"q": "1"}, id="dup"), Call("echo", {"q": "2"}, id="dup")),
         text("ok"),
-        plugins=[Tools(tool("echo", lambda a, c: seen.append(a["q"]) or a["q"], STR_ARG))],
+        plugins=[toolset_plugin(tool("echo", lambda a, c: seen.append(a["q"]) or a["q"], STR_ARG))],
     )
     agent.chat("go")
     request = agent.client.last_request
@@ -325,7 +315,7 @@ def test_several_invalid_calls_in_one_response_get_another_step():
     agent = make_agent(
         tool_calls(("nope", {}), ("", {}), ("echo", "{broken"), ("echo", {"q": 5})),
         text("fixed it"),
-        plugins=[Tools(tool("echo", lambda a, c: "e", STR_ARG))],
+        plugins=[toolset_plugin(tool("echo", lambda a, c: "e", STR_ARG))],
     )
     result = agent.run_conversation("go")
     assert result["exit_reason"] == "completed" and result["final_response"] == "fixed it"
@@ -343,12 +333,12 @@ def test_only_steps_of_nothing_but_invalid_calls_count_towards_the_limit():
         tool_call("nope"),
         tool_call("nope"),
         text("done"),
-        plugins=[Tools(echo)],
+        plugins=[toolset_plugin(echo)],
     )
     assert agent.run_conversation("go")["exit_reason"] == "completed"
 
     agent = make_agent(
-        *[tool_calls(("nope", {}), ("nada", {})) for _ in range(4)], plugins=[Tools(echo)]
+        *[tool_calls(("nope", {}), ("nada", {})) for _ in range(4)], plugins=[toolset_plugin(echo)]
     )
     result = agent.run_conversation("go")
     assert result["exit_reason"] == "invalid_tool_calls" and result["api_calls"] == 3
@@ -380,7 +370,7 @@ def test_a_handler_that_runs_too_long_is_answered_with_a_timeout_and_the_loop_go
         return "never"
 
     plugins = [
-        Tools(
+        toolset_plugin(
             tool("slow", sleeper(5.0, finished)),
             tool("aslow", async_sleeper),
             tool("quick", lambda a, c: "q"),
@@ -417,7 +407,7 @@ def test_time_spent_waiting_for_approval_does_not_count_and_timeouts_can_be_set_
         return "once"
 
     finished: list[str] = []
-    plugins = [Tools(tool("asks", asks), tool("slow", sleeper(0.4, finished)))]
+    plugins = [toolset_plugin(tool("asks", asks), tool("slow", sleeper(0.4, finished)))]
     agent = make_agent(
         tool_call("asks"),
         tool_call("slow"),
@@ -474,7 +464,10 @@ def test_an_interrupt_during_a_long_handler_ends_the_turn_at_once(tmp_path: Path
 
     store = SQLiteSessionStore(tmp_path / "state.db")
     agent = make_agent(
-        tool_call("long"), text("unused"), plugins=[Tools(tool("long", long))], session_store=store
+        tool_call("long"),
+        text("unused"),
+        plugins=[toolset_plugin(tool("long", long))],
+        session_store=store,
     )
     interrupted_at = interrupt_when(lambda: started_handler.wait(5), agent)
     result = agent.run_conversation("go")
@@ -514,7 +507,7 @@ def test_resume_answers_calls_a_crash_left_open_once_in_the_store(tmp_path: Path
     for turn in ("continue", "and again"):
         agent = make_agent(
             text("resumed"),
-            plugins=[Tools(tool("echo", lambda a, c: "e"))],
+            plugins=[toolset_plugin(tool("echo", lambda a, c: "e"))],
             session_store=SQLiteSessionStore(db),
             session_id=session_id,
         )
@@ -548,7 +541,7 @@ def test_an_interrupt_during_a_parallel_batch_answers_every_call_and_signals_han
     agent = make_agent(
         tool_calls(("cooperative", {}), ("stubborn", {})),
         text("unused"),
-        plugins=[Tools(tool("cooperative", cooperative), tool("stubborn", stubborn))],
+        plugins=[toolset_plugin(tool("cooperative", cooperative), tool("stubborn", stubborn))],
     )
     interrupted_at = interrupt_when(lambda: both_started.wait(5), agent)
     result = agent.run_conversation("go")
@@ -605,7 +598,7 @@ def test_a_handler_stuck_past_its_timeout_delays_no_later_call():
         tool_call("stuck"),
         *[tool_call("quick") for _ in range(3)],
         text("done"),
-        plugins=[Tools(tool("stuck", stuck), tool("quick", quick))],
+        plugins=[toolset_plugin(tool("stuck", stuck), tool("quick", quick))],
         config={"tools": {"timeout": 0.2}},
     )
     started = time.monotonic()
@@ -628,7 +621,7 @@ def test_a_tool_declares_its_own_limit_and_the_user_overrides_it():
         tool_call("own"),
         tool_call("short"),
         text("ok"),
-        plugins=[Tools(own, short)],
+        plugins=[toolset_plugin(own, short)],
         config={"tools": {"timeout": 0.2}},
     )
     agent.chat("go")
@@ -638,7 +631,7 @@ def test_a_tool_declares_its_own_limit_and_the_user_overrides_it():
     agent = make_agent(
         tool_call("own"),
         text("ok"),
-        plugins=[Tools(own)],
+        plugins=[toolset_plugin(own)],
         config={"tools": {"timeouts": {"own": 0.1}}},
     )
     agent.chat("go")

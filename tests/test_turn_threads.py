@@ -20,22 +20,12 @@ from hermes_core.testing import (
     make_agent,
     text,
     tool_call,
+    toolset_plugin,
     wait_until,
 )
-from hermes_hookspecs import ModelRequest, Tool, Toolset, hookimpl
+from hermes_hookspecs import ModelRequest, Tool
 
 OBJ = {"type": "object", "properties": {}}
-
-
-class Tools:
-    """A plugin offering ``tools`` as toolset ``t``."""
-
-    def __init__(self, *tools: Tool) -> None:
-        self.tools = list(tools)
-
-    @hookimpl
-    def hermes_register_toolsets(self, register: Any) -> None:
-        register(Toolset(name="t", description="test tools", tools=self.tools))
 
 
 def tool(name: str, handler: Any, **kw: Any) -> Tool:
@@ -66,7 +56,7 @@ def test_the_calls_of_a_turn_after_its_first_tool_call_run_on_one_thread_not_the
         return "q"
 
     model = ThreadNotingModel(*[tool_call("quick") for _ in range(4)], text("done"))
-    agent = make_agent(model=model, plugins=[Tools(tool("quick", quick))])
+    agent = make_agent(model=model, plugins=[toolset_plugin(tool("quick", quick))])
     assert agent.chat("go") == "done"
     assert results(agent.messages) == ["q"] * 4
     assert len(set(handler_threads)) == 1 and threading.get_ident() not in handler_threads
@@ -97,7 +87,7 @@ def test_a_handler_past_its_timeout_is_abandoned_and_its_late_result_never_enter
     )
     agent = make_agent(
         model=model,
-        plugins=[Tools(tool("stuck", stuck), tool("quick", quick))],
+        plugins=[toolset_plugin(tool("stuck", stuck), tool("quick", quick))],
         config={"tools": {"timeout": 0.2}},
         session_store=store,
     )
@@ -135,7 +125,7 @@ def test_a_handler_that_overruns_in_each_of_several_steps_strands_only_its_own_t
     agent = make_agent(
         *[tool_call("stuck") for _ in range(3)],
         text("done"),
-        plugins=[Tools(tool("stuck", stuck))],
+        plugins=[toolset_plugin(tool("stuck", stuck))],
         config={"tools": {"timeout": 0.1}},
     )
     try:
@@ -156,7 +146,7 @@ def test_an_interrupt_during_a_model_call_that_ignores_it_ends_the_turn_at_once(
         return Turn(text="an answer that comes too late")
 
     model = ThreadNotingModel(tool_call("quick"), deaf)
-    agent = make_agent(model=model, plugins=[Tools(tool("quick", lambda a, c: "q"))])
+    agent = make_agent(model=model, plugins=[toolset_plugin(tool("quick", lambda a, c: "q"))])
     box: dict[str, Any] = {}
     worker = threading.Thread(target=lambda: box.update(r=agent.run_conversation("go")))
     worker.start()
@@ -190,7 +180,7 @@ def test_a_keyboard_interrupt_of_the_calling_thread_stops_the_turn_it_watched():
         return "x"
 
     model = ScriptedModel(tool_call("h"), tool_call("h"), text("never"))
-    agent = make_agent(model=model, plugins=[Tools(tool("h", interrupting))])
+    agent = make_agent(model=model, plugins=[toolset_plugin(tool("h", interrupting))])
     with pytest.raises(KeyboardInterrupt):
         agent.run_conversation("go")
     time.sleep(0.5)  # the worker would go on to the next model call meanwhile if it could
@@ -213,7 +203,7 @@ def test_a_handler_that_stops_when_told_is_answered_with_its_timeout_on_the_same
         tool_call("polite"),
         tool_call("quick"),
         text("done"),
-        plugins=[Tools(tool("polite", polite), tool("quick", quick))],
+        plugins=[toolset_plugin(tool("polite", polite), tool("quick", quick))],
         config={"tools": {"timeout": 0.2}},
     )
     started = time.monotonic()

@@ -22,6 +22,7 @@ from .kit import (
     load_plugin,
     make_agent,
     plugin_manager,
+    toolset_plugin,
     transcript_problems,
 )
 from .scripted import (
@@ -89,6 +90,7 @@ __all__ = [
     "text",
     "tool_call",
     "tool_calls",
+    "toolset_plugin",
     "transcript_problems",
     "wait_until",
 ]

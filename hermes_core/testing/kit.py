@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hermes_hookspecs import ModelRequest
+from hermes_hookspecs import ModelRequest, Tool, Toolset, hookimpl
 
 from ..loop.agent import Agent
 from ..loop.events import Callbacks
@@ -42,6 +42,33 @@ def plugin_manager(
             f"no installed plugin has the entry point name(s): {', '.join(missing)}"
         )
     return manager
+
+
+def toolset_plugin(
+    *tools: Tool,
+    name: str = "demo",
+    description: str | None = None,
+    includes: Iterable[str] = (),
+    enabled: bool = True,
+) -> object:
+    """An in-process plugin registering one toolset ``name`` that holds ``tools`` (pass it in
+    ``plugins``); ``includes`` and ``enabled`` are the toolset's own fields."""
+    tools_held, includes_held = list(tools), list(includes)
+
+    class ToolsetPlugin:
+        @hookimpl
+        def hermes_register_toolsets(self, register: Any) -> None:
+            register(
+                Toolset(
+                    name=name,
+                    description=name if description is None else description,
+                    tools=list(tools_held),
+                    includes=list(includes_held),
+                    enabled_by_default=enabled,
+                )
+            )
+
+    return ToolsetPlugin()
 
 
 def load_plugin(name: str) -> PluginRecord:

@@ -62,12 +62,14 @@ def _wanted(home: str) -> bool:
                 return False
     except OSError:
         return False
+    from pathlib import Path
+
     from hermes_hookspecs import HermesError
 
-    from ...host import Host
+    from ...config.loading import load_config
 
     try:
-        return Host().core_config.get("serve.auto") is True
+        return load_config(Path(home)).get("serve.auto") is True
     except (HermesError, OSError):
         return False
 
