@@ -161,6 +161,8 @@ _REMOTE: dict[str, dict[str, Any]] = {
 PROGRAMS: dict[str, dict[str, Any]] = {}
 for _name, _spec in {**_W, **_REMOTE}.items():
     PROGRAMS[_name] = {**_spec, "wraps": True, "name": _name}
+for _shell in ("sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "fish"):
+    PROGRAMS[_shell] = {"lang": "", "code": ["-c"], "options": ["-o", "+o"], "name": _shell}
 _VERSIONS = ("2", "3", *(f"3.{n}" for n in range(6, 15)))
 for _base, _spec in _LANGS.items():
     _names = [_base, *(_base + v for v in _VERSIONS)] if _base == "python" else [_base]

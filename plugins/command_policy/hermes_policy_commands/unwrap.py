@@ -16,9 +16,8 @@ from typing import Any
 from .programs import PROGRAMS
 from .words import MAX_FIELDS, MAX_VALUE, UNKNOWN, Output, Simple, Words
 
-__all__ = ["SHELLS", "Unwrapping"]
+__all__ = ["Unwrapping"]
 
-SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "fish"})
 _ECHO_FLAGS = re.compile(r"-[neE]+")
 
 
@@ -54,10 +53,12 @@ class Unwrapping(Words):
             return ("text", roots[0].rstrip("/") + "/" + UNKNOWN)
         if base == "xargs":
             self.xargs(args, stdin, via)
-        elif base in SHELLS or base in ("eval", "source", "."):
-            return self.shell(base, args, stdin, via)
-        elif spec is not None and spec.get("lang") and self.front_end is not None:
-            self.code(base, str(spec["lang"]), args, stdin, via)
+        elif base == "eval":
+            return self.nested(" ".join(args), via + (base,))
+        elif base in ("source", "."):
+            self.script(args[0] if args else UNKNOWN, via + (base,))
+        elif spec is not None and "lang" in spec:
+            return self.code(base, str(spec["lang"]), args, stdin, via)
         elif "/" in argv[0] and (spec is None or "wraps" not in spec):
             self.script(argv[0], via)
         elif spec is not None and "wraps" in spec:
@@ -215,24 +216,6 @@ class Unwrapping(Words):
             i += 1
         return args[i:] or None
 
-    def shell(self, base: str, args: list[str], stdin: Output, via: tuple[str, ...]) -> Output:
-        """Lower a shell, ``eval`` or ``source``: the code it runs, read as shell."""
-        here = via + (base,)
-        if base == "eval":
-            return self.nested(" ".join(args), here)
-        if base in ("source", "."):
-            self.script(args[0] if args else UNKNOWN, here)
-            return ("other", None)
-        for i, a in enumerate(args):
-            if re.fullmatch(r"-[a-zA-Z]*c[a-zA-Z]*", a):
-                return self.nested(args[i + 1] if i + 1 < len(args) else UNKNOWN, here)
-            if a in ("-s", "-") or (a.startswith("-") and a not in ("-o", "+o")):
-                continue
-            self.script(a, here)
-            return ("other", None)
-        self.stdin_code(stdin, here)
-        return ("other", None)
-
     def stdin_code(self, stdin: Output, via: tuple[str, ...], lang: str | None = None) -> None:
         """Judge the code a shell (or an interpreter of ``lang``) reads on stdin."""
         kind, text = stdin
@@ -283,8 +266,9 @@ class Unwrapping(Words):
 
     def code(
         self, base: str, lang: str, args: list[str], stdin: Output, via: tuple[str, ...]
-    ) -> None:
-        """Lower an interpreter's command line: inline code, a module, a script or stdin."""
+    ) -> Output:
+        """Lower a shell's or an interpreter's command line: inline code, a module, a script or
+        stdin; the answer is what inline shell code prints."""
         here = via + (base,)
         flags = PROGRAMS[base]
         with_value = set(flags.get("options", ()))
@@ -294,25 +278,26 @@ class Unwrapping(Words):
             a = args[i]
             joined = a[:1] == "-" and a[1:-1].isalpha() and a[-1:] in "ce"  # -ne CODE
             if a in code_opts or joined and "-" + a[-1] in code_opts:
-                self.lower_code(lang, args[i + 1] if i + 1 < len(args) else "", args[i + 2 :], here)
-                return
-            if a == "-m" or a.startswith("-m") and lang == "python" and len(a) > 2:
+                code = args[i + 1] if i + 1 < len(args) else UNKNOWN
+                return self.lower_code(lang, code, args[i + 2 :], here)
+            if lang == "python" and a.startswith("-m"):
                 module = a[2:] or (args[i + 1] if i + 1 < len(args) else "")
                 rest = args[i + 1 :] if a[2:] else args[i + 2 :]
                 self.module(module, rest, here)
-                return
+                return ("other", None)
             if a in with_value:
                 i += 2
                 continue
             if a == "-" or not a.startswith("-"):
                 break
             if a in ("-V", "--version", "-h", "--help"):
-                return
+                return ("other", None)
             i += 1
         if i < len(args) and args[i] != "-":
             self.script(args[i], here, lang, tuple(args[i + 1 :]))
         else:
             self.stdin_code(stdin, here, lang)
+        return ("other", None)
 
     def module(self, name: str, rest: list[str], via: tuple[str, ...]) -> None:
         """Lower ``python -m NAME``: the workspace's module, else the program of that name."""
@@ -355,12 +340,11 @@ class Unwrapping(Words):
 
     def lower_code(
         self, lang: str | None, code: str, argv: list[str], via: tuple[str, ...]
-    ) -> None:
+    ) -> Output:
         """Judge a program by what its front end says it does (shell code, with no ``lang``
-        or no front end, as shell)."""
+        or no front end, as shell); the answer is what shell code prints."""
         if not lang or self.front_end is None:
-            self.nested(code, via)
-            return
+            return self.nested(code, via)
         for kind, item in self.front_end(lang, code, argv, self.module_text):
             if kind == "shell":
                 self.nested(str(item), via)
@@ -377,3 +361,4 @@ class Unwrapping(Words):
                 self.folders.append(str(item))
             else:
                 self.note(str(item), argv=[lang])
+        return ("other", None)
