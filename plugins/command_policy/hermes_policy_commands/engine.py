@@ -123,16 +123,6 @@ class Rule:
         words = tuple(re.compile("|".join(map(fnmatch.translate, a))) for a in self.subcommand)
         object.__setattr__(self, "words", words)
 
-    @property
-    def hard(self) -> bool:
-        """Whether the rule refuses whatever approved it."""
-        return self.decision == "never"
-
-    @property
-    def description(self) -> str:
-        """The justification (the name older callers use)."""
-        return self.justification
-
     def matches(self, simple: Simple, facts: Facts) -> bool:
         """Whether the rule matches ``simple`` (whose paths are classified in ``facts``); its
         program is one the rule is about (:meth:`Index.candidates` chose the rule by it)."""
@@ -466,11 +456,6 @@ class Index:
 
     rules: Sequence[Rule]
     _seen: dict[str, list[Rule]] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, rules: Sequence[Rule]) -> Index:
-        """Index ``rules``."""
-        return cls(rules)
 
     def candidates(self, program: str) -> list[Rule]:
         """The rules that may match a simple command of ``program``, in their order."""

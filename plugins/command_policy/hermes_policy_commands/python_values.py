@@ -251,7 +251,7 @@ class _Values:
             return self.apply(lambda *items: make(items), node.elts, depth)
         if isinstance(node, ast.JoinedStr):
             parts = [v.value if isinstance(v, ast.FormattedValue) else v for v in node.values]
-            return self.apply(lambda *p: "".join(map(_text, p)), parts, depth)
+            return self.apply(lambda *p: "".join(map(str, p)), parts, depth)
         if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
             return self.apply(_OPERATORS[type(node.op)], [node.left, node.right], depth)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
@@ -368,7 +368,8 @@ class _Values:
         """The argv lists an expression can be (a string is a one-word argv)."""
         out = []
         for value in self.values(node) or [None]:
-            words = [_text(w) for w in value] if isinstance(value, (list, tuple)) else [_text(value)]
+            items = value if isinstance(value, (list, tuple)) else [value]
+            words = [_text(w) for w in items]
             if None in words:
                 return None
             out.append([w for w in words if w is not None])

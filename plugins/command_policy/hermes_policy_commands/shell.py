@@ -63,9 +63,6 @@ class Lowering(Unwrapping):
     commands in :attr:`out`.
 
     :param read_script: reads a script file the command runs (``None``: scripts are not read).
-    :param front_end: lowers another language's code (``lang, code, argv``, and a reader of
-        local Python modules) into items
-        ``("shell", text)``, ``("argv", words)``, ``("write", path)`` or ``("note", name)``.
     :param cwd: the folder the command starts in when it is not the workspace.
     """
 

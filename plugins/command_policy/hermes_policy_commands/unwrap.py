@@ -13,12 +13,15 @@ import posixpath
 import re
 from typing import Any
 
+from .foreign_code import lower_foreign
 from .programs import PROGRAMS
+from .python_code import lower_python
 from .words import MAX_FIELDS, MAX_VALUE, UNKNOWN, Output, Simple, Words
 
 __all__ = ["Unwrapping"]
 
 _ECHO_FLAGS = re.compile(r"-[neE]+")
+MAX_CODE = 200_000  # a longer program is not read: it asks
 
 
 def _decode(kind: str, text: str) -> str | None:
@@ -341,11 +344,23 @@ class Unwrapping(Words):
     def lower_code(
         self, lang: str | None, code: str, argv: list[str], via: tuple[str, ...]
     ) -> Output:
-        """Judge a program by what its front end says it does (shell code, with no ``lang``
-        or no front end, as shell); the answer is what shell code prints."""
-        if not lang or self.front_end is None:
+        """Judge a program by what its front end says it does (with no ``lang``, shell code read
+        as shell); the answer is what shell code prints.
+
+        A front end answers items: ``("shell", text)`` for a command line the program runs,
+        ``("argv", words)`` for a program it starts or a file operation written as the command
+        that does the same (``shutil.rmtree(p)`` is ``rm -rf p``), ``("write", path)`` and
+        ``("read", path)`` for files it opens, ``("module", path)`` and ``("folder", path)`` for
+        local Python modules it imports and where it looks for them, and ``("note", name)`` for
+        what cannot be decided (``script-dynamic-code``, ``script-dynamic-command``)."""
+        if not lang:
             return self.nested(code, via)
-        for kind, item in self.front_end(lang, code, argv, self.module_text):
+        if len(code) > MAX_CODE:
+            self.note("uncheckable", argv=[lang])
+            return ("other", None)
+        python = lang == "python"
+        items = lower_python(code, argv, self.module_text) if python else lower_foreign(lang, code)
+        for kind, item in items:
             if kind == "shell":
                 self.nested(str(item), via)
             elif kind == "argv":

@@ -38,7 +38,6 @@ _SAFE_WORD = re.compile(r"[\w@%+=:,./~^-]+")
 _SAFE_LINE = re.compile(r"[\w@%+=:,./~^-]+(?: [\w@%+=:,./~^-]+)*")
 _ANSI_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "e": "\x1b", "a": "\a", "\\": "\\", "'": "'"}
 ScriptReader = Callable[[str], "str | None"]
-FrontEnd = Callable[[str, str, list[str], ScriptReader], list[tuple[str, Any]]]
 
 
 @dataclass(slots=True)
@@ -151,11 +150,9 @@ class Words:
     def __init__(
         self,
         read_script: ScriptReader | None = None,
-        front_end: FrontEnd | None = None,
         cwd: str | None = None,
     ) -> None:
         self.read_script = read_script
-        self.front_end = front_end
         self.out: list[Simple] = []
         self.vars: dict[str, str] = {"HOME": "~", "IFS": " \t\n", "HERMES_HOME": "~/.hermes"}
         self.funcs: dict[str, Any] = {}
