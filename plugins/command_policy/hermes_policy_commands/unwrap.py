@@ -65,7 +65,7 @@ class Unwrapping(Words):
         elif "/" in argv[0] and (spec is None or "wraps" not in spec):
             self.script(argv[0], via)
         elif spec is not None and "wraps" in spec:
-            inner = self.inner(spec, args)
+            inner = self.inner(spec, args, via)
             if inner is not None and spec.get("joined"):
                 return self.nested(" ".join(inner), via + (base,))
             if inner is not None:
@@ -175,7 +175,7 @@ class Unwrapping(Words):
     def xargs(self, args: list[str], stdin: Output, via: tuple[str, ...]) -> None:
         """Lower ``xargs``: its command with the items it reads."""
         spec = PROGRAMS["xargs"]
-        inner = self.inner(spec, args) or ["echo"]
+        inner = self.inner(spec, args, via) or ["echo"]
         replace = next(
             (args[i + 1] for i, a in enumerate(args[:-1]) if a == "-I"),
             next((a[2:] for a in args if a.startswith("-I") and len(a) > 2), None),
@@ -191,33 +191,46 @@ class Unwrapping(Words):
         else:
             self.run(inner + items, [], ("", None), here)
 
-    def inner(self, spec: dict[str, Any], args: list[str]) -> list[str] | None:
-        """The command a wrapper runs (``sudo -u x CMD`` -> ``CMD``), ``None`` when none."""
-        with_value = set(spec.get("options", ()))
-        skip = int(spec.get("skip", 0))
+    def operand(self, spec: dict[str, Any], args: list[str]) -> tuple[str, int]:
+        """Where the command line of a wrapper, a shell or an interpreter (``spec``) leads:
+        ``("code", i)`` when ``args[i]`` is inline code, ``("module", i)`` for ``python -m``,
+        ``("operand", i)`` for its first operand (the command it wraps, the script it runs),
+        ``("quiet", i)`` when it only prints its version or help, ``("none", i)`` for none."""
+        with_value, code = set(spec.get("options", ())), tuple(spec.get("code", ()))
+        prefix, skip = list(spec.get("prefix", ())), int(spec.get("skip", 0))
         i = 0
-        prefix = list(spec.get("prefix", ()))
         while i < len(args):
             a = args[i]
+            if a in code or a[:1] == "-" and a[1:-1].isalpha() and "-" + a[-1] in code:
+                return ("code", i + 1)  # -c CODE, -lc CODE, -ne CODE
+            if spec.get("lang") == "python" and a.startswith("-m"):
+                return ("module", i)
+            if a in ("-V", "--version", "-h", "--help") and "lang" in spec:
+                return ("quiet", i)
             if prefix and a == prefix[0]:
                 prefix.pop(0)
-            elif a == "--":
-                i += 1
-                break
+            elif a == "--" and "lang" not in spec:  # sh -s -- ARGS: arguments of stdin's code
+                return ("operand" if not prefix else "none", i + 1)
             elif a in with_value:
                 i += 1
             elif a.startswith("-") and a != "-" or (spec.get("assignments") and "=" in a[1:]):
-                if a in spec.get("string", ()) and i + 1 < len(args):
-                    self.nested(args[i + 1], (spec.get("name", "wrapper"),))
-                    return None
+                pass
             elif skip:
                 skip -= 1
-            elif not prefix:
-                break
             else:
-                return None
+                return ("operand" if not prefix else "none", i)
             i += 1
-        return args[i:] or None
+        return ("none", i)
+
+    def inner(
+        self, spec: dict[str, Any], args: list[str], via: tuple[str, ...]
+    ) -> list[str] | None:
+        """The command a wrapper runs (``sudo -u x CMD`` -> ``CMD``), ``None`` when none (the
+        shell code of ``su -c CODE`` and the like is read here)."""
+        kind, i = self.operand(spec, args)
+        if kind == "code":
+            self.nested(args[i] if i < len(args) else UNKNOWN, via + (str(spec["name"]),))
+        return args[i:] if kind == "operand" and args[i:] else None
 
     def stdin_code(self, stdin: Output, via: tuple[str, ...], lang: str | None = None) -> None:
         """Judge the code a shell (or an interpreter of ``lang``) reads on stdin."""
@@ -273,32 +286,16 @@ class Unwrapping(Words):
         """Lower a shell's or an interpreter's command line: inline code, a module, a script or
         stdin; the answer is what inline shell code prints."""
         here = via + (base,)
-        flags = PROGRAMS[base]
-        with_value = set(flags.get("options", ()))
-        code_opts = tuple(flags.get("code", ()))
-        i = 0
-        while i < len(args):
-            a = args[i]
-            joined = a[:1] == "-" and a[1:-1].isalpha() and a[-1:] in "ce"  # -ne CODE
-            if a in code_opts or joined and "-" + a[-1] in code_opts:
-                code = args[i + 1] if i + 1 < len(args) else UNKNOWN
-                return self.lower_code(lang, code, args[i + 2 :], here)
-            if lang == "python" and a.startswith("-m"):
-                module = a[2:] or (args[i + 1] if i + 1 < len(args) else "")
-                rest = args[i + 1 :] if a[2:] else args[i + 2 :]
-                self.module(module, rest, here)
-                return ("other", None)
-            if a in with_value:
-                i += 2
-                continue
-            if a == "-" or not a.startswith("-"):
-                break
-            if a in ("-V", "--version", "-h", "--help"):
-                return ("other", None)
-            i += 1
-        if i < len(args) and args[i] != "-":
+        kind, i = self.operand(PROGRAMS[base], args)
+        if kind == "code":
+            code = args[i] if i < len(args) else UNKNOWN
+            return self.lower_code(lang, code, args[i + 1 :], here)
+        if kind == "module":
+            module = args[i][2:] or (args[i + 1] if i + 1 < len(args) else "")
+            self.module(module, args[i + 1 :] if args[i][2:] else args[i + 2 :], here)
+        elif kind == "operand" and args[i] != "-":
             self.script(args[i], here, lang, tuple(args[i + 1 :]))
-        else:
+        elif kind != "quiet":
             self.stdin_code(stdin, here, lang)
         return ("other", None)
 
