@@ -32,8 +32,6 @@ MAX_VALUE = 4096  # a variable longer than this is unknown (the doubling trick s
 BUDGET = 60_000  # syntax nodes and emitted commands per decision
 MAX_FIELDS = 64  # brace expansion and xargs fields
 Output = tuple[str, str | None]  # (kind, text): kind "", "text", "download", "decode", "other"
-_VARIABLE = re.compile(r"\$\{?(\w+)\}?")
-_BLANKS = re.compile(r"[ \t\n]+")
 _SAFE_WORD = re.compile(r"[\w@%+=:,./~^-]+")
 _SAFE_LINE = re.compile(r"[\w@%+=:,./~^-]+(?: [\w@%+=:,./~^-]+)*")
 _ANSI_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "e": "\x1b", "a": "\a", "\\": "\\", "'": "'"}
@@ -204,12 +202,7 @@ class Words:
             raw = node_text(node)
             if kind == "concatenation" and node.named_child_count != node.child_count:
                 raw = "".join(node_text(c) for c in node.children)
-            if "$" not in raw:
-                return list(_plain(raw, split))
-            words = braces(raw) if split and "{" in raw else [raw]
-            words = [_VARIABLE.sub(lambda m: self.variable(m.group(1)), w) for w in words]
-            words = [x for w in words for x in _BLANKS.split(w) if x] if split else words
-            return [unescape(w) for w in words]
+            return list(_plain(raw, split))  # words alone hold no expansion (a$ is literal)
         out: list[str] = [""]
         for piece, splittable in self.pieces(node):
             if not (split and splittable):
