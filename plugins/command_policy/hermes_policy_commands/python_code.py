@@ -220,23 +220,16 @@ class _Python(_Values):
             self.out.append(("write", words[1]) if words[0] == ">" else ("argv", words))
 
     def modules(self, node: ast.Import | ast.ImportFrom, folder: str) -> list[Item]:
-        names: list[str] = []
+        """The local modules an import may read (``pkg/mod`` for ``pkg.mod``; a relative
+        import's in the program's folder)."""
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
-        elif node.level:
-            base = (node.module or "").replace(".", "/")
-            names = [f"./{base}/{a.name}" if base else f"./{a.name}" for a in node.names]
-            names += [f"./{base}"] if base else []
-        elif node.module:
-            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-        out: list[Item] = []
-        for n in names:
-            if n.startswith("./"):
-                path = posixpath.normpath(posixpath.join(folder, n[2:]))
-            else:
-                path = n.replace(".", "/")
-            out.append(("module", path))
-        return out
+        else:
+            base = node.module or ""
+            names = ([base] if base else []) + [f"{base}.{a.name}".lstrip(".") for a in node.names]
+        where = folder if isinstance(node, ast.ImportFrom) and node.level else ""
+        paths = [posixpath.join(where, n.replace(".", "/")) for n in names]
+        return [("module", posixpath.normpath(p)) for p in paths]
 
 
 def _texts(values: list[Any]) -> list[Any]:

@@ -22,6 +22,7 @@ __all__ = ["Unwrapping"]
 
 _ECHO_FLAGS = re.compile(r"-[neE]+")
 MAX_CODE = 200_000  # a longer program is not read: it asks
+_PIPED = {"download": "download-to-shell", "decode": "decode-to-shell"}  # code read from stdin
 
 
 def _decode(kind: str, text: str) -> str | None:
@@ -239,24 +240,17 @@ class Unwrapping(Words):
             if text in self.decoded_texts:
                 self.note("decode-to-shell", argv=list(via[-1:]))
             self.lower_code(lang, text, [], via)
-        elif kind == "file" and text is not None and self.source(text)[0] in ("unread", "missing"):
-            self.note("pipe-to-shell", argv=list(via[-1:]))
-        elif kind == "file" and text is not None:
+        elif kind == "file" and text and self.source(text)[0] not in ("unread", "missing"):
             self.script(text, via, lang)
-        elif kind == "download":
-            self.note("download-to-shell", argv=list(via[-1:]))
-        elif kind == "decode":
-            self.note("decode-to-shell", argv=list(via[-1:]))
         elif kind or self.in_pipeline:
-            self.note("pipe-to-shell", argv=list(via[-1:]))
+            self.note(_PIPED.get(kind, "pipe-to-shell"), argv=list(via[-1:]))
 
     def source(self, path: str) -> tuple[str, str | None]:
         """The text of a file the command runs: ``(kind, text)``; kind ``"unread"`` when no
         reader was given, ``"missing"`` when it cannot be read."""
         path = posixpath.normpath(path) if path else path
         if path in self.files:
-            kind, text = self.files[path]
-            return (kind if kind != "text" else "text", text)
+            return self.files[path]
         if UNKNOWN in path:
             return ("missing", None)
         if self.read_script is None:
