@@ -77,7 +77,9 @@ class _Python(_Values):
         how = CALLS.get(q) or next((h for p, h in _PREFIXES if q.startswith(p)), None)
         if how is None and isinstance(f, ast.Attribute):
             how = _METHODS.get(f.attr)
-        if how is not None:
+        if how is not None and how.startswith("script-"):
+            self.note(how)  # a call that runs code or a command only known at run time
+        elif how is not None:
             getattr(self, how)(q, node)
 
     def note(self, name: str) -> None:
@@ -92,12 +94,6 @@ class _Python(_Values):
     def attr_call(self, q: str, node: ast.Call) -> None:
         if node.args and self.texts(node.args[min(1, len(node.args) - 1)]) is None:
             self.note("script-dynamic-code")
-
-    def dynamic_code(self, q: str, node: ast.Call) -> None:
-        self.note("script-dynamic-code")
-
-    def unknown_command(self, q: str, node: ast.Call) -> None:
-        self.note("script-dynamic-command")
 
     def yaml_load(self, q: str, node: ast.Call) -> None:
         if not any(k.arg == "Loader" and "Safe" in ast.unparse(k.value) for k in node.keywords):
@@ -122,12 +118,9 @@ class _Python(_Values):
     def start(self, q: str, node: ast.Call) -> None:
         kw = {k.arg: k.value for k in node.keywords}
         first = node.args[0] if node.args else kw.get("args")
-        if q.startswith("sh."):
-            rest = self.listed(node.args)
-            self.emit_argv([[q[3:], *w] for w in rest] if rest is not None else None, kw)
-            return
-        if q == "asyncio.create_subprocess_exec":
-            self.emit_argv(self.listed(node.args), kw)
+        if q.startswith("sh.") or q == "asyncio.create_subprocess_exec":  # the argv word by word
+            program = [ast.Constant(q[3:])] if q.startswith("sh.") else []
+            self.emit_argv(self.listed([*program, *node.args]), kw)
             return
         shell = kw.get("shell")
         if (
