@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import codecs
 import posixpath
 import re
 from typing import Any
@@ -16,7 +15,7 @@ from typing import Any
 from .foreign_code import lower_foreign
 from .programs import PROGRAMS
 from .python_code import lower_python
-from .words import MAX_FIELDS, MAX_VALUE, UNKNOWN, Output, Simple, Words
+from .words import MAX_FIELDS, MAX_VALUE, UNKNOWN, Output, Simple, Words, c_escapes
 
 __all__ = ["Unwrapping"]
 
@@ -117,11 +116,7 @@ class Unwrapping(Words):
         if not args or UNKNOWN in "".join(args):
             return ("other", None)
         fmt, rest = args[0], args[1:]
-        try:
-            fmt = codecs.decode(fmt.replace("%%", "\x01"), "unicode_escape")
-        except UnicodeDecodeError:
-            return ("other", None)
-        parts = re.split(r"%[-0-9.]*[sdbcq]", fmt)
+        parts = re.split(r"%[-0-9.]*[sdbcq]", c_escapes(fmt.replace("%%", "\x01")))
         count = max(1, len(parts) - 1)
         text = ""
         for i in range(0, max(1, len(rest)), count):

@@ -20,6 +20,7 @@ __all__ = [
     "Simple",
     "Words",
     "braces",
+    "c_escapes",
     "dangling",
     "node_text",
     "parse",
@@ -34,7 +35,8 @@ MAX_FIELDS = 64  # brace expansion and xargs fields
 Output = tuple[str, str | None]  # (kind, text): kind "", "text", "download", "decode", "other"
 _SAFE_WORD = re.compile(r"[\w@%+=:,./~^-]+")
 _SAFE_LINE = re.compile(r"[\w@%+=:,./~^-]+(?: [\w@%+=:,./~^-]+)*")
-_ANSI_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "e": "\x1b", "a": "\a", "\\": "\\", "'": "'"}
+_C_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "e": "\x1b", "a": "\a", "\\": "\\", "'": "'",
+              '"': '"'}  # fmt: skip
 ScriptReader = Callable[[str], "str | None"]
 
 
@@ -106,16 +108,19 @@ def _plain(raw: str, split: bool) -> tuple[str, ...]:
     return tuple(unescape(w) for w in (braces(raw) if split and "{" in raw else [raw]))
 
 
-def _ansi_c(body: str) -> str:
+def c_escapes(text: str) -> str:
+    r"""``text`` with its C escapes undone (``\n``, ``\x72``, ``\101``; an unknown one stays):
+    ``$'...'`` strings, ``printf`` formats, the double-quoted strings of other languages."""
+
     def one(m: re.Match[str]) -> str:
         s = m.group(1)
-        if s[0] == "x":
+        if s[0] == "x" and s[1:]:
             return chr(int(s[1:], 16))
         if s[0] in "01234567":
             return chr(int(s, 8) % 256)
-        return _ANSI_ESCAPES.get(s, "\\" + s)
+        return _C_ESCAPES.get(s, "\\" + s)
 
-    return re.sub(r"\\(x[0-9a-fA-F]{1,2}|[0-7]{1,3}|.)", one, body)
+    return re.sub(r"\\(x[0-9a-fA-F]{1,2}|[0-7]{1,3}|.)", one, text)
 
 
 def braces(word: str) -> list[str]:
@@ -224,7 +229,7 @@ class Words:
         elif kind == "raw_string":
             yield node_text(node)[1:-1], False
         elif kind == "ansi_c_string":
-            yield _ansi_c(node_text(node)[2:-1]), False
+            yield c_escapes(node_text(node)[2:-1]), False
         elif kind in ("string", "translated_string"):
             yield "".join(self.string(node)), False
         elif kind == "simple_expansion":
