@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Iterator
 from typing import Any
 
-from .python_values import CALLS, COMMANDS, MAX_VALUES, SINKS, ModuleReader, _Values
+from .python_values import CALLS, COMMANDS, SINKS, ModuleReader, _Values
 from .tables import TABLES
 
 __all__ = ["lower_python"]
@@ -199,17 +199,11 @@ class _Python(_Values):
         used = {int(i) for word in template for i in _FIELD.findall(word)}
         if max(used) >= len(args):
             return
-        fields = [self.values(args[i]) if i in used else [None] for i in range(max(used) + 1)]
-        combos: list[list[Any]] = [[]]
-        for field in fields:
-            combos = [c + [v] for c in combos for v in field or []][:MAX_VALUES]
-        try:
-            lines = [[w.format(*_texts(combo)) for w in template] for combo in combos]
-        except (ValueError, TypeError):
-            lines = []
-        if not lines or None in fields:
+        nodes = [args[i] if i in used else None for i in range(max(used) + 1)]
+        lines = self.apply(lambda *v: [w.format(*map(_field, v)) for w in template], nodes, 0)
+        if lines is None:
             self.note("script-dynamic-command")
-        for words in lines:
+        for words in lines or []:
             self.out.append(("write", words[1]) if words[0] == ">" else ("argv", words))
 
     def modules(self, node: ast.Import | ast.ImportFrom, folder: str) -> list[Item]:
@@ -225,9 +219,8 @@ class _Python(_Values):
         return [("module", posixpath.normpath(p)) for p in paths]
 
 
-def _texts(values: list[Any]) -> list[Any]:
-    """Values as a template fills them in: bytes as text, numbers as numbers, else unknown."""
-    out = [v.decode("latin-1") if isinstance(v, bytes) else v for v in values]
-    if any(not isinstance(v, (str, int)) and v is not None for v in out):
+def _field(value: Any) -> Any:
+    """A value as a template fills it in: bytes as text, a string or number as itself."""
+    if not isinstance(value, (str, bytes, int)) and value is not None:
         raise TypeError("not text")
-    return out
+    return value.decode("latin-1") if isinstance(value, bytes) else value

@@ -312,23 +312,20 @@ class _Values:
         gen = node.generators[0]
         if len(node.generators) > 1 or gen.ifs or not isinstance(gen.target, ast.Name):
             return None
-        seqs = self.values(gen.iter, depth + 1)
-        out = []
-        for seq in seqs or []:
-            if not isinstance(seq, (list, str)) or len(seq) > 256:
+        name = gen.target.id
+
+        def build(sequence: Any) -> list[Any] | None:
+            if not isinstance(sequence, (list, tuple, str)) or len(sequence) > 256:
                 return None
-            built = []
-            for item in seq:
-                self.bound[gen.target.id] = [item]
+            out = []
+            for item in sequence:
+                self.bound[name] = [item]
                 got = self.values(node.elt, depth + 1)
-                if got is None:
-                    break
-                built.append(got[0])
-            self.bound.pop(gen.target.id, None)
-            if len(built) < len(seq):
-                return None
-            out.append(built)
-        return out or None
+                out.append(got[0] if got else None)  # None: unknown, and so is the list
+            self.bound.pop(name, None)
+            return None if None in out else out
+
+        return self.apply(build, [gen.iter], depth)
 
     def passed(self, name: str) -> list[ast.expr] | None:
         """What the program's calls pass to the parameter ``name`` (a ``*name`` one gets a
