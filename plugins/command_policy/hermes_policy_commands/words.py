@@ -12,7 +12,7 @@ import shlex
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 __all__ = [
     "UNKNOWN",
@@ -177,22 +177,10 @@ class Words:
         """Record what the reading found that no argv shows."""
         self.out.append(Simple(argv or [], notes=notes, cwd=self.cwd))
 
-    if TYPE_CHECKING:  # the statements and commands: shell.Lowering
-
-        def stmt(self, node: Any, stdin: Output = ("", None)) -> Output:
-            """Lower one statement."""
-
-        def run(
-            self,
-            argv: list[str],
-            redirects: list[tuple[str, str]],
-            stdin: Output,
-            via: tuple[str, ...],
-        ) -> Output:
-            """Lower one simple command."""
-
-        def nested(self, text: str, via: tuple[str, ...]) -> Output:
-            """Read ``text`` as shell code run by a wrapper."""
+    # the statements, the simple commands and the shell code run by wrappers: shell.Lowering
+    stmt: Callable[[Any, Output], Output]
+    run: Callable[[list[str], list[tuple[str, str]], Output, tuple[str, ...]], Output]
+    nested: Callable[[str, tuple[str, ...]], Output]
 
     def value(self, node: Any) -> str:
         """The word as one string (no field splitting)."""
@@ -290,7 +278,7 @@ class Words:
         out: Output = ("other", None)
         outer, self.in_pipeline = self.in_pipeline, False
         for child in node.named_children:
-            out = self.stmt(child)
+            out = self.stmt(child, ("", None))
         self.in_pipeline = outer
         if node.type == "process_substitution":
             name = f"/dev/fd/{60 + len(self.files)}"
