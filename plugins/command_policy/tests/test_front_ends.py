@@ -32,6 +32,8 @@ CASES = [
     ),
     # what is not folded is unknown, and asks
     ("python3 -c \"import os; os.system('%99999s' % 'x')\"", "ask", "script-dynamic-command"),
+    # a field this wide would build a string of 100 MB (it once took seconds): not folded
+    ("python3 -c \"import os; os.system('{:>99999999}'.format('x'))\"", "ask", None),
     (
         "python3 -c \"import os; os.system(str.join(' ', ['rm', '-rf', '/']))\"",
         "ask",
