@@ -161,12 +161,15 @@ class Unwrapping(Words):
                 name = args[i + 1]
         targets, here = [r.rstrip("/") + "/" + name for r in roots or ["."]], via + ("find",)
         if "-delete" in args:
-            for t in targets:
-                self.run(["rm", "-r", t], [], ("", None), here)
+            self.each(["rm", "-r", "{}"], "{}", targets, here)
         for i in [i for i, a in enumerate(args) if a in ("-exec", "-execdir", "-ok", "-okdir")]:
             end = next((j for j in range(i + 1, len(args)) if args[j] in (";", "+")), len(args))
-            for t in targets[:4]:
-                self.run([w.replace("{}", t) for w in args[i + 1 : end]], [], ("", None), here)
+            self.each(args[i + 1 : end], "{}", targets[:4], here)
+
+    def each(self, argv: list[str], mark: str, items: list[str], via: tuple[str, ...]) -> None:
+        """Lower ``argv`` once per item, ``mark`` in its words replaced by the item."""
+        for item in items:
+            self.run([w.replace(mark, item) for w in argv], [], ("", None), via)
 
     def xargs(self, args: list[str], stdin: Output, via: tuple[str, ...]) -> None:
         """Lower ``xargs``: its command with the items it reads."""
@@ -182,8 +185,7 @@ class Unwrapping(Words):
             items = [UNKNOWN]
         here = via + ("xargs",)
         if replace:
-            for item in items[:4]:
-                self.run([w.replace(replace, item) for w in inner], [], ("", None), here)
+            self.each(inner, replace, items[:4], here)
         else:
             self.run(inner + items, [], ("", None), here)
 
