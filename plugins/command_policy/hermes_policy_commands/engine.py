@@ -46,9 +46,8 @@ _NONE: frozenset[str] = frozenset()
 _CATASTROPHIC = frozenset({"root", "system-top", "home-top"})
 _PATHS = TABLES["paths"]
 _BUILD = re.compile(f"^(?:{_PATHS['build']})$")
-_BUILD_PART = re.compile(f"(?:^|/)(?:{_PATHS['build']})(?:/|$)")
 _OTHER_HOME = re.compile(r"~[a-z_][\w-]*(?:/|$)")
-_SYSTEM, _SYSTEM_TWO = frozenset(_PATHS["system"]), frozenset(_PATHS["system_two"])
+_BASE = {n: re.compile(p.replace("{build}", _PATHS["build"])) for n, p in _PATHS["base"].items()}
 _PATTERNS: tuple[tuple[str, str], ...] = tuple(_PATHS["classes"].items())
 _CLASS_RE = {name: re.compile(p) for name, p in _PATTERNS}
 _ANY_CLASS = re.compile("|".join(f"(?:{p})" for _, p in _PATTERNS))
@@ -122,16 +121,6 @@ class Rule:
         """Compile the subcommand globs once: one pattern per word."""
         words = tuple(re.compile("|".join(map(fnmatch.translate, a))) for a in self.subcommand)
         object.__setattr__(self, "words", words)
-
-    @property
-    def hard(self) -> bool:
-        """Whether the rule refuses whatever approved it."""
-        return self.decision == "never"
-
-    @property
-    def description(self) -> str:
-        """The justification (the name older callers use)."""
-        return self.justification
 
     def matches(self, simple: Simple, facts: Facts) -> bool:
         """Whether the rule matches ``simple`` (whose paths are classified in ``facts``); its
@@ -326,26 +315,7 @@ def _probe(p: str) -> str:
 
 @lru_cache(maxsize=4096)
 def _classify_plain(p: str, context: Context) -> frozenset[str]:
-    classes: set[str] = set()
-    parts = [x for x in p.split("/") if x]
-    if p == "/":
-        classes |= {"root", "system", "outside"}
-    elif p.startswith("/"):
-        classes.add("outside")
-        if parts[0] in _SYSTEM or (parts[0] == "home" and len(parts) <= 2):
-            classes.add("system")
-        if len(parts) == 1 and parts[0] != "tmp" or len(parts) == 2 and parts[0] in _SYSTEM_TWO:
-            classes.add("system-top")
-    elif p.startswith("~"):
-        classes |= {"home-top"} if p == "~" else {"home", "outside"}
-    elif p == ".":
-        classes.add("workspace-self")
-    elif p == ".." or p.startswith("../"):
-        classes.add("outside")
-    else:
-        classes.add("workspace")
-        if _BUILD_PART.search(p):
-            classes.add("build")
+    classes = {name for name, rx in _BASE.items() if rx.search(p)}
     if "build" not in classes:
         classes.add("nonbuild")
     hermes_home = context.hermes_home.rstrip("/")
@@ -466,11 +436,6 @@ class Index:
 
     rules: Sequence[Rule]
     _seen: dict[str, list[Rule]] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, rules: Sequence[Rule]) -> Index:
-        """Index ``rules``."""
-        return cls(rules)
 
     def candidates(self, program: str) -> list[Rule]:
         """The rules that may match a simple command of ``program``, in their order."""

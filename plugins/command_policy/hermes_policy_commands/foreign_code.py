@@ -4,12 +4,12 @@ to the same items as the Python front end's."""
 
 from __future__ import annotations
 
-import codecs
 import re
 from collections.abc import Iterator
 from typing import Any
 
 from .tables import TABLES
+from .words import c_escapes
 
 __all__ = ["lower_foreign"]
 
@@ -28,7 +28,7 @@ def _literals(text: str) -> list[str] | None:
             continue
         if not _STRING.fullmatch(p):
             return None
-        out.append(codecs.decode(p[1:-1], "unicode_escape") if p[0] == '"' else p[1:-1])
+        out.append(c_escapes(p[1:-1]) if p[0] == '"' else p[1:-1])
     return out
 
 

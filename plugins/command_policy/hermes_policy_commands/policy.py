@@ -1,9 +1,9 @@
 """The public entry point: :func:`decide` a command, and the configuration it reads.
 
 ``decide`` parses the command once (:mod:`.shell`), lowers other languages' code through the
-front ends (:mod:`.code`), matches every simple command against the rules (:mod:`.engine`) and
-answers a :class:`Verdict`: the decision, the rules that matched with the command each one
-matched (its target), and the simple commands themselves.
+front ends (:mod:`.python_code`, :mod:`.foreign_code`), matches every simple command against the
+rules (:mod:`.engine`) and answers a :class:`Verdict`: the decision, the rules that matched
+with the command each one matched (its target), and the simple commands themselves.
 """
 
 from __future__ import annotations
@@ -104,22 +104,14 @@ class Policy:
 
 @lru_cache(maxsize=16)
 def _index(rules: tuple[Rule, ...]) -> Index:
-    return Index.of(rules)
-
-
-def _front_end(
-    lang: str, code: str, argv: list[str], read_module: ScriptReader
-) -> list[tuple[str, Any]]:
-    from .code import lower
-
-    return lower(lang, code, argv, read_module)
+    return Index(rules)
 
 
 def lower(
     command: str, *, cwd: str | None = None, read_script: ScriptReader | None = None
 ) -> list[Simple]:
     """The simple commands ``command`` would run (see :class:`~.shell.Lowering`)."""
-    lowering = Lowering(read_script, _front_end, cwd)
+    lowering = Lowering(read_script, cwd)
     if len(command) > MAX_COMMAND:
         lowering.note("uncheckable")
         return lowering.out

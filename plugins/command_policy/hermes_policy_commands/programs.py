@@ -3,7 +3,7 @@ found, which run code in another language, and which operands each one writes.
 
 ``wraps``: the program runs the command that follows its own options; ``options``: its options
 that take a value; ``skip``: positional words before the command (``timeout 10 CMD``);
-``prefix``: words that must come first (``uv run CMD``); ``string``: options whose value is shell
+``prefix``: words that must come first (``uv run CMD``); ``code``: options whose value is shell
 code; ``assignments``: ``NAME=value`` words are skipped. ``lang``: the program runs code of that
 language (``code``: the options that take the code inline). ``writes``: which operands it writes
 (``all``, ``last``, ``last-or-only`` when one operand is written too, or an option whose value
@@ -20,7 +20,7 @@ __all__ = ["PROGRAMS"]
 _W: dict[str, dict[str, Any]] = {
     "sudo": {"options": ["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "--user"]},
     "doas": {"options": ["-u", "-C"]},
-    "env": {"options": ["-u", "--unset", "-C", "--chdir"], "assignments": True, "string": ["-S"]},
+    "env": {"options": ["-u", "--unset", "-C", "--chdir"], "assignments": True, "code": ["-S"]},
     "nice": {"options": ["-n", "--adjustment"]},
     "nohup": {},
     "timeout": {"options": ["-s", "-k", "--signal", "--kill-after"], "skip": 1},
@@ -33,15 +33,15 @@ _W: dict[str, dict[str, Any]] = {
     "setsid": {},
     "ionice": {"options": ["-c", "-n", "-p"]},
     "taskset": {"skip": 1},
-    "flock": {"options": ["-w", "-E"], "skip": 1, "string": ["-c"]},
+    "flock": {"options": ["-w", "-E"], "skip": 1, "code": ["-c"]},
     "unshare": {},
     "nsenter": {"options": ["-t", "--target"]},
     "watch": {"options": ["-n", "-d"]},
-    "script": {"string": ["-c"], "options": []},
+    "script": {"code": ["-c"], "options": []},
     "strace": {"options": ["-o", "-e", "-p", "-s"]},
     "ltrace": {"options": ["-o", "-e", "-p"]},
     "systemd-run": {"options": ["-p", "--unit", "-u", "--property", "-E", "--setenv"]},
-    "su": {"options": ["-s", "--shell", "-g", "-G"], "string": ["-c", "--command"], "skip": 1},
+    "su": {"options": ["-s", "--shell", "-g", "-G"], "code": ["-c", "--command"], "skip": 1},
     "ssh-wrapper": {
         "options": [
             "-p",
@@ -161,6 +161,8 @@ _REMOTE: dict[str, dict[str, Any]] = {
 PROGRAMS: dict[str, dict[str, Any]] = {}
 for _name, _spec in {**_W, **_REMOTE}.items():
     PROGRAMS[_name] = {**_spec, "wraps": True, "name": _name}
+for _shell in ("sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "fish"):
+    PROGRAMS[_shell] = {"lang": "", "code": ["-c"], "options": ["-o", "+o"], "name": _shell}
 _VERSIONS = ("2", "3", *(f"3.{n}" for n in range(6, 15)))
 for _base, _spec in _LANGS.items():
     _names = [_base, *(_base + v for v in _VERSIONS)] if _base == "python" else [_base]

@@ -15,16 +15,17 @@ import shlex
 from collections.abc import Iterator
 from typing import Any
 
-from .python_values import CALLS, FILE_OPS, SINKS, ModuleReader, _Values
+from .python_values import CALLS, COMMANDS, SINKS, ModuleReader, _Values
 from .tables import TABLES
 
 __all__ = ["lower_python"]
 
 Item = tuple[str, Any]
 _PY = TABLES["python"]
-_PATH_METHODS = {name: tuple(words) for name, words in _PY["path_methods"].items()}
+_METHOD_COMMANDS = {name: tuple(words) for name, words in _PY["method_commands"].items()}
 _PREFIXES: tuple[tuple[str, str], ...] = tuple(_PY["prefixes"].items())
-_METHODS: dict[str, str] = {**dict.fromkeys(_PATH_METHODS, "path_method"), **_PY["methods"]}
+_METHODS: dict[str, str] = {**dict.fromkeys(_METHOD_COMMANDS, "command"), **_PY["methods"]}
+_FIELD = re.compile(r"\{(\d)")
 _READ_CODE = frozenset(_PY["read_code"])
 _DUNDERS = re.compile(r"^__(?:subclasses|globals|builtins|code|closure|dict|bases|mro|base)__$")
 
@@ -76,61 +77,39 @@ class _Python(_Values):
         how = CALLS.get(q) or next((h for p, h in _PREFIXES if q.startswith(p)), None)
         if how is None and isinstance(f, ast.Attribute):
             how = _METHODS.get(f.attr)
-        if how is not None:
+        if how is not None and how.startswith("script-"):
+            self.note(how)  # a call that runs code or a command only known at run time
+        elif how is not None:
             getattr(self, how)(q, node)
 
     def note(self, name: str) -> None:
         self.out.append(("note", name))
 
     def import_call(self, q: str, node: ast.Call) -> None:
-        names = self.values(node.args[0]) if node.args else []
+        names = self.texts(node.args[0]) if node.args else []
         self.out += [("module", m.replace(".", "/")) for m in names or []]
-        if node.args and not names and self.values(node.args[-1]) is None:
+        if node.args and not names and self.texts(node.args[-1]) is None:
             self.note("script-dynamic-code")
 
     def attr_call(self, q: str, node: ast.Call) -> None:
-        if node.args and self.values(node.args[min(1, len(node.args) - 1)]) is None:
+        if node.args and self.texts(node.args[min(1, len(node.args) - 1)]) is None:
             self.note("script-dynamic-code")
-
-    def dynamic_code(self, q: str, node: ast.Call) -> None:
-        self.note("script-dynamic-code")
-
-    def unknown_command(self, q: str, node: ast.Call) -> None:
-        self.note("script-dynamic-command")
 
     def yaml_load(self, q: str, node: ast.Call) -> None:
         if not any(k.arg == "Loader" and "Safe" in ast.unparse(k.value) for k in node.keywords):
             self.note("script-dynamic-code")
 
-    def urlretrieve(self, q: str, node: ast.Call) -> None:
-        if len(node.args) > 1:
-            dest, url = self.values(node.args[1]), self.values(node.args[0])
-            self.out.append(("argv", ["curl", "-o", (dest or ["\x00"])[0], (url or ["x"])[0]]))
-
     def sys_path(self, q: str, node: ast.Call) -> None:
         if not node.args:
             return
-        folder = self.values(node.args[-1])
+        folder = self.texts(node.args[-1])
         self.out += [("folder", folder[0])] if folder else [("note", "script-dynamic-code")]
-
-    def chdir(self, q: str, node: ast.Call) -> None:
-        where = self.values(node.args[0]) if node.args else ["."]
-        if node.args:
-            self.out.append(("shell", "cd " + (shlex.quote(where[0]) if where else '"$__x"')))
-
-    def extract(self, q: str, node: ast.Call) -> None:
-        where = self.values(node.args[0]) if node.args else ["."]
-        self.out.append(("argv", ["tar", "-x", "-C", (where or ["\x00"])[0]]))
-
-    def sql(self, q: str, node: ast.Call) -> None:
-        sql = self.values(node.args[0]) if node.args else None
-        self.out += [("argv", ["sqlite3", ":db", s]) for s in sql or []]
 
     def shell(self, q: str, node: ast.Call) -> None:
         self.shell_text(node.args[0] if node.args else None)
 
     def shell_text(self, arg: ast.expr | None) -> None:
-        texts = self.values(arg)
+        texts = self.texts(arg)
         if texts is None:
             self.out.append(("note", "script-dynamic-command"))
         else:
@@ -139,12 +118,9 @@ class _Python(_Values):
     def start(self, q: str, node: ast.Call) -> None:
         kw = {k.arg: k.value for k in node.keywords}
         first = node.args[0] if node.args else kw.get("args")
-        if q.startswith("sh."):
-            rest = self.listed(node.args)
-            self.emit_argv([[q[3:], *w] for w in rest] if rest is not None else None, kw)
-            return
-        if q == "asyncio.create_subprocess_exec":
-            self.emit_argv(self.listed(node.args), kw)
+        if q.startswith("sh.") or q == "asyncio.create_subprocess_exec":  # the argv word by word
+            program = [ast.Constant(q[3:])] if q.startswith("sh.") else []
+            self.emit_argv(self.listed([*program, *node.args]), kw)
             return
         shell = kw.get("shell")
         if (
@@ -155,18 +131,14 @@ class _Python(_Values):
         ):
             self.shell_text(first)
             return
-        words = self.argv_values(first) if first is not None else None
-        if words is None and first is not None:
-            single = self.values(first)
-            words = [[s] for s in single] if single is not None else None
-        self.emit_argv(words, kw)
+        self.emit_argv(self.argv_values(first) if first is not None else None, kw)
 
     def emit_argv(self, words: list[list[str]] | None, kw: dict[str | None, ast.expr]) -> None:
         if words is None:
             self.out.append(("note", "script-dynamic-command"))
             return
-        cwd = self.values(kw["cwd"]) if "cwd" in kw else ["."]
-        stdin = self.values(kw["input"]) if "input" in kw else None
+        cwd = self.texts(kw["cwd"]) if "cwd" in kw else ["."]
+        stdin = self.texts(kw["input"]) if "input" in kw else None
         for w in words:
             line = " ".join(shlex.quote(x) for x in w)
             if stdin:
@@ -188,27 +160,8 @@ class _Python(_Values):
             words = self.listed([e for e in args[1:] if not isinstance(e, ast.Dict)])
         self.emit_argv(words, {})
 
-    def file_op(self, q: str, node: ast.Call) -> None:
-        head = FILE_OPS[q]
-        words = self.listed(node.args[:2] if head[0] in ("mv", "cp", "ln") else node.args[:1])
-        self.emit_argv([[*head, *w] for w in words] if words is not None else None, {})
-
-    def os_call(self, q: str, node: ast.Call) -> None:
-        first, second = [self.values(a) for a in node.args[:2]] + [None] * (2 - len(node.args[:2]))
-        if not first or not second:
-            self.out.append(("note", "script-dynamic-command"))
-            return
-        a, b = first[0], second[0]
-        if q == "os.chmod":
-            self.out.append(("argv", ["chmod", oct(int(b))[2:] if b.isdigit() else b, a]))
-        elif q == "os.chown":
-            self.out.append(("argv", ["chown", "root" if b == "0" else b, a]))
-        else:
-            signal = b.rsplit(".", 1)[-1].removeprefix("SIG") if not b.isdigit() else b
-            self.out.append(("argv", ["kill", f"-{signal}", a]))
-
     def dynamic(self, q: str, node: ast.Call) -> None:
-        texts = self.values(node.args[0]) if node.args else None
+        texts = self.texts(node.args[0]) if node.args else None
         if texts is None or self.depth > 4:
             self.out.append(("note", "script-dynamic-code"))
             return
@@ -219,58 +172,55 @@ class _Python(_Values):
         if isinstance(node.func, ast.Attribute) and not q.startswith(
             ("tarfile", "zipfile", "gzip")
         ):
-            self.open_call(q, node, self.values(node.func.value))
+            self.open_call(q, node, self.texts(node.func.value))
 
     def open_call(self, q: str, node: ast.Call, path: list[str] | None = None) -> None:
         args = list(node.args)
         if path is None:
-            path = self.values(args.pop(0)) if args else None
+            path = self.texts(args.pop(0)) if args else None
         mode_node = (
             args[0] if args else next((k.value for k in node.keywords if k.arg == "mode"), None)
         )
-        mode = self.values(mode_node) if mode_node is not None else ["r"]
+        mode = self.texts(mode_node) if mode_node is not None else ["r"]
         writing = mode is None or any(set(m) & set("wax+") for m in mode)
         if path is None:
             self.out.append(("note", "script-dynamic-command"))
         else:
             self.out += [("write" if writing else "read", p) for p in path]
 
-    def path_method(self, q: str, node: ast.Call) -> None:
+    def command(self, q: str, node: ast.Call) -> None:
+        """A call lowered to the command that does the same (``[python.commands]``)."""
         f = node.func
-        assert isinstance(f, ast.Attribute)
-        path = self.values(f.value)
-        if path is None:
-            if f.attr not in ("mkdir",):
-                self.out.append(("note", "script-dynamic-command"))
-            return
-        head = _PATH_METHODS[f.attr]
-        for p in path:
-            self.out.append(("argv", [*head, p]) if head else ("write", p))
-
-    def runpy(self, q: str, node: ast.Call) -> None:
-        target = self.values(node.args[0]) if node.args else None
-        if target is None:
-            self.out.append(("note", "script-dynamic-code"))
-        elif q == "runpy.run_path":
-            self.out.append(("shell", "python3 " + shlex.quote(target[0])))
+        if q in COMMANDS:
+            template, args = COMMANDS[q], list(node.args)
         else:
-            self.out.append(("shell", "python3 -m " + shlex.quote(target[0])))
+            assert isinstance(f, ast.Attribute)
+            template, args = _METHOD_COMMANDS[f.attr], [f.value, *node.args]
+        used = {int(i) for word in template for i in _FIELD.findall(word)}
+        if max(used) >= len(args):
+            return
+        nodes = [args[i] if i in used else None for i in range(max(used) + 1)]
+        lines = self.apply(lambda *v: [w.format(*map(_field, v)) for w in template], nodes, 0)
+        if lines is None:
+            self.note("script-dynamic-command")
+        for words in lines or []:
+            self.out.append(("write", words[1]) if words[0] == ">" else ("argv", words))
 
     def modules(self, node: ast.Import | ast.ImportFrom, folder: str) -> list[Item]:
-        names: list[str] = []
+        """The local modules an import may read (``pkg/mod`` for ``pkg.mod``; a relative
+        import's in the program's folder)."""
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
-        elif node.level:
-            base = (node.module or "").replace(".", "/")
-            names = [f"./{base}/{a.name}" if base else f"./{a.name}" for a in node.names]
-            names += [f"./{base}"] if base else []
-        elif node.module:
-            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-        out: list[Item] = []
-        for n in names:
-            if n.startswith("./"):
-                path = posixpath.normpath(posixpath.join(folder, n[2:]))
-            else:
-                path = n.replace(".", "/")
-            out.append(("module", path))
-        return out
+        else:
+            base = node.module or ""
+            names = ([base] if base else []) + [f"{base}.{a.name}".lstrip(".") for a in node.names]
+        where = folder if isinstance(node, ast.ImportFrom) and node.level else ""
+        paths = [posixpath.join(where, n.replace(".", "/")) for n in names]
+        return [("module", posixpath.normpath(p)) for p in paths]
+
+
+def _field(value: Any) -> Any:
+    """A value as a template fills it in: bytes as text, a string or number as itself."""
+    if not isinstance(value, (str, bytes, int)) and value is not None:
+        raise TypeError("not text")
+    return value.decode("latin-1") if isinstance(value, bytes) else value

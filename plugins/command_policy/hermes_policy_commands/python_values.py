@@ -7,27 +7,79 @@ from __future__ import annotations
 import ast
 import base64
 import codecs
+import operator
 import posixpath
+import re
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from .tables import TABLES
 
-__all__ = ["CALLS", "FILE_OPS", "MAX_VALUES", "SINKS", "ModuleReader"]
+__all__ = ["CALLS", "COMMANDS", "MAX_VALUES", "SINKS", "ModuleReader"]
 
 Item = tuple[str, Any]
 ModuleReader = Callable[[str], "str | None"]
 MAX_VALUES = 8
 T = TypeVar("T")
 _PY = TABLES["python"]
-_SAME_VALUE = frozenset(_PY["same_value"])
-FILE_OPS = {name: tuple(words) for name, words in _PY["file_ops"].items()}
-CALLS: dict[str, str] = {**dict.fromkeys(FILE_OPS, "file_op"), **_PY["calls"]}
-SINKS = frozenset(q for q, how in CALLS.items() if how in ("shell", "start", "file_op"))
+COMMANDS = {name: tuple(words) for name, words in _PY["commands"].items()}
+CALLS: dict[str, str] = {**dict.fromkeys(COMMANDS, "command"), **_PY["calls"]}
+SINKS = frozenset(q for q, how in CALLS.items() if how in ("shell", "start", "command"))
 """The calls that run commands or change files (a reference to one that is not called asks)."""
 _STDLIB = frozenset(sys.stdlib_module_names)
 _UNKNOWN = ast.Name("__unknown__")  # a value that cannot be known
+_HUGE = re.compile(r"%[-+ #0]*\d{4}|\{[^{}]*:[^{}]*\d{4}")  # a format field this wide: not folded
+_ENVIRON = {"HOME": "~"}  # the only variable whose value the policy assumes
+_ATTRIBUTES: dict[str, Any] = {"sys.executable": "python3", "os.environ": _ENVIRON}
+
+
+def _same(value: Any = ".") -> Any:
+    """A call whose value is its argument's (a path stays that path)."""
+    return value
+
+
+def _div(a: Any, b: Any) -> Any:
+    """``a / b``: a path joined (``Path(x) / "y"``) or a number divided."""
+    return posixpath.join(a, b) if isinstance(a, str) else a / b
+
+
+def _method(name: str) -> Callable[..., Any]:
+    """The method ``name`` of a string or bytes value, called with its arguments."""
+
+    def call(receiver: Any, *args: Any) -> Any:
+        if not isinstance(receiver, (str, bytes)):
+            raise TypeError(name)
+        return getattr(receiver, name)(*args)
+
+    return call
+
+
+_OPERATORS: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add, ast.Mod: operator.mod, ast.Div: _div,
+}  # fmt: skip
+_PURE: dict[str, Callable[..., Any]] = {
+    **dict.fromkeys(_PY["same_value"], _same),
+    "os.path.join": posixpath.join,
+    "os.path.dirname": lambda path: posixpath.dirname(path) or ".",
+    "pathlib.Path.home": lambda: "~",
+    "Path.home": lambda: "~",
+    "os.getenv": _ENVIRON.get,
+    "os.environ.get": _ENVIRON.get,
+    "chr": chr,
+    "bytes.fromhex": bytes.fromhex,
+    "base64.b64decode": base64.b64decode,
+    "codecs.decode": codecs.decode,
+    "list": list,
+    "tuple": tuple,
+}
+"""The functions folded when their arguments are known, by dotted name."""
+_METHODS: dict[str, Callable[..., Any]] = {
+    **dict.fromkeys(("expanduser", "resolve", "absolute"), _same),
+    **{m: _method(m) for m in ("join", "format", "strip", "decode", "encode", "lower", "split")},
+}
+"""The methods folded when their object and arguments are known, by name."""
+_PATH_JOINS = frozenset({"joinpath", "glob", "rglob", "iglob"})
 
 
 def _imported(node: ast.Import | ast.ImportFrom) -> dict[str, str]:
@@ -76,6 +128,7 @@ class _Values:
         self.stars: list[str] = []
         self.copies: list[tuple[str, str]] = []
         self.called: set[int] = set()
+        self.bound: dict[str, list[Any]] = {}
 
     # the program's names: imports, assignments, functions, mutated lists
     def scan(self, tree: ast.Module) -> None:
@@ -183,65 +236,96 @@ class _Values:
             name = self.tables[module][attr]
         return name
 
-    # values a string expression can have: a list of strings, or None when unknown
-    def values(self, node: ast.expr | None, depth: int = 0) -> list[str] | None:
+    # values: the Python values an expression can have, or None when one is unknown
+    def values(self, node: ast.expr | None, depth: int = 0) -> list[Any] | None:
+        """The values ``node`` can have (at most :data:`MAX_VALUES`), ``None`` when unknown:
+        constants folded through the pure operations, functions and methods of ``_PURE``."""
         if node is None or depth > 12:
             return None
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            inner = self.values(node.operand, depth + 1)
-            return ["-" + v for v in inner] if inner else None
-        if isinstance(node, ast.Attribute) and self.qualname(node) == "sys.executable":
-            return ["python3"]
-        if isinstance(node, ast.Attribute) and self.qualname(node).startswith("signal.SIG"):
-            return [node.attr]
-        if isinstance(node, ast.Name) and node.id == "__file__":
-            return [self.argv[0] if self.argv else "prog.py"]
         if isinstance(node, ast.Constant):
-            v = node.value
-            return [v.decode("latin-1") if isinstance(v, bytes) else str(v)]
-        if isinstance(node, ast.JoinedStr):
-            parts = (v.value if isinstance(v, ast.FormattedValue) else v for v in node.values)
-            return self.concat(depth, *parts)
-        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Div)):
-            return self.concat(depth, node.left, "/" if isinstance(node.op, ast.Div) else "",
-                               node.right)  # fmt: skip
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
-            return self.percent(node, depth)
+            return [node.value]
         if isinstance(node, ast.Name):
             return self.name_values(node.id, depth)
+        if isinstance(node, (ast.List, ast.Tuple)):
+            make = tuple if isinstance(node, ast.Tuple) else list
+            return self.apply(lambda *items: make(items), node.elts, depth)
+        if isinstance(node, ast.JoinedStr):
+            parts = [v.value if isinstance(v, ast.FormattedValue) else v for v in node.values]
+            return self.apply(lambda *p: "".join(map(str, p)), parts, depth)
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+            return self.apply(_OPERATORS[type(node.op)], [node.left, node.right], depth)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return self.apply(operator.neg, [node.operand], depth)
         if isinstance(node, ast.Subscript):
-            return self.subscript(node, depth)
+            return self.apply(operator.getitem, [node.value, node.slice], depth)
+        if isinstance(node, ast.Slice):
+            return self.apply(slice, [node.lower, node.upper, node.step], depth)
+        if isinstance(node, (ast.GeneratorExp, ast.ListComp)):
+            return self.comprehension(node, depth)
         if isinstance(node, ast.Call):
             return self.call_values(node, depth)
+        if isinstance(node, ast.Attribute):
+            q = self.qualname(node)
+            return [_ATTRIBUTES[q]] if q in _ATTRIBUTES else self.special(q)
         return None
 
-    def concat(self, depth: int, *parts: ast.expr | str | None) -> list[str] | None:
-        """Every concatenation of the values of ``parts`` (a string stands for itself)."""
-        out = [""]
-        for part in parts:
-            got = [part] if isinstance(part, str) else self.values(part, depth + 1)
-            if got is None:
-                return None
-            out = [a + b for a in out for b in got][:MAX_VALUES]
-        return out
+    def special(self, q: str) -> list[Any] | None:
+        """The values of the names whose value depends on how the program runs."""
+        if q == "sys.argv":
+            return [list(self.argv)]
+        if q.startswith("signal.SIG"):
+            return [q[10:]]
+        return None
 
-    def percent(self, node: ast.BinOp, depth: int) -> list[str] | None:
-        fmt = self.values(node.left, depth + 1)
-        args = node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
-        vals = [self.values(a, depth + 1) for a in args]
-        if fmt is None or any(v is None for v in vals):
-            return None
-        try:
-            return [
-                f % tuple(int(v[0]) if v[0].isdigit() else v[0] for v in vals if v) for f in fmt
-            ]
-        except (TypeError, ValueError):
-            return None
-
-    def name_values(self, name: str, depth: int) -> list[str] | None:
+    def name_values(self, name: str, depth: int) -> list[Any] | None:
         """The values a name can have: what it is assigned, or what a parameter is passed."""
+        if name in self.bound:
+            return self.bound[name]
+        if name == "__file__":
+            return [self.argv[0] if self.argv else "prog.py"]
+        if name in self.mutated:
+            return None
         items = self.assigns[name] if name in self.assigns else self.passed(name)
         return _union(items, lambda v: self.values(v, depth + 1))
+
+    def apply(self, fn: Callable[..., Any], nodes: list[Any], depth: int) -> list[Any] | None:
+        """``fn`` applied to every combination of the values of ``nodes`` (a ``None`` node
+        stands for ``None``); ``None`` when a value is unknown or ``fn`` fails on it."""
+        combos: list[list[Any]] = [[]]
+        for node in nodes:
+            got = [None] if node is None else self.values(node, depth + 1)
+            if got is None:
+                return None
+            combos = [c + [v] for c in combos for v in got][:MAX_VALUES]
+        out = []
+        for combo in combos:
+            if any(isinstance(v, str) and _HUGE.search(v) for v in combo):
+                return None  # a format that would build a huge string
+            try:
+                out.append(fn(*combo))
+            except Exception:  # an operation the program would fail at: unknown
+                return None
+        return None if None in out else out
+
+    def comprehension(self, node: ast.GeneratorExp | ast.ListComp, depth: int) -> list[Any] | None:
+        """The list a one-loop comprehension builds over a known sequence."""
+        gen = node.generators[0]
+        if len(node.generators) > 1 or gen.ifs or not isinstance(gen.target, ast.Name):
+            return None
+        name = gen.target.id
+
+        def build(sequence: Any) -> list[Any] | None:
+            if not isinstance(sequence, (list, tuple, str)) or len(sequence) > 256:
+                return None
+            out = []
+            for item in sequence:
+                self.bound[name] = [item]
+                got = self.values(node.elt, depth + 1)
+                out.append(got[0] if got else None)  # None: unknown, and so is the list
+            self.bound.pop(name, None)
+            return None if None in out else out
+
+        return self.apply(build, [gen.iter], depth)
 
     def passed(self, name: str) -> list[ast.expr] | None:
         """What the program's calls pass to the parameter ``name`` (a ``*name`` one gets a
@@ -258,128 +342,46 @@ class _Values:
                 return [ast.List(elts=list(call.args)) for call in calls] or [ast.List(elts=[])]
         return None
 
-    def subscript(self, node: ast.Subscript, depth: int) -> list[str] | None:
-        q = self.qualname(node.value)
-        key = self.values(node.slice, depth + 1) if not isinstance(node.slice, ast.Slice) else None
-        if q in ("os.environ",) and key == ["HOME"]:
-            return ["~"]
-        if q == "sys.argv" and key and key[0].isdigit() and int(key[0]) < len(self.argv):
-            return [self.argv[int(key[0])]]
-        if isinstance(node.slice, ast.Slice) and node.slice.step is not None:
-            base = self.values(node.value, depth + 1)
-            step = self.values(node.slice.step, depth + 1)
-            return [b[:: int(step[0])] for b in base] if base and step == ["-1"] else None
+    def call_values(self, node: ast.Call, depth: int) -> list[Any] | None:
+        """The values a call of a pure function or method returns."""
+        f, q = node.func, self.qualname(node.func)
+        if q.startswith("tempfile."):
+            return ["/tmp/\x00"]
+        if q in _PURE:
+            return self.apply(_PURE[q], list(node.args), depth)
+        if isinstance(f, ast.Attribute) and f.attr in _PATH_JOINS:
+            return self.apply(posixpath.join, [f.value, *node.args], depth)
+        if isinstance(f, ast.Attribute) and f.attr in _METHODS:
+            return self.apply(_METHODS[f.attr], [f.value, *node.args], depth)
         return None
 
-    def call_values(self, node: ast.Call, depth: int) -> list[str] | None:
-        f = node.func
-        q = self.qualname(f)
-        arg = node.args[0] if node.args else None
-        if q in _SAME_VALUE:
-            return self.values(arg, depth + 1) if arg is not None else ["."]
-        if q in ("pathlib.Path.home", "Path.home", "os.path.expanduser()") or (
-            q in ("os.getenv", "os.environ.get") and self.values(arg, depth + 1) == ["HOME"]
-        ):
-            return ["~"]
-        if q == "os.path.join":
-            parts = [self.values(a, depth + 1) for a in node.args]
-            if any(p is None for p in parts):
+    def texts(self, node: ast.expr | None) -> list[str] | None:
+        """The values of ``node`` as text (a path, a command line), ``None`` when unknown."""
+        got = self.values(node)
+        texts = [_text(v) for v in got or []]
+        return None if got is None or None in texts else [t for t in texts if t is not None]
+
+    def argv_values(self, node: ast.expr) -> list[list[str]] | None:
+        """The argv lists an expression can be (a string is a one-word argv)."""
+        out = []
+        for value in self.values(node) or [None]:
+            items = value if isinstance(value, (list, tuple)) else [value]
+            words = [_text(w) for w in items]
+            if None in words:
                 return None
-            return [posixpath.join(*combo) for combo in _product(parts)]
-        if q == "os.path.dirname" and arg is not None:
-            v = self.values(arg, depth + 1)
-            return [posixpath.dirname(x) or "." for x in v] if v else None
-        if q in ("glob.glob", "glob.iglob") and arg is not None:
-            return self.values(arg, depth + 1)
-        if q == "chr" and arg is not None:
-            v = self.values(arg, depth + 1)
-            return [chr(int(x)) for x in v] if v and all(x.isdigit() for x in v) else None
-        if isinstance(f, ast.Attribute):
-            return self.method_values(f, node, depth)
-        return None
-
-    def method_values(self, f: ast.Attribute, node: ast.Call, depth: int) -> list[str] | None:
-        q = self.qualname(f.value)
-        if f.attr in ("b64decode", "fromhex") or q == "codecs" and f.attr == "decode":
-            return self.decode_call(f.attr, node, depth)
-        if f.attr in ("glob", "rglob", "iglob") and node.args:
-            return self.concat(depth, f.value, "/", node.args[0])
-        if (
-            f.attr in ("expanduser", "resolve", "absolute", "strip", "decode", "encode", "lower")
-            or q == "tempfile"
-        ):
-            if q == "tempfile":
-                return ["/tmp/\x00"]
-            return self.values(f.value, depth + 1)
-        if f.attr == "join" and node.args:
-            sep = self.values(f.value, depth + 1)
-            return self.joined(sep, node.args[0], depth)
-        if f.attr == "format":
-            fmt = self.values(f.value, depth + 1)
-            vals = [self.values(a, depth + 1) for a in node.args]
-            if fmt is None or any(v is None for v in vals):
-                return None
-            return [x.format(*(v[0] for v in vals if v)) for x in fmt]
-        if f.attr in ("joinpath",):
-            return self.concat(depth, f.value, "/", node.args[0] if node.args else None)
-        return None
-
-    def decode_call(self, attr: str, node: ast.Call, depth: int) -> list[str] | None:
-        v = self.values(node.args[0], depth + 1) if node.args else None
-        if v is None:
-            return None
-        try:
-            if attr == "b64decode":
-                return [base64.b64decode(x).decode("latin-1") for x in v]
-            if attr == "fromhex":
-                return [bytes.fromhex(x).decode("latin-1") for x in v]
-            return [codecs.decode(x, "rot13") for x in v]
-        except ValueError:
-            return None
-
-    def joined(self, sep: list[str] | None, items: ast.expr, depth: int) -> list[str] | None:
-        if sep is None:
-            return None
-        if isinstance(items, ast.GeneratorExp | ast.ListComp) and isinstance(items.elt, ast.Call):
-            gen = items.generators[0]
-            if (
-                isinstance(gen.iter, (ast.List, ast.Tuple))
-                and self.qualname(items.elt.func) == "chr"
-            ):
-                codes = [self.values(e, depth + 1) for e in gen.iter.elts]
-                if all(c and c[0].isdigit() for c in codes):
-                    return [sep[0].join(chr(int(c[0])) for c in codes if c)]
-            return None
-        words = self.argv_values(items, depth)
-        return [sep[0].join(w) for w in words] if words is not None else None
+            out.append([w for w in words if w is not None])
+        return out
 
     def listed(self, nodes: list[ast.expr]) -> list[list[str]] | None:
         """The argv lists the expressions ``nodes``, one word each, can be."""
         return self.argv_values(ast.List(elts=list(nodes)))
 
-    def argv_values(self, node: ast.expr, depth: int = 0) -> list[list[str]] | None:
-        """The argv lists an expression can be (``None`` when unknown)."""
-        if isinstance(node, ast.Name):
-            if node.id in self.mutated:
-                return None
-            if node.id not in self.assigns:
-                return _union(self.passed(node.id), self.argv_values)
-            return _union(self.assigns[node.id], lambda v: self.argv_values(v, depth + 1))
-        if (
-            isinstance(node, ast.Call)
-            and self.qualname(node.func) in ("list", "tuple")
-            and node.args
-        ):
-            return self.argv_values(node.args[0], depth + 1)
-        if isinstance(node, (ast.List, ast.Tuple)):
-            words: list[list[str]] = [[]]
-            for e in node.elts:
-                v = self.values(e, depth + 1)
-                if v is None:
-                    return None
-                words = [w + [x] for w in words for x in v][:MAX_VALUES]
-            return words
-        return None
+
+def _text(value: Any) -> str | None:
+    """A value as the text a program would pass on (``None`` for one that is not text)."""
+    if isinstance(value, bytes):
+        return value.decode("latin-1")
+    return str(value) if isinstance(value, (str, int)) else None
 
 
 def _union(
@@ -393,10 +395,3 @@ def _union(
             return None
         out += got
     return out[:MAX_VALUES] or None
-
-
-def _product(parts: list[list[str] | None]) -> list[list[str]]:
-    out: list[list[str]] = [[]]
-    for p in parts:
-        out = [a + [b] for a in out for b in p or []][:MAX_VALUES]
-    return out

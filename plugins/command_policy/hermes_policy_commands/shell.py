@@ -18,7 +18,7 @@ import shlex
 from typing import Any
 
 from .programs import PROGRAMS
-from .unwrap import SHELLS, Unwrapping
+from .unwrap import Unwrapping
 from .words import (
     MAX_VALUE,
     UNKNOWN,
@@ -44,7 +44,7 @@ _LITERAL: dict[bytes, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 _GLOB = re.compile(r"[*?\[]")
 _ACTIVE = frozenset(
     {"cd", "alias", "echo", "printf", "cat", "tee", "tac", "base64", "xxd", "curl", "wget", "find",
-     "cp", "mv", "install", "ln", "xargs", "eval", "source", ".", *SHELLS}
+     "cp", "mv", "install", "ln", "xargs", "eval", "source", "."}
     | {name for name, spec in PROGRAMS.items() if "lang" in spec or "wraps" in spec}
 )  # fmt: skip
 """Programs whose lowering does more than record them (they print, change state, run others)."""
@@ -63,9 +63,6 @@ class Lowering(Unwrapping):
     commands in :attr:`out`.
 
     :param read_script: reads a script file the command runs (``None``: scripts are not read).
-    :param front_end: lowers another language's code (``lang, code, argv``, and a reader of
-        local Python modules) into items
-        ``("shell", text)``, ``("argv", words)``, ``("write", path)`` or ``("note", name)``.
     :param cwd: the folder the command starts in when it is not the workspace.
     """
 

@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import base64
 import binascii
-import codecs
 import posixpath
 import re
 from typing import Any
 
+from .foreign_code import lower_foreign
 from .programs import PROGRAMS
-from .words import MAX_FIELDS, MAX_VALUE, UNKNOWN, Output, Simple, Words
+from .python_code import lower_python
+from .words import MAX_FIELDS, MAX_VALUE, UNKNOWN, Output, Simple, Words, c_escapes
 
-__all__ = ["SHELLS", "Unwrapping"]
+__all__ = ["Unwrapping"]
 
-SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "fish"})
 _ECHO_FLAGS = re.compile(r"-[neE]+")
+MAX_CODE = 200_000  # a longer program is not read: it asks
+_PIPED = {"download": "download-to-shell", "decode": "decode-to-shell"}  # code read from stdin
 
 
 def _decode(kind: str, text: str) -> str | None:
@@ -54,14 +56,16 @@ class Unwrapping(Words):
             return ("text", roots[0].rstrip("/") + "/" + UNKNOWN)
         if base == "xargs":
             self.xargs(args, stdin, via)
-        elif base in SHELLS or base in ("eval", "source", "."):
-            return self.shell(base, args, stdin, via)
-        elif spec is not None and spec.get("lang") and self.front_end is not None:
-            self.code(base, str(spec["lang"]), args, stdin, via)
+        elif base == "eval":
+            return self.nested(" ".join(args), via + (base,))
+        elif base in ("source", "."):
+            self.script(args[0] if args else UNKNOWN, via + (base,))
+        elif spec is not None and "lang" in spec:
+            return self.code(base, str(spec["lang"]), args, stdin, via)
         elif "/" in argv[0] and (spec is None or "wraps" not in spec):
             self.script(argv[0], via)
         elif spec is not None and "wraps" in spec:
-            inner = self.inner(spec, args)
+            inner = self.inner(spec, args, via)
             if inner is not None and spec.get("joined"):
                 return self.nested(" ".join(inner), via + (base,))
             if inner is not None:
@@ -112,11 +116,7 @@ class Unwrapping(Words):
         if not args or UNKNOWN in "".join(args):
             return ("other", None)
         fmt, rest = args[0], args[1:]
-        try:
-            fmt = codecs.decode(fmt.replace("%%", "\x01"), "unicode_escape")
-        except UnicodeDecodeError:
-            return ("other", None)
-        parts = re.split(r"%[-0-9.]*[sdbcq]", fmt)
+        parts = re.split(r"%[-0-9.]*[sdbcq]", c_escapes(fmt.replace("%%", "\x01")))
         count = max(1, len(parts) - 1)
         text = ""
         for i in range(0, max(1, len(rest)), count):
@@ -161,17 +161,20 @@ class Unwrapping(Words):
                 name = args[i + 1]
         targets, here = [r.rstrip("/") + "/" + name for r in roots or ["."]], via + ("find",)
         if "-delete" in args:
-            for t in targets:
-                self.run(["rm", "-r", t], [], ("", None), here)
+            self.each(["rm", "-r", "{}"], "{}", targets, here)
         for i in [i for i, a in enumerate(args) if a in ("-exec", "-execdir", "-ok", "-okdir")]:
             end = next((j for j in range(i + 1, len(args)) if args[j] in (";", "+")), len(args))
-            for t in targets[:4]:
-                self.run([w.replace("{}", t) for w in args[i + 1 : end]], [], ("", None), here)
+            self.each(args[i + 1 : end], "{}", targets[:4], here)
+
+    def each(self, argv: list[str], mark: str, items: list[str], via: tuple[str, ...]) -> None:
+        """Lower ``argv`` once per item, ``mark`` in its words replaced by the item."""
+        for item in items:
+            self.run([w.replace(mark, item) for w in argv], [], ("", None), via)
 
     def xargs(self, args: list[str], stdin: Output, via: tuple[str, ...]) -> None:
         """Lower ``xargs``: its command with the items it reads."""
         spec = PROGRAMS["xargs"]
-        inner = self.inner(spec, args) or ["echo"]
+        inner = self.inner(spec, args, via) or ["echo"]
         replace = next(
             (args[i + 1] for i, a in enumerate(args[:-1]) if a == "-I"),
             next((a[2:] for a in args if a.startswith("-I") and len(a) > 2), None),
@@ -182,56 +185,50 @@ class Unwrapping(Words):
             items = [UNKNOWN]
         here = via + ("xargs",)
         if replace:
-            for item in items[:4]:
-                self.run([w.replace(replace, item) for w in inner], [], ("", None), here)
+            self.each(inner, replace, items[:4], here)
         else:
             self.run(inner + items, [], ("", None), here)
 
-    def inner(self, spec: dict[str, Any], args: list[str]) -> list[str] | None:
-        """The command a wrapper runs (``sudo -u x CMD`` -> ``CMD``), ``None`` when none."""
-        with_value = set(spec.get("options", ()))
-        skip = int(spec.get("skip", 0))
+    def operand(self, spec: dict[str, Any], args: list[str]) -> tuple[str, int]:
+        """Where the command line of a wrapper, a shell or an interpreter (``spec``) leads:
+        ``("code", i)`` when ``args[i]`` is inline code, ``("module", i)`` for ``python -m``,
+        ``("operand", i)`` for its first operand (the command it wraps, the script it runs),
+        ``("quiet", i)`` when it only prints its version or help, ``("none", i)`` for none."""
+        with_value, code = set(spec.get("options", ())), tuple(spec.get("code", ()))
+        prefix, skip = list(spec.get("prefix", ())), int(spec.get("skip", 0))
         i = 0
-        prefix = list(spec.get("prefix", ()))
         while i < len(args):
             a = args[i]
+            if a in code or a[:1] == "-" and a[1:-1].isalpha() and "-" + a[-1] in code:
+                return ("code", i + 1)  # -c CODE, -lc CODE, -ne CODE
+            if spec.get("lang") == "python" and a.startswith("-m"):
+                return ("module", i)
+            if a in ("-V", "--version", "-h", "--help") and "lang" in spec:
+                return ("quiet", i)
             if prefix and a == prefix[0]:
                 prefix.pop(0)
-            elif a == "--":
-                i += 1
-                break
+            elif a == "--" and "lang" not in spec:  # sh -s -- ARGS: arguments of stdin's code
+                return ("operand" if not prefix else "none", i + 1)
             elif a in with_value:
                 i += 1
             elif a.startswith("-") and a != "-" or (spec.get("assignments") and "=" in a[1:]):
-                if a in spec.get("string", ()) and i + 1 < len(args):
-                    self.nested(args[i + 1], (spec.get("name", "wrapper"),))
-                    return None
+                pass
             elif skip:
                 skip -= 1
-            elif not prefix:
-                break
             else:
-                return None
+                return ("operand" if not prefix else "none", i)
             i += 1
-        return args[i:] or None
+        return ("none", i)
 
-    def shell(self, base: str, args: list[str], stdin: Output, via: tuple[str, ...]) -> Output:
-        """Lower a shell, ``eval`` or ``source``: the code it runs, read as shell."""
-        here = via + (base,)
-        if base == "eval":
-            return self.nested(" ".join(args), here)
-        if base in ("source", "."):
-            self.script(args[0] if args else UNKNOWN, here)
-            return ("other", None)
-        for i, a in enumerate(args):
-            if re.fullmatch(r"-[a-zA-Z]*c[a-zA-Z]*", a):
-                return self.nested(args[i + 1] if i + 1 < len(args) else UNKNOWN, here)
-            if a in ("-s", "-") or (a.startswith("-") and a not in ("-o", "+o")):
-                continue
-            self.script(a, here)
-            return ("other", None)
-        self.stdin_code(stdin, here)
-        return ("other", None)
+    def inner(
+        self, spec: dict[str, Any], args: list[str], via: tuple[str, ...]
+    ) -> list[str] | None:
+        """The command a wrapper runs (``sudo -u x CMD`` -> ``CMD``), ``None`` when none (the
+        shell code of ``su -c CODE`` and the like is read here)."""
+        kind, i = self.operand(spec, args)
+        if kind == "code":
+            self.nested(args[i] if i < len(args) else UNKNOWN, via + (str(spec["name"]),))
+        return args[i:] if kind == "operand" and args[i:] else None
 
     def stdin_code(self, stdin: Output, via: tuple[str, ...], lang: str | None = None) -> None:
         """Judge the code a shell (or an interpreter of ``lang``) reads on stdin."""
@@ -240,24 +237,17 @@ class Unwrapping(Words):
             if text in self.decoded_texts:
                 self.note("decode-to-shell", argv=list(via[-1:]))
             self.lower_code(lang, text, [], via)
-        elif kind == "file" and text is not None and self.source(text)[0] in ("unread", "missing"):
-            self.note("pipe-to-shell", argv=list(via[-1:]))
-        elif kind == "file" and text is not None:
+        elif kind == "file" and text and self.source(text)[0] not in ("unread", "missing"):
             self.script(text, via, lang)
-        elif kind == "download":
-            self.note("download-to-shell", argv=list(via[-1:]))
-        elif kind == "decode":
-            self.note("decode-to-shell", argv=list(via[-1:]))
         elif kind or self.in_pipeline:
-            self.note("pipe-to-shell", argv=list(via[-1:]))
+            self.note(_PIPED.get(kind, "pipe-to-shell"), argv=list(via[-1:]))
 
     def source(self, path: str) -> tuple[str, str | None]:
         """The text of a file the command runs: ``(kind, text)``; kind ``"unread"`` when no
         reader was given, ``"missing"`` when it cannot be read."""
         path = posixpath.normpath(path) if path else path
         if path in self.files:
-            kind, text = self.files[path]
-            return (kind if kind != "text" else "text", text)
+            return self.files[path]
         if UNKNOWN in path:
             return ("missing", None)
         if self.read_script is None:
@@ -283,36 +273,22 @@ class Unwrapping(Words):
 
     def code(
         self, base: str, lang: str, args: list[str], stdin: Output, via: tuple[str, ...]
-    ) -> None:
-        """Lower an interpreter's command line: inline code, a module, a script or stdin."""
+    ) -> Output:
+        """Lower a shell's or an interpreter's command line: inline code, a module, a script or
+        stdin; the answer is what inline shell code prints."""
         here = via + (base,)
-        flags = PROGRAMS[base]
-        with_value = set(flags.get("options", ()))
-        code_opts = tuple(flags.get("code", ()))
-        i = 0
-        while i < len(args):
-            a = args[i]
-            joined = a[:1] == "-" and a[1:-1].isalpha() and a[-1:] in "ce"  # -ne CODE
-            if a in code_opts or joined and "-" + a[-1] in code_opts:
-                self.lower_code(lang, args[i + 1] if i + 1 < len(args) else "", args[i + 2 :], here)
-                return
-            if a == "-m" or a.startswith("-m") and lang == "python" and len(a) > 2:
-                module = a[2:] or (args[i + 1] if i + 1 < len(args) else "")
-                rest = args[i + 1 :] if a[2:] else args[i + 2 :]
-                self.module(module, rest, here)
-                return
-            if a in with_value:
-                i += 2
-                continue
-            if a == "-" or not a.startswith("-"):
-                break
-            if a in ("-V", "--version", "-h", "--help"):
-                return
-            i += 1
-        if i < len(args) and args[i] != "-":
+        kind, i = self.operand(PROGRAMS[base], args)
+        if kind == "code":
+            code = args[i] if i < len(args) else UNKNOWN
+            return self.lower_code(lang, code, args[i + 1 :], here)
+        if kind == "module":
+            module = args[i][2:] or (args[i + 1] if i + 1 < len(args) else "")
+            self.module(module, args[i + 1 :] if args[i][2:] else args[i + 2 :], here)
+        elif kind == "operand" and args[i] != "-":
             self.script(args[i], here, lang, tuple(args[i + 1 :]))
-        else:
+        elif kind != "quiet":
             self.stdin_code(stdin, here, lang)
+        return ("other", None)
 
     def module(self, name: str, rest: list[str], via: tuple[str, ...]) -> None:
         """Lower ``python -m NAME``: the workspace's module, else the program of that name."""
@@ -355,13 +331,24 @@ class Unwrapping(Words):
 
     def lower_code(
         self, lang: str | None, code: str, argv: list[str], via: tuple[str, ...]
-    ) -> None:
-        """Judge a program by what its front end says it does (shell code, with no ``lang``
-        or no front end, as shell)."""
-        if not lang or self.front_end is None:
-            self.nested(code, via)
-            return
-        for kind, item in self.front_end(lang, code, argv, self.module_text):
+    ) -> Output:
+        """Judge a program by what its front end says it does (with no ``lang``, shell code read
+        as shell); the answer is what shell code prints.
+
+        A front end answers items: ``("shell", text)`` for a command line the program runs,
+        ``("argv", words)`` for a program it starts or a file operation written as the command
+        that does the same (``shutil.rmtree(p)`` is ``rm -rf p``), ``("write", path)`` and
+        ``("read", path)`` for files it opens, ``("module", path)`` and ``("folder", path)`` for
+        local Python modules it imports and where it looks for them, and ``("note", name)`` for
+        what cannot be decided (``script-dynamic-code``, ``script-dynamic-command``)."""
+        if not lang:
+            return self.nested(code, via)
+        if len(code) > MAX_CODE:
+            self.note("uncheckable", argv=[lang])
+            return ("other", None)
+        python = lang == "python"
+        items = lower_python(code, argv, self.module_text) if python else lower_foreign(lang, code)
+        for kind, item in items:
             if kind == "shell":
                 self.nested(str(item), via)
             elif kind == "argv":
@@ -377,3 +364,4 @@ class Unwrapping(Words):
                 self.folders.append(str(item))
             else:
                 self.note(str(item), argv=[lang])
+        return ("other", None)

@@ -12,7 +12,7 @@ import shlex
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 __all__ = [
     "UNKNOWN",
@@ -20,6 +20,7 @@ __all__ = [
     "Simple",
     "Words",
     "braces",
+    "c_escapes",
     "dangling",
     "node_text",
     "parse",
@@ -32,13 +33,11 @@ MAX_VALUE = 4096  # a variable longer than this is unknown (the doubling trick s
 BUDGET = 60_000  # syntax nodes and emitted commands per decision
 MAX_FIELDS = 64  # brace expansion and xargs fields
 Output = tuple[str, str | None]  # (kind, text): kind "", "text", "download", "decode", "other"
-_VARIABLE = re.compile(r"\$\{?(\w+)\}?")
-_BLANKS = re.compile(r"[ \t\n]+")
 _SAFE_WORD = re.compile(r"[\w@%+=:,./~^-]+")
 _SAFE_LINE = re.compile(r"[\w@%+=:,./~^-]+(?: [\w@%+=:,./~^-]+)*")
-_ANSI_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "e": "\x1b", "a": "\a", "\\": "\\", "'": "'"}
+_C_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "e": "\x1b", "a": "\a", "\\": "\\", "'": "'",
+              '"': '"'}  # fmt: skip
 ScriptReader = Callable[[str], "str | None"]
-FrontEnd = Callable[[str, str, list[str], ScriptReader], list[tuple[str, Any]]]
 
 
 @dataclass(slots=True)
@@ -109,16 +108,19 @@ def _plain(raw: str, split: bool) -> tuple[str, ...]:
     return tuple(unescape(w) for w in (braces(raw) if split and "{" in raw else [raw]))
 
 
-def _ansi_c(body: str) -> str:
+def c_escapes(text: str) -> str:
+    r"""``text`` with its C escapes undone (``\n``, ``\x72``, ``\101``; an unknown one stays):
+    ``$'...'`` strings, ``printf`` formats, the double-quoted strings of other languages."""
+
     def one(m: re.Match[str]) -> str:
         s = m.group(1)
-        if s[0] == "x":
+        if s[0] == "x" and s[1:]:
             return chr(int(s[1:], 16))
         if s[0] in "01234567":
             return chr(int(s, 8) % 256)
-        return _ANSI_ESCAPES.get(s, "\\" + s)
+        return _C_ESCAPES.get(s, "\\" + s)
 
-    return re.sub(r"\\(x[0-9a-fA-F]{1,2}|[0-7]{1,3}|.)", one, body)
+    return re.sub(r"\\(x[0-9a-fA-F]{1,2}|[0-7]{1,3}|.)", one, text)
 
 
 def braces(word: str) -> list[str]:
@@ -151,11 +153,9 @@ class Words:
     def __init__(
         self,
         read_script: ScriptReader | None = None,
-        front_end: FrontEnd | None = None,
         cwd: str | None = None,
     ) -> None:
         self.read_script = read_script
-        self.front_end = front_end
         self.out: list[Simple] = []
         self.vars: dict[str, str] = {"HOME": "~", "IFS": " \t\n", "HERMES_HOME": "~/.hermes"}
         self.funcs: dict[str, Any] = {}
@@ -177,22 +177,10 @@ class Words:
         """Record what the reading found that no argv shows."""
         self.out.append(Simple(argv or [], notes=notes, cwd=self.cwd))
 
-    if TYPE_CHECKING:  # the statements and commands: shell.Lowering
-
-        def stmt(self, node: Any, stdin: Output = ("", None)) -> Output:
-            """Lower one statement."""
-
-        def run(
-            self,
-            argv: list[str],
-            redirects: list[tuple[str, str]],
-            stdin: Output,
-            via: tuple[str, ...],
-        ) -> Output:
-            """Lower one simple command."""
-
-        def nested(self, text: str, via: tuple[str, ...]) -> Output:
-            """Read ``text`` as shell code run by a wrapper."""
+    # the statements, the simple commands and the shell code run by wrappers: shell.Lowering
+    stmt: Callable[[Any, Output], Output]
+    run: Callable[[list[str], list[tuple[str, str]], Output, tuple[str, ...]], Output]
+    nested: Callable[[str, tuple[str, ...]], Output]
 
     def value(self, node: Any) -> str:
         """The word as one string (no field splitting)."""
@@ -207,12 +195,7 @@ class Words:
             raw = node_text(node)
             if kind == "concatenation" and node.named_child_count != node.child_count:
                 raw = "".join(node_text(c) for c in node.children)
-            if "$" not in raw:
-                return list(_plain(raw, split))
-            words = braces(raw) if split and "{" in raw else [raw]
-            words = [_VARIABLE.sub(lambda m: self.variable(m.group(1)), w) for w in words]
-            words = [x for w in words for x in _BLANKS.split(w) if x] if split else words
-            return [unescape(w) for w in words]
+            return list(_plain(raw, split))  # words alone hold no expansion (a$ is literal)
         out: list[str] = [""]
         for piece, splittable in self.pieces(node):
             if not (split and splittable):
@@ -234,7 +217,7 @@ class Words:
         elif kind == "raw_string":
             yield node_text(node)[1:-1], False
         elif kind == "ansi_c_string":
-            yield _ansi_c(node_text(node)[2:-1]), False
+            yield c_escapes(node_text(node)[2:-1]), False
         elif kind in ("string", "translated_string"):
             yield "".join(self.string(node)), False
         elif kind == "simple_expansion":
@@ -295,7 +278,7 @@ class Words:
         out: Output = ("other", None)
         outer, self.in_pipeline = self.in_pipeline, False
         for child in node.named_children:
-            out = self.stmt(child)
+            out = self.stmt(child, ("", None))
         self.in_pipeline = outer
         if node.type == "process_substitution":
             name = f"/dev/fd/{60 + len(self.files)}"

@@ -1,10 +1,11 @@
 """The engine, the parser glue and the language front ends stay small.
 
 Lines of code are counted with :mod:`tokenize` and :mod:`ast`: a line counts when it holds a
-token that is not a comment and is not part of a docstring (the rule files, ``tables.toml`` and
-``programs.py`` are data and do not count). The goal is 1,500
-lines; ``CEILING`` is what the code holds today, so the count may only go down
-(benchmarks/danger_checker.py prints it).
+token that is not a comment and is not part of a docstring. Data does not count: the rule files,
+``tables.toml`` and ``programs.py`` (tables of programs); nor do ``policy.py`` (configuration and
+the entry point), ``paths.py`` (where paths really lead, for the terminal and file toolsets) and
+``plugin.py``. The goal is 1,500 lines; ``CEILING`` is what the code holds today, so the count
+may only go down (benchmarks/danger_checker.py prints it).
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "hermes_policy_commands"
 COUNTED = (
     *("engine.py", "shell.py", "words.py", "unwrap.py", "tables.py"),
-    *("code.py", "python_code.py", "python_values.py", "foreign_code.py"),
+    *("python_code.py", "python_values.py", "foreign_code.py"),
 )
 GOAL = 1_500
-CEILING = 1_925
+CEILING = 1_765
 _NOT_CODE = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
              tokenize.ENDMARKER}  # fmt: skip
 
