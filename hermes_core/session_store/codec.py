@@ -193,16 +193,34 @@ def _encode_message(session_id: str, message: Mapping[str, Any], now: float) -> 
             _dumps(extra, f"message field(s) {', '.join(map(repr, extra))}") if extra else None,
             calls_text,
             substrings_of(searchable) if searchable else None,
+            _body(message),
         ),
         text=content or "" if role == "user" else "",
         tool_call_count=len(calls) if isinstance(calls, list) else 0,
     )
 
 
+def _body(message: Mapping[str, Any]) -> str | None:
+    """The whole message as JSON, which :func:`parse_bodies` turns back into an equal dict;
+    ``None`` when its text is not encodable (lone surrogates): such a message is read from its
+    columns, where the store can give it back both exactly and cleaned."""
+    try:
+        text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):  # reported by the columns' own encoding
+        return None
+    return text if _encodable(text) else None
+
+
+def parse_bodies(bodies: list[str]) -> list[dict[str, Any]]:
+    """The messages of ``bodies`` (``messages.body`` values), in one parse."""
+    messages: list[dict[str, Any]] = json.loads("[" + ",".join(bodies) + "]")
+    return messages
+
+
 _INSERT_MESSAGE = (
     "INSERT INTO messages (session_id, role, content, content_parts, tool_calls, tool_call_id, "
     "tool_name, reasoning, finish_reason, timestamp, token_count, layout, extra, calls_text, "
-    "substrings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "substrings, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 

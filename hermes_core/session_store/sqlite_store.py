@@ -48,6 +48,7 @@ from .codec import (
     collector_paused,
     decode_messages,
     make_title,
+    parse_bodies,
 )
 from .connections import SQLiteConnections, _check_header, make_private
 from .errors import FIND_IDS_HINT, SessionStoreError
@@ -268,26 +269,29 @@ class SQLiteSessionStore(SQLiteConnections):
 
     def get_messages(self, session_id: str) -> list[dict[str, Any]]:
         """All messages of a session, in order, equal to the dicts that were appended."""
-        with collector_paused():
-            return decode_messages(self._message_rows(session_id))
+        return self._read_messages(session_id, clean=False)
 
     def get_clean_messages(self, session_id: str) -> list[dict[str, Any]]:
         """All messages of a session, in order, as a conversation replays them: equal to the
         dicts that were appended, except that text UTF-8 cannot carry (lone surrogates, from
         sessions written before text was cleaned where it entered) is replaced by U+FFFD."""
-        with collector_paused():
-            return decode_messages(self._message_rows(session_id), clean=True)
+        return self._read_messages(session_id, clean=True)
 
-    def _message_rows(self, session_id: str) -> list[tuple[Any, ...]]:
-        rows: list[tuple[Any, ...]] = self._run(
-            lambda c: c.execute(
-                f"SELECT {_MESSAGE_SELECT} FROM messages WHERE session_id = ? ORDER BY id",
-                (session_id,),
-            ).fetchall(),
-            write=False,
-            what="read messages",
-        )
-        return rows
+    def _read_messages(self, session_id: str, clean: bool) -> list[dict[str, Any]]:
+        """The messages of a session: each row's ``body`` (the message's JSON, always
+        encodable), all parsed at once; rows without one (written before the column existed,
+        or holding lone surrogates) decoded from their columns, in the same snapshot."""
+        with collector_paused():
+            bodies, old_rows = self._run(
+                functools.partial(_message_bodies, session_id=session_id),
+                write=False,
+                what="read messages",
+            )
+            if not old_rows:
+                return parse_bodies(bodies)  # type: ignore[arg-type]  # no None among them
+            old = iter(decode_messages(old_rows, clean=clean))
+            parsed = iter(parse_bodies([body for body in bodies if body is not None]))
+            return [next(parsed) if body is not None else next(old) for body in bodies]
 
     # --- listing and lineage ----------------------------------------------------------------
 
@@ -501,6 +505,31 @@ class SQLiteSessionStore(SQLiteConnections):
 
 def _unknown(session_id: str) -> SessionStoreError:
     return SessionStoreError(f"no session {session_id!r}; {FIND_IDS_HINT}")
+
+
+def _message_bodies(
+    conn: sqlite3.Connection, session_id: str
+) -> tuple[list[str | None], list[tuple[Any, ...]]]:
+    """The ``body`` of every message of a session in order, and the ``_MESSAGE_SELECT`` rows
+    of those that have none, in order; both from one snapshot."""
+    conn.execute("BEGIN")
+    try:
+        bodies = [
+            body
+            for (body,) in conn.execute(
+                "SELECT body FROM messages WHERE session_id = ? ORDER BY id", (session_id,)
+            )
+        ]
+        old_rows: list[tuple[Any, ...]] = []
+        if None in bodies:
+            old_rows = conn.execute(
+                f"SELECT {_MESSAGE_SELECT} FROM messages WHERE session_id = ? AND body IS NULL "
+                "ORDER BY id",
+                (session_id,),
+            ).fetchall()
+    finally:
+        conn.execute("COMMIT")
+    return bodies, old_rows
 
 
 def _sessions_where(conn: sqlite3.Connection, where: str, value: str, limit: int) -> list[Any]:
