@@ -27,31 +27,31 @@ With ``synchronous=NORMAL`` in WAL mode a committed write survives the process b
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
 import os
 import sqlite3
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from hermes_hookspecs import SessionInfo
 
+from .batches import Appends, Write, run_all, unknown_session
 from .codec import (
-    _INSERT_MESSAGE,
     _MESSAGE_SELECT,
     _dumps,
     _encode_message,
     _session_from_row,
     collector_paused,
     decode_messages,
-    make_title,
     parse_bodies,
 )
 from .connections import SQLiteConnections, _check_header, make_private
-from .errors import FIND_IDS_HINT, SessionStoreError
+from .errors import SessionStoreError
 from .schema import (
     _SESSION_SELECT,
     COUNTER_COLUMNS,
@@ -160,7 +160,7 @@ class SQLiteSessionStore(SQLiteConnections):
             except sqlite3.IntegrityError:
                 raise SessionStoreError(f"session {session.id!r} already exists") from None
 
-        self._run(insert, write=True, what="create a session")
+        self._write(insert, what="create a session")
 
     def get_session(self, session_id: str) -> SessionInfo | None:
         """The session, or ``None`` when unknown. ``metadata`` holds the stored metadata plus
@@ -211,31 +211,78 @@ class SQLiteSessionStore(SQLiteConnections):
                     f"UPDATE sessions SET {', '.join(sets)} WHERE id = ?", (*params, session_id)
                 )
 
-        self._run(update, write=True, what="update a session")
+        self._write(update, what="update a session")
 
     def append_message(self, session_id: str, message: dict[str, Any]) -> None:
         """Persist one completed message, exactly (every key, ``_`` ones included), in its own
-        transaction. The first user message of an untitled session gives it its title.
+        transaction (or its :meth:`batch`'s). The first user message of an untitled session
+        gives it its title.
 
         :raises SessionStoreError: the session is unknown, a value is not JSON, or the write
             failed after the retries.
         """
         encoded = _encode_message(session_id, message, time.time())
-        title = make_title(encoded.text) if encoded.text.strip() else None
+        pending = self._pending()
+        if pending is not None:  # joins the messages appended just before it, if any
+            last = pending[-1] if pending else None
+            if not (isinstance(last, Appends) and last.takes_message(session_id)):
+                last = Appends(session_id)
+                pending.append(last)
+            last.add(encoded)
+            self._local.appended += 1
+            return
+        appends = Appends(session_id)
+        appends.add(encoded)
+        self._run(appends, write=True, what="save a message")
+        self._count_appends(1)
 
-        def append(conn: sqlite3.Connection) -> None:
-            cursor = conn.execute(
-                "UPDATE sessions SET message_count = message_count + 1, "
-                "tool_call_count = tool_call_count + ?, title = COALESCE(title, ?) WHERE id = ?",
-                (encoded.tool_call_count, title, session_id),
-            )
-            if cursor.rowcount == 0:
-                raise _unknown(session_id)
-            conn.execute(_INSERT_MESSAGE, encoded.row)
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Commit the writes this thread makes inside the block (:meth:`create_session`,
+        :meth:`update_session`, :meth:`append_message`, :meth:`add_usage`) together, in one
+        transaction, when the block ends: all of them or, when one fails, none. Messages
+        appended one after the other go in with one update of the session's counters.
 
-        self._run(append, write=True, what="save a message")
+        Errors a call can see at once (a value that is not JSON) are raised by the call; the
+        others (an unknown session, a failed write) when the block ends. A block that raises
+        writes nothing. Nested blocks join the outermost one.
+
+        :raises SessionStoreError: the transaction failed; nothing of the block was written.
+        """
+        if self._pending() is not None:
+            yield
+            return
+        pending: list[Write] = []
+        self._local.batch = pending
+        self._local.appended = 0
+        try:
+            yield
+        finally:
+            self._local.batch = None
+        if not pending:
+            return
+        self._run(functools.partial(run_all, writes=pending), write=True, what="save a step")
+        self._count_appends(self._local.appended)
+
+    def _pending(self) -> list[Write] | None:
+        """The writes of this thread's open :meth:`batch`, or ``None`` outside one."""
+        pending: list[Write] | None = getattr(self._local, "batch", None)
+        return pending
+
+    def _write(self, write: Write, what: str) -> None:
+        """Run ``write`` in a transaction of its own, or add it to this thread's batch."""
+        pending = self._pending()
+        if pending is None:
+            self._run(write, write=True, what=what)
+        else:
+            pending.append(write)
+
+    def _count_appends(self, count: int) -> None:
+        """Note ``count`` committed appends; index the waiting messages every ``index_batch``."""
+        if not count:
+            return
         with self._lock:
-            self._appended += 1
+            self._appended += count
             due = self._appended >= self.index_batch
             if due:
                 self._appended = 0
@@ -495,16 +542,21 @@ class SQLiteSessionStore(SQLiteConnections):
             sets += ", estimated_cost_usd = COALESCE(estimated_cost_usd, 0) + ?"
             params.append(float(cost_usd))
 
+        pending = self._pending()
+        last = pending[-1] if pending else None
+        if isinstance(last, Appends) and last.takes_usage(session_id):
+            last.add_usage(counts, None if cost_usd is None else float(cost_usd))
+            return
+
         def add(conn: sqlite3.Connection) -> None:
             cursor = conn.execute(f"UPDATE sessions SET {sets} WHERE id = ?", (*params, session_id))
             if cursor.rowcount == 0:
                 raise _unknown(session_id)
 
-        self._run(add, write=True, what="save token usage")
+        self._write(add, what="save token usage")
 
 
-def _unknown(session_id: str) -> SessionStoreError:
-    return SessionStoreError(f"no session {session_id!r}; {FIND_IDS_HINT}")
+_unknown = unknown_session
 
 
 def _message_bodies(
