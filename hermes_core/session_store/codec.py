@@ -1,8 +1,10 @@
 """Messages and sessions to rows and back: every message dict comes back exactly as appended.
 
-Well-known keys have columns; every other key goes to the ``extra`` JSON object and ``layout``
-keeps the key order. Encoding also derives what the search indexes hold (the text of the
-content and tool calls, and the ``substrings`` for the trigram index) and a session's title.
+A row holds the whole message as JSON (``body``), and its well-known keys in columns; every
+other key also goes to the ``extra`` JSON object and ``layout`` keeps the key order, so a row
+without a body (written before the column existed) decodes exactly too. Encoding also derives
+what the search indexes hold (the text of the content and tool calls, and the ``substrings``
+for the trigram index) and a session's title.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import functools
 import gc
 import json
 import re
+import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -215,6 +218,31 @@ def parse_bodies(bodies: list[str]) -> list[dict[str, Any]]:
     """The messages of ``bodies`` (``messages.body`` values), in one parse."""
     messages: list[dict[str, Any]] = json.loads("[" + ",".join(bodies) + "]")
     return messages
+
+
+def message_bodies(
+    conn: sqlite3.Connection, session_id: str
+) -> tuple[list[str | None], list[tuple[Any, ...]]]:
+    """The ``body`` of every message of a session in order, and the ``_MESSAGE_SELECT`` rows
+    of those that have none, in order; both from one snapshot."""
+    conn.execute("BEGIN")
+    try:
+        bodies = [
+            body
+            for (body,) in conn.execute(
+                "SELECT body FROM messages WHERE session_id = ? ORDER BY id", (session_id,)
+            )
+        ]
+        old_rows: list[tuple[Any, ...]] = []
+        if None in bodies:
+            old_rows = conn.execute(
+                f"SELECT {_MESSAGE_SELECT} FROM messages WHERE session_id = ? AND body IS NULL "
+                "ORDER BY id",
+                (session_id,),
+            ).fetchall()
+    finally:
+        conn.execute("COMMIT")
+    return bodies, old_rows
 
 
 _INSERT_MESSAGE = (

@@ -6,10 +6,12 @@ lineage, search, deletion, pruning and statistics. One file (``$HERMES_HOME/stat
 - ``sessions``: one row per conversation (model, provider, the system prompt replayed byte for
   byte, the parent it continues after compression, token counters, a ``metadata`` JSON object for
   everything else, e.g. ``fallbacks`` or a ``todo`` list);
-- ``messages``: one row per message. Well-known keys have columns so they can be queried; every
-  other key (notably ``_``-prefixed provider replay data) is kept in the ``extra`` JSON object,
-  and ``layout`` records the message's keys in order, so :meth:`get_messages` returns exactly the
-  dicts that were appended;
+- ``messages``: one row per message: the whole message as JSON (``body``, what
+  :meth:`get_messages` reads: one value per message, one parse for a whole session), and its
+  well-known keys in columns so they can be queried. Every other key (notably ``_``-prefixed
+  provider replay data) is also kept in the ``extra`` JSON object, and ``layout`` records the
+  message's keys in order, so a row without a ``body`` (written before schema version 3, or
+  holding lone surrogates) decodes to exactly the dict that was appended;
 - two FTS5 indexes (external content, so the text is stored once): ``unicode61`` over the
   content and the tool calls (words, prefixes, phrases, BM25), and ``trigram`` over each
   message's ``substrings``, its tokens with digits, punctuation or CJK (CJK text, URLs, paths,
@@ -18,9 +20,11 @@ lineage, search, deletion, pruning and statistics. One file (``$HERMES_HOME/stat
   search always sees every committed message): FTS5 pays a segment flush per transaction,
   which would cost several times the append itself.
 
-Every write is one short ``BEGIN IMMEDIATE`` transaction; while another connection holds the
-write lock, a call waits (short ``busy_timeout`` waits, retried with random backoff) for up to
-``timeout`` seconds, then raises :class:`SessionStoreError`: a failure is never swallowed.
+Every write is one short ``BEGIN IMMEDIATE`` transaction, or joins the one of its thread's
+:meth:`~SQLiteSessionStore.batch` (the agent commits each step's writes together); while
+another connection holds the write lock, a call waits (short ``busy_timeout`` waits, retried
+with random backoff) for up to ``timeout`` seconds, then raises :class:`SessionStoreError`: a
+failure is never swallowed.
 With ``synchronous=NORMAL`` in WAL mode a committed write survives the process being killed
 (SIGKILL); pass ``synchronous="FULL"`` to survive power loss too.
 """
@@ -42,12 +46,12 @@ from hermes_hookspecs import SessionInfo
 
 from .batches import Appends, Write, run_all, unknown_session
 from .codec import (
-    _MESSAGE_SELECT,
     _dumps,
     _encode_message,
     _session_from_row,
     collector_paused,
     decode_messages,
+    message_bodies,
     parse_bodies,
 )
 from .connections import SQLiteConnections, _check_header, make_private
@@ -330,7 +334,7 @@ class SQLiteSessionStore(SQLiteConnections):
         or holding lone surrogates) decoded from their columns, in the same snapshot."""
         with collector_paused():
             bodies, old_rows = self._run(
-                functools.partial(_message_bodies, session_id=session_id),
+                functools.partial(message_bodies, session_id=session_id),
                 write=False,
                 what="read messages",
             )
@@ -557,31 +561,6 @@ class SQLiteSessionStore(SQLiteConnections):
 
 
 _unknown = unknown_session
-
-
-def _message_bodies(
-    conn: sqlite3.Connection, session_id: str
-) -> tuple[list[str | None], list[tuple[Any, ...]]]:
-    """The ``body`` of every message of a session in order, and the ``_MESSAGE_SELECT`` rows
-    of those that have none, in order; both from one snapshot."""
-    conn.execute("BEGIN")
-    try:
-        bodies = [
-            body
-            for (body,) in conn.execute(
-                "SELECT body FROM messages WHERE session_id = ? ORDER BY id", (session_id,)
-            )
-        ]
-        old_rows: list[tuple[Any, ...]] = []
-        if None in bodies:
-            old_rows = conn.execute(
-                f"SELECT {_MESSAGE_SELECT} FROM messages WHERE session_id = ? AND body IS NULL "
-                "ORDER BY id",
-                (session_id,),
-            ).fetchall()
-    finally:
-        conn.execute("COMMIT")
-    return bodies, old_rows
 
 
 def _sessions_where(conn: sqlite3.Connection, where: str, value: str, limit: int) -> list[Any]:
