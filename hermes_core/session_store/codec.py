@@ -57,7 +57,7 @@ def _strip_token(token: str) -> str:
 
 def _encodable(text: str) -> bool:
     """Whether ``text`` can be stored as UTF-8 (lone surrogates cannot)."""
-    return _SURROGATE.search(text) is None
+    return text.isascii() or _SURROGATE.search(text) is None
 
 
 def _clean(text: str) -> str:

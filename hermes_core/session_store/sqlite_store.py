@@ -31,14 +31,13 @@ With ``synchronous=NORMAL`` in WAL mode a committed write survives the process b
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import logging
 import os
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -240,33 +239,19 @@ class SQLiteSessionStore(SQLiteConnections):
         self._run(appends, write=True, what="save a message")
         self._count_appends(1)
 
-    @contextlib.contextmanager
-    def batch(self) -> Iterator[None]:
-        """Commit the writes this thread makes inside the block (:meth:`create_session`,
-        :meth:`update_session`, :meth:`append_message`, :meth:`add_usage`) together, in one
-        transaction, when the block ends: all of them or, when one fails, none. Messages
-        appended one after the other go in with one update of the session's counters.
+    def batch(self) -> _Batch:
+        """A block (``with store.batch(): ...``) whose writes by this thread
+        (:meth:`create_session`, :meth:`update_session`, :meth:`append_message`,
+        :meth:`add_usage`) are committed together, in one transaction, when it ends: all of
+        them or, when one fails, none. Messages appended one after the other go in with one
+        update of the session's counters.
 
         Errors a call can see at once (a value that is not JSON) are raised by the call; the
-        others (an unknown session, a failed write) when the block ends. A block that raises
-        writes nothing. Nested blocks join the outermost one.
-
-        :raises SessionStoreError: the transaction failed; nothing of the block was written.
+        others (an unknown session, a failed write) when the block ends, as
+        :class:`SessionStoreError`, nothing of the block written. A block that raises writes
+        nothing. Nested blocks join the outermost one.
         """
-        if self._pending() is not None:
-            yield
-            return
-        pending: list[Write] = []
-        self._local.batch = pending
-        self._local.appended = 0
-        try:
-            yield
-        finally:
-            self._local.batch = None
-        if not pending:
-            return
-        self._run(functools.partial(run_all, writes=pending), write=True, what="save a step")
-        self._count_appends(self._local.appended)
+        return _Batch(self)
 
     def _pending(self) -> list[Write] | None:
         """The writes of this thread's open :meth:`batch`, or ``None`` outside one."""
@@ -561,6 +546,35 @@ class SQLiteSessionStore(SQLiteConnections):
 
 
 _unknown = unknown_session
+
+
+class _Batch:
+    """The block of :meth:`SQLiteSessionStore.batch`."""
+
+    __slots__ = ("store", "outer")
+
+    def __init__(self, store: SQLiteSessionStore) -> None:
+        self.store = store
+        self.outer = False
+
+    def __enter__(self) -> None:
+        local = self.store._local
+        if getattr(local, "batch", None) is None:
+            self.outer = True
+            local.batch = []
+            local.appended = 0
+
+    def __exit__(self, kind: object, *rest: object) -> None:
+        if not self.outer:
+            return
+        local = self.store._local
+        pending: list[Write] = local.batch
+        local.batch = None
+        if kind is None and pending:
+            self.store._run(
+                functools.partial(run_all, writes=pending), write=True, what="save a step"
+            )
+            self.store._count_appends(local.appended)
 
 
 def _sessions_where(conn: sqlite3.Connection, where: str, value: str, limit: int) -> list[Any]:
