@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -32,15 +33,18 @@ class StoreWrites:
         self.store = store
         self.warn = warn
         self._pending: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+        self._lock = threading.Lock()  # closing the agent may flush while a turn adds
 
     def add(self, method: str, *args: Any, **kwargs: Any) -> None:
         """Queue the call ``store.method(*args, **kwargs)``."""
-        self._pending.append((method, args, kwargs))
+        with self._lock:
+            self._pending.append((method, args, kwargs))
 
     def flush(self) -> None:
         """Make the queued calls, in order, together (see the module's docstring); failures
         are logged and passed to ``warn``, never raised."""
-        pending, self._pending = self._pending, []
+        with self._lock:
+            pending, self._pending = self._pending, []
         if not pending:
             return
         batch = getattr(self.store, "batch", None)
