@@ -224,9 +224,29 @@ def message_bodies(
     conn: sqlite3.Connection, session_id: str
 ) -> tuple[list[str | None], list[tuple[Any, ...]]]:
     """The ``body`` of every message of a session in order, and the ``_MESSAGE_SELECT`` rows
-    of those that have none, in order; both from one snapshot."""
+    of those that have none, in order; both from one snapshot.
+
+    A session whose first row has a body is read as one column (a row without one, which lone
+    surrogates make, is read again afterwards); a session begun before the column existed as
+    every row's columns, in one pass, as it was before."""
     conn.execute("BEGIN")
     try:
+        first = conn.execute(
+            "SELECT body IS NULL FROM messages WHERE session_id = ? ORDER BY id LIMIT 1",
+            (session_id,),
+        ).fetchone()
+        if first is not None and first[0]:
+            # the body last: each row is also a _MESSAGE_SELECT row, as it is
+            rows = conn.execute(
+                f"SELECT {_MESSAGE_SELECT}, body FROM messages WHERE session_id = ? ORDER BY id",
+                (session_id,),
+            ).fetchall()
+            bodies = [row[-1] for row in rows]
+            if None not in bodies:
+                return bodies, []
+            return bodies, rows if all(body is None for body in bodies) else [
+                row for row in rows if row[-1] is None
+            ]
         bodies = [
             body
             for (body,) in conn.execute(
@@ -240,9 +260,9 @@ def message_bodies(
                 "ORDER BY id",
                 (session_id,),
             ).fetchall()
+        return bodies, old_rows
     finally:
         conn.execute("COMMIT")
-    return bodies, old_rows
 
 
 _INSERT_MESSAGE = (

@@ -325,6 +325,8 @@ class SQLiteSessionStore(SQLiteConnections):
             )
             if not old_rows:
                 return parse_bodies(bodies)  # type: ignore[arg-type]  # no None among them
+            if len(old_rows) == len(bodies):  # written before messages had a body
+                return decode_messages(old_rows, clean=clean)
             old = iter(decode_messages(old_rows, clean=clean))
             parsed = iter(parse_bodies([body for body in bodies if body is not None]))
             return [next(parsed) if body is not None else next(old) for body in bodies]
