@@ -1,11 +1,13 @@
 """The SQLite session store under load: append rate, search latency, concurrent writers.
 
-Three measurements (the issue's targets in brackets):
+The measurements (the issue's targets in brackets):
 
 - ``append``: messages/s written the way the agent loop writes them, one ``append_message``
   (one transaction) per message, cycling user / assistant-with-tool-call / tool result
   [>= 5,000/s]. Medians of ``--runs`` runs on a fresh database, then once more on the corpus
   database when ``search`` built one.
+- ``turns``: transactions and statements of the store per turn, a one-message turn and one
+  with a batch of three tool calls (``session_turns.py``; a step's writes are one transaction).
 - ``search``: latency of ``store.search`` (20 hits, snippets included) over a generated corpus of
   ``--messages`` messages (English with a long-tailed vocabulary, CJK, URLs, file names, error
   codes, tool output), for a mix of queries: common, mid-frequency and rare words, two-word
@@ -24,8 +26,8 @@ Three measurements (the issue's targets in brackets):
   every message each reported as written must be present; errors are counted
   [every message present, 0 lock errors].
 
-Usage: python benchmarks/sessions.py [--only append,search,resume,procs] [--messages 1000000]
-       [--seconds 30] [--processes 8] [--runs 5] [--db PATH]
+Usage: python benchmarks/sessions.py [--only append,turns,search,resume,procs]
+       [--messages 1000000] [--seconds 30] [--processes 8] [--runs 5] [--db PATH]
 """
 
 from __future__ import annotations
@@ -463,7 +465,7 @@ def bench_processes(path: Path, processes: int, seconds: float) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--only", default="append,search,resume,procs")
+    parser.add_argument("--only", default="append,turns,search,resume,procs")
     parser.add_argument("--messages", type=int, default=1_000_000, help="search corpus size")
     parser.add_argument("--append-count", type=int, default=5000, help="messages per append run")
     parser.add_argument("--runs", type=int, default=5)
@@ -495,6 +497,11 @@ def main() -> None:
             f"{statistics.median(p[0] for p in paths):,.0f} messages/s; indexing them afterwards:"
             f" {statistics.median(p[1] for p in paths):,.0f} messages/s"
         )
+
+    if "turns" in only:
+        from session_turns import bench_turn_writes
+
+        bench_turn_writes()
 
     if "search" in only:
         db = args.db or tmp / "corpus.db"

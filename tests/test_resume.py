@@ -122,7 +122,15 @@ def _version_1_database(path: Path, session_id: str, messages: list[dict]) -> No
         "VALUES (?, 'cli', 'm', 'scripted', 1.0, ?)",
         (session_id, len(messages)),
     )
-    conn.executemany(INSERT_MESSAGE_SQL, [message_row(m, session_id, 1.0) for m in messages])
+    # the columns of the first schema: every one but the last (``body``, added by version 3)
+    columns = INSERT_MESSAGE_SQL[INSERT_MESSAGE_SQL.index("(") + 1 : INSERT_MESSAGE_SQL.index(")")]
+    names = [name.strip() for name in columns.split(",")]
+    assert names[-1] == "body"
+    marks = ", ".join("?" * (len(names) - 1))
+    conn.executemany(
+        f"INSERT INTO messages ({', '.join(names[:-1])}) VALUES ({marks})",
+        [message_row(m, session_id, 1.0)[:-1] for m in messages],
+    )
     conn.close()
 
 
@@ -139,3 +147,19 @@ def test_an_old_database_opens_migrates_and_resumes(tmp_path: Path) -> None:
         stored = store.get_messages("old")
     assert stored[:4] == UNCLEAN
     assert [m["content"] for m in stored[4:]] == ["still there?", "resumed"]
+    conn = sqlite3.connect(db)
+    bodies = [row[0] for row in conn.execute("SELECT body FROM messages ORDER BY id")]
+    conn.close()
+    assert bodies[:4] == [None] * 4  # the old rows are read from their columns
+    assert None not in bodies[4:]  # the new ones from their body
+
+
+def test_a_session_of_old_and_new_rows_reads_back_in_order(tmp_path: Path) -> None:
+    db = tmp_path / "sessions.db"
+    _version_1_database(db, "mixed", UNCLEAN[:2])
+    later = [*UNCLEAN[2:], {"role": "user", "content": "new"}, UNCLEAN[0]]
+    with SQLiteSessionStore(db) as store:
+        for message in later:
+            store.append_message("mixed", message)
+        assert store.get_messages("mixed") == [*UNCLEAN, *later[2:]]
+        assert store.get_clean_messages("mixed") == [*CLEANED, later[2], CLEANED[0]]

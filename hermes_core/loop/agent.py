@@ -48,6 +48,7 @@ from .ids import new_id
 from .requests import RequestMaker
 from .settings import host_for, make_dispatcher
 from .steps import ModelCall, Steps, drive
+from .store_writes import StoreWrites
 from .tool_calls import assistant_message, dangling_answers
 from .tool_context import ToolContexts
 from .turn import BUDGET_SUMMARY_PROMPT, RESULT_KEYS, UNANSWERED_NOTE, Turn
@@ -132,6 +133,7 @@ class Agent:
         self.hermes_home = str(host.home) if host.has_home else ""
         """The HERMES_HOME folder; empty for a configuration given as a mapping."""
         self.session_store: SessionStore = host.session_store
+        self._writes = StoreWrites(self.session_store, lambda t: self.events.emit("status", text=t))
         self.tool_contexts = ToolContexts(
             config=MappingProxyType(cfg),
             hermes_home=Path(self.hermes_home) if self.hermes_home else None,
@@ -292,6 +294,7 @@ class Agent:
             self._store(
                 "update_session", self.session.id, ended_at=self.session.ended_at, end_reason=reason
             )
+            self._writes.flush()
             self.plugins.call_each("hermes_session_end", session=self.session)
             if self.engine is not None:
                 self.engine.on_session_end(self.session.id)
@@ -374,14 +377,11 @@ class Agent:
         self.usage.add(turn.usage)
         if turn.cost_usd is not None:
             self.cost_usd += turn.cost_usd
-        add_usage = getattr(self.session_store, "add_usage", None)
-        if add_usage is not None and self.session is not None and turn.api_calls:
-            try:
-                add_usage(self.session.id, turn.usage.as_dict(), turn.cost_usd)
-            except Exception as exc:
-                self.events.emit("status", text=f"warning: could not save token usage ({exc})")
+        if hasattr(self.session_store, "add_usage") and self.session is not None and turn.api_calls:
+            self._store("add_usage", self.session.id, turn.usage.as_dict(), turn.cost_usd)
         if len(self.connection.switches) > switches_before and self.session is not None:
             self._store("update_session", self.session.id, fallbacks=list(self.connection.switches))
+        self._writes.flush()  # the turn's last step, its usage and fallbacks: one transaction
         return turn.result(self.messages, self.session_id, self.model, self.provider_name)
 
     # --- the loop --------------------------------------------------------------------------
@@ -403,6 +403,7 @@ class Agent:
                 self._step(turn, response, 0)
                 turn.finish("completed")
                 return
+            self._writes.flush()  # the model's step, before the tools run
             outcomes = yield from self.dispatcher.batch_steps(
                 calls,
                 lambda c: self.tool_contexts.make(c, turn, self.session_id, self._cancel),
@@ -449,6 +450,7 @@ class Agent:
         overflow_retried = False
         cancel = self._cancel
         while True:
+            self._writes.flush()  # the step before (or the user's message), before this call
             self.compactor.before_request()
             # images: tool results' images added, file references made data URLs (or
             # descriptions, for a model configured with model.vision: false)
@@ -502,6 +504,7 @@ class Agent:
                 started_at=time.time(),
             )
             self._store("create_session", self.session)
+        self._writes.flush()  # stored before the hooks hear of it
         self.approvals.reset()
         self.plugins.call_each("hermes_session_start", session=self.session)
         if self.engine is not None:
@@ -573,13 +576,11 @@ class Agent:
         for message in messages:
             self._append(message)
         self._build_system_prompt(system_message)
+        self._writes.flush()
 
     def _store(self, method: str, *args: Any, **kwargs: Any) -> None:
-        try:
-            getattr(self.session_store, method)(*args, **kwargs)
-        except Exception as exc:
-            log.error("session store %s failed: %s", method, exc)
-            self.events.emit("status", text=f"warning: could not save the session ({exc})")
+        """Queue a session store write; the step it belongs to commits it (``StoreWrites``)."""
+        self._writes.add(method, *args, **kwargs)
 
     def _clarify(self, question: str, choices: Sequence[str] | None) -> str:
         if self.clarify_callback is None:

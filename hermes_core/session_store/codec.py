@@ -1,8 +1,10 @@
 """Messages and sessions to rows and back: every message dict comes back exactly as appended.
 
-Well-known keys have columns; every other key goes to the ``extra`` JSON object and ``layout``
-keeps the key order. Encoding also derives what the search indexes hold (the text of the
-content and tool calls, and the ``substrings`` for the trigram index) and a session's title.
+A row holds the whole message as JSON (``body``), and its well-known keys in columns; every
+other key also goes to the ``extra`` JSON object and ``layout`` keeps the key order, so a row
+without a body (written before the column existed) decodes exactly too. Encoding also derives
+what the search indexes hold (the text of the content and tool calls, and the ``substrings``
+for the trigram index) and a session's title.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import functools
 import gc
 import json
 import re
+import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -54,7 +57,7 @@ def _strip_token(token: str) -> str:
 
 def _encodable(text: str) -> bool:
     """Whether ``text`` can be stored as UTF-8 (lone surrogates cannot)."""
-    return _SURROGATE.search(text) is None
+    return text.isascii() or _SURROGATE.search(text) is None
 
 
 def _clean(text: str) -> str:
@@ -193,16 +196,79 @@ def _encode_message(session_id: str, message: Mapping[str, Any], now: float) -> 
             _dumps(extra, f"message field(s) {', '.join(map(repr, extra))}") if extra else None,
             calls_text,
             substrings_of(searchable) if searchable else None,
+            _body(message),
         ),
         text=content or "" if role == "user" else "",
         tool_call_count=len(calls) if isinstance(calls, list) else 0,
     )
 
 
+def _body(message: Mapping[str, Any]) -> str | None:
+    """The whole message as JSON, which :func:`parse_bodies` turns back into an equal dict;
+    ``None`` when its text is not encodable (lone surrogates): such a message is read from its
+    columns, where the store can give it back both exactly and cleaned."""
+    try:
+        text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):  # reported by the columns' own encoding
+        return None
+    return text if _encodable(text) else None
+
+
+def parse_bodies(bodies: list[str]) -> list[dict[str, Any]]:
+    """The messages of ``bodies`` (``messages.body`` values), in one parse."""
+    messages: list[dict[str, Any]] = json.loads("[" + ",".join(bodies) + "]")
+    return messages
+
+
+def message_bodies(
+    conn: sqlite3.Connection, session_id: str
+) -> tuple[list[str | None], list[tuple[Any, ...]]]:
+    """The ``body`` of every message of a session in order, and the ``_MESSAGE_SELECT`` rows
+    of those that have none, in order; both from one snapshot.
+
+    A session whose first row has a body is read as one column (a row without one, which lone
+    surrogates make, is read again afterwards); a session begun before the column existed as
+    every row's columns, in one pass, as it was before."""
+    conn.execute("BEGIN")
+    try:
+        first = conn.execute(
+            "SELECT body IS NULL FROM messages WHERE session_id = ? ORDER BY id LIMIT 1",
+            (session_id,),
+        ).fetchone()
+        if first is not None and first[0]:
+            # the body last: each row is also a _MESSAGE_SELECT row, as it is
+            rows = conn.execute(
+                f"SELECT {_MESSAGE_SELECT}, body FROM messages WHERE session_id = ? ORDER BY id",
+                (session_id,),
+            ).fetchall()
+            bodies = [row[-1] for row in rows]
+            if None not in bodies:
+                return bodies, []
+            return bodies, rows if all(body is None for body in bodies) else [
+                row for row in rows if row[-1] is None
+            ]
+        bodies = [
+            body
+            for (body,) in conn.execute(
+                "SELECT body FROM messages WHERE session_id = ? ORDER BY id", (session_id,)
+            )
+        ]
+        old_rows: list[tuple[Any, ...]] = []
+        if None in bodies:
+            old_rows = conn.execute(
+                f"SELECT {_MESSAGE_SELECT} FROM messages WHERE session_id = ? AND body IS NULL "
+                "ORDER BY id",
+                (session_id,),
+            ).fetchall()
+        return bodies, old_rows
+    finally:
+        conn.execute("COMMIT")
+
+
 _INSERT_MESSAGE = (
     "INSERT INTO messages (session_id, role, content, content_parts, tool_calls, tool_call_id, "
     "tool_name, reasoning, finish_reason, timestamp, token_count, layout, extra, calls_text, "
-    "substrings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "substrings, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 

@@ -151,7 +151,18 @@ def _migrate_to_v2(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE TABLE store_meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_to_v1, _migrate_to_v2]
+def _migrate_to_v3(conn: sqlite3.Connection) -> None:
+    """``messages.body``: the whole message as JSON, so a session is read back with one value
+    per message and one parse. Rows written before stay ``NULL`` and are decoded from their
+    columns."""
+    conn.execute("ALTER TABLE messages ADD COLUMN body TEXT")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    _migrate_to_v1,
+    _migrate_to_v2,
+    _migrate_to_v3,
+]
 """``MIGRATIONS[n]`` takes a database from schema version ``n`` to ``n + 1``; append only."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -6,10 +6,12 @@ lineage, search, deletion, pruning and statistics. One file (``$HERMES_HOME/stat
 - ``sessions``: one row per conversation (model, provider, the system prompt replayed byte for
   byte, the parent it continues after compression, token counters, a ``metadata`` JSON object for
   everything else, e.g. ``fallbacks`` or a ``todo`` list);
-- ``messages``: one row per message. Well-known keys have columns so they can be queried; every
-  other key (notably ``_``-prefixed provider replay data) is kept in the ``extra`` JSON object,
-  and ``layout`` records the message's keys in order, so :meth:`get_messages` returns exactly the
-  dicts that were appended;
+- ``messages``: one row per message: the whole message as JSON (``body``, what
+  :meth:`get_messages` reads: one value per message, one parse for a whole session), and its
+  well-known keys in columns so they can be queried. Every other key (notably ``_``-prefixed
+  provider replay data) is also kept in the ``extra`` JSON object, and ``layout`` records the
+  message's keys in order, so a row without a ``body`` (written before schema version 3, or
+  holding lone surrogates) decodes to exactly the dict that was appended;
 - two FTS5 indexes (external content, so the text is stored once): ``unicode61`` over the
   content and the tool calls (words, prefixes, phrases, BM25), and ``trigram`` over each
   message's ``substrings``, its tokens with digits, punctuation or CJK (CJK text, URLs, paths,
@@ -18,9 +20,11 @@ lineage, search, deletion, pruning and statistics. One file (``$HERMES_HOME/stat
   search always sees every committed message): FTS5 pays a segment flush per transaction,
   which would cost several times the append itself.
 
-Every write is one short ``BEGIN IMMEDIATE`` transaction; while another connection holds the
-write lock, a call waits (short ``busy_timeout`` waits, retried with random backoff) for up to
-``timeout`` seconds, then raises :class:`SessionStoreError`: a failure is never swallowed.
+Every write is one short ``BEGIN IMMEDIATE`` transaction, or joins the one of its thread's
+:meth:`~SQLiteSessionStore.batch` (the agent commits each step's writes together); while
+another connection holds the write lock, a call waits (short ``busy_timeout`` waits, retried
+with random backoff) for up to ``timeout`` seconds, then raises :class:`SessionStoreError`: a
+failure is never swallowed.
 With ``synchronous=NORMAL`` in WAL mode a committed write survives the process being killed
 (SIGKILL); pass ``synchronous="FULL"`` to survive power loss too.
 """
@@ -39,18 +43,18 @@ from typing import Any
 
 from hermes_hookspecs import SessionInfo
 
+from .batches import Appends, Write, run_all, unknown_session
 from .codec import (
-    _INSERT_MESSAGE,
-    _MESSAGE_SELECT,
     _dumps,
     _encode_message,
     _session_from_row,
     collector_paused,
     decode_messages,
-    make_title,
+    message_bodies,
+    parse_bodies,
 )
 from .connections import SQLiteConnections, _check_header, make_private
-from .errors import FIND_IDS_HINT, SessionStoreError
+from .errors import SessionStoreError
 from .schema import (
     _SESSION_SELECT,
     COUNTER_COLUMNS,
@@ -159,7 +163,7 @@ class SQLiteSessionStore(SQLiteConnections):
             except sqlite3.IntegrityError:
                 raise SessionStoreError(f"session {session.id!r} already exists") from None
 
-        self._run(insert, write=True, what="create a session")
+        self._write(insert, what="create a session")
 
     def get_session(self, session_id: str) -> SessionInfo | None:
         """The session, or ``None`` when unknown. ``metadata`` holds the stored metadata plus
@@ -210,31 +214,64 @@ class SQLiteSessionStore(SQLiteConnections):
                     f"UPDATE sessions SET {', '.join(sets)} WHERE id = ?", (*params, session_id)
                 )
 
-        self._run(update, write=True, what="update a session")
+        self._write(update, what="update a session")
 
     def append_message(self, session_id: str, message: dict[str, Any]) -> None:
         """Persist one completed message, exactly (every key, ``_`` ones included), in its own
-        transaction. The first user message of an untitled session gives it its title.
+        transaction (or its :meth:`batch`'s). The first user message of an untitled session
+        gives it its title.
 
         :raises SessionStoreError: the session is unknown, a value is not JSON, or the write
             failed after the retries.
         """
         encoded = _encode_message(session_id, message, time.time())
-        title = make_title(encoded.text) if encoded.text.strip() else None
+        pending = self._pending()
+        if pending is not None:  # joins the messages appended just before it, if any
+            last = pending[-1] if pending else None
+            if not (isinstance(last, Appends) and last.takes_message(session_id)):
+                last = Appends(session_id)
+                pending.append(last)
+            last.add(encoded)
+            self._local.appended += 1
+            return
+        appends = Appends(session_id)
+        appends.add(encoded)
+        self._run(appends, write=True, what="save a message")
+        self._count_appends(1)
 
-        def append(conn: sqlite3.Connection) -> None:
-            cursor = conn.execute(
-                "UPDATE sessions SET message_count = message_count + 1, "
-                "tool_call_count = tool_call_count + ?, title = COALESCE(title, ?) WHERE id = ?",
-                (encoded.tool_call_count, title, session_id),
-            )
-            if cursor.rowcount == 0:
-                raise _unknown(session_id)
-            conn.execute(_INSERT_MESSAGE, encoded.row)
+    def batch(self) -> _Batch:
+        """A block (``with store.batch(): ...``) whose writes by this thread
+        (:meth:`create_session`, :meth:`update_session`, :meth:`append_message`,
+        :meth:`add_usage`) are committed together, in one transaction, when it ends: all of
+        them or, when one fails, none. Messages appended one after the other go in with one
+        update of the session's counters.
 
-        self._run(append, write=True, what="save a message")
+        Errors a call can see at once (a value that is not JSON) are raised by the call; the
+        others (an unknown session, a failed write) when the block ends, as
+        :class:`SessionStoreError`, nothing of the block written. A block that raises writes
+        nothing. Nested blocks join the outermost one.
+        """
+        return _Batch(self)
+
+    def _pending(self) -> list[Write] | None:
+        """The writes of this thread's open :meth:`batch`, or ``None`` outside one."""
+        pending: list[Write] | None = getattr(self._local, "batch", None)
+        return pending
+
+    def _write(self, write: Write, what: str) -> None:
+        """Run ``write`` in a transaction of its own, or add it to this thread's batch."""
+        pending = self._pending()
+        if pending is None:
+            self._run(write, write=True, what=what)
+        else:
+            pending.append(write)
+
+    def _count_appends(self, count: int) -> None:
+        """Note ``count`` committed appends; index the waiting messages every ``index_batch``."""
+        if not count:
+            return
         with self._lock:
-            self._appended += 1
+            self._appended += count
             due = self._appended >= self.index_batch
             if due:
                 self._appended = 0
@@ -268,26 +305,31 @@ class SQLiteSessionStore(SQLiteConnections):
 
     def get_messages(self, session_id: str) -> list[dict[str, Any]]:
         """All messages of a session, in order, equal to the dicts that were appended."""
-        with collector_paused():
-            return decode_messages(self._message_rows(session_id))
+        return self._read_messages(session_id, clean=False)
 
     def get_clean_messages(self, session_id: str) -> list[dict[str, Any]]:
         """All messages of a session, in order, as a conversation replays them: equal to the
         dicts that were appended, except that text UTF-8 cannot carry (lone surrogates, from
         sessions written before text was cleaned where it entered) is replaced by U+FFFD."""
-        with collector_paused():
-            return decode_messages(self._message_rows(session_id), clean=True)
+        return self._read_messages(session_id, clean=True)
 
-    def _message_rows(self, session_id: str) -> list[tuple[Any, ...]]:
-        rows: list[tuple[Any, ...]] = self._run(
-            lambda c: c.execute(
-                f"SELECT {_MESSAGE_SELECT} FROM messages WHERE session_id = ? ORDER BY id",
-                (session_id,),
-            ).fetchall(),
-            write=False,
-            what="read messages",
-        )
-        return rows
+    def _read_messages(self, session_id: str, clean: bool) -> list[dict[str, Any]]:
+        """The messages of a session: each row's ``body`` (the message's JSON, always
+        encodable), all parsed at once; rows without one (written before the column existed,
+        or holding lone surrogates) decoded from their columns, in the same snapshot."""
+        with collector_paused():
+            bodies, old_rows = self._run(
+                functools.partial(message_bodies, session_id=session_id),
+                write=False,
+                what="read messages",
+            )
+            if not old_rows:
+                return parse_bodies(bodies)  # type: ignore[arg-type]  # no None among them
+            if len(old_rows) == len(bodies):  # written before messages had a body
+                return decode_messages(old_rows, clean=clean)
+            old = iter(decode_messages(old_rows, clean=clean))
+            parsed = iter(parse_bodies([body for body in bodies if body is not None]))
+            return [next(parsed) if body is not None else next(old) for body in bodies]
 
     # --- listing and lineage ----------------------------------------------------------------
 
@@ -491,16 +533,50 @@ class SQLiteSessionStore(SQLiteConnections):
             sets += ", estimated_cost_usd = COALESCE(estimated_cost_usd, 0) + ?"
             params.append(float(cost_usd))
 
+        pending = self._pending()
+        last = pending[-1] if pending else None
+        if isinstance(last, Appends) and last.takes_usage(session_id):
+            last.add_usage(counts, None if cost_usd is None else float(cost_usd))
+            return
+
         def add(conn: sqlite3.Connection) -> None:
             cursor = conn.execute(f"UPDATE sessions SET {sets} WHERE id = ?", (*params, session_id))
             if cursor.rowcount == 0:
                 raise _unknown(session_id)
 
-        self._run(add, write=True, what="save token usage")
+        self._write(add, what="save token usage")
 
 
-def _unknown(session_id: str) -> SessionStoreError:
-    return SessionStoreError(f"no session {session_id!r}; {FIND_IDS_HINT}")
+_unknown = unknown_session
+
+
+class _Batch:
+    """The block of :meth:`SQLiteSessionStore.batch`."""
+
+    __slots__ = ("store", "outer")
+
+    def __init__(self, store: SQLiteSessionStore) -> None:
+        self.store = store
+        self.outer = False
+
+    def __enter__(self) -> None:
+        local = self.store._local
+        if getattr(local, "batch", None) is None:
+            self.outer = True
+            local.batch = []
+            local.appended = 0
+
+    def __exit__(self, kind: object, *rest: object) -> None:
+        if not self.outer:
+            return
+        local = self.store._local
+        pending: list[Write] = local.batch
+        local.batch = None
+        if kind is None and pending:
+            self.store._run(
+                functools.partial(run_all, writes=pending), write=True, what="save a step"
+            )
+            self.store._count_appends(local.appended)
 
 
 def _sessions_where(conn: sqlite3.Connection, where: str, value: str, limit: int) -> list[Any]:

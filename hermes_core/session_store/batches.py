@@ -1,0 +1,86 @@
+"""Writes that go to the database together: the messages appended to one session in a row
+(one ``UPDATE`` of its counters, token usage included, and one ``INSERT`` of all the rows),
+and the list of writes a :meth:`SQLiteSessionStore.batch` block commits in one transaction."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+from .codec import _INSERT_MESSAGE, _EncodedMessage, make_title
+from .errors import FIND_IDS_HINT, SessionStoreError
+from .schema import TOKEN_COLUMNS
+
+Write = Callable[[sqlite3.Connection], None]
+"""One write, run inside the transaction of its batch."""
+
+
+class Appends:
+    """Messages appended to one session one after the other, and the token usage added to it
+    right after them: written with one ``UPDATE`` of the session row and one ``INSERT``."""
+
+    __slots__ = ("session_id", "rows", "tool_calls", "title", "usage", "cost")
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.rows: list[tuple[Any, ...]] = []
+        self.tool_calls = 0
+        self.title: str | None = None
+        """The title the first user message with text gives an untitled session."""
+        self.usage: list[int] | None = None
+        self.cost: float | None = None
+
+    def add(self, encoded: _EncodedMessage) -> None:
+        """Add one message (encoded), after those already added."""
+        self.rows.append(encoded.row)
+        self.tool_calls += encoded.tool_call_count
+        if self.title is None and encoded.text.strip():
+            self.title = make_title(encoded.text)
+
+    def takes_message(self, session_id: str) -> bool:
+        """Whether a message for ``session_id`` can be added to this write (not after usage,
+        which would then count a later step's tokens before its messages)."""
+        return session_id == self.session_id and self.usage is None
+
+    def takes_usage(self, session_id: str) -> bool:
+        """Whether token usage for ``session_id`` can be added to this write."""
+        return session_id == self.session_id and self.usage is None
+
+    def add_usage(self, counts: list[int], cost: float | None) -> None:
+        """Add token counts (in the order of ``TOKEN_COLUMNS``) and a cost to the write."""
+        self.usage = counts
+        self.cost = cost
+
+    def __call__(self, conn: sqlite3.Connection) -> None:
+        """Write the messages and the counters (inside the caller's transaction)."""
+        sets = (
+            "message_count = message_count + ?, tool_call_count = tool_call_count + ?, "
+            "title = COALESCE(title, ?)"
+        )
+        params: list[Any] = [len(self.rows), self.tool_calls, self.title]
+        if self.usage is not None:
+            sets += "".join(f", {name} = {name} + ?" for name in TOKEN_COLUMNS)
+            params += self.usage
+            if self.cost is not None:
+                sets += ", estimated_cost_usd = COALESCE(estimated_cost_usd, 0) + ?"
+                params.append(self.cost)
+        params.append(self.session_id)
+        cursor = conn.execute(f"UPDATE sessions SET {sets} WHERE id = ?", params)
+        if cursor.rowcount == 0:
+            raise unknown_session(self.session_id)
+        if len(self.rows) == 1:
+            conn.execute(_INSERT_MESSAGE, self.rows[0])
+        elif self.rows:
+            conn.executemany(_INSERT_MESSAGE, self.rows)
+
+
+def run_all(conn: sqlite3.Connection, writes: list[Write]) -> None:
+    """Run ``writes`` in order (inside the caller's transaction)."""
+    for write in writes:
+        write(conn)
+
+
+def unknown_session(session_id: str) -> SessionStoreError:
+    """The error for a session that is not stored."""
+    return SessionStoreError(f"no session {session_id!r}; {FIND_IDS_HINT}")
