@@ -218,9 +218,15 @@ class OpenAIClient:
         return self._sdk
 
     def prepare(self) -> None:
-        """Import the SDK and build its client now (e.g. on a background thread while the user
-        types), so the first request does not wait for it."""
-        _ = self.sdk
+        """Make what the first request needs now (e.g. on a background thread while the user
+        types), so that it does not wait for it: the endpoint's :class:`JsonPoster`, or for an
+        endpoint behind a proxy the SDK, imported and its client built."""
+        settings = self.settings
+        poster = shared_poster(
+            str(settings.base_url), settings.api_key or "not-needed", settings.timeout
+        )
+        if poster is None:
+            _ = self.sdk
 
     def close(self) -> None:
         """Let go of the SDK client (its connection pool stays with the process, for the next
@@ -265,18 +271,19 @@ class OpenAIClient:
     def _opener(self, path: str, body: dict[str, Any]) -> Callable[[_Call], Any]:
         """A POST of ``body`` to ``path``, handing back the answer as plain JSON (a dict, or
         one dict per streamed event): the converters read plain JSON, and the body is plain
-        JSON already. A whole answer from an endpoint reached directly goes through the
-        process's :class:`JsonPoster`; anything else through the SDK client, which sends it,
+        JSON already. An endpoint reached directly is asked through the process's
+        :class:`JsonPoster`; one behind a proxy through the SDK client, which sends it,
         authenticates and turns failures into its errors (imported by the first such call,
         on the worker thread)."""
-        if not body.get("stream"):
-            settings = self.settings
-            poster = shared_poster(
-                str(settings.base_url), settings.api_key or "not-needed", settings.timeout
-            )
-            if poster is not None:
-                return lambda call: poster.post(path, body, call.attach)
-        return lambda call: post_json(self.sdk, path, body)
+        settings = self.settings
+        poster = shared_poster(
+            str(settings.base_url), settings.api_key or "not-needed", settings.timeout
+        )
+        if poster is None:
+            return lambda call: post_json(self.sdk, path, body)
+        if body.get("stream"):
+            return lambda call: poster.stream(path, body, call.attach)
+        return lambda call: poster.post(path, body, call.attach)
 
     def _run(
         self,

@@ -1,14 +1,14 @@
-"""Whole (not streamed) JSON answers over connections kept alive between calls.
+"""Requests to an OpenAI-compatible endpoint over connections kept alive between calls.
 
-A chat completion that is not streamed is one POST of a JSON body and one JSON answer. The
-SDK's path for it builds the request through several layers and its connection pool looks at
-every pooled connection on each request, which costs a busy gateway about a millisecond of CPU
-per call. This module sends the same request (the SDK's headers: its user agent, the API key
-as a bearer token, the organisation and project of ``OPENAI_ORG_ID`` and ``OPENAI_PROJECT_ID``)
-over a connection taken from a stack of idle ones, and turns failures into the same hermes
-errors as the SDK's. It serves only what it can serve exactly as the SDK does: an ``http`` or
-``https`` base URL that no proxy variable of the environment applies to (see
-:func:`direct_endpoint`); streams and everything else go through the SDK.
+A model call is one POST of a JSON body answered with JSON, or with server-sent events of
+JSON when it streams. The SDK's path for it builds the request through several layers and its
+connection pool looks at every pooled connection on each request: a busy gateway spent most of
+its CPU per request there. This module sends the same request (the SDK's headers: its user
+agent, the API key as a bearer token, the organisation and project of ``OPENAI_ORG_ID`` and
+``OPENAI_PROJECT_ID``) over a connection taken from a stack of idle ones, reads the answer as
+the SDK does, and turns failures into the same hermes errors as the SDK's. It serves only
+what it can serve exactly as the SDK does: an ``http`` or ``https`` base URL that no proxy
+variable of the environment applies to (see :func:`direct_endpoint`); the SDK serves the rest.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import select
 import socket
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -32,7 +32,7 @@ from urllib.request import (  # type: ignore[attr-defined]  # not in the stubs
 
 from hermes_hookspecs import ProviderError
 
-from .errors import body_message, classify, one_line
+from .errors import body_message, classify, from_body, one_line
 
 MAX_IDLE = 64
 """Idle connections kept per endpoint; more are closed when they come back."""
@@ -144,6 +144,30 @@ class JsonPoster:
         ``on_connection`` gets the connection before anything is sent (to shut it from another
         thread). Raises :class:`ProviderError` (the SDK's errors, as :func:`errors.from_sdk`
         turns them)."""
+        connection, answer = self._exchange(path, body, on_connection)
+        data = self._read(connection, answer)
+        return _decoded(answer, data)
+
+    def stream(
+        self,
+        path: str,
+        body: dict[str, Any],
+        on_connection: Callable[[http.client.HTTPConnection], None] | None = None,
+    ) -> EventStream:
+        """POST ``body`` (which asks for a stream) and return its events once the server has
+        answered with a success; as :meth:`post` otherwise."""
+        connection, answer = self._exchange(path, body, on_connection)
+        if not 200 <= answer.status < 300:
+            _decoded(answer, self._read(connection, answer))  # raises the error
+        return EventStream(self, connection, answer)
+
+    def _exchange(
+        self,
+        path: str,
+        body: dict[str, Any],
+        on_connection: Callable[[http.client.HTTPConnection], None] | None,
+    ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+        """Send the request and read the answer's status and headers."""
         payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
         target = self.endpoint.path + path
         for attempt in (1, 2):
@@ -152,28 +176,32 @@ class JsonPoster:
                 on_connection(connection)
             try:
                 connection.request("POST", target, payload, self.headers)
-                answer = connection.getresponse()
-                data = answer.read()
+                return connection, connection.getresponse()
             except _DROPPED as exc:
                 connection.close()
                 if reused and attempt == 1:
                     continue  # the server had closed the idle connection: a fresh one
                 raise _connection_error(exc) from exc
-            except TimeoutError as exc:
+            except BaseException as exc:
                 connection.close()
-                raise ProviderError(
-                    "the request timed out (no answer within the configured timeout)",
-                    kind="timeout",
-                ) from exc
-            except (OSError, http.client.HTTPException) as exc:
-                connection.close()
-                raise _connection_error(exc) from exc
-            if answer.will_close:
-                connection.close()
-            else:
-                self._put_back(connection)
-            return _decoded(answer, data)
+                raise _network_error(exc) from exc
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _read(
+        self, connection: http.client.HTTPConnection, answer: http.client.HTTPResponse
+    ) -> bytes:
+        """The whole body of ``answer``; its connection is then kept for the next call, if
+        it may be."""
+        try:
+            data = answer.read()
+        except BaseException as exc:
+            connection.close()
+            raise _network_error(exc) from exc
+        if answer.will_close:
+            connection.close()
+        else:
+            self._put_back(connection)
+        return data
 
     def close(self) -> None:
         """Close the idle connections."""
@@ -229,6 +257,73 @@ def shut(connection: http.client.HTTPConnection) -> None:
             sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+
+
+class EventStream:
+    """The JSON value of each event of a streamed answer (server-sent events), as the SDK's
+    stream yields them: up to ``[DONE]``; an event carrying an ``error`` raises its hermes
+    error. Iterated once; :meth:`close` ends it (its connection is not reused)."""
+
+    def __init__(
+        self,
+        poster: JsonPoster,
+        connection: http.client.HTTPConnection,
+        answer: http.client.HTTPResponse,
+    ) -> None:
+        self.poster = poster
+        self.connection = connection
+        self.answer = answer
+
+    def __iter__(self) -> Iterator[Any]:
+        """Each event's JSON value."""
+        try:
+            for data in _event_data(self.answer):
+                if data.startswith("[DONE]"):
+                    return
+                value = json.loads(data)
+                if isinstance(value, dict) and value.get("error"):
+                    error = value["error"]
+                    message = error.get("message") if isinstance(error, dict) else None
+                    if not message or not isinstance(message, str):
+                        message = "An error occurred during streaming"
+                    raise from_body(error, fallback=message)
+                yield value
+        except (OSError, http.client.HTTPException) as exc:
+            raise _network_error(exc) from exc
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop reading: the connection is closed (what is left of the stream is not read)."""
+        self.connection.close()
+
+
+def _event_data(answer: http.client.HTTPResponse) -> Iterator[str]:
+    """The ``data`` of each server-sent event of ``answer`` (its lines joined)."""
+    data: list[str] = []
+    for raw in answer:
+        line = raw.decode("utf-8").rstrip("\r\n")
+        if not line:
+            if data:
+                yield "\n".join(data)
+                data = []
+            continue
+        name, _, value = line.partition(":")
+        if name == "data":
+            data.append(value[1:] if value.startswith(" ") else value)
+    if data:
+        yield "\n".join(data)
+
+
+def _network_error(exc: BaseException) -> BaseException:
+    """The hermes error of a failure to talk to the server (other exceptions as they are)."""
+    if isinstance(exc, TimeoutError):
+        return ProviderError(
+            "the request timed out (no answer within the configured timeout)", kind="timeout"
+        )
+    if isinstance(exc, OSError | http.client.HTTPException):
+        return _connection_error(exc)
+    return exc
 
 
 def _connection_error(exc: BaseException) -> ProviderError:

@@ -147,3 +147,42 @@ def test_with_a_proxy_the_sdk_sends_the_whole_answer(monkeypatch: pytest.MonkeyP
         assert shared_poster(base_url, "not-needed", 10.0) is None
         assert _ask(_client(base_url)) == "through the proxy"
         assert fake.last_request.path.endswith("/proxied/v1/chat/completions")
+
+
+def _chunk(text: str, finish: str | None = None) -> str:
+    chunk = {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "model": "m",
+        "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": finish}],
+    }
+    return f"data: {json.dumps(chunk)}\n\n"
+
+
+def _ask_streamed(client: Any, deltas: list[str]) -> str:
+    request = ModelRequest(
+        model="m",
+        messages=[{"role": "user", "content": "hello"}],
+        stream=True,
+        sink=lambda event, data: deltas.append(data["text"]) if event == "text_delta" else None,
+    )
+    return str(client.complete(request).message["content"])
+
+
+def test_a_streamed_answer_with_comments_and_split_data(serve: Any) -> None:
+    events = ": a comment line\n\n" + _chunk("Hel") + "event: message\n" + _chunk("lo")
+    events += _chunk("", "stop") + "data: [DONE]\n\n"
+    server = serve(answer=events.encode(), content_type="text/event-stream")
+    deltas: list[str] = []
+    assert _ask_streamed(_client(_url(server)), deltas) == "Hello"
+    assert deltas == ["Hel", "lo"]
+
+
+def test_an_error_event_inside_a_stream_is_the_sdks_error(serve: Any) -> None:
+    error = {"error": {"message": "the model is overloaded", "code": "overloaded"}}
+    events = _chunk("Hel") + f"data: {json.dumps(error)}\n\n"
+    server = serve(answer=events.encode(), content_type="text/event-stream")
+    with pytest.raises(ProviderError) as info:
+        _ask_streamed(_client(_url(server)), [])
+    assert info.value.kind == "overloaded" and "the model is overloaded" in str(info.value)
+    assert info.value.status is None  # inferred from the event: not reported as an HTTP status
