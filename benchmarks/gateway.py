@@ -217,6 +217,8 @@ class ServedGateway:
         code = "import sys; from hermes_core.cli import main; sys.exit(main())"
         if args.profile:
             env["HERMES_BENCH_PROFILE"] = args.profile
+            only = "HERMES_BENCH_PROFILE_THREADS_ONLY"
+            env[only] = os.environ.get(only, "")
             harness = str(Path(__file__).with_name("gateway_profile.py"))
             code = f"import runpy; runpy.run_path({harness!r}, run_name='__main__')"
         self.process = subprocess.Popen(
