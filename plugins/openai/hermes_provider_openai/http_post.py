@@ -39,6 +39,8 @@ MAX_IDLE = 64
 
 _DROPPED = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
 """What a kept-alive connection the server has closed meanwhile raises (sent again once)."""
+_NETWORK = (OSError, http.client.HTTPException)
+"""What a failure to talk to the server raises (a hermes ``connection`` or ``timeout`` error)."""
 
 
 @dataclass(frozen=True)
@@ -159,7 +161,7 @@ class JsonPoster:
         connection, answer = self._exchange(path, body, on_connection)
         if not 200 <= answer.status < 300:
             _decoded(answer, self._read(connection, answer))  # raises the error
-        return EventStream(self, connection, answer)
+        return EventStream(connection, answer)
 
     def _exchange(
         self,
@@ -182,9 +184,12 @@ class JsonPoster:
                 if reused and attempt == 1:
                     continue  # the server had closed the idle connection: a fresh one
                 raise _connection_error(exc) from exc
-            except BaseException as exc:
+            except _NETWORK as exc:
                 connection.close()
                 raise _network_error(exc) from exc
+            except BaseException:
+                connection.close()
+                raise
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _read(
@@ -194,9 +199,12 @@ class JsonPoster:
         it may be."""
         try:
             data = answer.read()
-        except BaseException as exc:
+        except _NETWORK as exc:
             connection.close()
             raise _network_error(exc) from exc
+        except BaseException:
+            connection.close()
+            raise
         if answer.will_close:
             connection.close()
         else:
@@ -265,12 +273,8 @@ class EventStream:
     error. Iterated once; :meth:`close` ends it (its connection is not reused)."""
 
     def __init__(
-        self,
-        poster: JsonPoster,
-        connection: http.client.HTTPConnection,
-        answer: http.client.HTTPResponse,
+        self, connection: http.client.HTTPConnection, answer: http.client.HTTPResponse
     ) -> None:
-        self.poster = poster
         self.connection = connection
         self.answer = answer
 
@@ -288,7 +292,7 @@ class EventStream:
                         message = "An error occurred during streaming"
                     raise from_body(error, fallback=message)
                 yield value
-        except (OSError, http.client.HTTPException) as exc:
+        except _NETWORK as exc:
             raise _network_error(exc) from exc
         finally:
             self.close()
@@ -315,15 +319,13 @@ def _event_data(answer: http.client.HTTPResponse) -> Iterator[str]:
         yield "\n".join(data)
 
 
-def _network_error(exc: BaseException) -> BaseException:
-    """The hermes error of a failure to talk to the server (other exceptions as they are)."""
+def _network_error(exc: OSError | http.client.HTTPException) -> ProviderError:
+    """The hermes error of a failure to talk to the server."""
     if isinstance(exc, TimeoutError):
         return ProviderError(
             "the request timed out (no answer within the configured timeout)", kind="timeout"
         )
-    if isinstance(exc, OSError | http.client.HTTPException):
-        return _connection_error(exc)
-    return exc
+    return _connection_error(exc)
 
 
 def _connection_error(exc: BaseException) -> ProviderError:
