@@ -38,6 +38,7 @@ largest gateway process's peak RSS, and the throughput of each worker count over
 
 Usage: python benchmarks/gateway.py [--conversations 50] [--turns 4] [--runs 3] [--workers 1,2]
                                     [--model-delay 0.2] [--spread 0] [--stream] [--plugins a,b]
+                                    [--profile DIR]
 """
 
 from __future__ import annotations
@@ -194,6 +195,7 @@ class ServedGateway:
 
     def __init__(self, args: argparse.Namespace, model_url: str, workers: int) -> None:
         self.home = Path(tempfile.mkdtemp(prefix="hermes-gateway-bench-"))
+        self.profile = args.profile
         config = {
             "model": {"provider": "custom", "base_url": model_url, "default": "m", "api_key": "x"},
             "toolsets": [],
@@ -213,6 +215,12 @@ class ServedGateway:
         if args.plugins:
             env["HERMES_PLUGINS"] = args.plugins
         code = "import sys; from hermes_core.cli import main; sys.exit(main())"
+        if args.profile:
+            env["HERMES_BENCH_PROFILE"] = args.profile
+            only = "HERMES_BENCH_PROFILE_THREADS_ONLY"
+            env[only] = os.environ.get(only, "")
+            harness = str(Path(__file__).with_name("gateway_profile.py"))
+            code = f"import runpy; runpy.run_path({harness!r}, run_name='__main__')"
         self.process = subprocess.Popen(
             [sys.executable, "-c", code, "gateway", "run"],
             env=env,
@@ -235,6 +243,16 @@ class ServedGateway:
         pid = self.process.pid
         children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
         return [pid, *(int(c) for c in children)]
+
+    def signal_workers(self, signum: int) -> None:
+        """Send ``signum`` to the processes that serve (the workers, or the one gateway)
+        when profiling; a no-op otherwise."""
+        if not self.profile:
+            return
+        pids = self.pids()
+        for pid in pids[1:] or pids:
+            os.kill(pid, signum)
+        time.sleep(0.5)
 
     def cpu_seconds(self) -> float:
         """CPU time of the gateway's processes so far."""
@@ -273,9 +291,11 @@ def one_run(args: argparse.Namespace, model_url: str, workers: int) -> dict[str,
     try:
         # each worker's first turns import the provider's SDK: not the load's overhead
         _drive(argparse.Namespace(**{**vars(args), "turns": 2}), gateway.url, starts)
+        gateway.signal_workers(signal.SIGUSR1)  # start profiling (with --profile)
         cpu_before = gateway.cpu_seconds()
         measured = _drive(args, gateway.url, starts)
         cpu = gateway.cpu_seconds() - cpu_before
+        gateway.signal_workers(signal.SIGUSR2)  # write the profile (with --profile)
         peak = gateway.peak_rss_mb()
     finally:
         gateway.stop()
@@ -357,6 +377,13 @@ def main() -> None:
         type=float,
         default=0.0,
         help="seconds over which the conversations start (0: all at the same moment)",
+    )
+    parser.add_argument(
+        "--profile",
+        metavar="DIR",
+        default="",
+        help="profile each serving process under the load (yappi, CPU clock, every thread) "
+        "and write DIR/<pid>.pstat; the CPU figures then include the profiler's cost",
     )
     parser.add_argument("--client", metavar="URL", help=argparse.SUPPRESS)
     parser.add_argument("--starts", default="", help=argparse.SUPPRESS)

@@ -47,14 +47,14 @@ _MAX_DERIVED = 64
 """Hosts with overrides one host keeps ready (see :meth:`Host.with_overrides`)."""
 
 
-def _frozen(value: Any) -> Hashable | None:
+def frozen(value: Any) -> Hashable | None:
     """``value`` (overrides: mappings, lists and scalars) as a hashable key, ``None`` when
     some part of it is not plain data."""
     if isinstance(value, Mapping):
-        items = [(repr(k), _frozen(v)) for k, v in value.items()]
+        items = [(repr(k), frozen(v)) for k, v in value.items()]
         return None if any(v is None for _, v in items) else ("{", tuple(sorted(items)))
     if isinstance(value, list | tuple):
-        parts = tuple(_frozen(v) for v in value)
+        parts = tuple(frozen(v) for v in value)
         return None if any(p is None for p in parts) else ("[", parts)
     if value is None or isinstance(value, str | int | float | bool | Path):
         return (type(value).__name__, value)
@@ -256,7 +256,7 @@ class Host:
         The same ``overrides`` give the same host (up to ``_MAX_DERIVED`` kept): a
         configuration copy costs a deep copy and a check of every key, and a long-running
         process (the gateway) asks for the same few on every turn."""
-        key = _frozen((overrides, keep_client))
+        key = frozen((overrides, keep_client))
         if key is not None:
             with self._lock:
                 known = self._derived.get(key)

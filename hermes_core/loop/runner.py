@@ -12,9 +12,9 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from hermes_hookspecs import (
     AgentOutcome,
@@ -42,7 +42,7 @@ _STATUS = {
 }
 """``run_conversation`` exit reasons -> outcome statuses; every other reason is ``error``."""
 
-_MAX_CACHED_HOSTS = 32
+_MAX_CACHED_HOSTS = 64
 """Distinct task configurations a runner keeps ready (see ``HostRunner._host``)."""
 
 
@@ -70,7 +70,7 @@ class HostRunner:
     def __init__(self, host: Host) -> None:
         self.host = host
         self._build_lock = threading.Lock()
-        self._hosts: dict[tuple[Any, ...], Host] = {}
+        self._hosts: dict[Hashable, Host] = {}
         self._hosts_lock = threading.Lock()
 
     @property
@@ -158,9 +158,12 @@ class HostRunner:
     def _host(self, task: AgentTask) -> Host:
         """The host of ``task``'s run: the runner's, with the task's ``config_overrides``, its
         excluded toolsets and its model, toolset, budget, streaming and source fields on top
-        (the agent is built with nothing left to override). Tasks without ``config_overrides``
-        that differ in no field share one cached host: a configuration copy costs a deep copy
-        and a validation of the whole configuration, and a gateway makes one per message."""
+        (the agent is built with nothing left to override). Tasks that differ in none of these
+        share one cached host: a configuration copy costs a deep copy and a validation of the
+        whole configuration, and a gateway makes one per message (with the user's workspace
+        in its overrides)."""
+        from ..host import frozen
+
         fields = {
             "model.default": task.model,
             "model.provider": task.provider,
@@ -172,12 +175,8 @@ class HostRunner:
             "agent.platform": task.source,
         }
         fields = {k: v for k, v in fields.items() if v is not None}
-        key = None
-        if not task.config_overrides:
-            key = (
-                tuple(task.exclude_toolsets),
-                tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in fields.items()),
-            )
+        key = frozen((task.config_overrides or {}, list(task.exclude_toolsets), fields))
+        if key is not None:
             with self._hosts_lock:
                 cached = self._hosts.get(key)
             if cached is not None:  # cached once checked: the check depends on the key only

@@ -449,16 +449,33 @@ _WATCH_INTERVAL = 0.2
 
 async def _first_or_gone(request: web.Request, queue: asyncio.Queue[str | None]) -> Any:
     """The queue's first item, or :data:`_GONE` as soon as the client's connection closes
-    (aiohttp does not cancel a handler whose client left, so the connection is watched)."""
+    (aiohttp does not cancel a handler whose client left, so the connection is looked at
+    every ``_WATCH_INTERVAL`` seconds, by a timer rather than a wait with a timeout, which
+    would cost a future and its callbacks each time)."""
+    loop = asyncio.get_running_loop()
     getter = asyncio.ensure_future(queue.get())
-    while True:
-        done, _ = await asyncio.wait({getter}, timeout=_WATCH_INTERVAL)
-        if done:
-            return getter.result()
+    gone = False
+    timer: asyncio.TimerHandle | None = None
+
+    def watch() -> None:
+        nonlocal gone, timer
         transport = request.transport
         if transport is None or transport.is_closing():
+            gone = True
             getter.cancel()
+        else:
+            timer = loop.call_later(_WATCH_INTERVAL, watch)
+
+    timer = loop.call_later(_WATCH_INTERVAL, watch)
+    try:
+        return await getter
+    except asyncio.CancelledError:
+        if gone:  # the watch cancelled the getter, not the handler's caller
             return _GONE
+        raise
+    finally:
+        if timer is not None:
+            timer.cancel()
 
 
 class _Events:

@@ -21,6 +21,7 @@ from hermes_runtime.threads import Workers
 
 from . import chat, responses
 from .errors import from_sdk
+from .http_post import JsonPoster, direct_endpoint, shut
 
 CHAT = "chat_completions"
 RESPONSES = "codex_responses"
@@ -67,6 +68,31 @@ def shared_sdk(base_url: str, api_key: str, timeout: float | None) -> Any:
         return sdk
 
 
+_SHARED_POSTERS: dict[tuple[str, str, float | None], JsonPoster | None] = {}
+
+
+def shared_poster(base_url: str, api_key: str, timeout: float | None) -> JsonPoster | None:
+    """The process's :class:`JsonPoster` for an endpoint, key and timeout, or ``None`` where
+    whole answers go through the SDK (:func:`http_post.direct_endpoint`). Like the SDK's
+    client, it reads the proxy variables once, when it is made."""
+    key = (base_url, api_key, timeout)
+    with _SHARED_LOCK:
+        if key in _SHARED_POSTERS:
+            return _SHARED_POSTERS[key]
+        endpoint = direct_endpoint(base_url)
+        poster = None
+        if endpoint is not None:
+            from hermes_runtime.tls import default_context_maker, shared_context
+
+            poster = JsonPoster(
+                endpoint, api_key, timeout, lambda: shared_context(default_context_maker())
+            )
+        if len(_SHARED_POSTERS) >= MAX_SHARED_SDKS:
+            _SHARED_POSTERS.pop(next(iter(_SHARED_POSTERS)))
+        _SHARED_POSTERS[key] = poster
+        return poster
+
+
 CALL_THREADS = Workers("hermes-openai-call")
 """The threads every client of this process runs its SDK calls on."""
 
@@ -80,17 +106,21 @@ class _Call:
     """One SDK call on a worker thread (of :data:`CALL_THREADS`), with its results handed over
     through a queue."""
 
-    def __init__(self, opener: Callable[[], Any], streaming: bool, cancel: threading.Event):
+    def __init__(
+        self, opener: Callable[[_Call], Any], streaming: bool, cancel: threading.Event
+    ) -> None:
         self.opener = opener
         self.streaming = streaming
         self.cancel = cancel
         self.stopped = threading.Event()
         self.stream: Any = None
+        self.connection: Any = None
+        """The connection of a whole answer's POST (see :mod:`.http_post`), once it has one."""
         self.queue: queue.SimpleQueue[tuple[int, Any]] = queue.SimpleQueue()
 
     def _work(self) -> None:
         try:
-            result = self.opener()
+            result = self.opener(self)
             if not self.streaming:
                 self.queue.put((_RESULT, result))
                 return
@@ -108,9 +138,17 @@ class _Call:
             if self.stream is not None and (self.stopped.is_set() or self.cancel.is_set()):
                 _close_quietly(self.stream)
 
+    def attach(self, connection: Any) -> None:
+        """The POST's connection: shut by :meth:`stop` (or now, when already stopped)."""
+        self.connection = connection
+        if self.stopped.is_set():
+            shut(connection)
+
     def stop(self) -> None:
         """Make the worker give up: shut the socket so a blocked read returns at once."""
         self.stopped.set()
+        if self.connection is not None:
+            shut(self.connection)
         stream = self.stream
         if stream is None:
             return  # the worker closes the stream itself when its call returns
@@ -180,9 +218,15 @@ class OpenAIClient:
         return self._sdk
 
     def prepare(self) -> None:
-        """Import the SDK and build its client now (e.g. on a background thread while the user
-        types), so the first request does not wait for it."""
-        _ = self.sdk
+        """Make what the first request needs now (e.g. on a background thread while the user
+        types), so that it does not wait for it: the endpoint's :class:`JsonPoster`, or for an
+        endpoint behind a proxy the SDK, imported and its client built."""
+        settings = self.settings
+        poster = shared_poster(
+            str(settings.base_url), settings.api_key or "not-needed", settings.timeout
+        )
+        if poster is None:
+            _ = self.sdk
 
     def close(self) -> None:
         """Let go of the SDK client (its connection pool stays with the process, for the next
@@ -224,19 +268,27 @@ class OpenAIClient:
             return accumulator.result()
         return responses.parse_response(self._run(request, opener))
 
-    def _opener(self, path: str, body: dict[str, Any]) -> Callable[[], Any]:
-        """A POST of ``body`` to ``path`` through the SDK client, which sends it, retries,
-        authenticates and turns failures into its errors, and hands back the answer as
-        plain JSON (a dict, or one dict per streamed event). Neither the SDK's walk of the
-        request through its parameter types nor its response models are needed: the
-        converters read plain JSON, and the body is plain JSON already. The SDK is imported
-        by the first call, on the worker thread."""
-        return lambda: post_json(self.sdk, path, body)
+    def _opener(self, path: str, body: dict[str, Any]) -> Callable[[_Call], Any]:
+        """A POST of ``body`` to ``path``, handing back the answer as plain JSON (a dict, or
+        one dict per streamed event): the converters read plain JSON, and the body is plain
+        JSON already. An endpoint reached directly is asked through the process's
+        :class:`JsonPoster`; one behind a proxy through the SDK client, which sends it,
+        authenticates and turns failures into its errors (imported by the first such call,
+        on the worker thread)."""
+        settings = self.settings
+        poster = shared_poster(
+            str(settings.base_url), settings.api_key or "not-needed", settings.timeout
+        )
+        if poster is None:
+            return lambda call: post_json(self.sdk, path, body)
+        if body.get("stream"):
+            return lambda call: poster.stream(path, body, call.attach)
+        return lambda call: poster.post(path, body, call.attach)
 
     def _run(
         self,
         request: ModelRequest,
-        opener: Callable[[], Any],
+        opener: Callable[[_Call], Any],
         on_item: Callable[[Any], None] | None = None,
     ) -> Any:
         """Run ``opener`` on a worker thread; with ``on_item``, hand each streamed item to it

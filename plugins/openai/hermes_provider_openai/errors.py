@@ -121,7 +121,7 @@ def classify(
     return ProviderError(line, kind="other", **common)
 
 
-def _body_message(body: Any, fallback: str) -> tuple[str, str | None]:
+def body_message(body: Any, fallback: str) -> tuple[str, str | None]:
     """The server's message and error code from an error body (the SDK unwraps ``error``)."""
     if isinstance(body, Mapping):
         inner = body.get("error")
@@ -144,7 +144,7 @@ def from_body(
     well-known codes (rate limits, overload, quota, context length) are recognised; anything
     else counts as a server failure, which is worth retrying.
     """
-    message, code = _body_message(body, fallback)
+    message, code = body_message(body, fallback)
     lowered = (code or "").lower()
     if lowered.isdigit():
         return classify(int(lowered), message, provider=provider)
@@ -186,7 +186,7 @@ def from_sdk(exc: BaseException, *, provider: str | None = None) -> ProviderErro
         )
     if isinstance(exc, openai.APIStatusError):
         fallback = exc.message or f"Error code: {exc.status_code}"
-        message, code = _body_message(exc.body, fallback)
+        message, code = body_message(exc.body, fallback)
         return classify(
             exc.status_code,
             message,

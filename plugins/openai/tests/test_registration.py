@@ -83,17 +83,27 @@ def test_custom_detects_nothing(providers):
     assert providers["custom"].detect is None
 
 
-def test_importing_the_plugin_does_not_import_the_sdk():
-    code = (
-        "import sys, hermes_provider_openai as p\n"
+def _preparing(proxy: str | None) -> str:
+    return (
+        "import os, sys, hermes_provider_openai as p\n"
         "from hermes_hookspecs import ProviderSettings\n"
+        "for name in [n for n in os.environ if n.lower().endswith('_proxy')]:\n"
+        "    del os.environ[name]\n"
+        f"if {proxy!r}: os.environ['HTTPS_PROXY'] = {proxy!r}\n"
         "p.hermes_register_providers(lambda provider: None)\n"
         "client = p.create_client(ProviderSettings(provider='custom', model='m',"
-        " base_url='http://127.0.0.1:9/v1'))\n"
+        " base_url='https://127.0.0.1:9/v1'))\n"
         "assert 'openai' not in sys.modules, 'openai imported'\n"
         "client.prepare()\n"
-        "assert 'openai' in sys.modules\n"
     )
+
+
+def test_importing_the_plugin_does_not_import_the_sdk():
+    # a directly reached endpoint is asked without the SDK (see http_post)
+    code = _preparing(None) + "assert 'openai' not in sys.modules\n"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+    # behind a proxy, the SDK's client asks it: preparing imports the SDK
+    code = _preparing("http://127.0.0.1:9") + "assert 'openai' in sys.modules\n"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
