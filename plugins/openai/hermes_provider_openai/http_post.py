@@ -34,6 +34,10 @@ from hermes_hookspecs import ProviderError
 
 from .errors import body_message, classify, from_body, one_line
 
+SDK_SWITCH = "HERMES_OPENAI_HTTP"
+"""The environment variable that, set to ``sdk``, sends every request through the SDK's own
+HTTP client (for an endpoint this module does not serve as the SDK would)."""
+
 MAX_IDLE = 64
 """Idle connections kept per endpoint; more are closed when they come back."""
 
@@ -56,7 +60,10 @@ class Endpoint:
 def direct_endpoint(base_url: str) -> Endpoint | None:
     """The endpoint of ``base_url`` when this module can serve it as the SDK would: ``http`` or
     ``https``, no user name or query in the URL, and no ``*_PROXY`` variable that applies to
-    its host (the SDK's client would go through that proxy); else ``None``."""
+    its host (the SDK's client would go through that proxy); else, or when
+    :data:`SDK_SWITCH` is ``sdk``, ``None``."""
+    if os.environ.get(SDK_SWITCH, "").strip().lower() == "sdk":
+        return None
     try:
         parts = urlsplit(base_url)
         port = parts.port

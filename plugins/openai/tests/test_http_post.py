@@ -186,3 +186,21 @@ def test_an_error_event_inside_a_stream_is_the_sdks_error(serve: Any) -> None:
         _ask_streamed(_client(_url(server)), [])
     assert info.value.kind == "overloaded" and "the model is overloaded" in str(info.value)
     assert info.value.status is None  # inferred from the event: not reported as an HTTP status
+
+
+def test_the_switch_sends_every_request_through_the_sdks_client(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from hermes_provider_openai.http_post import SDK_SWITCH
+
+    with FakeLLM() as fake:
+        fake.add("own", "sdk")
+        base_url = fake.openai_base_url
+        monkeypatch.delenv(SDK_SWITCH, raising=False)
+        assert direct_endpoint(base_url) is not None
+        assert _ask(_client(base_url)) == "own"
+        assert "x-stainless-retry-count" not in fake.last_request.headers
+        monkeypatch.setenv(SDK_SWITCH, "sdk")
+        assert direct_endpoint(base_url) is None
+        assert _ask(_client(base_url + "/")) == "sdk"  # another endpoint key: chosen afresh
+        assert "x-stainless-retry-count" in fake.last_request.headers  # sent by the SDK only

@@ -1,5 +1,6 @@
-"""The client against the test kit's fake LLM server, through the real ``openai`` SDK: both
-modes, whole and streamed, tool calls, reasoning, errors, interrupts and broken streams."""
+"""The client against the test kit's fake LLM server: both modes, whole and streamed, tool
+calls, reasoning, errors, interrupts and broken streams, each over the plugin's own
+connections and through the real ``openai`` SDK's HTTP client (``HERMES_OPENAI_HTTP=sdk``)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,20 @@ TOOLS = [
     for name in ("get_time", "get_weather")
 ]
 ARGUMENTS = '{"city": "Paris, \\"the\\" city of light ü", "days": [1, 2, 3]}'
+
+
+@pytest.fixture(autouse=True, params=["own", "sdk"])
+def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+    """Every test runs over the plugin's connections and through the SDK's HTTP client."""
+    from hermes_provider_openai import client, http_post
+
+    if request.param == "sdk":
+        monkeypatch.setenv(http_post.SDK_SWITCH, "sdk")
+    else:
+        monkeypatch.delenv(http_post.SDK_SWITCH, raising=False)
+    client._SHARED_POSTERS.clear()  # each endpoint's choice is made once per process
+    yield request.param
+    client._SHARED_POSTERS.clear()
 
 
 def client_for(fake, mode="chat_completions", timeout=30.0, provider="custom"):
