@@ -8,8 +8,8 @@ import tempfile
 from pathlib import Path
 
 from hermes_core.session_store import SQLiteSessionStore
-from hermes_core.testing import make_agent, text, tool_call, tool_calls
-from hermes_hookspecs import Tool, Toolset, hookimpl
+from hermes_core.testing import make_agent, text, tool_call, tool_calls, toolset_plugin
+from hermes_hookspecs import Tool
 
 
 class _Traced(SQLiteSessionStore):
@@ -23,23 +23,12 @@ class _Traced(SQLiteSessionStore):
         return conn
 
 
-class _Echo:
-    @hookimpl
-    def hermes_register_toolsets(self, register):  # type: ignore[no-untyped-def]
-        register(
-            Toolset(
-                name="echo",
-                description="echo",
-                tools=[
-                    Tool(
-                        name="echo",
-                        description="echo",
-                        parameters={"type": "object", "properties": {}},
-                        handler=lambda args, ctx: "echoed",
-                    )
-                ],
-            )
-        )
+ECHO = Tool(
+    name="echo",
+    description="echo",
+    parameters={"type": "object", "properties": {}},
+    handler=lambda args, ctx: "echoed",
+)
 
 
 def _counted(statements: list[str]) -> str:
@@ -53,9 +42,12 @@ def bench_turn_writes() -> None:
     """Print the store's writes of a one-message turn and of a three-call turn."""
     with tempfile.TemporaryDirectory() as home, _Traced(Path(home, "sessions.db")) as store:
         agent = make_agent(
-            tool_call("echo"), text("done"), session_store=store, plugins=[_Echo()],
+            tool_call("echo"),
+            text("done"),
+            session_store=store,
+            plugins=[toolset_plugin(ECHO, name="echo")],
             toolsets=["echo"],
-        )  # fmt: skip
+        )
         with agent:
             agent.chat("first")  # the session's creation and title are not per turn
             agent.client.add(text("two"))

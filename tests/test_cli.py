@@ -34,8 +34,9 @@ from hermes_core.cli import app
 from hermes_core.loop.agent import RESULT_KEYS
 from hermes_core.plugins.manager import reset_entry_point_cache
 from hermes_core.testing import ScriptedModel, text, tool_call
+from hermes_core.testing import toolset_plugin as kit_toolset_plugin
 from hermes_core.testing.kit import scripted_provider_plugin
-from hermes_hookspecs import AuthenticationError, ProviderError, Tool, Toolset, hookimpl
+from hermes_hookspecs import AuthenticationError, ProviderError, Tool, hookimpl
 
 BUILTIN_COMMANDS = ("chat", "config", "doctor", "plugins", "providers", "tools", "version")
 OBJ = {"type": "object", "properties": {}}
@@ -50,22 +51,9 @@ def roll(args: dict[str, Any], ctx: Any) -> str:
 
 
 def toolset_plugin(name: str = "dice", *tools: Tool, enabled: bool = True) -> object:
-    """An in-process plugin registering one toolset."""
+    """An in-process plugin registering one toolset (a die roller unless ``tools`` are given)."""
     tools = tools or (Tool(name="roll", description="Roll a die", parameters=OBJ, handler=roll),)
-
-    class ToolsetPlugin:
-        @hookimpl
-        def hermes_register_toolsets(self, register: Any) -> None:
-            register(
-                Toolset(
-                    name=name,
-                    description=f"{name} tools",
-                    tools=list(tools),
-                    enabled_by_default=enabled,
-                )
-            )
-
-    return ToolsetPlugin()
+    return kit_toolset_plugin(*tools, name=name, description=f"{name} tools", enabled=enabled)
 
 
 class RaisingHookPlugin:

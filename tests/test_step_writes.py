@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from hermes_core.session_store import MemorySessionStore, SessionStoreError, SQLiteSessionStore
-from hermes_core.testing import make_agent, text, tool_call, tool_calls
-from hermes_hookspecs import SessionInfo, Tool, Toolset, hookimpl
+from hermes_core.testing import make_agent, text, tool_call, tool_calls, toolset_plugin
+from hermes_hookspecs import SessionInfo, Tool
 
 
 class _Traced(SQLiteSessionStore):
@@ -43,23 +43,12 @@ def _writes(statements: list[str]) -> tuple[int, int]:
     return transactions, len(written)
 
 
-class _Echo:
-    @hookimpl
-    def hermes_register_toolsets(self, register):
-        register(
-            Toolset(
-                name="echo",
-                description="echo",
-                tools=[
-                    Tool(
-                        name="echo",
-                        description="echo",
-                        parameters={"type": "object", "properties": {}},
-                        handler=lambda args, ctx: "echoed",
-                    )
-                ],
-            )
-        )
+ECHO = Tool(
+    name="echo",
+    description="echo",
+    parameters={"type": "object", "properties": {}},
+    handler=lambda args, ctx: "echoed",
+)
 
 
 def test_a_one_message_turn_is_two_transactions(traced) -> None:
@@ -88,7 +77,7 @@ def test_a_tool_step_is_one_transaction_per_step(traced) -> None:
         tool_call("echo", id="c1"),
         text("done"),
         session_store=traced,
-        plugins=[_Echo()],
+        plugins=[toolset_plugin(ECHO, name="echo")],
         toolsets=["echo"],
     )
     with agent:
@@ -149,7 +138,7 @@ KILLED_TURN = textwrap.dedent(
     """
     import sys, time
     from hermes_core.session_store import SQLiteSessionStore
-    from hermes_core.testing import make_agent, text, tool_call, tool_calls
+    from hermes_core.testing import make_agent, text, tool_call, tool_calls, toolset_plugin
     from hermes_hookspecs import Tool, Toolset, hookimpl
 
     def stuck(args, ctx):

@@ -18,7 +18,8 @@ Write = Callable[[sqlite3.Connection], None]
 
 class Appends:
     """Messages appended to one session one after the other, and the token usage added to it
-    right after them: written with one ``UPDATE`` of the session row and one ``INSERT``."""
+    right after them (either may be missing): written with one ``UPDATE`` of the session row
+    and one ``INSERT``."""
 
     __slots__ = ("session_id", "rows", "tool_calls", "title", "usage", "cost")
 
@@ -38,13 +39,9 @@ class Appends:
         if self.title is None and encoded.text.strip():
             self.title = make_title(encoded.text)
 
-    def takes_message(self, session_id: str) -> bool:
-        """Whether a message for ``session_id`` can be added to this write (not after usage,
-        which would then count a later step's tokens before its messages)."""
-        return session_id == self.session_id and self.usage is None
-
-    def takes_usage(self, session_id: str) -> bool:
-        """Whether token usage for ``session_id`` can be added to this write."""
+    def open_to(self, session_id: str) -> bool:
+        """Whether messages or token usage for ``session_id`` can be added to this write (not
+        after usage, which would then count a later step's tokens before its messages)."""
         return session_id == self.session_id and self.usage is None
 
     def add_usage(self, counts: list[int], cost: float | None) -> None:
@@ -54,19 +51,22 @@ class Appends:
 
     def __call__(self, conn: sqlite3.Connection) -> None:
         """Write the messages and the counters (inside the caller's transaction)."""
-        sets = (
-            "message_count = message_count + ?, tool_call_count = tool_call_count + ?, "
-            "title = COALESCE(title, ?)"
-        )
-        params: list[Any] = [len(self.rows), self.tool_calls, self.title]
+        sets: list[str] = []
+        params: list[Any] = []
+        if self.rows:
+            sets.append(
+                "message_count = message_count + ?, tool_call_count = tool_call_count + ?, "
+                "title = COALESCE(title, ?)"
+            )
+            params += [len(self.rows), self.tool_calls, self.title]
         if self.usage is not None:
-            sets += "".join(f", {name} = {name} + ?" for name in TOKEN_COLUMNS)
+            sets += [f"{name} = {name} + ?" for name in TOKEN_COLUMNS]
             params += self.usage
             if self.cost is not None:
-                sets += ", estimated_cost_usd = COALESCE(estimated_cost_usd, 0) + ?"
+                sets.append("estimated_cost_usd = COALESCE(estimated_cost_usd, 0) + ?")
                 params.append(self.cost)
         params.append(self.session_id)
-        cursor = conn.execute(f"UPDATE sessions SET {sets} WHERE id = ?", params)
+        cursor = conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE id = ?", params)
         if cursor.rowcount == 0:
             raise unknown_session(self.session_id)
         if len(self.rows) == 1:

@@ -201,7 +201,7 @@ class SQLiteSessionStore(SQLiteConnections):
             row = conn.execute("SELECT metadata FROM sessions WHERE id = ?", (session_id,))
             found = row.fetchone()
             if found is None:
-                raise _unknown(session_id)
+                raise unknown_session(session_id)
             sets = [f"{name} = ?" for name in columns]
             params = list(columns.values())
             if extra:
@@ -227,11 +227,7 @@ class SQLiteSessionStore(SQLiteConnections):
         encoded = _encode_message(session_id, message, time.time())
         pending = self._pending()
         if pending is not None:  # joins the messages appended just before it, if any
-            last = pending[-1] if pending else None
-            if not (isinstance(last, Appends) and last.takes_message(session_id)):
-                last = Appends(session_id)
-                pending.append(last)
-            last.add(encoded)
+            self._appends_in(pending, session_id).add(encoded)
             self._local.appended += 1
             return
         appends = Appends(session_id)
@@ -257,6 +253,16 @@ class SQLiteSessionStore(SQLiteConnections):
         """The writes of this thread's open :meth:`batch`, or ``None`` outside one."""
         pending: list[Write] | None = getattr(self._local, "batch", None)
         return pending
+
+    @staticmethod
+    def _appends_in(pending: list[Write], session_id: str) -> Appends:
+        """The batch's last write when it can take messages or usage for ``session_id``, else
+        a new one added to the batch."""
+        last = pending[-1] if pending else None
+        if not (isinstance(last, Appends) and last.open_to(session_id)):
+            last = Appends(session_id)
+            pending.append(last)
+        return last
 
     def _write(self, write: Write, what: str) -> None:
         """Run ``write`` in a transaction of its own, or add it to this thread's batch."""
@@ -527,27 +533,14 @@ class SQLiteSessionStore(SQLiteConnections):
         if hasattr(usage, "as_dict"):
             usage = usage.as_dict()
         counts = [int(usage.get(name) or 0) for name in TOKEN_COLUMNS]
-        sets = ", ".join(f"{name} = {name} + ?" for name in TOKEN_COLUMNS)
-        params: list[Any] = list(counts)
-        if cost_usd is not None:
-            sets += ", estimated_cost_usd = COALESCE(estimated_cost_usd, 0) + ?"
-            params.append(float(cost_usd))
-
+        cost = None if cost_usd is None else float(cost_usd)
         pending = self._pending()
-        last = pending[-1] if pending else None
-        if isinstance(last, Appends) and last.takes_usage(session_id):
-            last.add_usage(counts, None if cost_usd is None else float(cost_usd))
+        if pending is not None:  # joins the messages of its step, if they were just appended
+            self._appends_in(pending, session_id).add_usage(counts, cost)
             return
-
-        def add(conn: sqlite3.Connection) -> None:
-            cursor = conn.execute(f"UPDATE sessions SET {sets} WHERE id = ?", (*params, session_id))
-            if cursor.rowcount == 0:
-                raise _unknown(session_id)
-
-        self._write(add, what="save token usage")
-
-
-_unknown = unknown_session
+        write = Appends(session_id)
+        write.add_usage(counts, cost)
+        self._run(write, write=True, what="save token usage")
 
 
 class _Batch:

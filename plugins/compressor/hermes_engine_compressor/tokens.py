@@ -83,20 +83,4 @@ def _with_calls(chars: int, calls: Any) -> int:
 
 def estimate(messages: Iterable[dict[str, Any]]) -> int:
     """Estimated tokens of ``messages``: the sum of their :func:`message_tokens`."""
-    # message_tokens inlined: a resumed session of tens of thousands of messages is
-    # estimated whole before its first request
-    total = 0
-    for message in messages:
-        if type(message) is not dict and not isinstance(message, dict):
-            continue
-        content = message.get("content")
-        if type(content) is str:
-            chars = len(content)
-        else:
-            chars = 0 if content is None else content_chars(content)
-        calls = message.get("tool_calls")
-        if calls:
-            total += _with_calls(chars, calls)
-        else:
-            total += MESSAGE_OVERHEAD + chars // CHARS_PER_TOKEN
-    return total
+    return sum(message_tokens(message) for message in messages if isinstance(message, dict))
