@@ -357,7 +357,7 @@ def _bwrap_for(user: list[str], folder: Path) -> str:
     return str(copy / "pkg" / "_bin" / "bwrap")
 
 
-def test_an_unprivileged_user_gets_the_same_wall(outside_tmp):
+def test_an_unprivileged_user_gets_the_same_wall(outside_tmp, monkeypatch):
     tmp_path = outside_tmp
     if os.geteuid() != 0:
         pytest.skip("drops to an ordinary user from root")
@@ -369,6 +369,10 @@ def test_an_unprivileged_user_gets_the_same_wall(outside_tmp):
     script.write_text("touch ok && echo ws-ok; touch /etc/hermes-canary 2>&1; echo pid=$$\n")
     from hermes_env_sandbox import Sandbox, SandboxSettings
 
+    # This test run's own Python, when it lies under /tmp (a checkout there), is shown to
+    # commands; root may keep it where the ordinary user cannot look (tox makes .tox 0700).
+    for name in ("prefix", "exec_prefix", "base_prefix"):
+        monkeypatch.setattr(sys, name, "/usr")
     box_tmp = tmp_path / "box-tmp"
     box_tmp.mkdir(mode=0o777)
     os.chmod(box_tmp, 0o777)
