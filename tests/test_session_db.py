@@ -173,6 +173,21 @@ def test_messages_round_trip_exactly(store):
     assert isinstance(got[3]["content"], list)
 
 
+def test_messages_of_sessions_written_in_turn_come_back_in_their_own_order(store):
+    new_session(store, "s1")
+    new_session(store, "s2")
+    expected: dict[str, list[dict[str, str]]] = {"s1": [], "s2": []}
+    for n in range(600):
+        sid = "s1" if n % 3 else "s2"
+        message = {"role": "user" if n % 2 else "assistant", "content": f"{sid} message {n}"}
+        expected[sid].append(message)
+        store.append_message(sid, message)
+    assert store.get_messages("s1") == expected["s1"]
+    assert store.get_clean_messages("s2") == expected["s2"]
+    new_session(store, "empty")
+    assert store.get_messages("empty") == []
+
+
 def test_unusual_values_round_trip(store):
     new_session(store)
     odd = [

@@ -220,47 +220,43 @@ def parse_bodies(bodies: list[str]) -> list[dict[str, Any]]:
     return messages
 
 
+_BODIES_ARRAY = (
+    # An aggregate over a subquery with ORDER BY: SQLite does not flatten it, so the subquery
+    # runs as a co-routine and feeds group_concat its rows in order.
+    "SELECT count(*) = count(body), '[' || group_concat(body, ',') || ']' "
+    "FROM (SELECT body FROM messages WHERE session_id = ? ORDER BY id)"
+)
+
+
 def message_bodies(
     conn: sqlite3.Connection, session_id: str
-) -> tuple[list[str | None], list[tuple[Any, ...]]]:
-    """The ``body`` of every message of a session in order, and the ``_MESSAGE_SELECT`` rows
-    of those that have none, in order; both from one snapshot.
+) -> tuple[str | None, list[str | None], list[tuple[Any, ...]]]:
+    """A session's messages as stored, from one snapshot: the JSON array of every message's
+    ``body`` when each row has one; else each row's ``body`` (or ``None``) in order, with the
+    ``_MESSAGE_SELECT`` rows of those that have none, in order.
 
-    A session whose first row has a body is read as one column (a row without one, which lone
-    surrogates make, is read again afterwards); a session begun before the column existed as
-    every row's columns, in one pass, as it was before."""
+    The array comes from SQLite as one string, which spares a Python string per row and
+    their join. A session begun before the column existed is read as every row's columns, in
+    one pass, as it was before; a row without a body among rows with one (lone surrogates
+    make those) is read again afterwards."""
     conn.execute("BEGIN")
     try:
         first = conn.execute(
             "SELECT body IS NULL FROM messages WHERE session_id = ? ORDER BY id LIMIT 1",
             (session_id,),
         ).fetchone()
-        if first is not None and first[0]:
-            # the body last: each row is also a _MESSAGE_SELECT row, as it is
-            rows = conn.execute(
-                f"SELECT {_MESSAGE_SELECT}, body FROM messages WHERE session_id = ? ORDER BY id",
-                (session_id,),
-            ).fetchall()
-            bodies = [row[-1] for row in rows]
-            if None not in bodies:
-                return bodies, []
-            return bodies, rows if all(body is None for body in bodies) else [
-                row for row in rows if row[-1] is None
-            ]
-        bodies = [
-            body
-            for (body,) in conn.execute(
-                "SELECT body FROM messages WHERE session_id = ? ORDER BY id", (session_id,)
-            )
-        ]
-        old_rows: list[tuple[Any, ...]] = []
-        if None in bodies:
-            old_rows = conn.execute(
-                f"SELECT {_MESSAGE_SELECT} FROM messages WHERE session_id = ? AND body IS NULL "
-                "ORDER BY id",
-                (session_id,),
-            ).fetchall()
-        return bodies, old_rows
+        if first is None:
+            return "[]", [], []
+        if not first[0]:
+            complete, array = conn.execute(_BODIES_ARRAY, (session_id,)).fetchone()
+            if complete:
+                return array, [], []
+        rows = conn.execute(
+            f"SELECT {_MESSAGE_SELECT}, body FROM messages WHERE session_id = ? ORDER BY id",
+            (session_id,),
+        ).fetchall()
+        bodies = [row[-1] for row in rows]  # the body last: each row is a _MESSAGE_SELECT row
+        return None, bodies, [row for row in rows if row[-1] is None]
     finally:
         conn.execute("COMMIT")
 

@@ -324,13 +324,14 @@ class SQLiteSessionStore(SQLiteConnections):
         encodable), all parsed at once; rows without one (written before the column existed,
         or holding lone surrogates) decoded from their columns, in the same snapshot."""
         with collector_paused():
-            bodies, old_rows = self._run(
+            array, bodies, old_rows = self._run(
                 functools.partial(message_bodies, session_id=session_id),
                 write=False,
                 what="read messages",
             )
-            if not old_rows:
-                return parse_bodies(bodies)  # type: ignore[arg-type]  # no None among them
+            if array is not None:
+                messages: list[dict[str, Any]] = json.loads(array)
+                return messages
             if len(old_rows) == len(bodies):  # written before messages had a body
                 return decode_messages(old_rows, clean=clean)
             old = iter(decode_messages(old_rows, clean=clean))

@@ -84,6 +84,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _record(self) -> RecordedRequest:
         body = self._read_body()
+        arrived = time.time()  # before this server's own parse, which is not the client's time
         headers: dict[str, str] = {}
         for name, value in self.headers.items():
             key = name.lower()
@@ -92,7 +93,7 @@ class _Handler(BaseHTTPRequestHandler):
             parsed = _json.loads(body) if body else None
         except ValueError:
             parsed = None
-        return RecordedRequest(self.command, self.path, headers, body, parsed)
+        return RecordedRequest(self.command, self.path, headers, body, parsed, received_at=arrived)
 
     def _idle(self, seconds: float | None) -> bool:
         """Wait ``seconds`` (``None``: for ever); ``False`` as soon as the client disconnects or

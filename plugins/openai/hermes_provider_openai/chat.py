@@ -25,6 +25,8 @@ FINISH = {
 }
 MAX_CACHE_MARKERS = 4
 _INTERNAL = ("reasoning", "finish_reason")
+_WIRE_KEYS = frozenset(("role", "content", "tool_calls", "tool_call_id", "name"))
+"""The keys of the messages the core sends, none of them internal."""
 
 
 def get(obj: Any, name: str, default: Any = None) -> Any:
@@ -116,7 +118,10 @@ def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``messages`` without internal fields (the core strips them; this never adds any)."""
     out = []
     for message in messages:
-        if any(k.startswith("_") or k in _INTERNAL for k in message):
+        # The usual case, only wire keys, is checked without a Python step per key.
+        if not _WIRE_KEYS.issuperset(message) and any(
+            k.startswith("_") or k in _INTERNAL for k in message
+        ):
             message = {
                 k: v for k, v in message.items() if not k.startswith("_") and k not in _INTERNAL
             }

@@ -177,7 +177,9 @@ class JsonPoster:
         on_connection: Callable[[http.client.HTTPConnection], None] | None,
     ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
         """Send the request and read the answer's status and headers."""
-        payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        # ASCII with escapes: a few percent longer than UTF-8 where the text is not English,
+        # but encoding a long history costs half the time (no wide string to convert).
+        payload = json.dumps(body, separators=(",", ":")).encode()
         target = self.endpoint.path + path
         for attempt in (1, 2):
             connection, reused = self._connection()
