@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from .codec import _INSERT_MESSAGE, _EncodedMessage, make_title
+from .codec import INSERT_MESSAGE_SQL, EncodedMessage, make_title
 from .errors import FIND_IDS_HINT, SessionStoreError
 from .schema import TOKEN_COLUMNS
 
@@ -32,7 +32,7 @@ class Appends:
         self.usage: list[int] | None = None
         self.cost: float | None = None
 
-    def add(self, encoded: _EncodedMessage) -> None:
+    def add(self, encoded: EncodedMessage) -> None:
         """Add one message (encoded), after those already added."""
         self.rows.append(encoded.row)
         self.tool_calls += encoded.tool_call_count
@@ -70,9 +70,9 @@ class Appends:
         if cursor.rowcount == 0:
             raise unknown_session(self.session_id)
         if len(self.rows) == 1:
-            conn.execute(_INSERT_MESSAGE, self.rows[0])
+            conn.execute(INSERT_MESSAGE_SQL, self.rows[0])
         elif self.rows:
-            conn.executemany(_INSERT_MESSAGE, self.rows)
+            conn.executemany(INSERT_MESSAGE_SQL, self.rows)
 
 
 def run_all(conn: sqlite3.Connection, writes: list[Write]) -> None:

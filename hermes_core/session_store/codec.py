@@ -29,7 +29,7 @@ from .surrogates import replace_surrogates
 
 TITLE_CHARS = 60
 
-_UNSPACED = re.compile(
+UNSPACED = re.compile(
     "[\u1100-\u11ff\u2e80-\u2fdf\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
     "\ua960-\ua97f\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003ffff]"
 )
@@ -50,7 +50,7 @@ _LEADING_PUNCT = "([{<'\"`“‘"
 _TRAILING_PUNCT = ".,;:!?)]}>'\"`”’"
 
 
-def _strip_token(token: str) -> str:
+def strip_token(token: str) -> str:
     """A token without the punctuation of the sentence around it (``(see config.yaml).``)."""
     return token.lstrip(_LEADING_PUNCT).rstrip(_TRAILING_PUNCT)
 
@@ -64,7 +64,9 @@ def _clean(text: str) -> str:
     return text.encode("utf-8", "replace").decode("utf-8")
 
 
-def _dumps(value: Any, what: str) -> str:
+def dump_json(value: Any, what: str) -> str:
+    """``value`` as compact JSON for a column; a :class:`SessionStoreError` naming ``what`` when
+    it is not JSON."""
     try:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
@@ -123,10 +125,10 @@ def substrings_of(text: str) -> str | None:
     for raw in text.split():
         if raw.isalpha() and raw.isascii():  # most words: left to the word index
             continue
-        token = _strip_token(raw)
+        token = strip_token(raw)
         if len(token) < 3 or token in kept:
             continue
-        if _UNSPACED.search(token) is None and (
+        if UNSPACED.search(token) is None and (
             token.isalpha() or len(token) > _SUBSTRING_TOKEN_MAX
         ):
             continue
@@ -138,13 +140,16 @@ def substrings_of(text: str) -> str | None:
 
 
 @dataclass
-class _EncodedMessage:
+class EncodedMessage:
+    """A message as the store writes it: its ``messages`` row, the text a session's title may
+    come from (a user message's), and how many tool calls it makes."""
+
     row: tuple[Any, ...]
     text: str
     tool_call_count: int
 
 
-def _encode_message(session_id: str, message: Mapping[str, Any], now: float) -> _EncodedMessage:
+def encode_message(session_id: str, message: Mapping[str, Any], now: float) -> EncodedMessage:
     """Turn a message dict into a ``messages`` row that :func:`_decode_message` turns back."""
     if not isinstance(message, Mapping):
         raise SessionStoreError(f"a message must be a dict, not {type(message).__name__}")
@@ -162,12 +167,12 @@ def _encode_message(session_id: str, message: Mapping[str, Any], now: float) -> 
                     extra[key] = value
                     content = _clean(value)
             elif isinstance(value, list):
-                parts = _dumps(value, "the message content")
+                parts = dump_json(value, "the message content")
                 content = _clean(_parts_text(value))
             else:
                 extra[key] = value
         elif key == "tool_calls" and isinstance(value, list):
-            tool_calls = _dumps(value, "the tool calls")
+            tool_calls = dump_json(value, "the tool calls")
             calls_text = _calls_text(value)
         elif key in _TEXT_COLUMNS and type(value) is str and _encodable(value):
             texts[key] = value
@@ -179,7 +184,7 @@ def _encode_message(session_id: str, message: Mapping[str, Any], now: float) -> 
             extra[key] = value
     searchable = f"{content}\n{calls_text}" if content and calls_text else content or calls_text
     calls = message.get("tool_calls")
-    return _EncodedMessage(
+    return EncodedMessage(
         row=(
             session_id,
             role or "",
@@ -193,7 +198,7 @@ def _encode_message(session_id: str, message: Mapping[str, Any], now: float) -> 
             now,
             token_count,
             _pack_layout(list(message)),
-            _dumps(extra, f"message field(s) {', '.join(map(repr, extra))}") if extra else None,
+            dump_json(extra, f"message field(s) {', '.join(map(repr, extra))}") if extra else None,
             calls_text,
             substrings_of(searchable) if searchable else None,
             _body(message),
@@ -261,7 +266,8 @@ def message_bodies(
         conn.execute("COMMIT")
 
 
-_INSERT_MESSAGE = (
+INSERT_MESSAGE_SQL = (
+    # The statement the rows of encode_message (and iter_message_rows) go to.
     "INSERT INTO messages (session_id, role, content, content_parts, tool_calls, tool_call_id, "
     "tool_name, reasoning, finish_reason, timestamp, token_count, layout, extra, calls_text, "
     "substrings, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -375,7 +381,8 @@ def _parse_column(texts: list[str | None]) -> tuple[list[Any], bool]:
     return [next(values) if text else None for text in texts], dirty
 
 
-def _session_from_row(row: tuple[Any, ...]) -> SessionInfo:
+def session_from_row(row: tuple[Any, ...]) -> SessionInfo:
+    """The session of a ``sessions`` row (selected with the store's session columns)."""
     n = len(SESSION_FIELDS)
     values = dict(zip(SESSION_FIELDS, row[1 : 1 + n], strict=True))
     counters = dict(zip(COUNTER_COLUMNS, row[1 + n : 1 + n + len(COUNTER_COLUMNS)], strict=True))
@@ -402,14 +409,10 @@ def iter_message_rows(
     """Rows for ``INSERT`` into ``messages`` (for bulk loading, e.g. imports and benchmarks)."""
     stamp = time.time() if now is None else now
     for message in messages:
-        yield _encode_message(session_id, message, stamp).row
+        yield encode_message(session_id, message, stamp).row
 
 
 def message_row(message: Mapping[str, Any], session_id: str, timestamp: float) -> tuple[Any, ...]:
     """The ``messages`` row of one message received at ``timestamp`` (for copying messages
     another store kept, with their own times)."""
-    return _encode_message(session_id, message, timestamp).row
-
-
-INSERT_MESSAGE_SQL = _INSERT_MESSAGE
-"""The statement :func:`iter_message_rows` rows go to."""
+    return encode_message(session_id, message, timestamp).row

@@ -226,7 +226,7 @@ def make_private(path: Path, *, sidecars_only: bool = False) -> None:
             pass  # absent, or not ours: `hermes doctor` reports a file others can read
 
 
-def _check_header(path: Path) -> None:
+def check_header(path: Path) -> None:
     """Fail early, with the way out, when ``path`` exists and is not an SQLite file."""
     try:
         with open(path, "rb") as handle:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .codec import INSERT_MESSAGE_SQL, _dumps, make_title, message_row
+from .codec import INSERT_MESSAGE_SQL, dump_json, make_title, message_row
 from .connections import file_state, read_only_connection
 from .errors import SessionStoreError
 from .schema import APPLICATION_ID, COUNTER_COLUMNS, SESSION_FIELDS
@@ -363,7 +363,7 @@ def _copy_session(
         names += ["estimated_cost_usd", "metadata"]
         params = [sid, *(values[f] for f in SESSION_FIELDS), len(new_rows), calls]
         params += [*counters.values(), row.get("estimated_cost_usd")]
-        params.append(_dumps(metadata, "the session metadata"))
+        params.append(dump_json(metadata, "the session metadata"))
         conn.execute(
             f"INSERT INTO sessions ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
             params,
@@ -376,7 +376,7 @@ def _copy_session(
             "metadata = ? WHERE id = ?",
             (
                 row.get("title"), values["ended_at"], values["end_reason"], len(new_rows), calls,
-                _dumps({**existing, **metadata}, "the session metadata"), sid,
+                dump_json({**existing, **metadata}, "the session metadata"), sid,
             ),
         )  # fmt: skip
         report.sessions_updated += 1

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .connections import _check_header, read_only_connection
+from .connections import check_header, read_only_connection
 from .errors import SessionStoreError
 from .schema import APPLICATION_ID, COUNTER_COLUMNS, SCHEMA_VERSION, SESSION_FIELDS
 from .sqlite_store import SQLiteSessionStore
@@ -25,7 +25,7 @@ _FOREIGN = "it is "  # the start of every reason that says the file is another p
 def _diagnose(path: Path) -> str | None:
     """Why ``path`` cannot be used as it is, or ``None`` when it is healthy."""
     try:
-        _check_header(path)
+        check_header(path)
         # read-only: diagnosing changes nothing, not even another program's write-ahead log
         conn = read_only_connection(path, timeout=5.0)
     except (SessionStoreError, sqlite3.Error) as exc:

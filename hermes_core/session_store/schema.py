@@ -43,7 +43,7 @@ TOKEN_COLUMNS = (
 COUNTER_COLUMNS = ("message_count", "tool_call_count", *TOKEN_COLUMNS, "estimated_cost_usd")
 """Columns the store maintains; reported in ``SessionInfo.metadata`` under these names."""
 
-_SESSION_SELECT = ", ".join(("id", *SESSION_FIELDS, *COUNTER_COLUMNS, "metadata"))
+SESSION_SELECT = ", ".join(("id", *SESSION_FIELDS, *COUNTER_COLUMNS, "metadata"))
 
 _V1 = """
 CREATE TABLE sessions (

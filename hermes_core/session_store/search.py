@@ -11,10 +11,10 @@ from typing import Any
 
 from hermes_hookspecs import SearchHit as SearchHit  # also this module's name, for old imports
 
-from .codec import _UNSPACED, _strip_token
+from .codec import UNSPACED, strip_token
 
-_INDEXED_UPTO = "SELECT indexed_upto FROM search_state WHERE id = 1"
-_INDEX_STEP = 2000
+INDEXED_UPTO = "SELECT indexed_upto FROM search_state WHERE id = 1"
+INDEX_STEP = 2000
 
 
 _WORD = re.compile(r"[^\W_]+")
@@ -25,7 +25,10 @@ _RRF_K = 60
 
 
 @dataclass
-class _Term:
+class QueryTerm:
+    """One term of a search query: its text, whether it was quoted, its word tokens, and
+    whether it holds CJK or punctuation (which the trigram index finds best)."""
+
     text: str
     quoted: bool
     tokens: list[str]
@@ -40,21 +43,22 @@ class _Term:
         prefix = (
             prefix
             and not self.quoted
-            and (len(last) >= 3 or (len(last) >= 2 and bool(_UNSPACED.search(last))))
+            and (len(last) >= 3 or (len(last) >= 2 and bool(UNSPACED.search(last))))
         )
         return '"' + " ".join(self.tokens) + '"' + (" *" if prefix else "")
 
 
-def _parse_query(query: str) -> list[_Term]:
+def parse_query(query: str) -> list[QueryTerm]:
+    """The terms of a search query: quoted phrases and words, in order (never FTS syntax)."""
     terms = []
     for match in _TERM.finditer(query):
         quoted = match.group(1) is not None
         text = match.group(1) if quoted else match.group(2)
-        text = " ".join(text.split()) if quoted else _strip_token(text)
+        text = " ".join(text.split()) if quoted else strip_token(text)
         if not text:
             continue
-        special = bool(_UNSPACED.search(text)) or not _WORD.fullmatch(text)
-        terms.append(_Term(text, quoted, _WORD.findall(text), special))
+        special = bool(UNSPACED.search(text)) or not _WORD.fullmatch(text)
+        terms.append(QueryTerm(text, quoted, _WORD.findall(text), special))
     return terms
 
 
@@ -96,7 +100,7 @@ def _snippet(marked: str, chars: int) -> str:
 
 def search_messages(
     conn: sqlite3.Connection,
-    terms: list[_Term],
+    terms: list[QueryTerm],
     limit: int,
     snippet_chars: int,
     exclude_session: str | None,
@@ -107,7 +111,7 @@ def search_messages(
     prefix_exprs = [e for e in (t.word_expr(prefix=True) for t in terms) if e]
     needles = [t.text for t in terms if len(t.text) >= 3 and not _SPACE.search(t.text)]
     special = any(t.special for t in terms)
-    unspaced = [t.text for t in terms if _UNSPACED.search(t.text)]
+    unspaced = [t.text for t in terms if UNSPACED.search(t.text)]
     word_q = " AND ".join(word_exprs) if word_exprs else None
     prefix_q = " AND ".join(prefix_exprs) if prefix_exprs != word_exprs else None
     # Exact words first; word prefixes only when they are too few (a common prefix
@@ -250,9 +254,9 @@ def _substring_ids(
     return found[:limit]
 
 
-def _index_step(conn: sqlite3.Connection, count: int) -> int:
+def index_step(conn: sqlite3.Connection, count: int) -> int:
     """Add up to ``count`` waiting messages to both indexes (inside a write transaction)."""
-    upto = conn.execute(_INDEXED_UPTO).fetchone()[0]
+    upto = conn.execute(INDEXED_UPTO).fetchone()[0]
     row = conn.execute(
         "SELECT MAX(id), COUNT(*) FROM (SELECT id FROM messages WHERE id > ? ORDER BY id LIMIT ?)",
         (upto, count),

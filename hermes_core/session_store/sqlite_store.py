@@ -45,31 +45,31 @@ from hermes_hookspecs import SessionInfo
 
 from .batches import Appends, Write, run_all, unknown_session
 from .codec import (
-    _dumps,
-    _encode_message,
-    _session_from_row,
     collector_paused,
     decode_messages,
+    dump_json,
+    encode_message,
     message_bodies,
     parse_bodies,
+    session_from_row,
 )
-from .connections import SQLiteConnections, _check_header, make_private
+from .connections import SQLiteConnections, check_header, make_private
 from .errors import SessionStoreError
 from .schema import (
-    _SESSION_SELECT,
     COUNTER_COLUMNS,
     SCHEMA_VERSION,
     SESSION_FIELDS,
+    SESSION_SELECT,
     TOKEN_COLUMNS,
     open_schema,
     preflight,
 )
 from .search import (
-    _INDEX_STEP,
-    _INDEXED_UPTO,
+    INDEX_STEP,
+    INDEXED_UPTO,
     SearchHit,
-    _index_step,
-    _parse_query,
+    index_step,
+    parse_query,
     search_messages,
 )
 
@@ -123,7 +123,7 @@ class SQLiteSessionStore(SQLiteConnections):
         self.index_batch = index_batch
         self._appended = 0  # appends since this store last indexed
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        _check_header(self.path)
+        check_header(self.path)
         preflight(self.path)
         if not self.path.exists():
             make_private(self.path)  # created empty, readable by its owner only
@@ -154,7 +154,7 @@ class SQLiteSessionStore(SQLiteConnections):
         counters = {k: metadata.pop(k) for k in COUNTER_COLUMNS if k in metadata}
         names = ["id", *values, *counters, "metadata"]
         params = [session.id, *values.values(), *counters.values()]
-        params.append(_dumps(metadata, "the session metadata"))
+        params.append(dump_json(metadata, "the session metadata"))
         sql = f"INSERT INTO sessions ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
 
         def insert(conn: sqlite3.Connection) -> None:
@@ -171,12 +171,12 @@ class SQLiteSessionStore(SQLiteConnections):
         ``estimated_cost_usd``)."""
         row = self._run(
             lambda c: c.execute(
-                f"SELECT {_SESSION_SELECT} FROM sessions WHERE id = ?", (session_id,)
+                f"SELECT {SESSION_SELECT} FROM sessions WHERE id = ?", (session_id,)
             ).fetchone(),
             write=False,
             what="read a session",
         )
-        return _session_from_row(row) if row else None
+        return session_from_row(row) if row else None
 
     def update_session(self, session_id: str, **fields: Any) -> None:
         """Change fields of a session. Columns (``system_prompt``, ``ended_at``, ``title``,
@@ -208,7 +208,7 @@ class SQLiteSessionStore(SQLiteConnections):
                 metadata = json.loads(found[0] or "{}")
                 metadata.update(extra)
                 sets.append("metadata = ?")
-                params.append(_dumps(metadata, "the session metadata"))
+                params.append(dump_json(metadata, "the session metadata"))
             if sets:
                 conn.execute(
                     f"UPDATE sessions SET {', '.join(sets)} WHERE id = ?", (*params, session_id)
@@ -224,7 +224,7 @@ class SQLiteSessionStore(SQLiteConnections):
         :raises SessionStoreError: the session is unknown, a value is not JSON, or the write
             failed after the retries.
         """
-        encoded = _encode_message(session_id, message, time.time())
+        encoded = encode_message(session_id, message, time.time())
         pending = self._pending()
         if pending is not None:  # joins the messages appended just before it, if any
             self._appends_in(pending, session_id).add(encoded)
@@ -290,9 +290,9 @@ class SQLiteSessionStore(SQLiteConnections):
         :meth:`search` before it runs, so callers rarely need to."""
         done = 0
         while limit is None or done < limit:
-            step = _INDEX_STEP if limit is None else min(_INDEX_STEP, limit - done)
+            step = INDEX_STEP if limit is None else min(INDEX_STEP, limit - done)
             count = self._run(
-                functools.partial(_index_step, count=step),
+                functools.partial(index_step, count=step),
                 write=True,
                 what="index messages for search",
             )
@@ -347,14 +347,14 @@ class SQLiteSessionStore(SQLiteConnections):
         where, params = ("WHERE source = ?", [source]) if source is not None else ("", [])
         rows = self._run(
             lambda c: c.execute(
-                f"SELECT {_SESSION_SELECT} FROM sessions {where} "
+                f"SELECT {SESSION_SELECT} FROM sessions {where} "
                 "ORDER BY started_at DESC, rowid DESC LIMIT ? OFFSET ?",
                 (*params, max(0, int(limit)), max(0, int(offset))),
             ).fetchall(),
             write=False,
             what="list sessions",
         )
-        return [_session_from_row(row) for row in rows]
+        return [session_from_row(row) for row in rows]
 
     def find_sessions(self, ref: str, limit: int = 10) -> list[SessionInfo]:
         """Sessions ``ref`` may name, newest first: the one with that exact id; else those whose
@@ -370,7 +370,7 @@ class SQLiteSessionStore(SQLiteConnections):
                 what="find sessions",
             )
             if rows:
-                return [_session_from_row(row) for row in rows]
+                return [session_from_row(row) for row in rows]
         return []
 
     def latest_session_id(self, source: str | None = None) -> str | None:
@@ -414,7 +414,7 @@ class SQLiteSessionStore(SQLiteConnections):
         :param snippet_chars: the length of each snippet (40..2000).
         :param exclude_session: leave out this session's messages (e.g. the current one).
         """
-        terms = _parse_query(query or "")
+        terms = parse_query(query or "")
         if not terms:
             return []
         limit = max(1, min(int(limit), 200))
@@ -490,7 +490,7 @@ class SQLiteSessionStore(SQLiteConnections):
             ).fetchone()
             messages = conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
             waiting = conn.execute(
-                f"SELECT COUNT(*) FROM messages WHERE id > ({_INDEXED_UPTO})"
+                f"SELECT COUNT(*) FROM messages WHERE id > ({INDEXED_UPTO})"
             ).fetchone()[0]
             return sessions, messages, oldest, newest, waiting
 
@@ -576,7 +576,7 @@ class _Batch:
 def _sessions_where(conn: sqlite3.Connection, where: str, value: str, limit: int) -> list[Any]:
     """The rows of the sessions matching one ``where`` clause (one ``?``), newest first."""
     return conn.execute(
-        f"SELECT {_SESSION_SELECT} FROM sessions WHERE {where} "
+        f"SELECT {SESSION_SELECT} FROM sessions WHERE {where} "
         "ORDER BY started_at DESC, rowid DESC LIMIT ?",
         (value, max(1, int(limit))),
     ).fetchall()

@@ -38,7 +38,17 @@ class SessionInfo:
 
 @runtime_checkable
 class SessionStore(Protocol):
-    """Where sessions and their messages are persisted; each call is one short transaction."""
+    """Where sessions and their messages are persisted; each call is one short transaction.
+
+    A store may also offer two methods that the core uses when they are there (looked up by
+    name: a simple store need not write them):
+
+    - ``batch()``: a context manager whose calls are written in one transaction, committed
+      when the block ends, none of them kept when it raises; a block inside another joins it.
+      The agent writes each step of a turn in one.
+    - ``get_clean_messages(session_id)``: :meth:`get_messages` with the text UTF-8 cannot
+      carry (lone surrogates) replaced by U+FFFD; without it, the agent cleans each message.
+    """
 
     def create_session(self, session: SessionInfo) -> None:
         """Record a new session."""
