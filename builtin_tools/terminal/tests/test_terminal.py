@@ -419,6 +419,15 @@ DISGUISES = [
     "./evil.sh",
     "source evil.sh",
     ". ./evil.sh",
+    "bash /dev/stdin <<< 'rm -rf ../canary'",
+    ". /dev/stdin <<< 'rm -rf ../canary'",
+    "awk -f /dev/stdin <<< 'BEGIN{system(\"rm -rf ../canary\")}'",
+    "tclsh <<< 'exec rm -rf ../canary'",
+    'node -e \'require("child_"+"process").execSync("rm -rf ../canary")\'',
+    'node -e \'require("child_process")["execSync"]("rm -rf ../canary")\'',
+    "unbuffer rm -rf ../canary",
+    "git submodule foreach 'rm -rf ../canary'",
+    "rsync -e 'sh -c \"rm -rf ../canary\"' x: /tmp",
 ]
 
 
