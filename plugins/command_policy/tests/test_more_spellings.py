@@ -82,6 +82,14 @@ DANGEROUS = [
     "hermes --yolo chat -q x",
     "hermes serve",
     "python3 -m hermes_core.cli config set approvals.mode off",
+    "unzip -o evil.zip -d ~/.hermes",
+    "tar xf evil.tar -C ~/.hermes",
+    "git clone http://127.0.0.1/x ~/.hermes/plugins/x",
+    "yq -i '.approvals.mode = \"off\"' ~/.hermes/config.yaml",
+    "cat x | sponge ~/.hermes/config.yaml",
+    "export HERMES_PLUGINS=evil",
+    "cat ~/.hermes/sessions.db",
+    "cp ~/.hermes/sessions.db /tmp/s.db",
     # folders of credentials
     "grep -r . ~/.aws",
     "tar czf /tmp/k.tgz ~/.ssh",
@@ -125,6 +133,8 @@ HARMLESS = [
     "mongosh --eval 'db.users.find({})'",
     "hermes chat -q hi",
     "hermes sessions list",
+    "yq '.model' ~/.hermes/config.yaml",
+    "unzip -l evil.zip",
 ]
 
 
