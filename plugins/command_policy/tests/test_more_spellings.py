@@ -90,6 +90,16 @@ DANGEROUS = [
     "export HERMES_PLUGINS=evil",
     "cat ~/.hermes/sessions.db",
     "cp ~/.hermes/sessions.db /tmp/s.db",
+    # processes, the system, the project, moving things away
+    "perl -e 'fork while 1'",
+    "ruby -e 'loop { fork }'",
+    "sysctl -w kernel.panic=1",
+    "swapoff -a",
+    "loginctl terminate-user bob",
+    "btrfs subvolume delete /",
+    "git rm -rf .",
+    "mv ~/.ssh /tmp/",
+    "mv ~/.hermes /tmp/h",
     # folders of credentials
     "grep -r . ~/.aws",
     "tar czf /tmp/k.tgz ~/.ssh",
@@ -135,6 +145,10 @@ HARMLESS = [
     "hermes sessions list",
     "yq '.model' ~/.hermes/config.yaml",
     "unzip -l evil.zip",
+    "sysctl -a",
+    "swapon --show",
+    "git rm old.py",
+    "mv a.txt b.txt",
 ]
 
 
