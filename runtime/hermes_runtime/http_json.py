@@ -288,6 +288,9 @@ class EventStream:
         """Each event of the answer."""
         try:
             yield from _events(self.answer)
+            missing = self.answer.length  # bytes a Content-Length promised and never came
+            if missing:
+                raise http.client.IncompleteRead(b"", missing)
         except NETWORK as exc:
             raise self.failures.network(exc, True) from exc
         finally:

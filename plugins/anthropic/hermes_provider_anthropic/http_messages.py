@@ -84,7 +84,8 @@ def direct_key(api_key: str | None) -> str | None:
 def _config_dir() -> Path:
     """Where the SDK looks for credential profiles when no variable names one."""
     if sys.platform == "win32":
-        return Path(os.environ.get("APPDATA") or Path.home()) / "Anthropic"
+        appdata = os.environ.get("APPDATA")
+        return (Path(appdata) if appdata else Path.home() / "AppData" / "Roaming") / "Anthropic"
     return Path.home() / ".config" / "anthropic"
 
 
