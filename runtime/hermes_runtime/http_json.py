@@ -31,6 +31,8 @@ from urllib.request import (  # type: ignore[attr-defined]  # not in the stubs
 
 MAX_IDLE = 64
 """Idle connections kept per endpoint; more are closed when they come back."""
+READ_SIZE = 65536
+"""The most a streamed answer's read takes at once."""
 
 DROPPED = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
 """What a kept-alive connection the server has closed meanwhile raises (sent again once)."""
@@ -303,21 +305,32 @@ class EventStream:
 
 def _events(answer: http.client.HTTPResponse) -> Iterator[ServerSentEvent]:
     """The events of ``answer``: a blank line ends one that has a name or data; comments and
-    other fields are skipped."""
+    other fields are skipped. The body is read in blocks as they arrive and cut into lines here
+    (a ``readline`` of a chunked body costs several calls a line)."""
     event: str | None = None
     data: list[str] = []
-    for raw in answer:
-        line = raw.decode("utf-8").rstrip("\r\n")
-        if not line:
-            if data or event is not None:
-                yield ServerSentEvent(event, "\n".join(data) if data else None)
-                event, data = None, []
-            continue
-        name, _, value = line.partition(":")
-        value = value[1:] if value.startswith(" ") else value
-        if name == "data":
-            data.append(value)
-        elif name == "event":
-            event = value
+    pending = b""
+    while True:
+        block = answer.read1(READ_SIZE)
+        if block:
+            lines = (pending + block).split(b"\n")
+            pending = lines.pop()
+        else:
+            lines, pending = ([pending], b"") if pending else ([], b"")
+        for raw in lines:
+            line = raw.decode("utf-8").rstrip("\r")
+            if not line:
+                if data or event is not None:
+                    yield ServerSentEvent(event, "\n".join(data) if data else None)
+                    event, data = None, []
+                continue
+            name, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if name == "data":
+                data.append(value)
+            elif name == "event":
+                event = value
+        if not block:
+            break
     if data or event is not None:
         yield ServerSentEvent(event, "\n".join(data) if data else None)

@@ -205,6 +205,24 @@ def test_a_stream_yields_each_event(serve: Callable[[Answer], _Server]) -> None:
     ]
 
 
+def test_events_split_across_reads(serve: Callable[[Answer], _Server]) -> None:
+    pieces = [b"event: st", b'art\r\ndata: {"a"', b": 1}\r", b"\n\r\n", b"data: \xc3", b"\xbc"]
+
+    def trickle(handler: _Handler, n: int, body: dict[str, Any]) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Content-Length", str(sum(map(len, pieces))))
+        handler.end_headers()
+        for piece in pieces:
+            handler.wfile.write(piece)
+            handler.wfile.flush()
+            time.sleep(0.05)
+
+    server = serve(trickle)
+    events = list(poster_for(server).stream("/call", {"stream": True}))
+    assert events == [ServerSentEvent("start", '{"a": 1}'), ServerSentEvent(None, "\u00fc")]
+
+
 def test_a_stream_that_fails_before_it_starts(serve: Callable[[Answer], _Server]) -> None:
     server = serve(lambda handler, n, body: handler.send(529, b'{"error": "busy"}'))
     with pytest.raises(Failure) as info:

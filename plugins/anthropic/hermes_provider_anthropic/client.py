@@ -15,6 +15,7 @@ from typing import Any
 
 from hermes_hookspecs import ModelRequest, ModelResponse, ProviderError, ProviderSettings
 from hermes_runtime.http_json import JsonPoster, shut
+from hermes_runtime.threads import Workers
 
 from .convert import StreamAssembler, build_params, parse_message
 from .errors import cancelled, map_exception, stream_failure
@@ -28,6 +29,9 @@ from .http_messages import (
 )
 
 CANCEL_POLL_SECONDS = 0.05
+
+WATCHERS = Workers("hermes-anthropic-cancel")
+"""The reused threads that watch a streamed call's ``request.cancel``."""
 
 # body fields with a keyword argument in every supported SDK version (anthropic>=0.40); the
 # rest (temperature, thinking, ...) travel in ``extra_body``, which every version merges into
@@ -222,13 +226,7 @@ def _consume(
     (from a watching thread) wakes a blocked read when ``request.cancel`` is set; ``map_error``
     turns what reading raises into a hermes error (``None``: raised as is)."""
     done = threading.Event()
-    watcher = threading.Thread(
-        target=_close_on_cancel,
-        args=(request.cancel, done, abort),
-        name="hermes-anthropic-cancel",
-        daemon=True,
-    )
-    watcher.start()
+    WATCHERS.submit(_close_on_cancel, request.cancel, done, abort)
     assembler = StreamAssembler(request)
     try:
         while True:
@@ -268,12 +266,11 @@ def _consume(
 def _close_on_cancel(
     cancel: threading.Event, done: threading.Event, abort: Callable[[], None]
 ) -> None:
-    """Call ``abort`` as soon as ``cancel`` is set, so a reader blocked on a silent server
-    wakes up at once; return when ``done`` is set."""
-    while not done.is_set():
-        if cancel.wait(CANCEL_POLL_SECONDS):
-            if not done.is_set():
-                abort()
+    """Call ``abort`` when ``cancel`` is set (looked at every ``CANCEL_POLL_SECONDS``), so a
+    reader blocked on a silent server wakes up; return as soon as ``done`` is set."""
+    while not done.wait(CANCEL_POLL_SECONDS):
+        if cancel.is_set():
+            abort()
             return
 
 
