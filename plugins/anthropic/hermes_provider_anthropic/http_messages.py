@@ -57,7 +57,7 @@ def direct_endpoint(sdk_base_url: str) -> Endpoint | None:
     """The endpoint of the SDK's ``base_url`` when requests to it are sent over the process's
     own connections: a plain URL no proxy applies to
     (:func:`hermes_runtime.http_json.direct_endpoint`), an installed SDK whose headers this
-    module knows (version 2 or later), no :data:`SDK_SWITCH` and no variable that changes the
+    module knows (version 2.16 or later), no :data:`SDK_SWITCH` and no variable that changes the
     SDK's headers; else ``None``: the SDK serves it."""
     if any(os.environ.get(name) for name in _SDK_HEADER_VARIABLES):
         return None
@@ -92,7 +92,8 @@ def _config_dir() -> Path:
 @functools.cache
 def _sdk_facts() -> tuple[str, str] | None:
     """(version, API version) of the installed SDK, read from its files without importing it;
-    ``None`` when it is missing or older than 2."""
+    ``None`` when it is missing or older than 2.16, the first whose headers (the key as a
+    bearer token) were checked against this module's."""
     from importlib.metadata import PackageNotFoundError, version
     from importlib.util import find_spec
 
@@ -101,8 +102,10 @@ def _sdk_facts() -> tuple[str, str] | None:
         spec = find_spec("anthropic")
     except (PackageNotFoundError, ImportError, ValueError):
         return None
-    major = sdk_version.split(".", 1)[0]
-    if not major.isdigit() or int(major) < 2 or spec is None or not spec.origin:
+    release = re.match(r"(\d+)\.(\d+)", sdk_version)
+    if release is None or (int(release[1]), int(release[2])) < (2, 16):
+        return None
+    if spec is None or not spec.origin:
         return None
     try:
         constants = (Path(spec.origin).parent / "_constants.py").read_text(encoding="utf-8")
@@ -113,7 +116,7 @@ def _sdk_facts() -> tuple[str, str] | None:
 
 
 def sdk_headers(api_key: str) -> dict[str, str]:
-    """The headers the ``anthropic`` SDK's client (version 2 or later) sends with a JSON POST
+    """The headers the ``anthropic`` SDK's client (version 2.16 or later) sends with a JSON POST
     for ``api_key``, without importing it."""
     facts = _sdk_facts()
     if facts is None:
