@@ -1,19 +1,37 @@
-"""The model client: one ``anthropic.Anthropic`` built lazily and reused for every request."""
+"""The model client: requests over the process's own connections, or through the SDK.
+
+A request to an endpoint reached directly goes through the process's
+:class:`~hermes_runtime.http_json.JsonPoster` for it (see :mod:`.http_messages`), which never
+imports the SDK; one behind a proxy, with credentials other than an API key, or with
+``HERMES_ANTHROPIC_HTTP=sdk`` goes through one ``anthropic.Anthropic`` built lazily and reused.
+"""
 
 from __future__ import annotations
 
 import socket
 import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from hermes_hookspecs import ModelRequest, ModelResponse, ProviderError, ProviderSettings
+from hermes_runtime.http_json import JsonPoster, shut
+from hermes_runtime.threads import Workers
 
 from .convert import StreamAssembler, build_params, parse_message
 from .errors import cancelled, map_exception, stream_failure
+from .http_messages import (
+    MESSAGES_PATH,
+    NO_KEY,
+    direct_endpoint,
+    direct_key,
+    new_poster,
+    stream_events,
+)
 
 CANCEL_POLL_SECONDS = 0.05
-NO_KEY = "no-key-needed"
-"""Sent as the key to a local server when none is configured (the SDK insists on one)."""
+
+WATCHERS = Workers("hermes-anthropic-cancel")
+"""The reused threads that watch a streamed call's ``request.cancel``."""
 
 # body fields with a keyword argument in every supported SDK version (anthropic>=0.40); the
 # rest (temperature, thinking, ...) travel in ``extra_body``, which every version merges into
@@ -21,6 +39,34 @@ NO_KEY = "no-key-needed"
 _SDK_KWARGS = frozenset({"model", "max_tokens", "messages", "system", "tools"})
 
 _TRANSPORT_MODULES = ("httpx", "httpcore", "h11", "h2", "anyio", "ssl", "socket")
+
+MAX_SHARED_POSTERS = 16
+_SHARED_POSTERS: dict[tuple[str, str | None, float | None], JsonPoster | None] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_poster(settings: ProviderSettings) -> JsonPoster | None:
+    """The process's :class:`JsonPoster` for the endpoint, key and timeout of ``settings``, or
+    ``None`` where requests go through the SDK (:func:`.http_messages.direct_endpoint`,
+    :func:`.http_messages.direct_key`). Like the SDK's client, it reads the environment once,
+    when it is made; past ``MAX_SHARED_POSTERS`` endpoints the oldest is dropped."""
+    key = (str(settings.base_url or ""), settings.api_key, settings.timeout)
+    with _SHARED_LOCK:
+        if key in _SHARED_POSTERS:
+            return _SHARED_POSTERS[key]
+        poster = None
+        api_key = direct_key(settings.api_key)
+        endpoint = direct_endpoint(sdk_base_url(key[0])) if key[0] and api_key else None
+        if endpoint is not None and api_key is not None:
+            from hermes_runtime.tls import default_context_maker, shared_context
+
+            poster = new_poster(
+                endpoint, api_key, settings.timeout, lambda: shared_context(default_context_maker())
+            )
+        if len(_SHARED_POSTERS) >= MAX_SHARED_POSTERS:
+            _SHARED_POSTERS.pop(next(iter(_SHARED_POSTERS)))
+        _SHARED_POSTERS[key] = poster
+        return poster
 
 
 def _has_credentials(client: Any) -> bool:
@@ -53,8 +99,9 @@ def sdk_arguments(body: dict[str, Any]) -> dict[str, Any]:
 class AnthropicClient:
     """A :class:`~hermes_hookspecs.ModelClient` for Anthropic's Messages API.
 
-    The SDK is imported and its client built on the first request (or :meth:`prepare`); the
-    SDK's own retries are off, since hermes retries.
+    Requests go over the process's own connections where :func:`shared_poster` serves the
+    endpoint; elsewhere the SDK is imported and its client built on the first request (or
+    :meth:`prepare`), with the SDK's own retries off, since hermes retries.
     """
 
     def __init__(self, settings: ProviderSettings) -> None:
@@ -64,8 +111,11 @@ class AnthropicClient:
         self._lock = threading.Lock()
 
     def prepare(self) -> None:
-        """Import the SDK and build its client now (e.g. in the background at start-up)."""
-        self._get_client()
+        """Make what the first request needs now (e.g. in the background at start-up): the
+        endpoint's poster or, for requests through the SDK, the SDK imported and its client
+        built."""
+        if shared_poster(self.settings) is None:
+            self._get_client()
 
     def _get_client(self) -> Any:
         if self._client is None:
@@ -98,7 +148,8 @@ class AnthropicClient:
         return self._client
 
     def close(self) -> None:
-        """Release the HTTP connections."""
+        """Release the SDK client's HTTP connections (the process's poster keeps its own, for
+        the next client of the same endpoint)."""
         with self._lock:
             client, self._client = self._client, None
         if client is not None:
@@ -106,83 +157,120 @@ class AnthropicClient:
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request``; stream deltas to ``request.emit`` when ``request.stream`` is set."""
-        params = sdk_arguments(build_params(request, self.settings.config))
+        body = build_params(request, self.settings.config)
+        poster = shared_poster(self.settings)
+        if poster is None:
+            return self._complete_with_sdk(sdk_arguments(body), request)
+        if request.cancel.is_set():
+            raise cancelled()
+        try:
+            if request.stream:
+                stream = poster.stream(MESSAGES_PATH, {**body, "stream": True})
+            else:
+                return parse_message(poster.post(MESSAGES_PATH, body))
+        except ProviderError as exc:
+            if request.cancel.is_set():
+                raise cancelled() from exc
+            raise
+        return _consume(
+            request,
+            stream_events(stream),
+            abort=lambda: shut(stream.connection),
+            close=stream.close,
+            map_error=_provider_errors,
+        )
+
+    def _complete_with_sdk(self, params: dict[str, Any], request: ModelRequest) -> ModelResponse:
         client = self._get_client()
         sdk = self._sdk
         if request.cancel.is_set():
             raise cancelled()
-        if request.stream:
-            return self._stream(client, sdk, params, request)
         try:
-            message = client.messages.create(**params)
+            if request.stream:
+                stream = client.messages.create(**params, stream=True)
+            else:
+                return parse_message(client.messages.create(**params))
         except sdk.AnthropicError as exc:
             if request.cancel.is_set():
                 raise cancelled() from exc
             raise map_exception(exc, sdk) from exc
-        return parse_message(message)
 
-    def _stream(
-        self, client: Any, sdk: Any, params: dict[str, Any], request: ModelRequest
-    ) -> ModelResponse:
-        try:
-            stream = client.messages.create(**params, stream=True)
-        except sdk.AnthropicError as exc:
-            if request.cancel.is_set():
-                raise cancelled() from exc
-            raise map_exception(exc, sdk) from exc
-        done = threading.Event()
-        watcher = threading.Thread(
-            target=_close_on_cancel,
-            args=(request.cancel, done, stream),
-            name="hermes-anthropic-cancel",
-            daemon=True,
+        def map_error(exc: Exception) -> BaseException | None:
+            if isinstance(exc, sdk.AnthropicError):
+                return map_exception(exc, sdk)
+            return stream_failure(exc) if _is_transport_error(exc) else None
+
+        return _consume(
+            request,
+            iter(stream),
+            abort=lambda: _abort(stream),
+            close=stream.close,
+            map_error=map_error,
         )
-        watcher.start()
-        assembler = StreamAssembler(request)
-        try:
-            events = iter(stream)
-            while True:
-                if request.cancel.is_set():
-                    raise cancelled()
-                try:
-                    event = next(events)
-                except StopIteration:
-                    break
-                except Exception as exc:
-                    if request.cancel.is_set():
-                        raise cancelled() from exc
-                    if isinstance(exc, sdk.AnthropicError):
-                        raise map_exception(exc, sdk) from exc
-                    if _is_transport_error(exc):
-                        raise stream_failure(exc) from exc
-                    raise
-                assembler.feed(event)
-                if assembler.complete:
-                    break
+
+
+def _provider_errors(exc: Exception) -> BaseException | None:
+    """Errors of the process's own connections are hermes errors already."""
+    return exc if isinstance(exc, ProviderError) else None
+
+
+def _consume(
+    request: ModelRequest,
+    events: Iterator[Any],
+    *,
+    abort: Callable[[], None],
+    close: Callable[[], None],
+    map_error: Callable[[Exception], BaseException | None],
+) -> ModelResponse:
+    """Feed a stream's ``events`` to an assembler until the message is complete; ``abort``
+    (from a watching thread) wakes a blocked read when ``request.cancel`` is set; ``map_error``
+    turns what reading raises into a hermes error (``None``: raised as is)."""
+    done = threading.Event()
+    WATCHERS.submit(_close_on_cancel, request.cancel, done, abort)
+    assembler = StreamAssembler(request)
+    try:
+        while True:
             if request.cancel.is_set():
                 raise cancelled()
-            if not assembler.complete:
-                raise ProviderError(
-                    "the response stream ended before the message was complete",
-                    kind="connection",
-                    provider="anthropic",
-                )
-            return assembler.response()
-        finally:
-            done.set()
             try:
-                stream.close()
-            except Exception:  # closing a broken connection may fail again: nothing to do
-                pass
+                event = next(events)
+            except StopIteration:
+                break
+            except Exception as exc:
+                if request.cancel.is_set():
+                    raise cancelled() from exc
+                mapped = map_error(exc)
+                if mapped is None or mapped is exc:
+                    raise
+                raise mapped from exc
+            assembler.feed(event)
+            if assembler.complete:
+                break
+        if request.cancel.is_set():
+            raise cancelled()
+        if not assembler.complete:
+            raise ProviderError(
+                "the response stream ended before the message was complete",
+                kind="connection",
+                provider="anthropic",
+            )
+        return assembler.response()
+    finally:
+        done.set()
+        try:
+            close()
+        except Exception:  # closing a broken connection may fail again: nothing to do
+            pass
 
 
-def _close_on_cancel(cancel: threading.Event, done: threading.Event, stream: Any) -> None:
-    """Abort ``stream`` as soon as ``cancel`` is set, so a reader blocked on a silent server
-    wakes up at once; return when ``done`` is set."""
-    while not done.is_set():
-        if cancel.wait(CANCEL_POLL_SECONDS):
-            if not done.is_set():
-                _abort(stream)
+def _close_on_cancel(
+    cancel: threading.Event, done: threading.Event, abort: Callable[[], None]
+) -> None:
+    """Call ``abort`` when ``cancel`` is set (looked at every ``CANCEL_POLL_SECONDS``), so a
+    reader blocked on a silent server wakes up; return as soon as ``done`` is set."""
+    while not done.wait(CANCEL_POLL_SECONDS):
+        if cancel.is_set():
+            abort()
             return
 
 

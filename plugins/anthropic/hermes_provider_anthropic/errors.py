@@ -60,18 +60,27 @@ def retry_after(headers: Any) -> float | None:
     return max(0.0, email.utils.mktime_tz(parsed) - time.time())
 
 
-def _error_fields(exc: Any) -> tuple[str | None, str]:
-    """(error type, server message) of an SDK status error."""
-    body = getattr(exc, "body", None)
+def status_fields(body: Any, fallback: str) -> tuple[str | None, str]:
+    """(error type, server message) of an error answer's ``body`` (its JSON value, or its text):
+    the ``error`` object's ``type`` and ``message``, else the text, else ``fallback`` (the
+    SDK's message for the error)."""
     error = body.get("error") if isinstance(body, Mapping) else None
     error = error if isinstance(error, Mapping) else {}
-    err_type = getattr(exc, "type", None) or error.get("type")
-    message = getattr(exc, "api_message", None) or error.get("message")
+    err_type = error.get("type")
+    message = error.get("message")
     if not message:
-        message = (
-            body if isinstance(body, str) and body else getattr(exc, "message", None) or str(exc)
-        )
+        message = body if isinstance(body, str) and body else fallback
     return (str(err_type) if err_type else None), one_line(message)
+
+
+def _error_fields(exc: Any) -> tuple[str | None, str]:
+    """(error type, server message) of an SDK status error."""
+    err_type, message = status_fields(
+        getattr(exc, "body", None), getattr(exc, "message", None) or str(exc)
+    )
+    return (str(exc.type) if getattr(exc, "type", None) else err_type), (
+        one_line(exc.api_message) if getattr(exc, "api_message", None) else message
+    )
 
 
 def from_status(

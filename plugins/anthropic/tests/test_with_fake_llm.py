@@ -1,4 +1,5 @@
-"""The provider through the real ``anthropic`` SDK against the test kit's fake LLM server."""
+"""The provider against the test kit's fake LLM server, each case over the process's own
+connections and through the real ``anthropic`` SDK's HTTP client (``HERMES_ANTHROPIC_HTTP=sdk``)."""
 
 from __future__ import annotations
 
@@ -54,6 +55,20 @@ class Sink:
 
     def of(self, kind):
         return [d for e, d in self.events if e == kind]
+
+
+@pytest.fixture(autouse=True, params=["own", "sdk"])
+def transport(request, monkeypatch):
+    """Every test runs over the plugin's connections and through the SDK's HTTP client."""
+    from hermes_provider_anthropic import client, http_messages
+
+    if request.param == "sdk":
+        monkeypatch.setenv(http_messages.SDK_SWITCH, "sdk")
+    else:
+        monkeypatch.delenv(http_messages.SDK_SWITCH, raising=False)
+    client._SHARED_POSTERS.clear()  # each endpoint's choice is made once per process
+    yield request.param
+    client._SHARED_POSTERS.clear()
 
 
 @pytest.fixture
@@ -425,11 +440,12 @@ def test_interrupt_while_the_server_is_silent(fake):
     assert time.monotonic() - started < 3
 
 
-def test_client_is_built_once_and_reused(fake):
+def test_client_is_built_once_and_reused(fake, transport):
     fake.add("one", "two")
     client = client_for(fake)
     client.complete(make_request())
     sdk = client._client
+    assert (sdk is None) == (transport == "own")  # the SDK only where it sends the requests
     client.complete(make_request(stream=True))
     assert client._client is sdk
 

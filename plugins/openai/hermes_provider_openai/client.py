@@ -21,7 +21,7 @@ from hermes_runtime.threads import Workers
 
 from . import chat, responses
 from .errors import from_sdk
-from .http_post import JsonPoster, direct_endpoint, shut
+from .http_post import Poster, direct_endpoint, new_poster, shut
 
 CHAT = "chat_completions"
 RESPONSES = "codex_responses"
@@ -68,11 +68,11 @@ def shared_sdk(base_url: str, api_key: str, timeout: float | None) -> Any:
         return sdk
 
 
-_SHARED_POSTERS: dict[tuple[str, str, float | None], JsonPoster | None] = {}
+_SHARED_POSTERS: dict[tuple[str, str, float | None], Poster | None] = {}
 
 
-def shared_poster(base_url: str, api_key: str, timeout: float | None) -> JsonPoster | None:
-    """The process's :class:`JsonPoster` for an endpoint, key and timeout, or ``None`` where
+def shared_poster(base_url: str, api_key: str, timeout: float | None) -> Poster | None:
+    """The process's :class:`~.http_post.Poster` for an endpoint, key and timeout, or ``None`` where
     whole answers go through the SDK (:func:`http_post.direct_endpoint`). Like the SDK's
     client, it reads the proxy variables once, when it is made."""
     key = (base_url, api_key, timeout)
@@ -84,7 +84,7 @@ def shared_poster(base_url: str, api_key: str, timeout: float | None) -> JsonPos
         if endpoint is not None:
             from hermes_runtime.tls import default_context_maker, shared_context
 
-            poster = JsonPoster(
+            poster = new_poster(
                 endpoint, api_key, timeout, lambda: shared_context(default_context_maker())
             )
         if len(_SHARED_POSTERS) >= MAX_SHARED_SDKS:
@@ -219,8 +219,8 @@ class OpenAIClient:
 
     def prepare(self) -> None:
         """Make what the first request needs now (e.g. on a background thread while the user
-        types), so that it does not wait for it: the endpoint's :class:`JsonPoster`, or for an
-        endpoint behind a proxy the SDK, imported and its client built."""
+        types), so that it does not wait for it: the endpoint's :class:`~.http_post.Poster`, or
+        for an endpoint behind a proxy the SDK, imported and its client built."""
         settings = self.settings
         poster = shared_poster(
             str(settings.base_url), settings.api_key or "not-needed", settings.timeout
@@ -272,7 +272,7 @@ class OpenAIClient:
         """A POST of ``body`` to ``path``, handing back the answer as plain JSON (a dict, or
         one dict per streamed event): the converters read plain JSON, and the body is plain
         JSON already. An endpoint reached directly is asked through the process's
-        :class:`JsonPoster`; one behind a proxy through the SDK client, which sends it,
+        :class:`~.http_post.Poster`; one behind a proxy through the SDK client, which sends it,
         authenticates and turns failures into its errors (imported by the first such call,
         on the worker thread)."""
         settings = self.settings
