@@ -11,12 +11,12 @@ from __future__ import annotations
 import ast
 import posixpath
 import re
-import shlex
 from collections.abc import Iterator
 from typing import Any
 
 from .python_values import CALLS, COMMANDS, SINKS, ModuleReader, _Values
 from .tables import TABLES
+from .words import UNKNOWN
 
 __all__ = ["lower_python"]
 
@@ -26,7 +26,6 @@ _METHOD_COMMANDS = {name: tuple(words) for name, words in _PY["method_commands"]
 _PREFIXES: tuple[tuple[str, str], ...] = tuple(_PY["prefixes"].items())
 _METHODS: dict[str, str] = {**dict.fromkeys(_METHOD_COMMANDS, "command"), **_PY["methods"]}
 _FIELD = re.compile(r"\{(\d)")
-_READ_CODE = frozenset(_PY["read_code"])
 _DUNDERS = re.compile(r"^__(?:subclasses|globals|builtins|code|closure|dict|bases|mro|base)__$")
 
 
@@ -134,19 +133,16 @@ class _Python(_Values):
         self.emit_argv(self.argv_values(first) if first is not None else None, kw)
 
     def emit_argv(self, words: list[list[str]] | None, kw: dict[str | None, ast.expr]) -> None:
+        """Each argv the call may start, with its folder (``cwd=``) and what it reads on stdin
+        (``input=`` text, else a pipe when ``input=`` or ``stdin=`` is given)."""
         if words is None:
-            self.out.append(("note", "script-dynamic-command"))
+            self.note("script-dynamic-command")
             return
-        cwd = self.texts(kw["cwd"]) if "cwd" in kw else ["."]
-        stdin = self.texts(kw["input"]) if "input" in kw else None
-        for w in words:
-            line = " ".join(shlex.quote(x) for x in w)
-            if stdin:
-                line += " <<'__HERMES_EOF__'\n" + stdin[0] + "\n__HERMES_EOF__"
-            elif "stdin" in kw and posixpath.basename(w[0] if w else "") in _READ_CODE:
-                self.out.append(("note", "pipe-to-shell"))
-            where = shlex.quote(cwd[0]) if cwd else '"$__x"'
-            self.out.append(("shell", line if where == "." else f"cd {where} && {line}"))
+        cwd = (self.texts(kw["cwd"]) or [UNKNOWN])[0] if "cwd" in kw else None
+        text = self.texts(kw["input"]) if "input" in kw else None
+        piped = "input" in kw or "stdin" in kw
+        stdin = ("text", text[0]) if text else ("other" if piped else "", None)
+        self.out += [("start", (w, cwd, stdin)) for w in words]
 
     def exec_family(self, q: str, node: ast.Call) -> None:
         args = list(node.args)

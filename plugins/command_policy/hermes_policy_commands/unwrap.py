@@ -329,6 +329,16 @@ class Unwrapping(Words):
         end follows names the module re-exports)."""
         return self.module_file(path)[2]
 
+    def start(self, started: tuple[list[str], str | None, Output], via: tuple[str, ...]) -> None:
+        """Lower a program another language's code starts (its argv, the folder it starts in
+        when given, its stdin)."""
+        argv, cwd, stdin = started
+        outer = self.cwd
+        if cwd is not None:
+            self.change_dir([cwd])
+        self.run(list(argv), [], stdin, via)
+        self.cwd = outer
+
     def lower_code(
         self, lang: str | None, code: str, argv: list[str], via: tuple[str, ...]
     ) -> Output:
@@ -337,10 +347,11 @@ class Unwrapping(Words):
 
         A front end answers items: ``("shell", text)`` for a command line the program runs,
         ``("argv", words)`` for a program it starts or a file operation written as the command
-        that does the same (``shutil.rmtree(p)`` is ``rm -rf p``), ``("write", path)`` and
-        ``("read", path)`` for files it opens, ``("module", path)`` and ``("folder", path)`` for
-        local Python modules it imports and where it looks for them, and ``("note", name)`` for
-        what cannot be decided (``script-dynamic-code``, ``script-dynamic-command``)."""
+        that does the same (``shutil.rmtree(p)`` is ``rm -rf p``), ``("start", (words, cwd,
+        stdin))`` for a program started in a folder or with what it reads on stdin, ``("write",
+        path)`` and ``("read", path)`` for files it opens, ``("module", path)`` and ``("folder",
+        path)`` for local Python modules it imports and where it looks for them, and ``("note",
+        name)`` for what cannot be decided (``script-dynamic-code``, ``script-dynamic-command``)."""
         if not lang:
             return self.nested(code, via)
         if len(code) > MAX_CODE:
@@ -353,6 +364,8 @@ class Unwrapping(Words):
                 self.nested(str(item), via)
             elif kind == "argv":
                 self.run(list(item), [], ("", None), via)
+            elif kind == "start":
+                self.start(item, via)
             elif kind == "write":
                 self.files[posixpath.normpath(str(item))] = ("other", None)
                 self.out.append(Simple([lang], [(">", str(item))], via, cwd=self.cwd))

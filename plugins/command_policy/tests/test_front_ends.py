@@ -30,6 +30,29 @@ CASES = [
         "ask",
         "write-scheduler",
     ),
+    # a started program is lowered straight to its argv, in its folder, with its stdin
+    (
+        "python3 -c \"import subprocess; subprocess.run(['rm', '-rf', 'etc'], cwd='/')\"",
+        "never",
+        "delete-root",
+    ),
+    (
+        "python3 -c \"import subprocess; subprocess.run(['psql'], input='DROP TABLE users')\"",
+        "ask",
+        "sql-drop",
+    ),
+    (
+        "python3 -c \"import subprocess, sys; subprocess.run(['bash'], input=sys.stdin.read())\"",
+        "ask",
+        "pipe-to-shell",
+    ),
+    # the folder of one call is not the folder of the next
+    (
+        "python3 -c \"import subprocess, os; subprocess.run(['ls'], cwd='/'); "
+        "os.system('rm -rf build')\"",
+        "allow",
+        None,
+    ),
     # what is not folded is unknown, and asks
     ("python3 -c \"import os; os.system('%99999s' % 'x')\"", "ask", "script-dynamic-command"),
     # a field this wide would build a string of 100 MB (it once took seconds): not folded
