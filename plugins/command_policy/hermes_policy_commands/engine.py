@@ -25,9 +25,8 @@ from functools import cache, cached_property, lru_cache
 from importlib import resources
 from typing import Any, NamedTuple
 
-from .programs import PROGRAMS
-from .shell import UNKNOWN, Simple
 from .tables import TABLES
+from .words import UNKNOWN, Arguments, Simple
 
 __all__ = [
     "DECISIONS",
@@ -177,40 +176,13 @@ class Context(NamedTuple):
     hermes_home: str = ""
 
 
-class Facts:
+class Facts(Arguments):
     """What the rules look at in one simple command, worked out once."""
 
     def __init__(self, simple: Simple, context: Context) -> None:
+        super().__init__(simple.argv)
         self.simple, self.context = simple, context
-        argv = simple.argv
-        self.program = argv[0].rpartition("/")[2] if argv else ""
-        values = PROGRAMS.get(self.program, {}).get("values", ())
-        self.options: list[str] = []
-        self.positional: list[str] = []
-        skip, ended = False, False
-        for a in argv[1:]:
-            if skip:
-                skip = False
-            elif ended or a[:1] != "-" or a == "-":
-                self.positional.append(a)
-            elif a == "--":
-                ended = True
-            else:
-                self.options.append(a)
-                skip = a in values
-        self.joined = " ".join(argv[1:])
-        self.flags = "".join(o[1:] for o in self.options if o[1] != "-")
-
-    def has(self, wanted: str) -> bool:
-        """Whether the option ``wanted`` is given (``-r`` in ``-rf``, ``--force=x``, ``--forc``)."""
-        if wanted.startswith("--"):
-            return any(
-                o == wanted or o.startswith(wanted + "=") or (len(o) >= 5 and wanted.startswith(o))
-                for o in self.options
-            )
-        if len(wanted) == 2:
-            return wanted[1] in self.flags
-        return wanted in self.options or any(o.startswith(wanted + "=") for o in self.options)
+        self.joined = " ".join(simple.argv[1:])
 
     @cached_property
     def text(self) -> str:
@@ -238,18 +210,7 @@ class Facts:
     def write_classes(self) -> frozenset[str]:
         """The classes of the paths the command writes (redirections and written operands)."""
         written = [t for op, t in self.simple.redirects if op != "<"]
-        how = PROGRAMS.get(self.program, {}).get("writes")
-        if how == "all":
-            written += self.positional
-        elif how == "last" and self.positional[1:] or how == "last-or-only" and self.positional:
-            written.append(self.positional[-1])
-        elif isinstance(how, str) and how.endswith("="):
-            written += [a[len(how) :] for a in self.simple.argv[1:] if a.startswith(how)]
-        elif isinstance(how, str) and how.startswith("-") and self.has(how):
-            written += self.positional[1:] if self.program in ("sed", "perl") else []
-            argv = self.simple.argv
-            written += [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == how]
-        return self._classes(written)
+        return self._classes(written + self.written())
 
     @cached_property
     def read_classes(self) -> frozenset[str]:

@@ -22,6 +22,7 @@ from .unwrap import Unwrapping
 from .words import (
     MAX_VALUE,
     UNKNOWN,
+    Arguments,
     Output,
     ScriptReader,
     Simple,
@@ -43,9 +44,9 @@ _LITERAL: dict[bytes, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 """The words of commands without expansions or redirections, by their text."""
 _GLOB = re.compile(r"[*?\[]")
 _ACTIVE = frozenset(
-    {"cd", "alias", "echo", "printf", "cat", "tee", "tac", "base64", "xxd", "curl", "wget", "find",
-     "cp", "mv", "install", "ln", "xargs", "eval", "source", "."}
-    | {name for name, spec in PROGRAMS.items() if "lang" in spec or "wraps" in spec}
+    {"cd", "alias", "echo", "printf", "cat", "tac", "base64", "xxd", "find", "xargs", "eval",
+     "source", "."}
+    | {name for name, spec in PROGRAMS.items() if {"lang", "wraps", "fills"} & spec.keys()}
 )  # fmt: skip
 """Programs whose lowering does more than record them (they print, change state, run others)."""
 _MANIFESTS = {name: spec["manifests"] for name, spec in PROGRAMS.items() if "manifests" in spec}
@@ -325,11 +326,9 @@ class Lowering(Unwrapping):
         manifests = _MANIFESTS.get(base, ())
         notes = ("written-manifest",) if any(m in self.files for m in manifests) else ()
         self.out.append(Simple(argv, redirects, via, text, notes, cwd=self.cwd))
+        if PROGRAMS.get(base, {}).get("fills"):
+            self.filled(Arguments(argv))
         out = self.unwrap(base, argv, stdin, via)
-        if base in ("cp", "mv", "install", "ln", "tee") and len(argv) > 2:
-            self.files[posixpath.normpath(argv[-1])] = ("other", None)
-            if base == "ln" and any(a.startswith("-") and "s" in a for a in argv[1:-2]):
-                self.links[argv[-1].strip("/").removeprefix("./")] = argv[-2]
         return out if not redirects else self.redirected_output(redirects, out)
 
     def redirected_output(self, redirects: list[tuple[str, str]], out: Output | None) -> Output:
@@ -341,6 +340,13 @@ class Lowering(Unwrapping):
                 self.files[posixpath.normpath(target)] = out if keep and out else ("other", None)
                 written = True
         return ("", None) if written else out or ("other", None)
+
+    def filled(self, args: Arguments) -> None:
+        """Record the files a command gives new content (and the links ``ln -s`` makes)."""
+        for path in args.written():
+            self.files[posixpath.normpath(path)] = ("other", None)
+        if args.program == "ln" and args.has("-s") and args.positional[1:]:
+            self.links[args.positional[-1].strip("/").removeprefix("./")] = args.positional[-2]
 
     def linked(self, word: str) -> str:
         """``word`` with a symbolic link the command made followed to its target."""

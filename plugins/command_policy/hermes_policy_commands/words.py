@@ -14,8 +14,11 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import Any
 
+from .programs import PROGRAMS
+
 __all__ = [
     "UNKNOWN",
+    "Arguments",
     "Output",
     "Simple",
     "Words",
@@ -69,6 +72,59 @@ class Simple:
             text = " ".join(words)
         text = text or "(" + ", ".join(self.notes) + ")"
         return text if len(text) <= 300 else text[:297] + "..."
+
+
+class Arguments:
+    """The words of a simple command as its program reads them: its options (the values of the
+    ones :data:`~.programs.PROGRAMS` says take one skipped), its operands, the paths it writes."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.argv = argv
+        self.program = argv[0].rpartition("/")[2] if argv else ""
+        values = PROGRAMS.get(self.program, {}).get("values", ())
+        self.options: list[str] = []
+        self.positional: list[str] = []
+        skip, ended = False, False
+        for a in argv[1:]:
+            if skip:
+                skip = False
+            elif ended or a[:1] != "-" or a == "-":
+                self.positional.append(a)
+            elif a == "--":
+                ended = True
+            else:
+                self.options.append(a)
+                skip = a in values
+        self.flags = "".join(o[1:] for o in self.options if o[1] != "-")
+
+    def has(self, wanted: str) -> bool:
+        """Whether the option ``wanted`` is given (``-r`` in ``-rf``, ``--force=x``, ``--forc``)."""
+        if wanted.startswith("--"):
+            return any(
+                o == wanted or o.startswith(wanted + "=") or (len(o) >= 5 and wanted.startswith(o))
+                for o in self.options
+            )
+        if len(wanted) == 2:
+            return wanted[1] in self.flags
+        return wanted in self.options or any(o.startswith(wanted + "=") for o in self.options)
+
+    def written(self) -> list[str]:
+        """The paths the program writes, as the ``writes`` of its entry in
+        :data:`~.programs.PROGRAMS` says."""
+        how = str(PROGRAMS.get(self.program, {}).get("writes", ""))
+        operands = self.positional
+        if how == "all":
+            return operands
+        if how == "last" and operands[1:] or how == "last-or-only" and operands:
+            return operands[-1:]
+        if how == "in-place" and self.has("-i"):
+            return operands[1:]  # the first is the script
+        if how.endswith("="):
+            return [a[len(how) :] for a in self.argv[1:] if a.startswith(how)]
+        if how.startswith("-"):
+            pairs = zip(self.argv[:-1], self.argv[1:], strict=True)
+            return [value for option, value in pairs if option == how]
+        return []
 
 
 def _quote(word: str) -> str:
