@@ -149,35 +149,20 @@ class Lowering(Unwrapping):
         return out
 
     def redirected(self, node: Any, stdin: Output) -> Output:
-        """Lower a statement with redirections (files, heredocs, here-strings)."""
+        """Lower a statement with redirections (files, heredocs, here-strings); a heredoc's
+        command may go on in a pipeline (``cat <<EOF | sh``)."""
         redirects: list[tuple[str, str]] = []
-        body = node.child_by_field_name("body")
         for child in node.children_by_field_name("redirect"):
             stdin = self.redirect(child, redirects, stdin)
-        if body is None:
-            self.out.append(Simple([], redirects, cwd=self.cwd))
-            return ("", None)
+        body = node.child_by_field_name("body")
         pending, self.pending = self.pending, None
-        if body.type == "command":
+        if body is not None and body.type == "command":
             out = self.command(body, redirects, stdin)
-            return self.pipeline(pending, out) if pending is not None else out
-        if body.type == "list" and body.named_children:
-            *head, last = body.named_children
-            for child in head:
-                self.stmt(child)
-            if last.type == "command":
-                return self.command(last, redirects, stdin)
-        if body.type == "pipeline" and body.named_children:
-            first, *rest = body.named_children
-            out = (
-                self.command(first, redirects, stdin)
-                if first.type == "command"
-                else self.stmt(first, stdin)
-            )
-            return self.piped(rest, out)
-        if redirects:
-            self.out.append(Simple([], redirects, cwd=self.cwd))
-        return self.stmt(body, stdin)
+        else:  # a list, a pipeline, a block: the redirections apply where its commands end
+            out = self.stmt(body, stdin) if body is not None else ("", None)
+            if redirects:
+                self.out.append(Simple([], redirects, cwd=self.cwd))
+        return self.pipeline(pending, out) if pending is not None else out
 
     def redirect(self, node: Any, redirects: list[tuple[str, str]], stdin: Output) -> Output:
         """Record one redirection; the answer is the command's stdin afterwards."""
