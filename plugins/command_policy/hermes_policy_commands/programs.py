@@ -7,7 +7,7 @@ that take a value; ``skip``: positional words before the command (``timeout 10 C
 code; ``assignments``: ``NAME=value`` words are skipped. ``lang``: the program runs code of that
 language (``code``: the options that take the code inline). ``writes``: which operands it writes
 (``all``, ``last``, ``last-or-only`` when one operand is written too, ``in-place``: all but the
-first with ``-i``, ``NAME=``: the value of such words, or an option whose value is written);
+first with ``-i``, ``NAME=``: the value of such words, ``download``: where curl or wget save);
 ``fills``: whether what it writes gets new content. ``manifests``: the files whose scripts it
 runs (a command that writes one and then runs the program asks). ``joined``: the wrapped words
 are one shell command (``ssh host CMD``).
@@ -126,8 +126,8 @@ _FILLS: dict[str, str] = {
     "dd": "of=",
     "sed": "in-place",
     "perl": "in-place",
-    "curl": "-o",
-    "wget": "-O",
+    "curl": "download",
+    "wget": "download",
 }
 _CHANGES: dict[str, str] = {
     "touch": "all",

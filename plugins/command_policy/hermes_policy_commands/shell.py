@@ -328,8 +328,9 @@ class Lowering(Unwrapping):
 
     def filled(self, args: Arguments) -> None:
         """Record the files a command gives new content (and the links ``ln -s`` makes)."""
+        content = ("download" if args.spec["writes"] == "download" else "other", None)
         for path in args.written():
-            self.files[posixpath.normpath(path)] = ("other", None)
+            self.files[posixpath.normpath(path)] = content
         if args.program == "ln" and args.has("-s") and args.positional[1:]:
             self.links[args.positional[-1].strip("/").removeprefix("./")] = args.positional[-2]
 

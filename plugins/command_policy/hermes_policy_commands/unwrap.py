@@ -15,7 +15,7 @@ from typing import Any
 from .foreign_code import lower_foreign
 from .programs import PROGRAMS
 from .python_code import lower_python
-from .words import MAX_FIELDS, MAX_VALUE, UNKNOWN, Output, Simple, Words, c_escapes
+from .words import MAX_FIELDS, MAX_VALUE, UNKNOWN, Arguments, Output, Simple, Words, c_escapes
 
 __all__ = ["Unwrapping"]
 
@@ -31,13 +31,6 @@ def _decode(kind: str, text: str) -> str | None:
         return binascii.unhexlify("".join(text.split())).decode()
     except (ValueError, UnicodeDecodeError):
         return None
-
-
-def _short(args: list[str], letters: str) -> bool:
-    return any(
-        a.startswith("-") and not a.startswith("--") and any(c in a[1:] for c in letters)
-        for a in args
-    )
 
 
 class Unwrapping(Words):
@@ -89,12 +82,12 @@ class Unwrapping(Words):
             return stdin
         elif base == "cat" and len(args) == 1:
             return self.files.get(args[0]) or ("file", args[0])
-        elif base == "base64" and (_short(args, "d") or "--decode" in args):
+        elif base == "base64" and ("--decode" in args or Arguments([base, *args]).has("-d")):
             return self.decoded("base64", stdin)
-        elif base == "xxd" and _short(args, "r"):
+        elif base == "xxd" and Arguments([base, *args]).has("-r"):
             return self.decoded("hex", stdin)
-        elif base in ("curl", "wget"):
-            return self.download(base, args)
+        elif base in ("curl", "wget"):  # a saved download is recorded as a written file
+            return ("", None) if Arguments([base, *args]).written() else ("download", None)
         else:
             return None
         return ("other", None)
@@ -134,22 +127,6 @@ class Unwrapping(Words):
         if stdin[0] == "download":
             return stdin
         return ("decode", None)
-
-    def download(self, base: str, args: list[str]) -> Output:
-        """What ``curl``/``wget`` print, or the file they save a download to."""
-        url = next((u for u in args if "://" in u), "")
-        out = (posixpath.basename(url) or "index.html") if base == "wget" else None
-        for i, a in enumerate(args):
-            if base == "curl" and re.fullmatch(r"-[a-zA-Z]*O|--remote-name", a):
-                out = posixpath.basename(url) or UNKNOWN
-            elif re.fullmatch(r"-[a-zA-Z]*[oO]|--output(?:-document)?", a) and args[i + 1 :]:
-                out = args[i + 1]
-            elif re.fullmatch(r"-[a-zA-Z]*[oO]\S+", a):
-                out = re.sub(r"^-[a-zA-Z]*?[oO]", "", a)
-        if out is None or out == "-":
-            return ("download", None)
-        self.files[posixpath.normpath(out)] = ("download", None)
-        return ("", None)
 
     def find(self, args: list[str], via: tuple[str, ...]) -> None:
         """Lower ``find -delete`` and ``-exec``/``-ok`` into the commands they run."""

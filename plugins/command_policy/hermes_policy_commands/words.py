@@ -7,6 +7,7 @@ What cannot be known is written as :data:`UNKNOWN` inside a word.
 
 from __future__ import annotations
 
+import posixpath
 import re
 import shlex
 from collections.abc import Callable, Iterator
@@ -81,7 +82,8 @@ class Arguments:
     def __init__(self, argv: list[str]) -> None:
         self.argv = argv
         self.program = argv[0].rpartition("/")[2] if argv else ""
-        values = PROGRAMS.get(self.program, {}).get("values", ())
+        self.spec: dict[str, Any] = PROGRAMS.get(self.program, {})
+        values = self.spec.get("values", ())
         self.options: list[str] = []
         self.positional: list[str] = []
         skip, ended = False, False
@@ -111,7 +113,7 @@ class Arguments:
     def written(self) -> list[str]:
         """The paths the program writes, as the ``writes`` of its entry in
         :data:`~.programs.PROGRAMS` says."""
-        how = str(PROGRAMS.get(self.program, {}).get("writes", ""))
+        how = str(self.spec.get("writes", ""))
         operands = self.positional
         if how == "all":
             return operands
@@ -121,10 +123,23 @@ class Arguments:
             return operands[1:]  # the first is the script
         if how.endswith("="):
             return [a[len(how) :] for a in self.argv[1:] if a.startswith(how)]
-        if how.startswith("-"):
-            pairs = zip(self.argv[:-1], self.argv[1:], strict=True)
-            return [value for option, value in pairs if option == how]
+        if how == "download":
+            return _saved(self.program, self.argv[1:])
         return []
+
+
+def _saved(program: str, args: list[str]) -> list[str]:
+    """The file ``curl`` or ``wget`` saves a download to (none when it prints it)."""
+    url = next((u for u in args if "://" in u), "")
+    out = (posixpath.basename(url) or "index.html") if program == "wget" else None
+    for i, a in enumerate(args):
+        if program == "curl" and re.fullmatch(r"-[a-zA-Z]*O|--remote-name", a):
+            out = posixpath.basename(url) or UNKNOWN
+        elif re.fullmatch(r"-[a-zA-Z]*[oO]|--output(?:-document)?", a) and args[i + 1 :]:
+            out = args[i + 1]
+        elif re.fullmatch(r"-[a-zA-Z]*[oO]\S+", a):
+            out = re.sub(r"^-[a-zA-Z]*?[oO]", "", a)
+    return [out] if out is not None and out != "-" else []
 
 
 def _quote(word: str) -> str:
