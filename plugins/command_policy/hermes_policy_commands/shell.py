@@ -105,7 +105,7 @@ class Lowering(Unwrapping):
         if kind == "redirected_statement":
             return self.redirected(node, stdin)
         if kind == "pipeline":
-            return self.pipeline(node, stdin)
+            return self.piped(node.named_children, stdin)
         if kind in ("variable_assignment", "variable_assignments"):
             self.assignments(node)
             return ("", None)
@@ -133,12 +133,9 @@ class Lowering(Unwrapping):
                 self.fields(child)
         return last
 
-    def pipeline(self, node: Any, stdin: Output) -> Output:
-        """Lower a pipeline: each command reads what the one before it prints."""
-        return self.piped(node.named_children if node.type == "pipeline" else [node], stdin)
-
     def piped(self, nodes: list[Any], stdin: Output) -> Output:
-        """Lower the statements of a pipeline, the first reading ``stdin``."""
+        """Lower the statements of a pipeline: the first reads ``stdin``, each other what the
+        one before it prints."""
         out = stdin
         outer, self.in_pipeline = self.in_pipeline, True
         try:
@@ -162,7 +159,7 @@ class Lowering(Unwrapping):
             out = self.stmt(body, stdin) if body is not None else ("", None)
             if redirects:
                 self.out.append(Simple([], redirects, cwd=self.cwd))
-        return self.pipeline(pending, out) if pending is not None else out
+        return self.stmt(pending, out) if pending is not None else out
 
     def redirect(self, node: Any, redirects: list[tuple[str, str]], stdin: Output) -> Output:
         """Record one redirection; the answer is the command's stdin afterwards."""
@@ -187,18 +184,16 @@ class Lowering(Unwrapping):
 
     def assignments(self, node: Any) -> None:
         """Record variable assignments (an ``export`` each, as the shell would)."""
-        items = [node] if node.type == "variable_assignment" else node.named_children
-        for item in items:
-            name_node = item.child_by_field_name("name")
-            value_node = item.child_by_field_name("value")
-            if name_node is None:
-                continue
-            name = node_text(name_node)
-            value = self.value(value_node) if value_node is not None else ""
-            if len(value) > MAX_VALUE:
-                value = UNKNOWN
+        for item in [node] if node.type == "variable_assignment" else node.named_children:
+            name, value = self.assignment(item)
             self.vars[name] = value
             self.out.append(Simple(["export", f"{name}={value}"], cwd=self.cwd, via=("=",)))
+
+    def assignment(self, node: Any) -> tuple[str, str]:
+        """The name and value of one ``NAME=value`` (a value too long to follow is unknown)."""
+        name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
+        text = self.value(value) if value is not None else ""
+        return node_text(name) if name else "?", text if len(text) <= MAX_VALUE else UNKNOWN
 
     def declaration(self, node: Any) -> Output:
         """Lower ``export``, ``declare``, ``local``, ``unset`` and the like."""
@@ -216,14 +211,9 @@ class Lowering(Unwrapping):
 
     def for_loop(self, node: Any) -> Output:
         """Lower a ``for`` loop: its body once per known value (or once, unknown)."""
-        var = node.child_by_field_name("variable")
-        values: list[str] = []
-        body = node.child_by_field_name("body")
-        for child in node.children_by_field_name("value"):
-            values += self.fields(child)
-        if var is not None:
-            self.vars[node_text(var)] = values[0] if len(values) == 1 else UNKNOWN
-        for value in values[:4] if len(values) <= 4 else [UNKNOWN]:
+        var, body = node.child_by_field_name("variable"), node.child_by_field_name("body")
+        values = [f for child in node.children_by_field_name("value") for f in self.fields(child)]
+        for value in values if 0 < len(values) <= 4 else [UNKNOWN]:
             if var is not None:
                 self.vars[node_text(var)] = value
             if body is not None:
@@ -259,11 +249,7 @@ class Lowering(Unwrapping):
             child, i = children[i], i + 1
             kind = child.type
             if kind == "variable_assignment":
-                name = child.child_by_field_name("name")
-                value = child.child_by_field_name("value")
-                env.append(
-                    f"{node_text(name) if name else '?'}={self.value(value) if value else ''}"
-                )
+                env.append("=".join(self.assignment(child)))
             elif kind in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
                 stdin = self.redirect(child, redirects, stdin)
             elif _glued(children, i):
@@ -299,11 +285,8 @@ class Lowering(Unwrapping):
         if UNKNOWN in name or _GLOB.search(name):
             self.out.append(Simple(argv, redirects, via, notes=("dynamic-command",), cwd=self.cwd))
             return ("other", None)
-        if base in self.aliases and "alias" not in via:
-            self.depth += 1
-            self.read(self.aliases.pop(base) + " " + " ".join(shlex.quote(a) for a in argv[1:]))
-            self.depth -= 1
-            return ("other", None)
+        if base in self.aliases:  # read once: an alias that names itself is the program
+            return self.nested(self.aliases.pop(base) + " " + shlex.join(argv[1:]), via)
         if base in self.funcs and "/" not in name:
             return self.call(base, argv, stdin)
         if self.links:
