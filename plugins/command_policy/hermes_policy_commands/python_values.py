@@ -45,14 +45,8 @@ def _div(a: Any, b: Any) -> Any:
 
 
 def _method(name: str) -> Callable[..., Any]:
-    """The method ``name`` of a string or bytes value, called with its arguments."""
-
-    def call(receiver: Any, *args: Any) -> Any:
-        if not isinstance(receiver, (str, bytes)):
-            raise TypeError(name)
-        return getattr(receiver, name)(*args)
-
-    return call
+    """The method ``name`` of a value, called with its arguments (a value without it fails)."""
+    return lambda receiver, *args: getattr(receiver, name)(*args)
 
 
 _OPERATORS: dict[type, Callable[[Any, Any], Any]] = {
@@ -357,9 +351,8 @@ class _Values:
 
     def texts(self, node: ast.expr | None) -> list[str] | None:
         """The values of ``node`` as text (a path, a command line), ``None`` when unknown."""
-        got = self.values(node)
-        texts = [_text(v) for v in got or []]
-        return None if got is None or None in texts else [t for t in texts if t is not None]
+        texts = [_text(v) for v in self.values(node) or [None]]
+        return None if None in texts else [t for t in texts if t is not None]
 
     def argv_values(self, node: ast.expr) -> list[list[str]] | None:
         """The argv lists an expression can be (a string is a one-word argv)."""

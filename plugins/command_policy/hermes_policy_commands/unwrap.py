@@ -269,9 +269,8 @@ class Unwrapping(Words):
 
     def module(self, name: str, rest: list[str], via: tuple[str, ...]) -> None:
         """Lower ``python -m NAME``: the workspace's module, else the program of that name."""
-        path = name.replace(".", "/") + ".py"
-        kind, text = self.source(path)
-        if kind == "text" and text is not None:
+        path, _, text = self.module_file(name.replace(".", "/"))
+        if text is not None:
             self.lower_code("python", text, [path, *rest], via)
         else:
             self.run([name.split(".")[0], *rest], [], ("", None), via)

@@ -263,10 +263,7 @@ class Words:
         if kind == "word" or (
             kind == "concatenation" and all(c.type == "word" for c in node.named_children)
         ):
-            raw = node_text(node)
-            if kind == "concatenation" and node.named_child_count != node.child_count:
-                raw = "".join(node_text(c) for c in node.children)
-            return list(_plain(raw, split))  # words alone hold no expansion (a$ is literal)
+            return list(_plain(node_text(node), split))  # words hold no expansion (a$ is literal)
         out: list[str] = [""]
         for piece, splittable in self.pieces(node):
             if not (split and splittable):
