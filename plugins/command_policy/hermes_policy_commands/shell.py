@@ -43,13 +43,6 @@ _EXPANDS = re.compile(rb"[$`<>]")
 _LITERAL: dict[bytes, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 """The words of commands without expansions or redirections, by their text."""
 _GLOB = re.compile(r"[*?\[]")
-_ACTIVE = frozenset(
-    {"cd", "alias", "echo", "printf", "cat", "tac", "base64", "xxd", "find", "xargs", "eval",
-     "source", "."}
-    | {name for name, spec in PROGRAMS.items() if {"lang", "wraps", "fills"} & spec.keys()}
-)  # fmt: skip
-"""Programs whose lowering does more than record them (they print, change state, run others)."""
-_MANIFESTS = {name: spec["manifests"] for name, spec in PROGRAMS.items() if "manifests" in spec}
 
 
 def _glued(nodes: list[Any], i: int) -> bool:
@@ -278,10 +271,6 @@ class Lowering(Unwrapping):
         name = argv[0]
         base = name.rpartition("/")[2]
         text = stdin[1] if stdin[0] == "text" else None
-        if not (base in _ACTIVE or self.aliases or self.funcs or self.links or "/" in name
-                or UNKNOWN in name or _GLOB.search(name) or base in _MANIFESTS):  # fmt: skip
-            self.out.append(Simple(argv, redirects, via, text, (), self.cwd))
-            return ("other", None) if not redirects else self.redirected_output(redirects, None)
         if UNKNOWN in name or _GLOB.search(name):
             self.out.append(Simple(argv, redirects, via, notes=("dynamic-command",), cwd=self.cwd))
             return ("other", None)
@@ -291,23 +280,21 @@ class Lowering(Unwrapping):
             return self.call(base, argv, stdin)
         if self.links:
             argv = [argv[0]] + [self.linked(a) for a in argv[1:]]
-        manifests = _MANIFESTS.get(base, ())
-        notes = ("written-manifest",) if any(m in self.files for m in manifests) else ()
+        spec = PROGRAMS.get(base, {})
+        notes = ("written-manifest",) if any(map(self.files.get, spec.get("manifests", ()))) else ()
         self.out.append(Simple(argv, redirects, via, text, notes, cwd=self.cwd))
-        if PROGRAMS.get(base, {}).get("fills"):
+        if spec.get("fills"):
             self.filled(Arguments(argv))
         out = self.unwrap(base, argv, stdin, via)
         return out if not redirects else self.redirected_output(redirects, out)
 
-    def redirected_output(self, redirects: list[tuple[str, str]], out: Output | None) -> Output:
+    def redirected_output(self, redirects: list[tuple[str, str]], out: Output) -> Output:
         """Record the files a command's output goes to; the answer is what it still prints."""
-        written = False
-        for op, target in redirects:
-            if op in (">", ">>", ">|", "&>"):
-                keep = out is not None and out[0] in ("text", "download")
-                self.files[posixpath.normpath(target)] = out if keep and out else ("other", None)
-                written = True
-        return ("", None) if written else out or ("other", None)
+        written = [target for op, target in redirects if op in (">", ">>", ">|", "&>")]
+        for target in written:
+            kept = out[0] in ("text", "download")
+            self.files[posixpath.normpath(target)] = out if kept else ("other", None)
+        return ("", None) if written else out
 
     def filled(self, args: Arguments) -> None:
         """Record the files a command gives new content (and the links ``ln -s`` makes)."""
