@@ -10,6 +10,7 @@ import base64
 import binascii
 import posixpath
 import re
+from itertools import takewhile
 from typing import Any
 
 from .foreign_code import lower_foreign
@@ -44,9 +45,7 @@ class Unwrapping(Words):
         if printed is not None:
             return printed
         if base == "find":
-            self.find(args, via)
-            roots = [a for a in args if not a.startswith("-")][:1] or ["."]
-            return ("text", roots[0].rstrip("/") + "/" + UNKNOWN)
+            return self.find(args, via)
         if base == "xargs":
             self.xargs(args, stdin, via)
         elif base == "eval":
@@ -96,13 +95,10 @@ class Unwrapping(Words):
         """Follow ``cd``: later commands start in that folder."""
         target = next((a for a in args if not a.startswith("-")), "~")
         if UNKNOWN in target:
-            self.cwd = UNKNOWN
-        elif target.startswith(("/", "~")) or self.cwd is None:
-            self.cwd = target if target.startswith(("/", "~")) else posixpath.normpath(target)
-        else:
-            self.cwd = posixpath.normpath(posixpath.join(self.cwd, target))
-        if self.cwd is not None and len(self.cwd) > 256:
-            self.cwd = UNKNOWN  # a path this long is a trick, not a folder
+            target = UNKNOWN
+        elif not target.startswith(("/", "~")):
+            target = posixpath.normpath(posixpath.join(self.cwd or "", target))
+        self.cwd = target if len(target) <= 256 else UNKNOWN  # this long: a trick, not a folder
 
     def printf(self, args: list[str]) -> Output:
         """What ``printf`` prints when its format and arguments are known."""
@@ -128,20 +124,21 @@ class Unwrapping(Words):
             return stdin
         return ("decode", None)
 
-    def find(self, args: list[str], via: tuple[str, ...]) -> None:
-        """Lower ``find -delete`` and ``-exec``/``-ok`` into the commands they run."""
-        roots = [a for a in args if not a.startswith(("-", "(", "!"))][:8]
-        roots = roots[: next((i for i, a in enumerate(args) if a.startswith("-")), len(roots))]
+    def find(self, args: list[str], via: tuple[str, ...]) -> Output:
+        """Lower ``find -delete`` and ``-exec``/``-ok`` into the commands they run; the answer
+        is what it prints (paths under its first root)."""
+        roots = list(takewhile(lambda a: not a.startswith(("-", "(", "!")), args))[:8] or ["."]
         name = UNKNOWN
         for i, a in enumerate(args[:-1]):
             if a in ("-name", "-iname") and UNKNOWN not in args[i + 1]:
                 name = args[i + 1]
-        targets, here = [r.rstrip("/") + "/" + name for r in roots or ["."]], via + ("find",)
+        targets, here = [r.rstrip("/") + "/" + name for r in roots], via + ("find",)
         if "-delete" in args:
             self.each(["rm", "-r", "{}"], "{}", targets, here)
         for i in [i for i, a in enumerate(args) if a in ("-exec", "-execdir", "-ok", "-okdir")]:
             end = next((j for j in range(i + 1, len(args)) if args[j] in (";", "+")), len(args))
             self.each(args[i + 1 : end], "{}", targets[:4], here)
+        return ("text", roots[0].rstrip("/") + "/" + UNKNOWN)
 
     def each(self, argv: list[str], mark: str, items: list[str], via: tuple[str, ...]) -> None:
         """Lower ``argv`` once per item, ``mark`` in its words replaced by the item."""
