@@ -38,7 +38,6 @@ BUDGET = 60_000  # syntax nodes and emitted commands per decision
 MAX_FIELDS = 64  # brace expansion and xargs fields
 Output = tuple[str, str | None]  # (kind, text): kind "", "text", "download", "decode", "other"
 _SAFE_WORD = re.compile(r"[\w@%+=:,./~^-]+")
-_SAFE_LINE = re.compile(r"[\w@%+=:,./~^-]+(?: [\w@%+=:,./~^-]+)*")
 _C_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "e": "\x1b", "a": "\a", "\\": "\\", "'": "'",
               '"': '"'}  # fmt: skip
 ScriptReader = Callable[[str], "str | None"]
@@ -66,12 +65,8 @@ class Simple:
     def render(self) -> str:
         """The command as one line, ``?`` for unknown parts (shown to people, and the target
         an approval is remembered under)."""
-        text = " ".join(self.argv)
-        if self.redirects or not _SAFE_LINE.fullmatch(text) or text.count(" ") >= len(self.argv):
-            words = [_quote(w) for w in self.argv]
-            words += [f"{op} {_quote(t)}" for op, t in self.redirects]
-            text = " ".join(words)
-        text = text or "(" + ", ".join(self.notes) + ")"
+        words = [_quote(w) for w in self.argv] + [f"{op} {_quote(t)}" for op, t in self.redirects]
+        text = " ".join(words) or "(" + ", ".join(self.notes) + ")"
         return text if len(text) <= 300 else text[:297] + "..."
 
 
