@@ -369,12 +369,10 @@ def builtin_rules() -> tuple[Rule, ...]:
     rules: list[Rule] = []
     folder = resources.files("hermes_policy_commands") / "rules"
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        if not entry.name.endswith(".toml"):
-            continue
-        data = tomllib.loads(entry.read_text(encoding="utf-8"))
-        family = entry.name[:-5]
-        for i, item in enumerate(data.get("rule", [])):
-            rules.append(rule_from_mapping(item, f"{family}: rule {i + 1}"))
+        if entry.name.endswith(".toml"):
+            items = tomllib.loads(entry.read_text(encoding="utf-8")).get("rule", [])
+            where = entry.name.removesuffix(".toml") + ": rule "
+            rules += [rule_from_mapping(item, f"{where}{i + 1}") for i, item in enumerate(items)]
     ids = [r.id for r in rules]
     if len(ids) != len(set(ids)):
         raise RuleError(f"duplicate rule ids: {sorted({i for i in ids if ids.count(i) > 1})}")

@@ -21,7 +21,7 @@ _RUN, _CODE, _FILES = _FOREIGN["run"], _FOREIGN["code"], _FOREIGN["files"]
 
 def _literals(text: str) -> list[str] | None:
     """The string literals of an argument list when every argument is one, else ``None``."""
-    parts = [p.strip() for p in re.split(r",", text.replace("[", "").replace("]", "")) if p.strip()]
+    parts = [p.strip() for p in text.replace("[", "").replace("]", "").split(",") if p.strip()]
     out = []
     for p in parts:
         if re.fullmatch(r"\{[^}]*\}", p):
@@ -34,20 +34,18 @@ def _literals(text: str) -> list[str] | None:
 
 def _argument(code: str, start: int) -> str:
     """The text of a call's arguments from ``start`` (after the open bracket or keyword)."""
-    i = start
-    closers = {"(": ")", "{": "}", "[": "]"}
-    stack: list[str] = []
+    i, depth = start, 0
     while i < len(code) and i - start < 2000:
         c = code[i]
         if c in "\"'":
             m = _STRING.match(code, i)
             i = m.end() if m else i + 1
             continue
-        if c in closers:
-            stack.append(closers[c])
-        elif stack and c == stack[-1]:
-            stack.pop()
-        elif not stack and c in ");\n})":
+        if c in "([{":
+            depth += 1
+        elif c in ")]}" and depth:
+            depth -= 1
+        elif not depth and c in ");\n}":
             break
         i += 1
     return code[start:i]
