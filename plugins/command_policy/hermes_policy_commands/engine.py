@@ -114,12 +114,6 @@ class Rule:
     not_match: tuple[str, ...] = ()
     family: str = ""
     source: str = "builtin"
-    words: tuple[re.Pattern[str], ...] = field(default=(), init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        """Compile the subcommand globs once: one pattern per word."""
-        words = tuple(re.compile("|".join(map(fnmatch.translate, a))) for a in self.subcommand)
-        object.__setattr__(self, "words", words)
 
     def matches(self, simple: Simple, facts: Facts) -> bool:
         """Whether the rule matches ``simple`` (whose paths are classified in ``facts``); its
@@ -137,10 +131,9 @@ class Rule:
         return self.program == ("*",) or bool(program and _globs(self.program).match(program))
 
     def _argv_matches(self, facts: Facts) -> bool:
-        words = self.words
-        if words and (
-            len(facts.positional) < len(words)
-            or not all(rx.match(w.lower()) for rx, w in zip(words, facts.positional, strict=False))
+        words, given = self.subcommand, facts.positional
+        if len(given) < len(words) or not all(
+            _globs(g).match(w.lower()) for g, w in zip(words, given, strict=False)
         ):
             return False
         if self.options and not any(map(facts.has, self.options)):
