@@ -287,9 +287,10 @@ def _classify_plain(p: str, context: Context) -> frozenset[str]:
 
 _LISTS = ("program", "options", "all_options", "not_options", "match", "not_match")
 _SETS = ("operands", "writes", "reads", "via", "notes")
+_STRINGS: dict[str, type] = {**dict.fromkeys(_LISTS, tuple), **dict.fromkeys(_SETS, frozenset)}
+"""The keys whose value is a string or a list of strings, and the collection each becomes."""
 _REGEXES = ("args", "not_args", "text", "command")
-_KNOWN = {"id", "decision", "justification", "subcommand", "max_args", *_LISTS, *_SETS,
-          *_REGEXES}  # fmt: skip
+_KNOWN = {"id", "decision", "justification", "subcommand", "max_args", *_STRINGS, *_REGEXES}
 
 
 def _strings(value: Any, where: str, key: str) -> tuple[str, ...]:
@@ -306,12 +307,8 @@ def rule_from_mapping(data: Mapping[str, Any], where: str, source: str = "builti
         raise RuleError(f"{where} must be a mapping")
     fields = _head(data, where)
     family, where = where.split(":")[0], f"{where} ({fields['id']})"
-    for key in _LISTS:
-        if key in data:
-            fields[key] = _strings(data[key], where, key)
-    for key in _SETS:
-        if key in data:
-            fields[key] = frozenset(_strings(data[key], where, key))
+    for key in data.keys() & _STRINGS.keys():
+        fields[key] = _STRINGS[key](_strings(data[key], where, key))
     for key in _REGEXES:
         if key in data:
             try:

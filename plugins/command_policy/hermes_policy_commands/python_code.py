@@ -44,7 +44,6 @@ class _Python(_Values):
                 yield ("shell", m.group(2))
             return
         self.scan(tree)
-        folder = posixpath.dirname(self.argv[0]) if self.argv else ""
         nodes = sorted(
             ast.walk(tree), key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0))
         )
@@ -61,7 +60,7 @@ class _Python(_Values):
             ):
                 self.out.append(("note", "fork-bomb"))
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                self.out += self.modules(node, folder)
+                self.out += self.modules(node)
             elif isinstance(node, ast.Attribute) and id(node) not in self.called:
                 q = self.qualname(node)
                 if q in SINKS:
@@ -202,7 +201,7 @@ class _Python(_Values):
         for words in lines or []:
             self.out.append(("write", words[1]) if words[0] == ">" else ("argv", words))
 
-    def modules(self, node: ast.Import | ast.ImportFrom, folder: str) -> list[Item]:
+    def modules(self, node: ast.Import | ast.ImportFrom) -> list[Item]:
         """The local modules an import may read (``pkg/mod`` for ``pkg.mod``; a relative
         import's in the program's folder)."""
         if isinstance(node, ast.Import):
@@ -210,7 +209,7 @@ class _Python(_Values):
         else:
             base = node.module or ""
             names = ([base] if base else []) + [f"{base}.{a.name}".lstrip(".") for a in node.names]
-        where = folder if isinstance(node, ast.ImportFrom) and node.level else ""
+        where = self.folder if isinstance(node, ast.ImportFrom) and node.level else ""
         paths = [posixpath.join(where, n.replace(".", "/")) for n in names]
         return [("module", posixpath.normpath(p)) for p in paths]
 

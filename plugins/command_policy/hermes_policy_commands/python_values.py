@@ -111,6 +111,7 @@ class _Values:
         self, code: str, argv: list[str], depth: int = 0, read_module: ModuleReader | None = None
     ) -> None:
         self.code, self.argv, self.depth = code, argv, depth
+        self.folder = posixpath.dirname(argv[0]) if argv else ""  # where its own modules are
         self.read_module = read_module
         self.tables: dict[str, dict[str, str]] = {}
         self.aliases: dict[str, str] = {}
@@ -221,8 +222,7 @@ class _Values:
                 return name
             if module not in self.tables:
                 path = module.replace(".", "/")
-                folder = posixpath.dirname(self.argv[0]) if self.argv else ""
-                text = folder and self.read_module(posixpath.join(folder, path))
+                text = self.folder and self.read_module(posixpath.join(self.folder, path))
                 text = text or self.read_module(path)
                 self.tables[module] = _exports(text) if text else {}
             if attr not in self.tables[module]:
