@@ -118,13 +118,13 @@ class Rule:
     def matches(self, simple: Simple, facts: Facts) -> bool:
         """Whether the rule matches ``simple`` (whose paths are classified in ``facts``); its
         program is one the rule is about (:meth:`Index.candidates` chose the rule by it)."""
-        if self.notes and self.notes.isdisjoint(simple.notes):
-            return False
-        if self.via and self.via.isdisjoint(simple.via):
-            return False
-        if self.max_args is not None and len(simple.argv) - 1 > self.max_args:
-            return False
-        return self._argv_matches(facts) and self._paths_match(facts)
+        return (
+            (not self.notes or not self.notes.isdisjoint(simple.notes))
+            and (not self.via or not self.via.isdisjoint(simple.via))
+            and (self.max_args is None or len(simple.argv) - 1 <= self.max_args)
+            and self._argv_matches(facts)
+            and self._paths_match(facts)
+        )
 
     def runs(self, program: str) -> bool:
         """Whether the rule is about ``program`` (one of its ``program`` patterns matches)."""
@@ -132,21 +132,16 @@ class Rule:
 
     def _argv_matches(self, facts: Facts) -> bool:
         words, given = self.subcommand, facts.positional
-        if len(given) < len(words) or not all(
-            _globs(g).match(w.lower()) for g, w in zip(words, given, strict=False)
-        ):
-            return False
-        if self.options and not any(map(facts.has, self.options)):
-            return False
-        if self.all_options and not all(map(facts.has, self.all_options)):
-            return False
-        if self.not_options and any(map(facts.has, self.not_options)):
-            return False
-        if self.args and not self.args.search(facts.joined):
-            return False
-        if self.not_args and self.not_args.search(facts.joined):
-            return False
-        return not (self.text and not self.text.search(facts.text))
+        return (
+            len(given) >= len(words)
+            and all(_globs(g).match(w.lower()) for g, w in zip(words, given, strict=False))
+            and (not self.options or any(map(facts.has, self.options)))
+            and (not self.all_options or all(map(facts.has, self.all_options)))
+            and not (self.not_options and any(map(facts.has, self.not_options)))
+            and (self.args is None or self.args.search(facts.joined) is not None)
+            and (self.not_args is None or self.not_args.search(facts.joined) is None)
+            and (self.text is None or self.text.search(facts.text) is not None)
+        )
 
     def _paths_match(self, facts: Facts) -> bool:
         return (

@@ -207,9 +207,7 @@ def dangling(node: Any) -> bool:
     ``$NAME`` is glued to it, and the name starts the next word)."""
     if node.type == "command_name":
         node = node.named_children[0] if node.named_child_count else node
-    if node.type != "concatenation":
-        return False
-    return bool(node.children[-1].type == "$")
+    return bool(node.type == "concatenation" and node.children[-1].type == "$")
 
 
 class Words:
