@@ -290,7 +290,7 @@ class Lowering(Unwrapping):
 
     def redirected_output(self, redirects: list[tuple[str, str]], out: Output) -> Output:
         """Record the files a command's output goes to; the answer is what it still prints."""
-        written = [target for op, target in redirects if op in (">", ">>", ">|", "&>")]
+        written = [target for op, target in redirects if op != "<"]  # as the rules read them
         for target in written:
             kept = out[0] in ("text", "download")
             self.files[posixpath.normpath(target)] = out if kept else ("other", None)
