@@ -144,11 +144,7 @@ class _Python(_Values):
         self.out += [("start", (w, cwd, stdin)) for w in words]
 
     def exec_family(self, q: str, node: ast.Call) -> None:
-        args = list(node.args)
-        if q.startswith("os.spawn"):
-            args = args[1:]
-        if not args:
-            return
+        args = node.args[1:] if q.startswith("os.spawn") else node.args  # os.spawn*: a mode first
         if q.endswith(("v", "ve", "vp", "vpe")) or q.startswith("os.posix_spawn"):
             words = self.argv_values(args[1]) if len(args) > 1 else None
         else:
@@ -167,19 +163,22 @@ class _Python(_Values):
         if isinstance(node.func, ast.Attribute) and not q.startswith(
             ("tarfile", "zipfile", "gzip")
         ):
-            self.open_call(q, node, self.texts(node.func.value))
+            self.opened(node.func.value, node.args, node)
 
-    def open_call(self, q: str, node: ast.Call, path: list[str] | None = None) -> None:
-        args = list(node.args)
-        if path is None:
-            path = self.texts(args.pop(0)) if args else None
+    def open_call(self, q: str, node: ast.Call) -> None:
+        if node.args:
+            self.opened(node.args[0], node.args[1:], node)
+
+    def opened(self, file: ast.expr, args: list[ast.expr], node: ast.Call) -> None:
+        """A file opened: a read, or a write when its mode (``args[0]`` or ``mode=``) may be."""
         mode_node = (
             args[0] if args else next((k.value for k in node.keywords if k.arg == "mode"), None)
         )
         mode = self.texts(mode_node) if mode_node is not None else ["r"]
         writing = mode is None or any(set(m) & set("wax+") for m in mode)
+        path = self.texts(file)
         if path is None:
-            self.out.append(("note", "script-dynamic-command"))
+            self.note("script-dynamic-command")
         else:
             self.out += [("write" if writing else "read", p) for p in path]
 

@@ -53,6 +53,14 @@ CASES = [
         "allow",
         None,
     ),
+    # a path opened for writing through Path(...).open is unknown when its path is (it was once
+    # read as a read of the file named by the mode)
+    (
+        'python3 -c "from pathlib import Path; import sys; '
+        "Path(sys.stdin.readline()).open('w').write('x')\"",
+        "ask",
+        "script-dynamic-command",
+    ),
     # what is not folded is unknown, and asks
     ("python3 -c \"import os; os.system('%99999s' % 'x')\"", "ask", "script-dynamic-command"),
     # a field this wide would build a string of 100 MB (it once took seconds): not folded
