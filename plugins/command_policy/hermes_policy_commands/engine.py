@@ -133,8 +133,7 @@ class Rule:
     def _argv_matches(self, facts: Facts) -> bool:
         words, given = self.subcommand, facts.positional
         return (
-            len(given) >= len(words)
-            and all(_globs(g).match(w.lower()) for g, w in zip(words, given, strict=False))
+            (not words or len(given) >= len(words) and all(map(_word_matches, words, given)))
             and (not self.options or any(map(facts.has, self.options)))
             and (not self.all_options or all(map(facts.has, self.all_options)))
             and not (self.not_options and any(map(facts.has, self.not_options)))
@@ -154,6 +153,10 @@ class Rule:
 @lru_cache(maxsize=1024)
 def _globs(patterns: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(fnmatch.translate(p) for p in patterns))
+
+
+def _word_matches(patterns: tuple[str, ...], word: str) -> bool:
+    return _globs(patterns).match(word.lower()) is not None
 
 
 class Context(NamedTuple):
