@@ -116,20 +116,17 @@ class _Python(_Values):
     def start(self, q: str, node: ast.Call) -> None:
         kw = {k.arg: k.value for k in node.keywords}
         first = node.args[0] if node.args else kw.get("args")
+        shell = kw.get("shell")
+        by_shell = isinstance(shell, ast.Constant) and bool(shell.value)
         if q.startswith("sh.") or q == "asyncio.create_subprocess_exec":  # the argv word by word
             program = [ast.Constant(q[3:])] if q.startswith("sh.") else []
-            self.emit_argv(self.listed([*program, *node.args]), kw)
-            return
-        shell = kw.get("shell")
-        if (
-            isinstance(shell, ast.Constant)
-            and shell.value
-            or q == "pty.spawn"
-            and isinstance(first, ast.Constant)
-        ):
-            self.shell_text(first)
-            return
-        self.emit_argv(self.argv_values(first) if first is not None else None, kw)
+            words = self.listed([*program, *node.args])
+        elif by_shell or q == "pty.spawn" and isinstance(first, ast.Constant):
+            texts = self.texts(first)  # shell text, run by sh -c in the call's folder and stdin
+            words = None if texts is None else [["sh", "-c", t] for t in texts]
+        else:
+            words = self.argv_values(first) if first is not None else None
+        self.emit_argv(words, kw)
 
     def emit_argv(self, words: list[list[str]] | None, kw: dict[str | None, ast.expr]) -> None:
         """Each argv the call may start, with its folder (``cwd=``) and what it reads on stdin

@@ -46,6 +46,12 @@ CASES = [
         "ask",
         "pipe-to-shell",
     ),
+    # shell text started with shell=True runs as sh -c runs it, in the call's folder too
+    (
+        "python3 -c \"import subprocess; subprocess.run('rm -rf etc', shell=True, cwd='/')\"",
+        "never",
+        "delete-root",
+    ),
     # the folder of one call is not the folder of the next
     (
         "python3 -c \"import subprocess, os; subprocess.run(['ls'], cwd='/'); "
