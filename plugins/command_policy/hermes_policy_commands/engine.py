@@ -25,9 +25,8 @@ from functools import cache, cached_property, lru_cache
 from importlib import resources
 from typing import Any, NamedTuple
 
-from .programs import PROGRAMS
-from .shell import UNKNOWN, Simple
 from .tables import TABLES
+from .words import UNKNOWN, Arguments, Simple
 
 __all__ = [
     "DECISIONS",
@@ -115,46 +114,33 @@ class Rule:
     not_match: tuple[str, ...] = ()
     family: str = ""
     source: str = "builtin"
-    words: tuple[re.Pattern[str], ...] = field(default=(), init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        """Compile the subcommand globs once: one pattern per word."""
-        words = tuple(re.compile("|".join(map(fnmatch.translate, a))) for a in self.subcommand)
-        object.__setattr__(self, "words", words)
 
     def matches(self, simple: Simple, facts: Facts) -> bool:
         """Whether the rule matches ``simple`` (whose paths are classified in ``facts``); its
         program is one the rule is about (:meth:`Index.candidates` chose the rule by it)."""
-        if self.notes and self.notes.isdisjoint(simple.notes):
-            return False
-        if self.via and self.via.isdisjoint(simple.via):
-            return False
-        if self.max_args is not None and len(simple.argv) - 1 > self.max_args:
-            return False
-        return self._argv_matches(facts) and self._paths_match(facts)
+        return (
+            (not self.notes or not self.notes.isdisjoint(simple.notes))
+            and (not self.via or not self.via.isdisjoint(simple.via))
+            and (self.max_args is None or len(simple.argv) - 1 <= self.max_args)
+            and self._argv_matches(facts)
+            and self._paths_match(facts)
+        )
 
     def runs(self, program: str) -> bool:
         """Whether the rule is about ``program`` (one of its ``program`` patterns matches)."""
         return self.program == ("*",) or bool(program and _globs(self.program).match(program))
 
     def _argv_matches(self, facts: Facts) -> bool:
-        words = self.words
-        if words and (
-            len(facts.positional) < len(words)
-            or not all(rx.match(w.lower()) for rx, w in zip(words, facts.positional, strict=False))
-        ):
-            return False
-        if self.options and not any(map(facts.has, self.options)):
-            return False
-        if self.all_options and not all(map(facts.has, self.all_options)):
-            return False
-        if self.not_options and any(map(facts.has, self.not_options)):
-            return False
-        if self.args and not self.args.search(facts.joined):
-            return False
-        if self.not_args and self.not_args.search(facts.joined):
-            return False
-        return not (self.text and not self.text.search(facts.text))
+        words, given = self.subcommand, facts.positional
+        return (
+            (not words or len(given) >= len(words) and all(map(_word_matches, words, given)))
+            and (not self.options or any(map(facts.has, self.options)))
+            and (not self.all_options or all(map(facts.has, self.all_options)))
+            and not (self.not_options and any(map(facts.has, self.not_options)))
+            and (self.args is None or self.args.search(facts.joined) is not None)
+            and (self.not_args is None or self.not_args.search(facts.joined) is None)
+            and (self.text is None or self.text.search(facts.text) is not None)
+        )
 
     def _paths_match(self, facts: Facts) -> bool:
         return (
@@ -169,6 +155,10 @@ def _globs(patterns: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(fnmatch.translate(p) for p in patterns))
 
 
+def _word_matches(patterns: tuple[str, ...], word: str) -> bool:
+    return _globs(patterns).match(word.lower()) is not None
+
+
 class Context(NamedTuple):
     """Where a command runs: the home folder (``~``), the workspace, hermes's home."""
 
@@ -177,40 +167,13 @@ class Context(NamedTuple):
     hermes_home: str = ""
 
 
-class Facts:
+class Facts(Arguments):
     """What the rules look at in one simple command, worked out once."""
 
     def __init__(self, simple: Simple, context: Context) -> None:
+        super().__init__(simple.argv)
         self.simple, self.context = simple, context
-        argv = simple.argv
-        self.program = argv[0].rpartition("/")[2] if argv else ""
-        values = PROGRAMS.get(self.program, {}).get("values", ())
-        self.options: list[str] = []
-        self.positional: list[str] = []
-        skip, ended = False, False
-        for a in argv[1:]:
-            if skip:
-                skip = False
-            elif ended or a[:1] != "-" or a == "-":
-                self.positional.append(a)
-            elif a == "--":
-                ended = True
-            else:
-                self.options.append(a)
-                skip = a in values
-        self.joined = " ".join(argv[1:])
-        self.flags = "".join(o[1:] for o in self.options if o[1] != "-")
-
-    def has(self, wanted: str) -> bool:
-        """Whether the option ``wanted`` is given (``-r`` in ``-rf``, ``--force=x``, ``--forc``)."""
-        if wanted.startswith("--"):
-            return any(
-                o == wanted or o.startswith(wanted + "=") or (len(o) >= 5 and wanted.startswith(o))
-                for o in self.options
-            )
-        if len(wanted) == 2:
-            return wanted[1] in self.flags
-        return wanted in self.options or any(o.startswith(wanted + "=") for o in self.options)
+        self.joined = " ".join(simple.argv[1:])
 
     @cached_property
     def text(self) -> str:
@@ -238,18 +201,7 @@ class Facts:
     def write_classes(self) -> frozenset[str]:
         """The classes of the paths the command writes (redirections and written operands)."""
         written = [t for op, t in self.simple.redirects if op != "<"]
-        how = PROGRAMS.get(self.program, {}).get("writes")
-        if how == "all":
-            written += self.positional
-        elif how == "last" and self.positional[1:] or how == "last-or-only" and self.positional:
-            written.append(self.positional[-1])
-        elif isinstance(how, str) and how.endswith("="):
-            written += [a[len(how) :] for a in self.simple.argv[1:] if a.startswith(how)]
-        elif isinstance(how, str) and how.startswith("-") and self.has(how):
-            written += self.positional[1:] if self.program in ("sed", "perl") else []
-            argv = self.simple.argv
-            written += [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == how]
-        return self._classes(written)
+        return self._classes(written + self.written())
 
     @cached_property
     def read_classes(self) -> frozenset[str]:
@@ -333,9 +285,10 @@ def _classify_plain(p: str, context: Context) -> frozenset[str]:
 
 _LISTS = ("program", "options", "all_options", "not_options", "match", "not_match")
 _SETS = ("operands", "writes", "reads", "via", "notes")
+_STRINGS: dict[str, type] = {**dict.fromkeys(_LISTS, tuple), **dict.fromkeys(_SETS, frozenset)}
+"""The keys whose value is a string or a list of strings, and the collection each becomes."""
 _REGEXES = ("args", "not_args", "text", "command")
-_KNOWN = {"id", "decision", "justification", "subcommand", "max_args", *_LISTS, *_SETS,
-          *_REGEXES}  # fmt: skip
+_KNOWN = {"id", "decision", "justification", "subcommand", "max_args", *_STRINGS, *_REGEXES}
 
 
 def _strings(value: Any, where: str, key: str) -> tuple[str, ...]:
@@ -352,12 +305,8 @@ def rule_from_mapping(data: Mapping[str, Any], where: str, source: str = "builti
         raise RuleError(f"{where} must be a mapping")
     fields = _head(data, where)
     family, where = where.split(":")[0], f"{where} ({fields['id']})"
-    for key in _LISTS:
-        if key in data:
-            fields[key] = _strings(data[key], where, key)
-    for key in _SETS:
-        if key in data:
-            fields[key] = frozenset(_strings(data[key], where, key))
+    for key in data.keys() & _STRINGS.keys():
+        fields[key] = _STRINGS[key](_strings(data[key], where, key))
     for key in _REGEXES:
         if key in data:
             try:
@@ -408,12 +357,10 @@ def builtin_rules() -> tuple[Rule, ...]:
     rules: list[Rule] = []
     folder = resources.files("hermes_policy_commands") / "rules"
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        if not entry.name.endswith(".toml"):
-            continue
-        data = tomllib.loads(entry.read_text(encoding="utf-8"))
-        family = entry.name[:-5]
-        for i, item in enumerate(data.get("rule", [])):
-            rules.append(rule_from_mapping(item, f"{family}: rule {i + 1}"))
+        if entry.name.endswith(".toml"):
+            items = tomllib.loads(entry.read_text(encoding="utf-8")).get("rule", [])
+            where = entry.name.removesuffix(".toml") + ": rule "
+            rules += [rule_from_mapping(item, f"{where}{i + 1}") for i, item in enumerate(items)]
     ids = [r.id for r in rules]
     if len(ids) != len(set(ids)):
         raise RuleError(f"duplicate rule ids: {sorted({i for i in ids if ids.count(i) > 1})}")

@@ -1,6 +1,6 @@
 """The perl, ruby, node and php front end: the few calls of a program that run commands,
 evaluate code or touch files (``tables.toml`` names them), found by scanning its text and lowered
-to the same items as the Python front end's."""
+to the same items as the Python front end's (a file call by its template, as Python's are)."""
 
 from __future__ import annotations
 
@@ -17,11 +17,12 @@ Item = tuple[str, Any]
 _FOREIGN = TABLES["foreign"]
 _STRING = re.compile(_FOREIGN["string"])
 _RUN, _CODE, _FILES = _FOREIGN["run"], _FOREIGN["code"], _FOREIGN["files"]
+_COMMANDS: dict[str, list[str]] = _FOREIGN["commands"]
 
 
 def _literals(text: str) -> list[str] | None:
     """The string literals of an argument list when every argument is one, else ``None``."""
-    parts = [p.strip() for p in re.split(r",", text.replace("[", "").replace("]", "")) if p.strip()]
+    parts = [p.strip() for p in text.replace("[", "").replace("]", "").split(",") if p.strip()]
     out = []
     for p in parts:
         if re.fullmatch(r"\{[^}]*\}", p):
@@ -34,20 +35,18 @@ def _literals(text: str) -> list[str] | None:
 
 def _argument(code: str, start: int) -> str:
     """The text of a call's arguments from ``start`` (after the open bracket or keyword)."""
-    i = start
-    closers = {"(": ")", "{": "}", "[": "]"}
-    stack: list[str] = []
+    i, depth = start, 0
     while i < len(code) and i - start < 2000:
         c = code[i]
         if c in "\"'":
             m = _STRING.match(code, i)
             i = m.end() if m else i + 1
             continue
-        if c in closers:
-            stack.append(closers[c])
-        elif stack and c == stack[-1]:
-            stack.pop()
-        elif not stack and c in ");\n})":
+        if c in "([{":
+            depth += 1
+        elif c in ")]}" and depth:
+            depth -= 1
+        elif not depth and c in ");\n}":
             break
         i += 1
     return code[start:i]
@@ -72,30 +71,23 @@ def lower_foreign(lang: str, code: str) -> Iterator[Item]:
         else:
             yield ("shell", args[0]) if len(args) == 1 else ("argv", args)
     for m in re.finditer(_FILES[lang], code):
-        yield from _file_call(m.group(0), _argument(code, m.end()))
+        yield from _file_call(m.group(m.lastindex or 0), _argument(code, m.end()))
 
 
-def _file_call(token: str, argument: str) -> Iterator[Item]:
-    mode = re.match(r"\s*['\"]([<>+]+)['\"]\s*,", argument)
+def _file_call(name: str, argument: str) -> Iterator[Item]:
+    """A call that touches a file, lowered by its template (``[foreign.commands]``)."""
+    mode = re.match(r"\s*['\"]([<>+]+)['\"]\s*,", argument)  # perl's open(F, ">", PATH)
     if mode:
         argument = argument[mode.end() :]
-    args = _literals(argument.split(",")[0] if not token.startswith("open") else argument)
+    args = _literals(argument if name == "open" else argument.split(",")[0])
     if not args:
         yield ("note", "script-dynamic-command")
         return
-    path = args[0]
-    if token.lstrip().startswith("open") or token.startswith("fopen"):
-        m = re.match(r"^([<>+|]*)\s*(.*)$", path)
-        op, rest = (m.group(1), m.group(2)) if m else ("", path)
-        writes = ">" in op or (mode is not None and ">" in mode.group(1)) or "+" in op
-        yield ("write" if writes else "read", rest or path)
-    elif (
-        re.search(r"rm_rf|rm_r\b|rmtree|remove_tree|remove_dir", token)
-        or ("rmSync" in token or "rmdirSync" in token)
-        and "recursive" in argument
-    ):
-        yield ("argv", ["rm", "-rf", path])
-    elif re.search(r"unlink|delete|rmdir|\brm\b|rmSync", token):
-        yield ("argv", ["rm", "-f", path])
+    recursive = f"{name} recursive" if "recursive" in argument else name
+    words = [w.format(args[0]) for w in _COMMANDS.get(recursive, _COMMANDS[name])]
+    if words[0] == "open":  # perl's ">PATH", "+<PATH" or a mode before the path
+        path = words[1].lstrip("<>+|")
+        op = words[1][: len(words[1]) - len(path)] + (mode.group(1) if mode else "")
+        yield ("write" if ">" in op or "+" in op else "read", path.strip() or words[1])
     else:
-        yield ("write", path)
+        yield ("write", words[1]) if words[0] == ">" else ("argv", words)

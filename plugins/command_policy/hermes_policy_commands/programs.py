@@ -6,9 +6,11 @@ that take a value; ``skip``: positional words before the command (``timeout 10 C
 ``prefix``: words that must come first (``uv run CMD``); ``code``: options whose value is shell
 code; ``assignments``: ``NAME=value`` words are skipped. ``lang``: the program runs code of that
 language (``code``: the options that take the code inline). ``writes``: which operands it writes
-(``all``, ``last``, ``last-or-only`` when one operand is written too, or an option whose value
-is written). ``manifests``: the files whose scripts it runs (a command that writes one and then
-runs the program asks). ``joined``: the wrapped words are one shell command (``ssh host CMD``).
+(``all``, ``last``, ``last-or-only`` when one operand is written too, ``in-place``: all but the
+first with ``-i``, ``NAME=``: the value of such words, ``download``: where curl or wget save);
+``fills``: whether what it writes gets new content. ``manifests``: the files whose scripts it
+runs (a command that writes one and then runs the program asks). ``joined``: the wrapped words
+are one shell command (``ssh host CMD``).
 """
 
 from __future__ import annotations
@@ -134,7 +136,9 @@ _LANGS: dict[str, dict[str, Any]] = {
     "node": {"lang": "node", "code": ["-e", "--eval", "-p", "--print"], "options": ["-r"]},
     "php": {"lang": "php", "code": ["-r"], "options": ["-d", "-c"]},
 }
-_WRITES: dict[str, str] = {
+# What each program writes; _FILLS give the files new content (a script written so is not read
+# from the disk: the command asks), _CHANGES change or remove files.
+_FILLS: dict[str, str] = {
     "tee": "all",
     "cp": "last",
     "mv": "last",
@@ -143,6 +147,13 @@ _WRITES: dict[str, str] = {
     "rsync": "last",
     "scp": "last",
     "truncate": "all",
+    "dd": "of=",
+    "sed": "in-place",
+    "perl": "in-place",
+    "curl": "download",
+    "wget": "download",
+}
+_CHANGES: dict[str, str] = {
     "touch": "all",
     "shred": "all",
     "rm": "all",
@@ -152,16 +163,11 @@ _WRITES: dict[str, str] = {
     "chmod": "all",
     "chown": "all",
     "chgrp": "all",
-    "dd": "of=",
-    "sed": "-i",
-    "perl": "-i",
     "mkfs": "all",
     "wipefs": "all",
     "blkdiscard": "all",
     "mkswap": "all",
     "mke2fs": "all",
-    "curl": "-o",
-    "wget": "-O",
     "setfacl": "all",
     "chattr": "all",
 }
@@ -204,8 +210,8 @@ _VALUES: dict[str, list[str]] = {
 }
 for _name, _values in _VALUES.items():
     PROGRAMS.setdefault(_name, {})["values"] = _values
-for _name, _how in _WRITES.items():
-    PROGRAMS.setdefault(_name, {})["writes"] = _how
+for _name, _how in {**_FILLS, **_CHANGES}.items():
+    PROGRAMS.setdefault(_name, {}).update(writes=_how, fills=_name in _FILLS)
 _MANIFESTS = {"make": ["Makefile", "makefile", "GNUmakefile"], "npm": ["package.json"]}
 for _name in ("yarn", "pnpm", "bun"):
     _MANIFESTS[_name] = _MANIFESTS["npm"]

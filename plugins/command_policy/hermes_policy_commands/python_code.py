@@ -11,12 +11,12 @@ from __future__ import annotations
 import ast
 import posixpath
 import re
-import shlex
 from collections.abc import Iterator
 from typing import Any
 
 from .python_values import CALLS, COMMANDS, SINKS, ModuleReader, _Values
 from .tables import TABLES
+from .words import UNKNOWN
 
 __all__ = ["lower_python"]
 
@@ -26,7 +26,6 @@ _METHOD_COMMANDS = {name: tuple(words) for name, words in _PY["method_commands"]
 _PREFIXES: tuple[tuple[str, str], ...] = tuple(_PY["prefixes"].items())
 _METHODS: dict[str, str] = {**dict.fromkeys(_METHOD_COMMANDS, "command"), **_PY["methods"]}
 _FIELD = re.compile(r"\{(\d)")
-_READ_CODE = frozenset(_PY["read_code"])
 _DUNDERS = re.compile(r"^__(?:subclasses|globals|builtins|code|closure|dict|bases|mro|base)__$")
 
 
@@ -45,7 +44,6 @@ class _Python(_Values):
                 yield ("shell", m.group(2))
             return
         self.scan(tree)
-        folder = posixpath.dirname(self.argv[0]) if self.argv else ""
         nodes = sorted(
             ast.walk(tree), key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0))
         )
@@ -62,7 +60,7 @@ class _Python(_Values):
             ):
                 self.out.append(("note", "fork-bomb"))
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                self.out += self.modules(node, folder)
+                self.out += self.modules(node)
             elif isinstance(node, ast.Attribute) and id(node) not in self.called:
                 q = self.qualname(node)
                 if q in SINKS:
@@ -118,42 +116,32 @@ class _Python(_Values):
     def start(self, q: str, node: ast.Call) -> None:
         kw = {k.arg: k.value for k in node.keywords}
         first = node.args[0] if node.args else kw.get("args")
+        shell = kw.get("shell")
+        by_shell = isinstance(shell, ast.Constant) and bool(shell.value)
         if q.startswith("sh.") or q == "asyncio.create_subprocess_exec":  # the argv word by word
             program = [ast.Constant(q[3:])] if q.startswith("sh.") else []
-            self.emit_argv(self.listed([*program, *node.args]), kw)
-            return
-        shell = kw.get("shell")
-        if (
-            isinstance(shell, ast.Constant)
-            and shell.value
-            or q == "pty.spawn"
-            and isinstance(first, ast.Constant)
-        ):
-            self.shell_text(first)
-            return
-        self.emit_argv(self.argv_values(first) if first is not None else None, kw)
+            words = self.listed([*program, *node.args])
+        elif by_shell or q == "pty.spawn" and isinstance(first, ast.Constant):
+            texts = self.texts(first)  # shell text, run by sh -c in the call's folder and stdin
+            words = None if texts is None else [["sh", "-c", t] for t in texts]
+        else:
+            words = self.argv_values(first) if first is not None else None
+        self.emit_argv(words, kw)
 
     def emit_argv(self, words: list[list[str]] | None, kw: dict[str | None, ast.expr]) -> None:
+        """Each argv the call may start, with its folder (``cwd=``) and what it reads on stdin
+        (``input=`` text, else a pipe when ``input=`` or ``stdin=`` is given)."""
         if words is None:
-            self.out.append(("note", "script-dynamic-command"))
+            self.note("script-dynamic-command")
             return
-        cwd = self.texts(kw["cwd"]) if "cwd" in kw else ["."]
-        stdin = self.texts(kw["input"]) if "input" in kw else None
-        for w in words:
-            line = " ".join(shlex.quote(x) for x in w)
-            if stdin:
-                line += " <<'__HERMES_EOF__'\n" + stdin[0] + "\n__HERMES_EOF__"
-            elif "stdin" in kw and posixpath.basename(w[0] if w else "") in _READ_CODE:
-                self.out.append(("note", "pipe-to-shell"))
-            where = shlex.quote(cwd[0]) if cwd else '"$__x"'
-            self.out.append(("shell", line if where == "." else f"cd {where} && {line}"))
+        cwd = (self.texts(kw["cwd"]) or [UNKNOWN])[0] if "cwd" in kw else None
+        text = self.texts(kw["input"]) if "input" in kw else None
+        piped = "input" in kw or "stdin" in kw
+        stdin = ("text", text[0]) if text else ("other" if piped else "", None)
+        self.out += [("start", (w, cwd, stdin)) for w in words]
 
     def exec_family(self, q: str, node: ast.Call) -> None:
-        args = list(node.args)
-        if q.startswith("os.spawn"):
-            args = args[1:]
-        if not args:
-            return
+        args = node.args[1:] if q.startswith("os.spawn") else node.args  # os.spawn*: a mode first
         if q.endswith(("v", "ve", "vp", "vpe")) or q.startswith("os.posix_spawn"):
             words = self.argv_values(args[1]) if len(args) > 1 else None
         else:
@@ -172,19 +160,22 @@ class _Python(_Values):
         if isinstance(node.func, ast.Attribute) and not q.startswith(
             ("tarfile", "zipfile", "gzip")
         ):
-            self.open_call(q, node, self.texts(node.func.value))
+            self.opened(node.func.value, node.args, node)
 
-    def open_call(self, q: str, node: ast.Call, path: list[str] | None = None) -> None:
-        args = list(node.args)
-        if path is None:
-            path = self.texts(args.pop(0)) if args else None
+    def open_call(self, q: str, node: ast.Call) -> None:
+        if node.args:
+            self.opened(node.args[0], node.args[1:], node)
+
+    def opened(self, file: ast.expr, args: list[ast.expr], node: ast.Call) -> None:
+        """A file opened: a read, or a write when its mode (``args[0]`` or ``mode=``) may be."""
         mode_node = (
             args[0] if args else next((k.value for k in node.keywords if k.arg == "mode"), None)
         )
         mode = self.texts(mode_node) if mode_node is not None else ["r"]
         writing = mode is None or any(set(m) & set("wax+") for m in mode)
+        path = self.texts(file)
         if path is None:
-            self.out.append(("note", "script-dynamic-command"))
+            self.note("script-dynamic-command")
         else:
             self.out += [("write" if writing else "read", p) for p in path]
 
@@ -206,7 +197,7 @@ class _Python(_Values):
         for words in lines or []:
             self.out.append(("write", words[1]) if words[0] == ">" else ("argv", words))
 
-    def modules(self, node: ast.Import | ast.ImportFrom, folder: str) -> list[Item]:
+    def modules(self, node: ast.Import | ast.ImportFrom) -> list[Item]:
         """The local modules an import may read (``pkg/mod`` for ``pkg.mod``; a relative
         import's in the program's folder)."""
         if isinstance(node, ast.Import):
@@ -214,7 +205,7 @@ class _Python(_Values):
         else:
             base = node.module or ""
             names = ([base] if base else []) + [f"{base}.{a.name}".lstrip(".") for a in node.names]
-        where = folder if isinstance(node, ast.ImportFrom) and node.level else ""
+        where = self.folder if isinstance(node, ast.ImportFrom) and node.level else ""
         paths = [posixpath.join(where, n.replace(".", "/")) for n in names]
         return [("module", posixpath.normpath(p)) for p in paths]
 

@@ -45,14 +45,8 @@ def _div(a: Any, b: Any) -> Any:
 
 
 def _method(name: str) -> Callable[..., Any]:
-    """The method ``name`` of a string or bytes value, called with its arguments."""
-
-    def call(receiver: Any, *args: Any) -> Any:
-        if not isinstance(receiver, (str, bytes)):
-            raise TypeError(name)
-        return getattr(receiver, name)(*args)
-
-    return call
+    """The method ``name`` of a value, called with its arguments (a value without it fails)."""
+    return lambda receiver, *args: getattr(receiver, name)(*args)
 
 
 _OPERATORS: dict[type, Callable[[Any, Any], Any]] = {
@@ -117,6 +111,7 @@ class _Values:
         self, code: str, argv: list[str], depth: int = 0, read_module: ModuleReader | None = None
     ) -> None:
         self.code, self.argv, self.depth = code, argv, depth
+        self.folder = posixpath.dirname(argv[0]) if argv else ""  # where its own modules are
         self.read_module = read_module
         self.tables: dict[str, dict[str, str]] = {}
         self.aliases: dict[str, str] = {}
@@ -227,8 +222,7 @@ class _Values:
                 return name
             if module not in self.tables:
                 path = module.replace(".", "/")
-                folder = posixpath.dirname(self.argv[0]) if self.argv else ""
-                text = folder and self.read_module(posixpath.join(folder, path))
+                text = self.folder and self.read_module(posixpath.join(self.folder, path))
                 text = text or self.read_module(path)
                 self.tables[module] = _exports(text) if text else {}
             if attr not in self.tables[module]:
@@ -357,9 +351,8 @@ class _Values:
 
     def texts(self, node: ast.expr | None) -> list[str] | None:
         """The values of ``node`` as text (a path, a command line), ``None`` when unknown."""
-        got = self.values(node)
-        texts = [_text(v) for v in got or []]
-        return None if got is None or None in texts else [t for t in texts if t is not None]
+        texts = [_text(v) for v in self.values(node) or [None]]
+        return None if None in texts else [t for t in texts if t is not None]
 
     def argv_values(self, node: ast.expr) -> list[list[str]] | None:
         """The argv lists an expression can be (a string is a one-word argv)."""

@@ -22,6 +22,7 @@ from .unwrap import Unwrapping
 from .words import (
     MAX_VALUE,
     UNKNOWN,
+    Arguments,
     Output,
     ScriptReader,
     Simple,
@@ -42,13 +43,6 @@ _EXPANDS = re.compile(rb"[$`<>]")
 _LITERAL: dict[bytes, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 """The words of commands without expansions or redirections, by their text."""
 _GLOB = re.compile(r"[*?\[]")
-_ACTIVE = frozenset(
-    {"cd", "alias", "echo", "printf", "cat", "tee", "tac", "base64", "xxd", "curl", "wget", "find",
-     "cp", "mv", "install", "ln", "xargs", "eval", "source", "."}
-    | {name for name, spec in PROGRAMS.items() if "lang" in spec or "wraps" in spec}
-)  # fmt: skip
-"""Programs whose lowering does more than record them (they print, change state, run others)."""
-_MANIFESTS = {name: spec["manifests"] for name, spec in PROGRAMS.items() if "manifests" in spec}
 
 
 def _glued(nodes: list[Any], i: int) -> bool:
@@ -104,7 +98,7 @@ class Lowering(Unwrapping):
         if kind == "redirected_statement":
             return self.redirected(node, stdin)
         if kind == "pipeline":
-            return self.pipeline(node, stdin)
+            return self.piped(node.named_children, stdin)
         if kind in ("variable_assignment", "variable_assignments"):
             self.assignments(node)
             return ("", None)
@@ -132,12 +126,9 @@ class Lowering(Unwrapping):
                 self.fields(child)
         return last
 
-    def pipeline(self, node: Any, stdin: Output) -> Output:
-        """Lower a pipeline: each command reads what the one before it prints."""
-        return self.piped(node.named_children if node.type == "pipeline" else [node], stdin)
-
     def piped(self, nodes: list[Any], stdin: Output) -> Output:
-        """Lower the statements of a pipeline, the first reading ``stdin``."""
+        """Lower the statements of a pipeline: the first reads ``stdin``, each other what the
+        one before it prints."""
         out = stdin
         outer, self.in_pipeline = self.in_pipeline, True
         try:
@@ -148,35 +139,20 @@ class Lowering(Unwrapping):
         return out
 
     def redirected(self, node: Any, stdin: Output) -> Output:
-        """Lower a statement with redirections (files, heredocs, here-strings)."""
+        """Lower a statement with redirections (files, heredocs, here-strings); a heredoc's
+        command may go on in a pipeline (``cat <<EOF | sh``)."""
         redirects: list[tuple[str, str]] = []
-        body = node.child_by_field_name("body")
         for child in node.children_by_field_name("redirect"):
             stdin = self.redirect(child, redirects, stdin)
-        if body is None:
-            self.out.append(Simple([], redirects, cwd=self.cwd))
-            return ("", None)
+        body = node.child_by_field_name("body")
         pending, self.pending = self.pending, None
-        if body.type == "command":
+        if body is not None and body.type == "command":
             out = self.command(body, redirects, stdin)
-            return self.pipeline(pending, out) if pending is not None else out
-        if body.type == "list" and body.named_children:
-            *head, last = body.named_children
-            for child in head:
-                self.stmt(child)
-            if last.type == "command":
-                return self.command(last, redirects, stdin)
-        if body.type == "pipeline" and body.named_children:
-            first, *rest = body.named_children
-            out = (
-                self.command(first, redirects, stdin)
-                if first.type == "command"
-                else self.stmt(first, stdin)
-            )
-            return self.piped(rest, out)
-        if redirects:
-            self.out.append(Simple([], redirects, cwd=self.cwd))
-        return self.stmt(body, stdin)
+        else:  # a list, a pipeline, a block: the redirections apply where its commands end
+            out = self.stmt(body, stdin) if body is not None else ("", None)
+            if redirects:
+                self.out.append(Simple([], redirects, cwd=self.cwd))
+        return self.stmt(pending, out) if pending is not None else out
 
     def redirect(self, node: Any, redirects: list[tuple[str, str]], stdin: Output) -> Output:
         """Record one redirection; the answer is the command's stdin afterwards."""
@@ -201,18 +177,16 @@ class Lowering(Unwrapping):
 
     def assignments(self, node: Any) -> None:
         """Record variable assignments (an ``export`` each, as the shell would)."""
-        items = [node] if node.type == "variable_assignment" else node.named_children
-        for item in items:
-            name_node = item.child_by_field_name("name")
-            value_node = item.child_by_field_name("value")
-            if name_node is None:
-                continue
-            name = node_text(name_node)
-            value = self.value(value_node) if value_node is not None else ""
-            if len(value) > MAX_VALUE:
-                value = UNKNOWN
+        for item in [node] if node.type == "variable_assignment" else node.named_children:
+            name, value = self.assignment(item)
             self.vars[name] = value
             self.out.append(Simple(["export", f"{name}={value}"], cwd=self.cwd, via=("=",)))
+
+    def assignment(self, node: Any) -> tuple[str, str]:
+        """The name and value of one ``NAME=value`` (a value too long to follow is unknown)."""
+        name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
+        text = self.value(value) if value is not None else ""
+        return node_text(name) if name else "?", text if len(text) <= MAX_VALUE else UNKNOWN
 
     def declaration(self, node: Any) -> Output:
         """Lower ``export``, ``declare``, ``local``, ``unset`` and the like."""
@@ -230,14 +204,9 @@ class Lowering(Unwrapping):
 
     def for_loop(self, node: Any) -> Output:
         """Lower a ``for`` loop: its body once per known value (or once, unknown)."""
-        var = node.child_by_field_name("variable")
-        values: list[str] = []
-        body = node.child_by_field_name("body")
-        for child in node.children_by_field_name("value"):
-            values += self.fields(child)
-        if var is not None:
-            self.vars[node_text(var)] = values[0] if len(values) == 1 else UNKNOWN
-        for value in values[:4] if len(values) <= 4 else [UNKNOWN]:
+        var, body = node.child_by_field_name("variable"), node.child_by_field_name("body")
+        values = [f for child in node.children_by_field_name("value") for f in self.fields(child)]
+        for value in values if 0 < len(values) <= 4 else [UNKNOWN]:
             if var is not None:
                 self.vars[node_text(var)] = value
             if body is not None:
@@ -273,11 +242,7 @@ class Lowering(Unwrapping):
             child, i = children[i], i + 1
             kind = child.type
             if kind == "variable_assignment":
-                name = child.child_by_field_name("name")
-                value = child.child_by_field_name("value")
-                env.append(
-                    f"{node_text(name) if name else '?'}={self.value(value) if value else ''}"
-                )
+                env.append("=".join(self.assignment(child)))
             elif kind in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
                 stdin = self.redirect(child, redirects, stdin)
             elif _glued(children, i):
@@ -306,41 +271,38 @@ class Lowering(Unwrapping):
         name = argv[0]
         base = name.rpartition("/")[2]
         text = stdin[1] if stdin[0] == "text" else None
-        if not (base in _ACTIVE or self.aliases or self.funcs or self.links or "/" in name
-                or UNKNOWN in name or _GLOB.search(name) or base in _MANIFESTS):  # fmt: skip
-            self.out.append(Simple(argv, redirects, via, text, (), self.cwd))
-            return ("other", None) if not redirects else self.redirected_output(redirects, None)
         if UNKNOWN in name or _GLOB.search(name):
             self.out.append(Simple(argv, redirects, via, notes=("dynamic-command",), cwd=self.cwd))
             return ("other", None)
-        if base in self.aliases and "alias" not in via:
-            self.depth += 1
-            self.read(self.aliases.pop(base) + " " + " ".join(shlex.quote(a) for a in argv[1:]))
-            self.depth -= 1
-            return ("other", None)
+        if base in self.aliases:  # read once: an alias that names itself is the program
+            return self.nested(self.aliases.pop(base) + " " + shlex.join(argv[1:]), via)
         if base in self.funcs and "/" not in name:
             return self.call(base, argv, stdin)
         if self.links:
             argv = [argv[0]] + [self.linked(a) for a in argv[1:]]
-        manifests = _MANIFESTS.get(base, ())
-        notes = ("written-manifest",) if any(m in self.files for m in manifests) else ()
+        spec = PROGRAMS.get(base, {})
+        notes = ("written-manifest",) if any(map(self.files.get, spec.get("manifests", ()))) else ()
         self.out.append(Simple(argv, redirects, via, text, notes, cwd=self.cwd))
+        if spec.get("fills"):
+            self.filled(Arguments(argv))
         out = self.unwrap(base, argv, stdin, via)
-        if base in ("cp", "mv", "install", "ln", "tee") and len(argv) > 2:
-            self.files[posixpath.normpath(argv[-1])] = ("other", None)
-            if base == "ln" and any(a.startswith("-") and "s" in a for a in argv[1:-2]):
-                self.links[argv[-1].strip("/").removeprefix("./")] = argv[-2]
         return out if not redirects else self.redirected_output(redirects, out)
 
-    def redirected_output(self, redirects: list[tuple[str, str]], out: Output | None) -> Output:
+    def redirected_output(self, redirects: list[tuple[str, str]], out: Output) -> Output:
         """Record the files a command's output goes to; the answer is what it still prints."""
-        written = False
-        for op, target in redirects:
-            if op in (">", ">>", ">|", "&>"):
-                keep = out is not None and out[0] in ("text", "download")
-                self.files[posixpath.normpath(target)] = out if keep and out else ("other", None)
-                written = True
-        return ("", None) if written else out or ("other", None)
+        written = [target for op, target in redirects if op != "<"]  # as the rules read them
+        for target in written:
+            kept = out[0] in ("text", "download")
+            self.files[posixpath.normpath(target)] = out if kept else ("other", None)
+        return ("", None) if written else out
+
+    def filled(self, args: Arguments) -> None:
+        """Record the files a command gives new content (and the links ``ln -s`` makes)."""
+        content = ("download" if args.spec["writes"] == "download" else "other", None)
+        for path in args.written():
+            self.files[posixpath.normpath(path)] = content
+        if args.program == "ln" and args.has("-s") and args.positional[1:]:
+            self.links[args.positional[-1].strip("/").removeprefix("./")] = args.positional[-2]
 
     def linked(self, word: str) -> str:
         """``word`` with a symbolic link the command made followed to its target."""

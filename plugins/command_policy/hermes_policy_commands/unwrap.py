@@ -10,12 +10,13 @@ import base64
 import binascii
 import posixpath
 import re
+from itertools import takewhile
 from typing import Any
 
 from .foreign_code import lower_foreign
 from .programs import PROGRAMS
 from .python_code import lower_python
-from .words import MAX_FIELDS, MAX_VALUE, UNKNOWN, Output, Simple, Words, c_escapes
+from .words import MAX_FIELDS, MAX_VALUE, UNKNOWN, Arguments, Output, Simple, Words, c_escapes
 
 __all__ = ["Unwrapping"]
 
@@ -33,13 +34,6 @@ def _decode(kind: str, text: str) -> str | None:
         return None
 
 
-def _short(args: list[str], letters: str) -> bool:
-    return any(
-        a.startswith("-") and not a.startswith("--") and any(c in a[1:] for c in letters)
-        for a in args
-    )
-
-
 class Unwrapping(Words):
     """What programs that print or run others do, part of :class:`~.shell.Lowering`."""
 
@@ -51,9 +45,7 @@ class Unwrapping(Words):
         if printed is not None:
             return printed
         if base == "find":
-            self.find(args, via)
-            roots = [a for a in args if not a.startswith("-")][:1] or ["."]
-            return ("text", roots[0].rstrip("/") + "/" + UNKNOWN)
+            return self.find(args, via)
         if base == "xargs":
             self.xargs(args, stdin, via)
         elif base == "eval":
@@ -89,12 +81,12 @@ class Unwrapping(Words):
             return stdin
         elif base == "cat" and len(args) == 1:
             return self.files.get(args[0]) or ("file", args[0])
-        elif base == "base64" and (_short(args, "d") or "--decode" in args):
+        elif base == "base64" and ("--decode" in args or Arguments([base, *args]).has("-d")):
             return self.decoded("base64", stdin)
-        elif base == "xxd" and _short(args, "r"):
+        elif base == "xxd" and Arguments([base, *args]).has("-r"):
             return self.decoded("hex", stdin)
-        elif base in ("curl", "wget"):
-            return self.download(base, args)
+        elif base in ("curl", "wget"):  # a saved download is recorded as a written file
+            return ("", None) if Arguments([base, *args]).written() else ("download", None)
         else:
             return None
         return ("other", None)
@@ -103,13 +95,10 @@ class Unwrapping(Words):
         """Follow ``cd``: later commands start in that folder."""
         target = next((a for a in args if not a.startswith("-")), "~")
         if UNKNOWN in target:
-            self.cwd = UNKNOWN
-        elif target.startswith(("/", "~")) or self.cwd is None:
-            self.cwd = target if target.startswith(("/", "~")) else posixpath.normpath(target)
-        else:
-            self.cwd = posixpath.normpath(posixpath.join(self.cwd, target))
-        if self.cwd is not None and len(self.cwd) > 256:
-            self.cwd = UNKNOWN  # a path this long is a trick, not a folder
+            target = UNKNOWN
+        elif not target.startswith(("/", "~")):
+            target = posixpath.normpath(posixpath.join(self.cwd or "", target))
+        self.cwd = target if len(target) <= 256 else UNKNOWN  # this long: a trick, not a folder
 
     def printf(self, args: list[str]) -> Output:
         """What ``printf`` prints when its format and arguments are known."""
@@ -135,36 +124,21 @@ class Unwrapping(Words):
             return stdin
         return ("decode", None)
 
-    def download(self, base: str, args: list[str]) -> Output:
-        """What ``curl``/``wget`` print, or the file they save a download to."""
-        url = next((u for u in args if "://" in u), "")
-        out = (posixpath.basename(url) or "index.html") if base == "wget" else None
-        for i, a in enumerate(args):
-            if base == "curl" and re.fullmatch(r"-[a-zA-Z]*O|--remote-name", a):
-                out = posixpath.basename(url) or UNKNOWN
-            elif re.fullmatch(r"-[a-zA-Z]*[oO]|--output(?:-document)?", a) and args[i + 1 :]:
-                out = args[i + 1]
-            elif re.fullmatch(r"-[a-zA-Z]*[oO]\S+", a):
-                out = re.sub(r"^-[a-zA-Z]*?[oO]", "", a)
-        if out is None or out == "-":
-            return ("download", None)
-        self.files[posixpath.normpath(out)] = ("download", None)
-        return ("", None)
-
-    def find(self, args: list[str], via: tuple[str, ...]) -> None:
-        """Lower ``find -delete`` and ``-exec``/``-ok`` into the commands they run."""
-        roots = [a for a in args if not a.startswith(("-", "(", "!"))][:8]
-        roots = roots[: next((i for i, a in enumerate(args) if a.startswith("-")), len(roots))]
+    def find(self, args: list[str], via: tuple[str, ...]) -> Output:
+        """Lower ``find -delete`` and ``-exec``/``-ok`` into the commands they run; the answer
+        is what it prints (paths under its first root)."""
+        roots = list(takewhile(lambda a: not a.startswith(("-", "(", "!")), args))[:8] or ["."]
         name = UNKNOWN
         for i, a in enumerate(args[:-1]):
             if a in ("-name", "-iname") and UNKNOWN not in args[i + 1]:
                 name = args[i + 1]
-        targets, here = [r.rstrip("/") + "/" + name for r in roots or ["."]], via + ("find",)
+        targets, here = [r.rstrip("/") + "/" + name for r in roots], via + ("find",)
         if "-delete" in args:
             self.each(["rm", "-r", "{}"], "{}", targets, here)
         for i in [i for i, a in enumerate(args) if a in ("-exec", "-execdir", "-ok", "-okdir")]:
             end = next((j for j in range(i + 1, len(args)) if args[j] in (";", "+")), len(args))
             self.each(args[i + 1 : end], "{}", targets[:4], here)
+        return ("text", roots[0].rstrip("/") + "/" + UNKNOWN)
 
     def each(self, argv: list[str], mark: str, items: list[str], via: tuple[str, ...]) -> None:
         """Lower ``argv`` once per item, ``mark`` in its words replaced by the item."""
@@ -292,9 +266,8 @@ class Unwrapping(Words):
 
     def module(self, name: str, rest: list[str], via: tuple[str, ...]) -> None:
         """Lower ``python -m NAME``: the workspace's module, else the program of that name."""
-        path = name.replace(".", "/") + ".py"
-        kind, text = self.source(path)
-        if kind == "text" and text is not None:
+        path, _, text = self.module_file(name.replace(".", "/"))
+        if text is not None:
             self.lower_code("python", text, [path, *rest], via)
         else:
             self.run([name.split(".")[0], *rest], [], ("", None), via)
@@ -329,6 +302,16 @@ class Unwrapping(Words):
         end follows names the module re-exports)."""
         return self.module_file(path)[2]
 
+    def start(self, started: tuple[list[str], str | None, Output], via: tuple[str, ...]) -> None:
+        """Lower a program another language's code starts (its argv, the folder it starts in
+        when given, its stdin)."""
+        argv, cwd, stdin = started
+        outer = self.cwd
+        if cwd is not None:
+            self.change_dir([cwd])
+        self.run(list(argv), [], stdin, via)
+        self.cwd = outer
+
     def lower_code(
         self, lang: str | None, code: str, argv: list[str], via: tuple[str, ...]
     ) -> Output:
@@ -337,10 +320,11 @@ class Unwrapping(Words):
 
         A front end answers items: ``("shell", text)`` for a command line the program runs,
         ``("argv", words)`` for a program it starts or a file operation written as the command
-        that does the same (``shutil.rmtree(p)`` is ``rm -rf p``), ``("write", path)`` and
-        ``("read", path)`` for files it opens, ``("module", path)`` and ``("folder", path)`` for
-        local Python modules it imports and where it looks for them, and ``("note", name)`` for
-        what cannot be decided (``script-dynamic-code``, ``script-dynamic-command``)."""
+        that does the same (``shutil.rmtree(p)`` is ``rm -rf p``), ``("start", (words, cwd,
+        stdin))`` for a program started in a folder or with what it reads on stdin, ``("write",
+        path)`` and ``("read", path)`` for files it opens, ``("module", path)`` and ``("folder",
+        path)`` for local Python modules it imports and where it looks for them, and ``("note",
+        name)`` for what cannot be decided (``script-dynamic-code``, ``script-dynamic-command``)."""
         if not lang:
             return self.nested(code, via)
         if len(code) > MAX_CODE:
@@ -353,6 +337,8 @@ class Unwrapping(Words):
                 self.nested(str(item), via)
             elif kind == "argv":
                 self.run(list(item), [], ("", None), via)
+            elif kind == "start":
+                self.start(item, via)
             elif kind == "write":
                 self.files[posixpath.normpath(str(item))] = ("other", None)
                 self.out.append(Simple([lang], [(">", str(item))], via, cwd=self.cwd))

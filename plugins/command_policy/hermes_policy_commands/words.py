@@ -7,6 +7,7 @@ What cannot be known is written as :data:`UNKNOWN` inside a word.
 
 from __future__ import annotations
 
+import posixpath
 import re
 import shlex
 from collections.abc import Callable, Iterator
@@ -14,8 +15,11 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import Any
 
+from .programs import PROGRAMS
+
 __all__ = [
     "UNKNOWN",
+    "Arguments",
     "Output",
     "Simple",
     "Words",
@@ -34,7 +38,6 @@ BUDGET = 60_000  # syntax nodes and emitted commands per decision
 MAX_FIELDS = 64  # brace expansion and xargs fields
 Output = tuple[str, str | None]  # (kind, text): kind "", "text", "download", "decode", "other"
 _SAFE_WORD = re.compile(r"[\w@%+=:,./~^-]+")
-_SAFE_LINE = re.compile(r"[\w@%+=:,./~^-]+(?: [\w@%+=:,./~^-]+)*")
 _C_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "e": "\x1b", "a": "\a", "\\": "\\", "'": "'",
               '"': '"'}  # fmt: skip
 ScriptReader = Callable[[str], "str | None"]
@@ -62,13 +65,76 @@ class Simple:
     def render(self) -> str:
         """The command as one line, ``?`` for unknown parts (shown to people, and the target
         an approval is remembered under)."""
-        text = " ".join(self.argv)
-        if self.redirects or not _SAFE_LINE.fullmatch(text) or text.count(" ") >= len(self.argv):
-            words = [_quote(w) for w in self.argv]
-            words += [f"{op} {_quote(t)}" for op, t in self.redirects]
-            text = " ".join(words)
-        text = text or "(" + ", ".join(self.notes) + ")"
+        words = [_quote(w) for w in self.argv] + [f"{op} {_quote(t)}" for op, t in self.redirects]
+        text = " ".join(words) or "(" + ", ".join(self.notes) + ")"
         return text if len(text) <= 300 else text[:297] + "..."
+
+
+class Arguments:
+    """The words of a simple command as its program reads them: its options (the values of the
+    ones :data:`~.programs.PROGRAMS` says take one skipped), its operands, the paths it writes."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.argv = argv
+        self.program = argv[0].rpartition("/")[2] if argv else ""
+        self.spec: dict[str, Any] = PROGRAMS.get(self.program, {})
+        values = self.spec.get("values", ())
+        self.options: list[str] = []
+        self.positional: list[str] = []
+        skip, ended = False, False
+        for a in argv[1:]:
+            if skip:
+                skip = False
+            elif ended or a[:1] != "-" or a == "-":
+                self.positional.append(a)
+            elif a == "--":
+                ended = True
+            else:
+                self.options.append(a)
+                skip = a in values
+        self.flags = "".join(o[1:] for o in self.options if o[1] != "-")
+
+    def has(self, wanted: str) -> bool:
+        """Whether the option ``wanted`` is given (``-r`` in ``-rf``, ``--force=x``, ``--forc``)."""
+        if wanted.startswith("--"):
+            return any(
+                o == wanted or o.startswith(wanted + "=") or (len(o) >= 5 and wanted.startswith(o))
+                for o in self.options
+            )
+        if len(wanted) == 2:
+            return wanted[1] in self.flags
+        return wanted in self.options or any(o.startswith(wanted + "=") for o in self.options)
+
+    def written(self) -> list[str]:
+        """The paths the program writes, as the ``writes`` of its entry in
+        :data:`~.programs.PROGRAMS` says."""
+        how = str(self.spec.get("writes", ""))
+        operands = self.positional
+        if how == "all":
+            return operands
+        if how == "last" and operands[1:] or how == "last-or-only" and operands:
+            return operands[-1:]
+        if how == "in-place" and self.has("-i"):
+            return operands[1:]  # the first is the script
+        if how.endswith("="):
+            return [a[len(how) :] for a in self.argv[1:] if a.startswith(how)]
+        if how == "download":
+            return _saved(self.program, self.argv[1:])
+        return []
+
+
+def _saved(program: str, args: list[str]) -> list[str]:
+    """The file ``curl`` or ``wget`` saves a download to (none when it prints it)."""
+    url = next((u for u in args if "://" in u), "")
+    out = (posixpath.basename(url) or "index.html") if program == "wget" else None
+    for i, a in enumerate(args):
+        if program == "curl" and re.fullmatch(r"-[a-zA-Z]*O|--remote-name", a):
+            out = posixpath.basename(url) or UNKNOWN
+        elif re.fullmatch(r"-[a-zA-Z]*[oO]|--output(?:-document)?", a) and args[i + 1 :]:
+            out = args[i + 1]
+        elif re.fullmatch(r"-[a-zA-Z]*[oO]\S+", a):
+            out = re.sub(r"^-[a-zA-Z]*?[oO]", "", a)
+    return [out] if out is not None and out != "-" else []
 
 
 def _quote(word: str) -> str:
@@ -141,9 +207,7 @@ def dangling(node: Any) -> bool:
     ``$NAME`` is glued to it, and the name starts the next word)."""
     if node.type == "command_name":
         node = node.named_children[0] if node.named_child_count else node
-    if node.type != "concatenation":
-        return False
-    return bool(node.children[-1].type == "$")
+    return bool(node.type == "concatenation" and node.children[-1].type == "$")
 
 
 class Words:
@@ -192,10 +256,7 @@ class Words:
         if kind == "word" or (
             kind == "concatenation" and all(c.type == "word" for c in node.named_children)
         ):
-            raw = node_text(node)
-            if kind == "concatenation" and node.named_child_count != node.child_count:
-                raw = "".join(node_text(c) for c in node.children)
-            return list(_plain(raw, split))  # words alone hold no expansion (a$ is literal)
+            return list(_plain(node_text(node), split))  # words hold no expansion (a$ is literal)
         out: list[str] = [""]
         for piece, splittable in self.pieces(node):
             if not (split and splittable):

@@ -30,6 +30,43 @@ CASES = [
         "ask",
         "write-scheduler",
     ),
+    # a started program is lowered straight to its argv, in its folder, with its stdin
+    (
+        "python3 -c \"import subprocess; subprocess.run(['rm', '-rf', 'etc'], cwd='/')\"",
+        "never",
+        "delete-root",
+    ),
+    (
+        "python3 -c \"import subprocess; subprocess.run(['psql'], input='DROP TABLE users')\"",
+        "ask",
+        "sql-drop",
+    ),
+    (
+        "python3 -c \"import subprocess, sys; subprocess.run(['bash'], input=sys.stdin.read())\"",
+        "ask",
+        "pipe-to-shell",
+    ),
+    # shell text started with shell=True runs as sh -c runs it, in the call's folder too
+    (
+        "python3 -c \"import subprocess; subprocess.run('rm -rf etc', shell=True, cwd='/')\"",
+        "never",
+        "delete-root",
+    ),
+    # the folder of one call is not the folder of the next
+    (
+        "python3 -c \"import subprocess, os; subprocess.run(['ls'], cwd='/'); "
+        "os.system('rm -rf build')\"",
+        "allow",
+        None,
+    ),
+    # a path opened for writing through Path(...).open is unknown when its path is (it was once
+    # read as a read of the file named by the mode)
+    (
+        'python3 -c "from pathlib import Path; import sys; '
+        "Path(sys.stdin.readline()).open('w').write('x')\"",
+        "ask",
+        "script-dynamic-command",
+    ),
     # what is not folded is unknown, and asks
     ("python3 -c \"import os; os.system('%99999s' % 'x')\"", "ask", "script-dynamic-command"),
     # a field this wide would build a string of 100 MB (it once took seconds): not folded
