@@ -62,9 +62,9 @@ class Lowering(Unwrapping):
 
     # --- entry points -------------------------------------------------------------------
 
-    def read(self, text: str) -> Output:
-        """Parse ``text`` as shell code and lower every command in it; the answer is what the
-        last statement prints."""
+    def read(self, text: str, stdin: Output = ("", None)) -> Output:
+        """Parse ``text`` as shell code and lower every command in it, each reading ``stdin``;
+        the answer is what the last statement prints."""
         if self.depth >= MAX_DEPTH:
             self.note("uncheckable")
             return ("other", None)
@@ -75,7 +75,7 @@ class Lowering(Unwrapping):
             self.note("fork-bomb")
         self.depth += 1
         try:
-            return self.stmt(tree.root_node)
+            return self.stmt(tree.root_node, stdin)
         finally:
             self.depth -= 1
 
@@ -327,10 +327,11 @@ class Lowering(Unwrapping):
             self.calls.pop()
             self.args = saved
 
-    def nested(self, text: str, via: tuple[str, ...]) -> Output:
-        """Read ``text`` as shell code run by a wrapper (``bash -c``, ``eval``, ``ssh``)."""
+    def nested(self, text: str, via: tuple[str, ...], stdin: Output = ("", None)) -> Output:
+        """Read ``text`` as shell code run by a wrapper (``bash -c``, ``eval``, ``ssh``), whose
+        commands read ``stdin``."""
         start = len(self.out)
-        out = self.read(text)
+        out = self.read(text, stdin)
         for simple in self.out[start:]:
             simple.via = via + simple.via
         return out

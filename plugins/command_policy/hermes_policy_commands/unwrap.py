@@ -254,6 +254,8 @@ class Unwrapping(Words):
         kind, i = self.operand(PROGRAMS[base], args)
         if kind == "code":
             code = args[i] if i < len(args) else UNKNOWN
+            if not lang:  # shell code: its commands read the shell's stdin
+                return self.nested(code, here, stdin)
             return self.lower_code(lang, code, args[i + 1 :], here)
         if kind == "module":
             module = args[i][2:] or (args[i + 1] if i + 1 < len(args) else "")

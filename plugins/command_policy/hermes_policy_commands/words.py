@@ -244,7 +244,7 @@ class Words:
     # the statements, the simple commands and the shell code run by wrappers: shell.Lowering
     stmt: Callable[[Any, Output], Output]
     run: Callable[[list[str], list[tuple[str, str]], Output, tuple[str, ...]], Output]
-    nested: Callable[[str, tuple[str, ...]], Output]
+    nested: Callable[..., Output]  # (text, via, stdin=("", None))
 
     def value(self, node: Any) -> str:
         """The word as one string (no field splitting)."""

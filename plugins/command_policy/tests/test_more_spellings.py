@@ -101,6 +101,10 @@ DANGEROUS = [
     "git rm -rf .",
     "mv ~/.ssh /tmp/",
     "mv ~/.hermes /tmp/h",
+    # shell code run by -c reads the shell's stdin
+    "echo 'rm -rf ~' | sh -c 'bash'",
+    "sh -c 'sh' <<< 'rm -rf ~'",
+    'python3 -c \'import subprocess; subprocess.run("bash", shell=True, input="rm -rf ~")\'',
     # folders of credentials
     "grep -r . ~/.aws",
     "tar czf /tmp/k.tgz ~/.ssh",
@@ -151,6 +155,8 @@ HARMLESS = [
     "git rm old.py",
     "mv a.txt b.txt",
     "python3 -m http.server 8000",
+    "echo hi | sh -c 'cat'",
+    "sh -c 'wc -l' < README.md",
 ]
 
 
