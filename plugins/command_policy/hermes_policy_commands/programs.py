@@ -7,7 +7,8 @@ that take a value; ``skip``: positional words before the command (``timeout 10 C
 code; ``assignments``: ``NAME=value`` words are skipped. ``lang``: the program runs code of that
 language (``code``: the options that take the code inline). ``writes``: which operands it writes
 (``all``, ``last``, ``last-or-only`` when one operand is written too, ``in-place``: all but the
-first with ``-i``, ``NAME=``: the value of such words, ``download``: where curl or wget save);
+first with ``-i``, ``NAME=``: the value of such words, ``-o``: the value of that option,
+``download``: where curl or wget save);
 ``fills``: whether what it writes gets new content. ``manifests``: the files whose scripts it
 runs (a command that writes one and then runs the program asks). ``joined``: the wrapped words
 are one shell command (``ssh host CMD``).
@@ -28,6 +29,7 @@ _W: dict[str, dict[str, Any]] = {
     "timeout": {"options": ["-s", "-k", "--signal", "--kill-after"], "skip": 1},
     "stdbuf": {"options": ["-i", "-o", "-e"]},
     "command": {"options": []},
+    "builtin": {},
     "exec": {"options": ["-a"]},
     "time": {"options": ["-f", "-o"]},
     "busybox": {},
@@ -150,6 +152,15 @@ _FILLS: dict[str, str] = {
     "dd": "of=",
     "sed": "in-place",
     "perl": "in-place",
+    "yq": "in-place",
+    "sort": "-o",
+    "iconv": "-o",
+    "uniq": "last",
+    "sponge": "all",
+    "ed": "all",
+    "red": "all",
+    "dos2unix": "all",
+    "unix2dos": "all",
     "curl": "download",
     "wget": "download",
 }

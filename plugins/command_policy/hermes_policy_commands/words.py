@@ -118,6 +118,8 @@ class Arguments:
             return operands[1:]  # the first is the script
         if how.endswith("="):
             return [a[len(how) :] for a in self.argv[1:] if a.startswith(how)]
+        if how.startswith("-"):  # the value of an option: -o FILE
+            return [v for a, v in zip(self.argv, self.argv[1:], strict=False) if a == how]
         if how == "download":
             return _saved(self.program, self.argv[1:])
         return []
@@ -252,6 +254,8 @@ class Words:
 
     def fields(self, node: Any, split: bool = True) -> list[str]:
         """The fields a word expands into."""
+        if self.calls and node_text(node) in ('"$@"', '"${@}"'):
+            return list(self.args)  # one field per argument of the function
         kind = node.type
         if kind == "word" or (
             kind == "concatenation" and all(c.type == "word" for c in node.named_children)

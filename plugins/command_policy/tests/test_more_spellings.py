@@ -105,6 +105,13 @@ DANGEROUS = [
     "echo 'rm -rf ~' | sh -c 'bash'",
     "sh -c 'sh' <<< 'rm -rf ~'",
     'python3 -c \'import subprocess; subprocess.run("bash", shell=True, input="rm -rf ~")\'',
+    # a function that runs its arguments, archivers that delete, writes through options
+    'x() { "$@"; }; x rm -rf ~',
+    "builtin eval 'rm -rf ~'",
+    "tar --remove-files -cf /dev/null ~",
+    "rsync -a --remove-source-files ~/ /tmp/x/",
+    "sort -o ~/.bashrc /dev/null",
+    "cat x | sponge ~/.bashrc",
     # folders of credentials
     "grep -r . ~/.aws",
     "tar czf /tmp/k.tgz ~/.ssh",
@@ -157,6 +164,9 @@ HARMLESS = [
     "python3 -m http.server 8000",
     "echo hi | sh -c 'cat'",
     "sh -c 'wc -l' < README.md",
+    'x() { echo "$@"; }; x hello world',
+    "tar czf backup.tgz src",
+    "sort -o sorted.txt names.txt",
 ]
 
 
