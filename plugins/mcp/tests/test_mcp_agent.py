@@ -62,7 +62,9 @@ def test_stdio_tools_have_the_servers_schemas_and_answer_the_model(calls: Path) 
         assert added == "42"
         assert picture.startswith("[image image/png, 24 bytes")
         assert third.messages[-1]["content"].startswith("Error: ")  # isError: an error result
-        assert calls.read_text().split() == ["add", "picture", "fail"]
+        # add and picture run side by side: the server may see them in either order
+        received = calls.read_text().split()
+        assert sorted(received[:2]) == ["add", "picture"] and received[2:] == ["fail"]
 
 
 def test_streamable_http_server_with_headers(http_url: str, token: str) -> None:
