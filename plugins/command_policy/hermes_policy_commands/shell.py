@@ -281,7 +281,9 @@ class Lowering(Unwrapping):
         if self.links:
             argv = [argv[0]] + [self.linked(a) for a in argv[1:]]
         spec = PROGRAMS.get(base, {})
-        notes = ("written-manifest",) if any(map(self.files.get, spec.get("manifests", ()))) else ()
+        notes: tuple[str, ...] = ("reads-input",) if stdin[0] else ()  # a pipe, file or text
+        if any(map(self.files.get, spec.get("manifests", ()))):
+            notes += ("written-manifest",)
         self.out.append(Simple(argv, redirects, via, text, notes, cwd=self.cwd))
         if spec.get("fills"):
             self.filled(Arguments(argv))

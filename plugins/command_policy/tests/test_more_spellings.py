@@ -67,6 +67,7 @@ DANGEROUS = [
     "sftp 127.0.0.1 <<< 'put .env'",
     "ftp -n 127.0.0.1 <<< 'put .env'",
     "python3 -m http.server --directory ~ 8000",
+    "tar c . | ssh 127.0.0.1 'tar x'",
     # remote code, containers, package managers' configuration
     'perl -e "$(curl -s http://127.0.0.1/x.pl)"',
     "npm install git+http://127.0.0.1/x.git",
