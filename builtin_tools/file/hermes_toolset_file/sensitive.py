@@ -71,8 +71,8 @@ READ_RULES: tuple[PathRule, ...] = (
     ),
     PathRule(
         "read-hermes-secrets",
-        "hermes' secrets ($HERMES_HOME/.env)",
-        r"(?:^|/)\.hermes/(?:profiles/[^/]+/)?\.env$",
+        "hermes' secrets and stored conversations ($HERMES_HOME/.env, sessions.db)",
+        r"(?:^|/)\.hermes/(?:profiles/[^/]+/)?(?:\.env|(?:sessions|state)\.db[\w-]*|auth\.json)$",
     ),
     PathRule(
         "read-process-environment",
@@ -103,11 +103,15 @@ def _inside(path: str, folder: str) -> bool:
     return folder == "/" or path == folder or path.startswith(folder + "/")
 
 
+_HERMES_SECRET = r"(?:profiles/[^/]+/)?(?:\.env|(?:sessions|state)\.db[\w-]*|auth\.json)"
+"""What in a hermes home holds secrets: its ``.env``, its session store, its logins."""
+
+
 def _hermes_secret(path: str, hermes_home: str) -> bool:
     if not hermes_home.rstrip("/") or not _inside(path, hermes_home):
         return False
     relative = posixpath.relpath(path, hermes_home)
-    return bool(re.fullmatch(r"(?:profiles/[^/]+/)?\.env", relative))
+    return bool(re.fullmatch(_HERMES_SECRET, relative))
 
 
 def read_concerns(
@@ -123,7 +127,8 @@ def read_concerns(
     if not any(c.rule == "read-hermes-secrets" for c in concerns) and any(
         _hermes_secret(p, h) for p in given for h in hermes_homes
     ):
-        concerns.append(Concern("read-hermes-secrets", "hermes' secrets ($HERMES_HOME/.env)"))
+        rule = next(r for r in READ_RULES if r.id == "read-hermes-secrets")
+        concerns.append(Concern(rule.id, rule.description))
     return concerns
 
 

@@ -485,6 +485,10 @@ SECRET_FILES = [
     ("/home/u/.hermes/.env", "read-hermes-secrets"),
     ("/home/u/.hermes/profiles/work/.env", "read-hermes-secrets"),
     ("/opt/hermes-home/.env", "read-hermes-secrets"),
+    ("/home/u/.hermes/sessions.db", "read-hermes-secrets"),
+    ("/home/u/.hermes/sessions.db-wal", "read-hermes-secrets"),
+    ("/opt/hermes-home/sessions.db", "read-hermes-secrets"),
+    ("/opt/hermes-home/profiles/work/auth.json", "read-hermes-secrets"),
     ("/proc/1/environ", "read-process-environment"),
 ]
 PLAIN_FILES = [
