@@ -79,12 +79,16 @@ def _file_call(name: str, argument: str) -> Iterator[Item]:
     mode = re.match(r"\s*['\"]([<>+]+)['\"]\s*,", argument)  # perl's open(F, ">", PATH)
     if mode:
         argument = argument[mode.end() :]
-    args = _literals(argument if name == "open" else argument.split(",")[0])
+    two = "{1}" in str(_COMMANDS.get(name))  # a call of two paths (rename, copy, symlink)
+    args = _literals(argument if name == "open" or two else argument.split(",")[0])
     if not args:
         yield ("note", "script-dynamic-command")
         return
     recursive = f"{name} recursive" if "recursive" in argument else name
-    words = [w.format(args[0]) for w in _COMMANDS.get(recursive, _COMMANDS[name])]
+    if two and len(args) < 2:
+        yield ("note", "script-dynamic-command")
+        return
+    words = [w.format(*args) for w in _COMMANDS.get(recursive, _COMMANDS[name])]
     if words[0] == "open":  # perl's ">PATH", "+<PATH" or a mode before the path
         path = words[1].lstrip("<>+|")
         op = words[1][: len(words[1]) - len(path)] + (mode.group(1) if mode else "")

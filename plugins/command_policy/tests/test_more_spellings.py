@@ -113,6 +113,14 @@ DANGEROUS = [
     "rsync -a --remove-source-files ~/ /tmp/x/",
     "sort -o ~/.bashrc /dev/null",
     "cat x | sponge ~/.bashrc",
+    # files moved, copied or linked by other languages' calls
+    'python3 -c \'import pathlib; pathlib.Path("/root/.ssh").rename("/tmp/s")\'',
+    'node -e \'require("fs").renameSync("/root/.ssh", "/tmp/s")\'',
+    'node -e \'require("fs").copyFileSync("/tmp/x", "/root/.bashrc")\'',
+    'node -e \'require("fs").symlinkSync("/tmp/x", "/root/.bashrc")\'',
+    'ruby -e \'FileUtils.mv("/root/.ssh", "/tmp/s")\'',
+    'perl -e \'rename "/root/.ssh", "/tmp/s"\'',
+    'php -r \'copy("/tmp/x", "/root/.bashrc");\'',
     # folders of credentials
     "grep -r . ~/.aws",
     "tar czf /tmp/k.tgz ~/.ssh",
@@ -168,6 +176,8 @@ HARMLESS = [
     'x() { echo "$@"; }; x hello world',
     "tar czf backup.tgz src",
     "sort -o sorted.txt names.txt",
+    'node -e \'require("fs").copyFileSync("a.txt", "b.txt")\'',
+    'php -r \'rename("old.txt", "new.txt");\'',
 ]
 
 
