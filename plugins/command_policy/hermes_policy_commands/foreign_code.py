@@ -79,8 +79,9 @@ def _file_call(name: str, argument: str) -> Iterator[Item]:
     mode = re.match(r"\s*['\"]([<>+]+)['\"]\s*,", argument)  # perl's open(F, ">", PATH)
     if mode:
         argument = argument[mode.end() :]
+    opens = _COMMANDS[name][0] == "open"
     two = "{1}" in str(_COMMANDS.get(name))  # a call of two paths (rename, copy, symlink)
-    args = _literals(argument if name == "open" or two else argument.split(",")[0])
+    args = _literals(argument if opens or two else argument.split(",")[0])
     if not args:
         yield ("note", "script-dynamic-command")
         return
@@ -89,9 +90,10 @@ def _file_call(name: str, argument: str) -> Iterator[Item]:
         yield ("note", "script-dynamic-command")
         return
     words = [w.format(*args) for w in _COMMANDS.get(recursive, _COMMANDS[name])]
-    if words[0] == "open":  # perl's ">PATH", "+<PATH" or a mode before the path
+    if opens:  # perl's ">PATH", "+<PATH" or a mode before the path; ruby's and php's after it
         path = words[1].lstrip("<>+|")
         op = words[1][: len(words[1]) - len(path)] + (mode.group(1) if mode else "")
-        yield ("write" if ">" in op or "+" in op else "read", path.strip() or words[1])
+        op += "".join(args[1:2]) if name != "open" else ""
+        yield ("write" if re.search("[>+wa]", op) else "read", path.strip() or words[1])
     else:
         yield ("write", words[1]) if words[0] == ">" else ("argv", words)

@@ -121,6 +121,8 @@ DANGEROUS = [
     'ruby -e \'FileUtils.mv("/root/.ssh", "/tmp/s")\'',
     'perl -e \'rename "/root/.ssh", "/tmp/s"\'',
     'php -r \'copy("/tmp/x", "/root/.bashrc");\'',
+    'ruby -e \'File.open("/root/.bashrc", "w") { |f| f.write("x") }\'',
+    'php -r \'$f=fopen("/root/.bashrc","a"); fwrite($f,"x");\'',
     # folders of credentials
     "grep -r . ~/.aws",
     "tar czf /tmp/k.tgz ~/.ssh",
@@ -176,6 +178,8 @@ HARMLESS = [
     'x() { echo "$@"; }; x hello world',
     "tar czf backup.tgz src",
     "sort -o sorted.txt names.txt",
+    "ruby -e 'File.open(\"notes.txt\") { |f| puts f.read }'",
+    'php -r \'echo fread(fopen("README.md","r"), 100);\'',
     'node -e \'require("fs").copyFileSync("a.txt", "b.txt")\'',
     'php -r \'rename("old.txt", "new.txt");\'',
 ]
