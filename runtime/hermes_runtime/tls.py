@@ -169,9 +169,15 @@ def default_context_maker() -> Callable[[], ssl.SSLContext]:
         return httpx.create_ssl_context
 
 
+def process_context() -> ssl.SSLContext:
+    """The process's verifying context, shared by every client: made once by
+    :func:`default_context_maker`'s function."""
+    return shared_context(default_context_maker())
+
+
 def read_trust_now() -> None:
     """Make the default shared context and read its trusted certificates now: a process that
     forks children to serve calls does it once for all of them."""
-    context = shared_context(default_context_maker())
+    context = process_context()
     if isinstance(context, DeferredTrustContext):
         context.load_trust()

@@ -15,6 +15,7 @@ from typing import Any
 
 from hermes_hookspecs import ModelRequest, ModelResponse, ProviderError, ProviderSettings
 from hermes_runtime.http_json import JsonPoster, shut
+from hermes_runtime.kept_clients import KeptClients
 from hermes_runtime.threads import Workers
 
 from .convert import StreamAssembler, build_params, parse_message
@@ -40,33 +41,26 @@ _SDK_KWARGS = frozenset({"model", "max_tokens", "messages", "system", "tools"})
 
 _TRANSPORT_MODULES = ("httpx", "httpcore", "h11", "h2", "anyio", "ssl", "socket")
 
-MAX_SHARED_POSTERS = 16
-_SHARED_POSTERS: dict[tuple[str, str | None, float | None], JsonPoster | None] = {}
-_SHARED_LOCK = threading.Lock()
+_SHARED_POSTERS: KeptClients[JsonPoster] = KeptClients()
 
 
 def shared_poster(settings: ProviderSettings) -> JsonPoster | None:
     """The process's :class:`JsonPoster` for the endpoint, key and timeout of ``settings``, or
     ``None`` where requests go through the SDK (:func:`.http_messages.direct_endpoint`,
     :func:`.http_messages.direct_key`). Like the SDK's client, it reads the environment once,
-    when it is made; past ``MAX_SHARED_POSTERS`` endpoints the oldest is dropped."""
-    key = (str(settings.base_url or ""), settings.api_key, settings.timeout)
-    with _SHARED_LOCK:
-        if key in _SHARED_POSTERS:
-            return _SHARED_POSTERS[key]
-        poster = None
-        api_key = direct_key(settings.api_key)
-        endpoint = direct_endpoint(sdk_base_url(key[0])) if key[0] and api_key else None
-        if endpoint is not None and api_key is not None:
-            from hermes_runtime.tls import default_context_maker, shared_context
+    when it is made."""
+    base_url = str(settings.base_url or "")
 
-            poster = new_poster(
-                endpoint, api_key, settings.timeout, lambda: shared_context(default_context_maker())
-            )
-        if len(_SHARED_POSTERS) >= MAX_SHARED_POSTERS:
-            _SHARED_POSTERS.pop(next(iter(_SHARED_POSTERS)))
-        _SHARED_POSTERS[key] = poster
-        return poster
+    def make() -> JsonPoster | None:
+        from hermes_runtime.tls import process_context
+
+        api_key = direct_key(settings.api_key)
+        endpoint = direct_endpoint(sdk_base_url(base_url)) if base_url and api_key else None
+        if endpoint is None or api_key is None:
+            return None
+        return new_poster(endpoint, api_key, settings.timeout, process_context)
+
+    return _SHARED_POSTERS.get((base_url, settings.api_key, settings.timeout), make)
 
 
 def _has_credentials(client: Any) -> bool:
@@ -123,13 +117,13 @@ class AnthropicClient:
                 if self._client is None:
                     import anthropic
 
-                    from hermes_runtime.tls import default_context_maker, shared_context
+                    from hermes_runtime.tls import process_context
 
                     s = self.settings
                     kwargs: dict[str, Any] = {"timeout": s.timeout, "max_retries": 0}
                     # the SDK's own client and defaults, with the process's verifying context
                     kwargs["http_client"] = anthropic.DefaultHttpxClient(
-                        timeout=s.timeout, verify=shared_context(default_context_maker())
+                        timeout=s.timeout, verify=process_context()
                     )
                     if s.base_url:
                         kwargs["base_url"] = sdk_base_url(s.base_url)

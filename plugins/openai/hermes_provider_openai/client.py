@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hermes_hookspecs import Cancelled, ModelRequest, ModelResponse, ProviderError
+from hermes_runtime.kept_clients import KeptClients
 from hermes_runtime.threads import Workers
 
 from . import chat, responses
@@ -30,9 +31,7 @@ POLL_SECONDS = 0.05
 
 _ITEM, _RESULT, _END, _ERROR = range(4)
 
-MAX_SHARED_SDKS = 16
-_SHARED_SDKS: dict[tuple[str, str, float | None], Any] = {}
-_SHARED_LOCK = threading.Lock()
+_SHARED_SDKS: KeptClients[Any] = KeptClients()
 
 
 def shared_sdk(base_url: str, api_key: str, timeout: float | None) -> Any:
@@ -41,56 +40,41 @@ def shared_sdk(base_url: str, api_key: str, timeout: float | None) -> Any:
     Building one costs tens of milliseconds (its TLS set-up) and each keeps its own connection
     pool, while agents built for a single turn (the gateway's, scheduled jobs, subagents) each
     make a model client: sharing the SDK client makes their first request as cheap as a later
-    one. The SDK client is thread-safe. Past ``MAX_SHARED_SDKS`` endpoints the oldest is dropped
-    (not closed: clients still using it keep it alive).
+    one. The SDK client is thread-safe.
     """
-    key = (base_url, api_key, timeout)
-    with _SHARED_LOCK:
-        sdk = _SHARED_SDKS.get(key)
-        if sdk is None:
-            import openai
 
-            from hermes_runtime.tls import default_context_maker, shared_context
+    def make() -> Any:
+        import openai
 
-            sdk = openai.OpenAI(
-                base_url=base_url,
-                api_key=api_key,
-                timeout=timeout,
-                max_retries=0,
-                # the SDK's own client and defaults, with the process's verifying context
-                http_client=openai.DefaultHttpxClient(
-                    timeout=timeout, verify=shared_context(default_context_maker())
-                ),
-            )
-            if len(_SHARED_SDKS) >= MAX_SHARED_SDKS:
-                _SHARED_SDKS.pop(next(iter(_SHARED_SDKS)))
-            _SHARED_SDKS[key] = sdk
-        return sdk
+        from hermes_runtime.tls import process_context
+
+        return openai.OpenAI(
+            base_url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=0,
+            # the SDK's own client and defaults, with the process's verifying context
+            http_client=openai.DefaultHttpxClient(timeout=timeout, verify=process_context()),
+        )
+
+    return _SHARED_SDKS.get((base_url, api_key, timeout), make)
 
 
-_SHARED_POSTERS: dict[tuple[str, str, float | None], Poster | None] = {}
+_SHARED_POSTERS: KeptClients[Poster] = KeptClients()
 
 
 def shared_poster(base_url: str, api_key: str, timeout: float | None) -> Poster | None:
     """The process's :class:`~.http_post.Poster` for an endpoint, key and timeout, or ``None`` where
     whole answers go through the SDK (:func:`http_post.direct_endpoint`). Like the SDK's
     client, it reads the proxy variables once, when it is made."""
-    key = (base_url, api_key, timeout)
-    with _SHARED_LOCK:
-        if key in _SHARED_POSTERS:
-            return _SHARED_POSTERS[key]
-        endpoint = direct_endpoint(base_url)
-        poster = None
-        if endpoint is not None:
-            from hermes_runtime.tls import default_context_maker, shared_context
 
-            poster = new_poster(
-                endpoint, api_key, timeout, lambda: shared_context(default_context_maker())
-            )
-        if len(_SHARED_POSTERS) >= MAX_SHARED_SDKS:
-            _SHARED_POSTERS.pop(next(iter(_SHARED_POSTERS)))
-        _SHARED_POSTERS[key] = poster
-        return poster
+    def make() -> Poster | None:
+        from hermes_runtime.tls import process_context
+
+        endpoint = direct_endpoint(base_url)
+        return None if endpoint is None else new_poster(endpoint, api_key, timeout, process_context)
+
+    return _SHARED_POSTERS.get((base_url, api_key, timeout), make)
 
 
 CALL_THREADS = Workers("hermes-openai-call")
