@@ -161,6 +161,8 @@ _FILLS: dict[str, str] = {
     "red": "all",
     "dos2unix": "all",
     "unix2dos": "all",
+    "sd": "all",
+    "patch": "all",
     "curl": "download",
     "wget": "download",
 }
