@@ -20,7 +20,7 @@ import posixpath
 import re
 import tomllib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache, cached_property, lru_cache
 from importlib import resources
 from typing import Any, NamedTuple
@@ -117,7 +117,7 @@ class Rule:
 
     def matches(self, simple: Simple, facts: Facts) -> bool:
         """Whether the rule matches ``simple`` (whose paths are classified in ``facts``); its
-        program is one the rule is about (:meth:`Index.candidates` chose the rule by it)."""
+        program is one the rule is about (the :class:`Index` chose the rule by it)."""
         return (
             (not self.notes or not self.notes.isdisjoint(simple.notes))
             and (not self.via or not self.via.isdisjoint(simple.via))
@@ -316,6 +316,8 @@ def rule_from_mapping(data: Mapping[str, Any], where: str, source: str = "builti
     if "subcommand" in data:
         words = data["subcommand"]
         words = words.split() if isinstance(words, str) else words
+        if not isinstance(words, list):
+            raise RuleError(f"{where}: subcommand must be a string or a list")
         fields["subcommand"] = tuple(_strings(w, where, "subcommand") for w in words)
     if "max_args" in data:
         if not isinstance(data["max_args"], int):
@@ -376,22 +378,19 @@ def load_rules(extra: Sequence[Rule] = ()) -> tuple[Rule, ...]:
     return rules
 
 
-@dataclass
-class Index:
+class Index(dict[str, list[Rule]]):
     """The rules each program's simple commands are tried against (its own, the globs that
-    match its name and the ``*`` ones, in the rules' order), worked out once per program."""
+    match its name and the ``*`` ones, in the rules' order), worked out once per program:
+    ``index[program]``."""
 
-    rules: Sequence[Rule]
-    _seen: dict[str, list[Rule]] = field(default_factory=dict)
+    def __init__(self, rules: Sequence[Rule]) -> None:
+        super().__init__()
+        self.rules = rules
 
-    def candidates(self, program: str) -> list[Rule]:
-        """The rules that may match a simple command of ``program``, in their order."""
-        found = self._seen.get(program)
-        if found is None:
-            if len(self._seen) > 4096:
-                self._seen.clear()
-            found = [r for r in self.rules if r.command is None and r.runs(program)]
-            self._seen[program] = found
+    def __missing__(self, program: str) -> list[Rule]:
+        if len(self) > 4096:
+            self.clear()
+        found = self[program] = [r for r in self.rules if r.command is None and r.runs(program)]
         return found
 
 
@@ -400,18 +399,14 @@ def judge(simples: Sequence[Simple], index: Index, context: Context) -> list[Fin
     found: dict[tuple[str, str], Finding] = {}
     seen: set[tuple[Any, ...]] = set()
     for simple in simples:
-        key: tuple[Any, ...] = (*simple.argv, *simple.redirects, simple.via, simple.stdin,
-                                simple.notes, simple.cwd)  # fmt: skip
+        # the same simple command again, or in a folder that gives its paths the same classes
+        where = simple.cwd and tuple(classify(w, simple.cwd, context) for w in _path_words(simple))
+        key = (*simple.argv, *simple.redirects, simple.via, simple.stdin, simple.notes, where)
         if key in seen:
-            continue  # the same simple command again: the same findings
+            continue
         seen.add(key)
-        if simple.cwd is not None:  # the folder matters only through the classes of its paths
-            key = (key[:-1], tuple(classify(w, simple.cwd, context) for w in _path_words(simple)))
-            if key in seen:
-                continue
-            seen.add(key)
         facts = Facts(simple, context)
-        for rule in index.candidates(facts.program):
+        for rule in index[facts.program]:
             if rule.matches(simple, facts) and (rule.id, facts.target) not in found:
                 found[rule.id, facts.target] = Finding(rule, facts.target)
     return list(found.values())

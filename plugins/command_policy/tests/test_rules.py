@@ -38,6 +38,9 @@ def test_a_rule_failing_its_own_example_is_an_error_at_load():
         ({"id": "x", "decision": "ask", "justification": ""}, "justification must be one line"),
         ({"id": "x", "decision": "ask", "justification": "j", "args": "("}, "invalid regular"),
         ({"id": "x", "decision": "ask", "justification": "j", "colour": 1}, "unknown keys"),
+        ({"id": "x", "decision": "ask", "justification": "j", "subcommand": 3}, "or a list"),
+        ({"id": "x", "decision": "ask", "justification": "j", "program": [1]}, "list of strings"),
+        ({"id": "x", "decision": "ask", "justification": "j", "max_args": "2"}, "an integer"),
     ],
 )
 def test_malformed_config_rules_are_errors(entry, message):
