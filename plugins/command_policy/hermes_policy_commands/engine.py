@@ -41,7 +41,6 @@ __all__ = [
 
 DECISIONS = ("allow", "ask", "never")
 _RANK = {d: i for i, d in enumerate(DECISIONS)}
-_NONE: frozenset[str] = frozenset()
 _CATASTROPHIC = frozenset({"root", "system-top", "home-top"})
 _PATHS = TABLES["paths"]
 _BUILD = re.compile(f"^(?:{_PATHS['build']})$")
@@ -187,8 +186,6 @@ class Facts(Arguments):
         return self.simple.render()
 
     def _classes(self, paths: Sequence[str]) -> frozenset[str]:
-        if len(paths) < 2:
-            return classify(paths[0], self.simple.cwd, self.context) if paths else _NONE
         cwd, context = self.simple.cwd, self.context
         return frozenset().union(*(classify(p, cwd, context) for p in paths))
 
