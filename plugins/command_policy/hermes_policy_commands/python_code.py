@@ -103,8 +103,7 @@ class _Python(_Values):
         shell = kw.get("shell")
         by_shell = isinstance(shell, ast.Constant) and bool(shell.value)
         if q.startswith("sh.") or q == "asyncio.create_subprocess_exec":  # the argv word by word
-            program = [ast.Constant(q[3:])] if q.startswith("sh.") else []
-            words = self.listed([*program, *node.args])
+            words = self.listed([ast.Constant(q[3:]), *node.args] if q[:3] == "sh." else node.args)
         elif by_shell or q == "pty.spawn" and isinstance(first, ast.Constant):
             texts = self.texts(first)  # shell text, run by sh -c in the call's folder and stdin
             words = None if texts is None else [["sh", "-c", t] for t in texts]
@@ -164,12 +163,12 @@ class _Python(_Values):
         """The local modules an import may read (``pkg/mod`` for ``pkg.mod``; a relative
         import's in the program's folder)."""
         if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        else:
-            base = node.module or ""
-            names = ([base] if base else []) + [f"{base}.{a.name}".lstrip(".") for a in node.names]
-        where = self.folder if isinstance(node, ast.ImportFrom) and node.level else ""
-        paths = [posixpath.join(where, n.replace(".", "/")) for n in names]
+            return [("module", a.name.replace(".", "/")) for a in node.names]
+        base = node.module or ""
+        names = ([base] if base else []) + [f"{base}.{a.name}".lstrip(".") for a in node.names]
+        paths = [
+            posixpath.join(self.folder if node.level else "", n.replace(".", "/")) for n in names
+        ]
         return [("module", posixpath.normpath(p)) for p in paths]
 
 

@@ -79,9 +79,7 @@ def _imported(node: ast.Import | ast.ImportFrom) -> dict[str, str]:
                 for a in node.names}  # fmt: skip
     if any(a.name == "*" for a in node.names):  # the calls of tables.toml it may bind
         return {q.rpartition(".")[2]: q for q in CALLS if q.rpartition(".")[0] == node.module}
-    return (
-        {a.asname or a.name: f"{node.module}.{a.name}" for a in node.names} if node.module else {}
-    )
+    return {a.asname or a.name: f"{node.module}.{a.name}" for a in node.names if node.module}
 
 
 def _exports(code: str) -> dict[str, str]:
@@ -108,9 +106,9 @@ class _Values:
     def __init__(
         self, code: str, argv: list[str], depth: int = 0, read_module: ModuleReader | None = None
     ) -> None:
-        self.code, self.argv, self.depth = code, argv, depth
+        self.code, self.argv, self.depth, self.read_module = code, argv, depth, read_module
         self.folder = posixpath.dirname(argv[0]) if argv else ""  # where its own modules are
-        self.read_module = read_module
+        self.attributes = {**_ATTRIBUTES, "sys.argv": list(argv)}  # the values of attributes
         self.tables: dict[str, dict[str, str]] = {}
         self.aliases: dict[str, str] = {}
         self.assigns: dict[str, list[ast.expr]] = {}
@@ -143,20 +141,16 @@ class _Values:
             elif isinstance(node, ast.Call):
                 self.scan_call(node)
                 self.called.add(id(node.func))
-        for _ in range(3):
-            for copy, original in self.copies:
-                if copy in self.mutated or original in self.mutated:
-                    self.mutated |= {copy, original}
+        for copy, original in self.copies * 3:  # a list changed through a copy of its name
+            if copy in self.mutated or original in self.mutated:
+                self.mutated |= {copy, original}
 
     def target(self, t: ast.expr, value: ast.expr, each: bool = False) -> None:
         if isinstance(t, ast.Name) and each and isinstance(value, (ast.List, ast.Tuple)):
             self.assigns.setdefault(t.id, []).extend(value.elts)
-        elif (
-            isinstance(t, ast.Name) and each
-        ):  # an item of what a loop runs over: known for a call's
-            self.assigns.setdefault(t.id, []).append(
-                value if isinstance(value, ast.Call) else _UNKNOWN
-            )
+        elif isinstance(t, ast.Name) and each:  # an item of a loop: known for a call's result
+            item = value if isinstance(value, ast.Call) else _UNKNOWN
+            self.assigns.setdefault(t.id, []).append(item)
         elif isinstance(t, ast.Name):
             self.assigns.setdefault(t.id, []).append(value)
             self.copies += [(t.id, value.id)] if isinstance(value, ast.Name) else []
@@ -203,11 +197,10 @@ class _Values:
                 base = self.qualname(node.args[0], depth + 1)
                 return f"{base}.{attr[0]}" if attr and len(attr) == 1 else ""
             return f"{callee}()" if callee in ("ctypes.CDLL", "ctypes.cdll.LoadLibrary") else ""
-        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
-            for v in self.assigns.get(node.value.id, []):
-                if isinstance(v, ast.Dict):
-                    found = [self.qualname(x, depth + 1) for x in v.values if x is not None]
-                    return found[0] if len(set(found)) == 1 else ""
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):  # a table
+            tables = [v for v in self.assigns.get(node.value.id, []) if isinstance(v, ast.Dict)]
+            found = {self.qualname(x, depth + 1) for x in tables[0].values} if tables else set()
+            return found.pop() if len(found) == 1 else ""
         return ""
 
     def exported(self, name: str) -> str:
@@ -256,13 +249,7 @@ class _Values:
             q = self.qualname(node)
             if q.startswith("signal.SIG"):  # a signal by its name: os.kill(pid, signal.SIGKILL)
                 return [q[10:]]
-            return (
-                [list(self.argv)]
-                if q == "sys.argv"
-                else [_ATTRIBUTES[q]]
-                if q in _ATTRIBUTES
-                else None
-            )
+            return [self.attributes[q]] if q in self.attributes else None
         return None
 
     def name_values(self, name: str, depth: int) -> list[Any] | None:
