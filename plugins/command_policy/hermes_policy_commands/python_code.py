@@ -20,9 +20,7 @@ from .words import UNKNOWN
 __all__ = ["lower_python"]
 
 _PY = TABLES["python"]
-_PREFIXES: tuple[tuple[str, str], ...] = tuple(_PY["prefixes"].items())
 _METHODS: dict[str, str] = {**dict.fromkeys(_PY["method_commands"], "command"), **_PY["methods"]}
-_FIELD = re.compile(r"\{(\d)")
 _DUNDERS = re.compile(r"^__(?:subclasses|globals|builtins|code|closure|dict|bases|mro|base)__$")
 _FORKS = ("os.fork", "os.forkpty")
 _UNCALLED = {**dict.fromkeys(SINKS, COMMAND), "sys.modules": CODE}
@@ -64,7 +62,7 @@ class _Python(_Values):
     # calls: what the program does
     def call(self, node: ast.Call) -> None:
         q, f = self.qualname(node.func), node.func
-        how = CALLS.get(q) or next((h for p, h in _PREFIXES if q.startswith(p)), None)
+        how = CALLS.get(q) or next((h for p, h in _PY["prefixes"].items() if q.startswith(p)), None)
         if how is None and isinstance(f, ast.Attribute):
             how = _METHODS.get(f.attr)
         if how is not None and how.startswith("script-"):
@@ -100,8 +98,7 @@ class _Python(_Values):
     def start(self, q: str, node: ast.Call) -> None:
         kw = {k.arg: k.value for k in node.keywords}
         first = node.args[0] if node.args else kw.get("args")
-        shell = kw.get("shell")
-        by_shell = isinstance(shell, ast.Constant) and bool(shell.value)
+        by_shell = isinstance(kw.get("shell"), ast.Constant) and bool(ast.literal_eval(kw["shell"]))
         if q.startswith("sh.") or q == "asyncio.create_subprocess_exec":  # the argv word by word
             words = self.listed([ast.Constant(q[3:]), *node.args] if q[:3] == "sh." else node.args)
         elif by_shell or q == "pty.spawn" and isinstance(first, ast.Constant):
@@ -140,8 +137,7 @@ class _Python(_Values):
         if q not in CALLS and isinstance(f, ast.Attribute):  # a path's open(), not an archive's
             args = [] if q.startswith(("tarfile", "zipfile", "gzip")) else [f.value, *args]
         keywords = {k.arg: k.value for k in node.keywords}
-        mode = args[1] if len(args) > 1 else keywords.get("mode")
-        modes = self.texts(mode) if mode is not None else ["r"]
+        modes = self.texts(args[1] if len(args) > 1 else keywords.get("mode", ast.Constant("r")))
         writing = modes is None or any(set(m) & set("wax+") for m in modes)
         self.emit("write" if writing else "read", self.texts(args[0]) if args else [])
 
@@ -152,7 +148,7 @@ class _Python(_Values):
         if template is None:  # a method: {0} is its object
             assert isinstance(f, ast.Attribute)
             template, args = _PY["method_commands"][f.attr], [f.value, *args]
-        used = {int(i) for i in _FIELD.findall(" ".join(template))}
+        used = {int(i) for i in re.findall(r"\{(\d)", " ".join(template))}
         if max(used) < len(args):
             nodes = [args[i] if i in used else None for i in range(max(used) + 1)]
             lines = self.apply(lambda *v: [w.format(*map(_field, v)) for w in template], nodes, 0)
