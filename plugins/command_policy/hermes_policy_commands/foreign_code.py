@@ -18,54 +18,41 @@ _FOREIGN = TABLES["foreign"]
 _STRING = re.compile(_FOREIGN["string"])
 _RUN, _CODE, _FILES = _FOREIGN["run"], _FOREIGN["code"], _FOREIGN["files"]
 _COMMANDS: dict[str, list[str]] = _FOREIGN["commands"]
+_TOKEN = re.compile(_FOREIGN["string"] + "|.", re.S)  # a string or one character
 
 
 def _literals(text: str) -> list[str] | None:
     """The string literals of an argument list when every argument is one, else ``None``."""
-    parts = [p.strip() for p in text.replace("[", "").replace("]", "").split(",") if p.strip()]
-    out = []
-    for p in parts:
-        if re.fullmatch(r"\{[^}]*\}", p):
-            continue
-        if not _STRING.fullmatch(p):
-            return None
-        out.append(c_escapes(p[1:-1]) if p[0] == '"' else p[1:-1])
-    return out
+    parts = [p.strip() for p in text.replace("[", "").replace("]", "").split(",")]
+    parts = [p for p in parts if p and not re.fullmatch(r"\{[^}]*\}", p)]  # not an options hash
+    if not all(_STRING.fullmatch(p) for p in parts):
+        return None
+    return [c_escapes(p[1:-1]) if p[0] == '"' else p[1:-1] for p in parts]
 
 
 def _argument(code: str, start: int) -> str:
     """The text of a call's arguments from ``start`` (after the open bracket or keyword)."""
-    i, depth = start, 0
-    while i < len(code) and i - start < 2000:
-        c = code[i]
-        if c in "\"'":
-            m = _STRING.match(code, i)
-            i = m.end() if m else i + 1
-            continue
-        if c in "([{":
-            depth += 1
-        elif c in ")]}" and depth:
-            depth -= 1
-        elif not depth and c in ");\n}":
+    depth, end = 0, start
+    for m in _TOKEN.finditer(code, start):
+        if m.start() - start >= 2000 or not depth and m.group() in ");\n}":
             break
-        i += 1
-    return code[start:i]
+        depth += (m.group() in "([{") - (depth > 0 and m.group() in ")]}")
+        end = m.end()
+    return code[start:end]
 
 
 def lower_foreign(lang: str, code: str) -> Iterator[Item]:
     """The items the ``lang`` program ``code`` lowers to."""
     if re.search(_CODE[lang], code):
         yield ("note", "script-dynamic-code")
-    run = re.compile(_RUN[lang]) if lang != "node" or "child_process" in code else None
-    for m in run.finditer(code) if run else ():
+    runs = re.finditer(_RUN[lang], code) if lang != "node" or "child_process" in code else ()
+    for m in runs:
         token = m.group(0)
-        if token in ("`",) or token.startswith(("qx", "%x")):
-            end = code.find({"`": "`", "(": ")", "{": "}", "/": "/"}[token[-1]], m.end())
-            body = code[m.end() : end if end > 0 else len(code)]
-            dynamic = re.search(r"[$#]\{|\$\w", body)
-            yield ("note", "script-dynamic-command") if dynamic else ("shell", body)
-            continue
-        args = _literals(_argument(code, m.end()))
+        if token.startswith(("`", "qx", "%x")):  # a command in quotes, run by the shell
+            body = code[m.end() :].partition({"`": "`", "(": ")", "{": "}", "/": "/"}[token[-1]])[0]
+            args = None if re.search(r"[$#]\{|\$\w", body) else [body]
+        else:
+            args = _literals(_argument(code, m.end()))
         if not args:
             yield ("note", "script-dynamic-command")
         else:
@@ -77,23 +64,18 @@ def lower_foreign(lang: str, code: str) -> Iterator[Item]:
 def _file_call(name: str, argument: str) -> Iterator[Item]:
     """A call that touches a file, lowered by its template (``[foreign.commands]``)."""
     mode = re.match(r"\s*['\"]([<>+]+)['\"]\s*,", argument)  # perl's open(F, ">", PATH)
-    if mode:
-        argument = argument[mode.end() :]
-    opens = _COMMANDS[name][0] == "open"
-    two = "{1}" in str(_COMMANDS.get(name))  # a call of two paths (rename, copy, symlink)
+    argument = argument[mode.end() :] if mode else argument
+    opens, template = _COMMANDS[name][0] == "open", _COMMANDS[name]
+    two = "{1}" in str(template)  # a call of two paths (rename, copy, symlink)
     args = _literals(argument if opens or two else argument.split(",")[0])
-    if not args:
+    if not args or two and len(args) < 2:
         yield ("note", "script-dynamic-command")
-        return
-    recursive = f"{name} recursive" if "recursive" in argument else name
-    if two and len(args) < 2:
-        yield ("note", "script-dynamic-command")
-        return
-    words = [w.format(*args) for w in _COMMANDS.get(recursive, _COMMANDS[name])]
-    if opens:  # perl's ">PATH", "+<PATH" or a mode before the path; ruby's and php's after it
-        path = words[1].lstrip("<>+|")
-        op = words[1][: len(words[1]) - len(path)] + (mode.group(1) if mode else "")
+    elif opens:  # perl's ">PATH", "+<PATH" or a mode before the path; ruby's and php's after it
+        path = args[0].lstrip("<>+|")
+        op = args[0][: len(args[0]) - len(path)] + (mode.group(1) if mode else "")
         op += "".join(args[1:2]) if name != "open" else ""
-        yield ("write" if re.search("[>+wa]", op) else "read", path.strip() or words[1])
+        yield ("write" if re.search("[>+wa]", op) else "read", path.strip() or args[0])
     else:
+        template = _COMMANDS.get(f"{name} recursive" if "recursive" in argument else name, template)
+        words = [w.format(*args) for w in template]
         yield ("write", words[1]) if words[0] == ">" else ("argv", words)

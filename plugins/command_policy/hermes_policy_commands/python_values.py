@@ -12,16 +12,16 @@ import posixpath
 import re
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from .tables import TABLES
 
-__all__ = ["CALLS", "COMMANDS", "MAX_VALUES", "SINKS", "ModuleReader"]
+__all__ = ["CALLS", "CODE", "COMMAND", "COMMANDS", "SINKS", "Item", "ModuleReader"]
 
 Item = tuple[str, Any]
 ModuleReader = Callable[[str], "str | None"]
 MAX_VALUES = 8
-T = TypeVar("T")
+CODE, COMMAND = "script-dynamic-code", "script-dynamic-command"  # the notes of what is unknown
 _PY = TABLES["python"]
 COMMANDS = {name: tuple(words) for name, words in _PY["commands"].items()}
 CALLS: dict[str, str] = {**dict.fromkeys(COMMANDS, "command"), **_PY["calls"]}
@@ -54,26 +54,22 @@ _OPERATORS: dict[type, Callable[[Any, Any], Any]] = {
 }  # fmt: skip
 _PURE: dict[str, Callable[..., Any]] = {
     **dict.fromkeys(_PY["same_value"], _same),
+    **dict.fromkeys(("pathlib.Path.home", "Path.home"), lambda: "~"),
+    **dict.fromkeys(("os.getenv", "os.environ.get"), _ENVIRON.get),
+    **{function.__name__: function for function in (chr, list, tuple)},
     "os.path.join": posixpath.join,
     "os.path.dirname": lambda path: posixpath.dirname(path) or ".",
-    "pathlib.Path.home": lambda: "~",
-    "Path.home": lambda: "~",
-    "os.getenv": _ENVIRON.get,
-    "os.environ.get": _ENVIRON.get,
-    "chr": chr,
     "bytes.fromhex": bytes.fromhex,
     "base64.b64decode": base64.b64decode,
     "codecs.decode": codecs.decode,
-    "list": list,
-    "tuple": tuple,
 }
 """The functions folded when their arguments are known, by dotted name."""
 _METHODS: dict[str, Callable[..., Any]] = {
     **dict.fromkeys(("expanduser", "resolve", "absolute"), _same),
+    **dict.fromkeys(("joinpath", "glob", "rglob", "iglob"), posixpath.join),
     **{m: _method(m) for m in ("join", "format", "strip", "decode", "encode", "lower", "split")},
 }
 """The methods folded when their object and arguments are known, by name."""
-_PATH_JOINS = frozenset({"joinpath", "glob", "rglob", "iglob"})
 
 
 def _imported(node: ast.Import | ast.ImportFrom) -> dict[str, str]:
@@ -81,9 +77,9 @@ def _imported(node: ast.Import | ast.ImportFrom) -> dict[str, str]:
     if isinstance(node, ast.Import):
         return {a.asname or a.name.split(".")[0]: a.name if a.asname else a.name.split(".")[0]
                 for a in node.names}  # fmt: skip
-    if not node.module:
-        return {}
-    return {a.asname or a.name: f"{node.module}.{a.name}" for a in node.names}
+    if any(a.name == "*" for a in node.names):  # the calls of tables.toml it may bind
+        return {q.rpartition(".")[2]: q for q in CALLS if q.rpartition(".")[0] == node.module}
+    return {a.asname or a.name: f"{node.module}.{a.name}" for a in node.names if node.module}
 
 
 def _exports(code: str) -> dict[str, str]:
@@ -110,9 +106,9 @@ class _Values:
     def __init__(
         self, code: str, argv: list[str], depth: int = 0, read_module: ModuleReader | None = None
     ) -> None:
-        self.code, self.argv, self.depth = code, argv, depth
+        self.code, self.argv, self.depth, self.read_module = code, argv, depth, read_module
         self.folder = posixpath.dirname(argv[0]) if argv else ""  # where its own modules are
-        self.read_module = read_module
+        self.attributes = {**_ATTRIBUTES, "sys.argv": list(argv)}  # the values of attributes
         self.tables: dict[str, dict[str, str]] = {}
         self.aliases: dict[str, str] = {}
         self.assigns: dict[str, list[ast.expr]] = {}
@@ -120,18 +116,19 @@ class _Values:
         self.mutated: set[str] = set()
         self.calls_of: dict[str, list[ast.Call]] = {}
         self.out: list[Item] = []
-        self.stars: list[str] = []
         self.copies: list[tuple[str, str]] = []
         self.called: set[int] = set()
         self.bound: dict[str, list[Any]] = {}
+
+    def note(self, name: str) -> None:
+        """Note what cannot be decided (``script-dynamic-code``, ``script-dynamic-command``)."""
+        self.out.append(("note", name))
 
     # the program's names: imports, assignments, functions, mutated lists
     def scan(self, tree: ast.Module) -> None:
         for node in ast.walk(tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 self.aliases.update(_imported(node))
-                if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
-                    self.stars.append(node.module or "")
             elif isinstance(node, ast.withitem) and node.optional_vars is not None:
                 self.target(node.optional_vars, node.context_expr)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -144,27 +141,24 @@ class _Values:
             elif isinstance(node, ast.Call):
                 self.scan_call(node)
                 self.called.add(id(node.func))
-        for _ in range(3):
-            for copy, original in self.copies:
-                if copy in self.mutated or original in self.mutated:
-                    self.mutated |= {copy, original}
+        for copy, original in self.copies * 3:  # a list changed through a copy of its name
+            if copy in self.mutated or original in self.mutated:
+                self.mutated |= {copy, original}
 
     def target(self, t: ast.expr, value: ast.expr, each: bool = False) -> None:
-        if isinstance(t, ast.Name):
-            if each and isinstance(value, (ast.List, ast.Tuple)):
-                self.assigns.setdefault(t.id, []).extend(value.elts)
-            elif each:  # one item of what the loop runs over: known only for a call's result
-                item = value if isinstance(value, ast.Call) else _UNKNOWN
-                self.assigns.setdefault(t.id, []).append(item)
-            else:
-                self.assigns.setdefault(t.id, []).append(value)
-                if isinstance(value, ast.Name):
-                    self.copies.append((t.id, value.id))
+        if isinstance(t, ast.Name) and each and isinstance(value, (ast.List, ast.Tuple)):
+            self.assigns.setdefault(t.id, []).extend(value.elts)
+        elif isinstance(t, ast.Name) and each:  # an item of a loop: known for a call's result
+            item = value if isinstance(value, ast.Call) else _UNKNOWN
+            self.assigns.setdefault(t.id, []).append(item)
+        elif isinstance(t, ast.Name):
+            self.assigns.setdefault(t.id, []).append(value)
+            self.copies += [(t.id, value.id)] if isinstance(value, ast.Name) else []
         elif isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
             self.mutated.add(t.value.id)
         elif isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name):
             if self.qualname(t.value) in ("builtins", "os", "subprocess", "shutil", "sys"):
-                self.out.append(("note", "script-dynamic-code"))
+                self.note(CODE)  # a module's function replaced
         elif isinstance(t, (ast.Tuple, ast.List)):
             for e in t.elts:
                 self.target(e, _UNKNOWN)
@@ -186,9 +180,6 @@ class _Values:
         if isinstance(node, ast.Name):
             if node.id in self.aliases:
                 return self.exported(self.aliases[node.id])
-            for module in self.stars:
-                if f"{module}.{node.id}" in SINKS:
-                    return f"{module}.{node.id}"
             values = self.assigns.get(node.id, [])
             if len(values) == 1 and isinstance(values[0], (ast.Name, ast.Attribute, ast.Call)):
                 return self.qualname(values[0], depth + 1)
@@ -206,11 +197,10 @@ class _Values:
                 base = self.qualname(node.args[0], depth + 1)
                 return f"{base}.{attr[0]}" if attr and len(attr) == 1 else ""
             return f"{callee}()" if callee in ("ctypes.CDLL", "ctypes.cdll.LoadLibrary") else ""
-        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
-            for v in self.assigns.get(node.value.id, []):
-                if isinstance(v, ast.Dict):
-                    found = [self.qualname(x, depth + 1) for x in v.values if x is not None]
-                    return found[0] if len(set(found)) == 1 else ""
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):  # a table
+            tables = [v for v in self.assigns.get(node.value.id, []) if isinstance(v, ast.Dict)]
+            found = {self.qualname(x, depth + 1) for x in tables[0].values} if tables else set()
+            return found.pop() if len(found) == 1 else ""
         return ""
 
     def exported(self, name: str) -> str:
@@ -219,15 +209,12 @@ class _Values:
         for _ in range(4):
             module, _, attr = name.rpartition(".")
             if not module or self.read_module is None or module.partition(".")[0] in _STDLIB:
-                return name
+                break
             if module not in self.tables:
                 path = module.replace(".", "/")
                 text = self.folder and self.read_module(posixpath.join(self.folder, path))
-                text = text or self.read_module(path)
-                self.tables[module] = _exports(text) if text else {}
-            if attr not in self.tables[module]:
-                return name
-            name = self.tables[module][attr]
+                self.tables[module] = _exports(text or self.read_module(path) or "")
+            name = self.tables[module].get(attr, name)
         return name
 
     # values: the Python values an expression can have, or None when one is unknown
@@ -260,15 +247,9 @@ class _Values:
             return self.call_values(node, depth)
         if isinstance(node, ast.Attribute):
             q = self.qualname(node)
-            return [_ATTRIBUTES[q]] if q in _ATTRIBUTES else self.special(q)
-        return None
-
-    def special(self, q: str) -> list[Any] | None:
-        """The values of the names whose value depends on how the program runs."""
-        if q == "sys.argv":
-            return [list(self.argv)]
-        if q.startswith("signal.SIG"):
-            return [q[10:]]
+            if q.startswith("signal.SIG"):  # a signal by its name: os.kill(pid, signal.SIGKILL)
+                return [q[10:]]
+            return [self.attributes[q]] if q in self.attributes else None
         return None
 
     def name_values(self, name: str, depth: int) -> list[Any] | None:
@@ -279,8 +260,13 @@ class _Values:
             return [self.argv[0] if self.argv else "prog.py"]
         if name in self.mutated:
             return None
-        items = self.assigns[name] if name in self.assigns else self.passed(name)
-        return _union(items, lambda v: self.values(v, depth + 1))
+        out: list[Any] = []
+        for item in self.assigns[name] if name in self.assigns else self.passed(name) or ():
+            got = self.values(item, depth + 1)
+            if got is None:
+                return None
+            out += got
+        return out[:MAX_VALUES] or None
 
     def apply(self, fn: Callable[..., Any], nodes: list[Any], depth: int) -> list[Any] | None:
         """``fn`` applied to every combination of the values of ``nodes`` (a ``None`` node
@@ -288,17 +274,13 @@ class _Values:
         combos: list[list[Any]] = [[]]
         for node in nodes:
             got = [None] if node is None else self.values(node, depth + 1)
-            if got is None:
-                return None
+            if got is None or any(isinstance(v, str) and _HUGE.search(v) for v in got):
+                return None  # unknown, or a format that would build a huge string
             combos = [c + [v] for c in combos for v in got][:MAX_VALUES]
-        out = []
-        for combo in combos:
-            if any(isinstance(v, str) and _HUGE.search(v) for v in combo):
-                return None  # a format that would build a huge string
-            try:
-                out.append(fn(*combo))
-            except Exception:  # an operation the program would fail at: unknown
-                return None
+        try:
+            out = [fn(*combo) for combo in combos]
+        except Exception:  # an operation the program would fail at: unknown
+            return None
         return None if None in out else out
 
     def comprehension(self, node: ast.GeneratorExp | ast.ListComp, depth: int) -> list[Any] | None:
@@ -314,8 +296,7 @@ class _Values:
             out = []
             for item in sequence:
                 self.bound[name] = [item]
-                got = self.values(node.elt, depth + 1)
-                out.append(got[0] if got else None)  # None: unknown, and so is the list
+                out.append((self.values(node.elt, depth + 1) or [None])[0])  # None: unknown
             self.bound.pop(name, None)
             return None if None in out else out
 
@@ -325,13 +306,10 @@ class _Values:
         """What the program's calls pass to the parameter ``name`` (a ``*name`` one gets a
         list); ``None`` when it is no parameter or a call passes nothing for it."""
         for fn in self.funcs.values():
-            params = [a.arg for a in fn.args.args]
-            calls = self.calls_of.get(fn.name, [])
+            params, calls = [a.arg for a in fn.args.args], self.calls_of.get(fn.name, [])
             if name in params:
-                index = params.index(name)
-                if any(index >= len(call.args) for call in calls):
-                    return None
-                return [call.args[index] for call in calls]
+                i = params.index(name)
+                return None if any(i >= len(c.args) for c in calls) else [c.args[i] for c in calls]
             if fn.args.vararg is not None and fn.args.vararg.arg == name:
                 return [ast.List(elts=list(call.args)) for call in calls] or [ast.List(elts=[])]
         return None
@@ -343,27 +321,19 @@ class _Values:
             return ["/tmp/\x00"]
         if q in _PURE:
             return self.apply(_PURE[q], list(node.args), depth)
-        if isinstance(f, ast.Attribute) and f.attr in _PATH_JOINS:
-            return self.apply(posixpath.join, [f.value, *node.args], depth)
         if isinstance(f, ast.Attribute) and f.attr in _METHODS:
             return self.apply(_METHODS[f.attr], [f.value, *node.args], depth)
         return None
 
     def texts(self, node: ast.expr | None) -> list[str] | None:
         """The values of ``node`` as text (a path, a command line), ``None`` when unknown."""
-        texts = [_text(v) for v in self.values(node) or [None]]
-        return None if None in texts else [t for t in texts if t is not None]
+        return _texts(self.values(node) or [None])
 
-    def argv_values(self, node: ast.expr) -> list[list[str]] | None:
+    def argv_values(self, node: ast.expr | None) -> list[list[str]] | None:
         """The argv lists an expression can be (a string is a one-word argv)."""
-        out = []
-        for value in self.values(node) or [None]:
-            items = value if isinstance(value, (list, tuple)) else [value]
-            words = [_text(w) for w in items]
-            if None in words:
-                return None
-            out.append([w for w in words if w is not None])
-        return out
+        lists = [v if isinstance(v, (list, tuple)) else [v] for v in self.values(node) or [None]]
+        argvs = [_texts(words) for words in lists]
+        return None if None in argvs else [argv for argv in argvs if argv is not None]
 
     def listed(self, nodes: list[ast.expr]) -> list[list[str]] | None:
         """The argv lists the expressions ``nodes``, one word each, can be."""
@@ -377,14 +347,7 @@ def _text(value: Any) -> str | None:
     return str(value) if isinstance(value, (str, int)) else None
 
 
-def _union(
-    items: list[ast.expr] | None, each: Callable[[ast.expr], list[T] | None]
-) -> list[T] | None:
-    """Every value ``each`` gives one of ``items``; ``None`` when one is unknown or none is."""
-    out: list[T] = []
-    for item in items or ():
-        got = each(item)
-        if got is None:
-            return None
-        out += got
-    return out[:MAX_VALUES] or None
+def _texts(values: list[Any] | tuple[Any, ...]) -> list[str] | None:
+    """``values`` as text, ``None`` when one is not text."""
+    texts = [_text(v) for v in values]
+    return None if None in texts else [t for t in texts if t is not None]

@@ -3,6 +3,8 @@ folding evaluator: what it folds is judged by the shell rules, what it cannot fo
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 from hermes_policy_commands import decide
 
@@ -106,3 +108,22 @@ def test_a_malformed_escape_is_read_as_written(command):
     # one reading of C escapes for $'...', printf and other languages' strings: \x with no
     # digits stays as written (it once failed the whole decision)
     assert decide(command).decision in ("allow", "ask")
+
+
+@pytest.mark.parametrize(
+    ("code", "decision", "rule"),
+    [
+        ("from pickle import *\nloads(open(0).read())", "ask", "script-dynamic-code"),
+        ("from importlib import *\nimport_module(input())", "ask", "script-dynamic-code"),
+        # as in Python, the later import binds the name
+        (
+            "from shutil import rmtree as system\nfrom os import *\nsystem('rm -rf /')",
+            "never",
+            "delete-root",
+        ),
+    ],
+)
+def test_a_star_import_binds_the_calls_it_may_bind(code, decision, rule):
+    verdict = decide(f"python3 -c {shlex.quote(code)}", home="/home/alice")
+    assert verdict.decision == decision
+    assert rule in {f.rule.id for f in verdict.findings}
