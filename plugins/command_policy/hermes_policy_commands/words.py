@@ -17,19 +17,7 @@ from typing import Any
 
 from .programs import PROGRAMS
 
-__all__ = [
-    "UNKNOWN",
-    "Arguments",
-    "Output",
-    "Simple",
-    "Words",
-    "braces",
-    "c_escapes",
-    "dangling",
-    "node_text",
-    "parse",
-    "unescape",
-]
+__all__ = ["UNKNOWN", "Arguments", "Output", "Simple", "Words", "c_escapes", "node_text", "parse"]
 
 UNKNOWN = "\x00"
 """Stands for a part of a word that cannot be known before the command runs."""
@@ -41,6 +29,10 @@ _SAFE_WORD = re.compile(r"[\w@%+=:,./~^-]+")
 _C_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "e": "\x1b", "a": "\a", "\\": "\\", "'": "'",
               '"': '"'}  # fmt: skip
 ScriptReader = Callable[[str], "str | None"]
+Redirects = list[tuple[str, str]]  # (operator, target): (">", "out.txt")
+Via = tuple[str, ...]  # the programs a command was reached through
+NOTHING: Output = ("", None)  # prints nothing
+OTHER: Output = ("other", None)  # prints what cannot be known
 
 
 @dataclass(slots=True)
@@ -56,8 +48,8 @@ class Simple:
     """
 
     argv: list[str]
-    redirects: list[tuple[str, str]] = field(default_factory=list)
-    via: tuple[str, ...] = ()
+    redirects: Redirects = field(default_factory=list)
+    via: Via = ()
     stdin: str | None = None
     notes: tuple[str, ...] = ()
     cwd: str | None = None
@@ -171,8 +163,8 @@ def unescape(word: str) -> str:
 
 
 @lru_cache(maxsize=4096)
-def _plain(raw: str, split: bool) -> tuple[str, ...]:
-    """The fields of a word without expansions (braces only)."""
+def literal(raw: str, split: bool) -> tuple[str, ...]:
+    """The fields of a word without expansions (braces and escapes only)."""
     return tuple(unescape(w) for w in (braces(raw) if split and "{" in raw else [raw]))
 
 
@@ -204,23 +196,11 @@ def braces(word: str) -> list[str]:
     return out
 
 
-def dangling(node: Any) -> bool:
-    """Whether a word ends with a lone ``$`` (tree-sitter-bash ends a word there when a second
-    ``$NAME`` is glued to it, and the name starts the next word)."""
-    if node.type == "command_name":
-        node = node.named_children[0] if node.named_child_count else node
-    return bool(node.type == "concatenation" and node.children[-1].type == "$")
-
-
 class Words:
     """The state of one reading of one command, and the expansion of its words (the base of
     :class:`~.shell.Lowering`, whose parameters these are)."""
 
-    def __init__(
-        self,
-        read_script: ScriptReader | None = None,
-        cwd: str | None = None,
-    ) -> None:
+    def __init__(self, read_script: ScriptReader | None = None, cwd: str | None = None) -> None:
         self.read_script = read_script
         self.out: list[Simple] = []
         self.vars: dict[str, str] = {"HOME": "~", "IFS": " \t\n", "HERMES_HOME": "~/.hermes"}
@@ -233,7 +213,6 @@ class Words:
         self.depth = 0
         self.budget = BUDGET
         self.in_pipeline = False
-        self.pending: Any = None
         self.links: dict[str, str] = {}
         self.decoded_texts: set[str] = set()
         self.modules: set[str] = set()
@@ -245,8 +224,14 @@ class Words:
 
     # the statements, the simple commands and the shell code run by wrappers: shell.Lowering
     stmt: Callable[[Any, Output], Output]
-    run: Callable[[list[str], list[tuple[str, str]], Output, tuple[str, ...]], Output]
-    nested: Callable[..., Output]  # (text, via, stdin=("", None))
+    run: Callable[[list[str], Redirects, Output, Via], Output]
+    nested: Callable[..., Output]  # (text, via, stdin=NOTHING)
+
+    def assignment(self, node: Any) -> tuple[str, str]:
+        """The name and value of one ``NAME=value`` (a value too long to follow is unknown)."""
+        name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
+        text = self.value(value) if value is not None else ""
+        return node_text(name) if name else "?", text if len(text) <= MAX_VALUE else UNKNOWN
 
     def value(self, node: Any) -> str:
         """The word as one string (no field splitting)."""
@@ -260,7 +245,7 @@ class Words:
         if kind == "word" or (
             kind == "concatenation" and all(c.type == "word" for c in node.named_children)
         ):
-            return list(_plain(node_text(node), split))  # words hold no expansion (a$ is literal)
+            return list(literal(node_text(node), split))  # words hold no expansion (a$ is literal)
         out: list[str] = [""]
         for piece, splittable in self.pieces(node):
             if not (split and splittable):
@@ -277,8 +262,8 @@ class Words:
         if kind == "concatenation":
             for child in node.named_children:
                 yield from self.pieces(child)
-        elif kind in ("word", "number", "variable_name"):
-            yield unescape(node_text(node)), False
+        elif kind in ("word", "number", "variable_name", "brace_expression"):
+            yield unescape(node_text(node)), False  # a brace expression is {1..9}: no escapes
         elif kind == "raw_string":
             yield node_text(node)[1:-1], False
         elif kind == "ansi_c_string":
@@ -291,8 +276,6 @@ class Words:
             yield self.expansion(node), True
         elif kind in ("command_substitution", "process_substitution"):
             yield self.substitution(node), kind == "command_substitution"
-        elif kind == "brace_expression":
-            yield node_text(node), False
         else:
             for child in node.named_children:
                 if child.type in ("command_substitution", "process_substitution"):
@@ -340,10 +323,10 @@ class Words:
 
     def substitution(self, node: Any) -> str:
         """Lower a ``$(...)`` or ``<(...)``; the answer is its text or a file name."""
-        out: Output = ("other", None)
+        out = OTHER
         outer, self.in_pipeline = self.in_pipeline, False
         for child in node.named_children:
-            out = self.stmt(child, ("", None))
+            out = self.stmt(child, NOTHING)
         self.in_pipeline = outer
         if node.type == "process_substitution":
             name = f"/dev/fd/{60 + len(self.files)}"
