@@ -78,20 +78,20 @@ class Lowering(Unwrapping):
 
     # --- statements ---------------------------------------------------------------------
 
-    def spent(self) -> bool:
-        """Spend one step of the budget: whether it is spent (noted the first time)."""
-        self.budget -= 1
+    def _spent(self) -> Output:
+        """The answer once the budget is spent (noted the first time)."""
         if self.budget == 0:
             self.note("uncheckable")
-        return self.budget <= 0
+        return ("other", None)
 
     def stmt(self, node: Any, stdin: Output = ("", None)) -> Output:
         """Lower one statement; the answer is what it prints (kind and text)."""
-        if self.spent():
-            return ("other", None)
-        visit: Callable[[Any, Output], Output] | None = getattr(self, "visit_" + node.type, None)
+        self.budget -= 1
+        if self.budget <= 0:
+            return self._spent()
+        visit: Callable[[Lowering, Any, Output], Output] | None = _VISITS.get(node.type)
         if visit is not None:
-            return visit(node, stdin)
+            return visit(self, node, stdin)
         if node.type == "ERROR":
             raw = node_text(node).strip()
             if node.named_children and node.named_children[0].type in _WORDS and " " not in raw:
@@ -143,9 +143,7 @@ class Lowering(Unwrapping):
         if op in ("<&", ">&", "&>", "&>>") and re.fullmatch(r"[0-9-]+", target):
             return stdin
         redirects.append((op, target))
-        if op == "<":
-            return self.files.get(target) or ("file", target)
-        return stdin
+        return (self.files.get(target) or ("file", target)) if op == "<" else stdin
 
     def visit_variable_assignment(self, node: Any, stdin: Output = ("", None)) -> Output:
         """Record variable assignments (an ``export`` each, as the shell would)."""
@@ -190,20 +188,19 @@ class Lowering(Unwrapping):
                 self.stmt(body)
         return ("other", None)
 
-    def visit_comment(self, node: Any, stdin: Output) -> Output:
-        """Nothing to lower: a comment, or a part of a heredoc (read with its redirection)."""
-        return ("", None)
-
-    visit_heredoc_body = visit_heredoc_start = visit_heredoc_end = visit_comment
-
     # --- commands -----------------------------------------------------------------------
 
     def visit_command(self, node: Any, stdin: Output, redirects: Redirects | None = None) -> Output:
         """Lower one command node: its assignments, argv and redirections (to ``redirects``)."""
         redirects = [] if redirects is None else redirects
-        known = _LITERAL.get(node.text)  # the words known from the text alone
-        env, argv = (list(known[0]), list(known[1])) if known else ([], [])
-        children = node.named_children if known is None else []
+        known = _LITERAL.get(text := node.text)  # the words known from the text alone
+        if known is not None:
+            for item in known[0]:
+                self.out.append(Simple(["export", item], cwd=self.cwd, via=("=",)))
+            return self.run(list(known[1]), redirects, stdin, ())
+        env: list[str] = []
+        argv: list[str] = []
+        children = node.named_children
         i = 0
         while i < len(children):
             child, i = children[i], i + 1
@@ -222,22 +219,21 @@ class Lowering(Unwrapping):
                 argv += self.fields(child.named_children[0]) if child.named_child_count else []
             else:
                 argv += self.fields(child)
-        if known is None and _EXPANDS.search(node.text) is None and len(_LITERAL) < 4096:
-            _LITERAL[node.text] = (tuple(env), tuple(argv))
-        for item in env:
-            self.out.append(Simple(["export", item], cwd=self.cwd, via=("=",)))
+        if _EXPANDS.search(text) is None and len(_LITERAL) < 4096:
+            _LITERAL[text] = (tuple(env), tuple(argv))
+        self.out += [Simple(["export", item], cwd=self.cwd, via=("=",)) for item in env]
         return self.run(argv, redirects, stdin, ())
 
     def run(self, argv: list[str], redirects: Redirects, stdin: Output, via: Via) -> Output:
         """Lower one simple command (and what it runs); the answer is what it prints."""
-        if self.spent():
-            return ("other", None)
+        self.budget -= 1
+        if self.budget <= 0:
+            return self._spent()
         if not argv:
             if redirects:
                 self.out.append(Simple([], redirects, via, cwd=self.cwd))
             return ("", None)
-        name = argv[0]
-        base = name.rpartition("/")[2]
+        name, base = argv[0], argv[0].rpartition("/")[2]
         text = stdin[1] if stdin[0] == "text" else None
         if UNKNOWN in name or _GLOB.search(name):
             self.out.append(Simple(argv, redirects, via, notes=("dynamic-command",), cwd=self.cwd))
@@ -255,7 +251,8 @@ class Lowering(Unwrapping):
         self.out.append(Simple(argv, redirects, via, text, notes, cwd=self.cwd))
         if spec.get("fills"):
             self.filled(argv)
-        return self.redirected_output(redirects, self.unwrap(base, argv, stdin, via))
+        out = self.unwrap(base, argv, stdin, via)
+        return self.redirected_output(redirects, out) if redirects else out
 
     def redirected_output(self, redirects: Redirects, out: Output) -> Output:
         """Record the files a command's output goes to; the answer is what it still prints."""
@@ -288,3 +285,7 @@ class Lowering(Unwrapping):
         for simple in self.out[start:]:
             simple.via = via + simple.via
         return out
+
+
+_VISITS = {name[6:]: method for name, method in vars(Lowering).items() if name[:6] == "visit_"}
+"""The method that lowers each kind of statement (``visit_KIND``), by the kind."""

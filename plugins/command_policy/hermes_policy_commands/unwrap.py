@@ -133,12 +133,11 @@ class Unwrapping(Words):
         roots = list(takewhile(lambda a: not a.startswith(("-", "(", "!")), args))[:8] or ["."]
         names = [v for a, v in pairwise(args) if a in ("-name", "-iname") and UNKNOWN not in v]
         targets = [r.rstrip("/") + "/" + (names[-1] if names else UNKNOWN) for r in roots]
-        here = via + ("find",)
         if "-delete" in args:
-            self.each(["rm", "-r", "{}"], "{}", targets, here)
+            self.each(["rm", "-r", "{}"], "{}", targets, via + ("find",))
         for i in [i for i, a in enumerate(args) if a in ("-exec", "-execdir", "-ok", "-okdir")]:
             end = next((j for j in range(i + 1, len(args)) if args[j] in (";", "+")), len(args))
-            self.each(args[i + 1 : end], "{}", targets[:4], here)
+            self.each(args[i + 1 : end], "{}", targets[:4], via + ("find",))
         return ("text", roots[0].rstrip("/") + "/" + UNKNOWN)
 
     def each(self, argv: list[str], mark: str, items: list[str], via: Via) -> None:
@@ -155,11 +154,10 @@ class Unwrapping(Words):
             items = stdin[1].split("\0" if "-0" in args else None)[:MAX_FIELDS] or [""]
         else:
             items = [UNKNOWN]
-        here = via + ("xargs",)
         if marks and marks[0]:
-            self.each(inner, marks[0], items[:4], here)
+            self.each(inner, marks[0], items[:4], via + ("xargs",))
         else:
-            self.run(inner + items, [], ("", None), here)
+            self.run(inner + items, [], ("", None), via + ("xargs",))
 
     def operand(self, spec: dict[str, Any], args: list[str]) -> tuple[str, int]:
         """Where the command line of a wrapper, a shell or an interpreter (``spec``) leads:

@@ -26,13 +26,12 @@ BUDGET = 60_000  # syntax nodes and emitted commands per decision
 MAX_FIELDS = 64  # brace expansion and xargs fields
 Output = tuple[str, str | None]  # (kind, text): kind "", "text", "download", "decode", "other"
 _SAFE_WORD = re.compile(r"[\w@%+=:,./~^-]+")
+_EXPANSION = re.compile(r"(#?)([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*])(?:(:?[-=?+]|%%?|##?)(.*))?")
 _C_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "e": "\x1b", "a": "\a", "\\": "\\", "'": "'",
               '"': '"'}  # fmt: skip
 ScriptReader = Callable[[str], "str | None"]
 Redirects = list[tuple[str, str]]  # (operator, target): (">", "out.txt")
 Via = tuple[str, ...]  # the programs a command was reached through
-NOTHING: Output = ("", None)  # prints nothing
-OTHER: Output = ("other", None)  # prints what cannot be known
 
 
 @dataclass(slots=True)
@@ -101,13 +100,12 @@ class Arguments:
         """The paths the program writes, as the ``writes`` of its entry in
         :data:`~.programs.PROGRAMS` says."""
         how = str(self.spec.get("writes", ""))
-        operands = self.positional
         if how == "all":
-            return operands
-        if how == "last" and operands[1:] or how == "last-or-only" and operands:
-            return operands[-1:]
+            return self.positional
+        if how == "last" and self.positional[1:] or how == "last-or-only" and self.positional:
+            return self.positional[-1:]
         if how == "in-place" and self.has("-i"):
-            return operands[1:]  # the first is the script
+            return self.positional[1:]  # the first is the script
         if how.endswith("="):
             return [a[len(how) :] for a in self.argv[1:] if a.startswith(how)]
         if how.startswith("-"):  # the value of an option: -o FILE
@@ -132,9 +130,7 @@ def _saved(program: str, args: list[str]) -> list[str]:
 
 
 def _quote(word: str) -> str:
-    if _SAFE_WORD.fullmatch(word):
-        return word
-    return shlex.quote(word).replace(UNKNOWN, "?")
+    return word if _SAFE_WORD.fullmatch(word) else shlex.quote(word).replace(UNKNOWN, "?")
 
 
 @cache
@@ -157,9 +153,7 @@ def node_text(node: Any) -> str:
 
 def unescape(word: str) -> str:
     """``word`` with its backslash escapes undone (a backslash-newline joins lines)."""
-    if "\\" not in word:
-        return word
-    return re.sub(r"\\(\n|.)", lambda m: "" if m.group(1) == "\n" else m.group(1), word)
+    return re.sub(r"\\(?:\n|(.))", r"\1", word) if "\\" in word else word
 
 
 @lru_cache(maxsize=4096)
@@ -173,14 +167,12 @@ def c_escapes(text: str) -> str:
     ``$'...'`` strings, ``printf`` formats, the double-quoted strings of other languages."""
 
     def one(m: re.Match[str]) -> str:
-        s = m.group(1)
-        if s[0] == "x" and s[1:]:
-            return chr(int(s[1:], 16))
-        if s[0] in "01234567":
-            return chr(int(s, 8) % 256)
-        return _C_ESCAPES.get(s, "\\" + s)
+        hexa, octal, other = m.groups()
+        if other is not None:
+            return _C_ESCAPES.get(other, "\\" + other)
+        return chr(int(hexa, 16) if hexa else int(octal, 8) % 256)
 
-    return re.sub(r"\\(x[0-9a-fA-F]{1,2}|[0-7]{1,3}|.)", one, text)
+    return re.sub(r"\\(?:x([0-9a-fA-F]{1,2})|([0-7]{1,3})|(.))", one, text)
 
 
 def braces(word: str) -> list[str]:
@@ -225,7 +217,7 @@ class Words:
     # the statements, the simple commands and the shell code run by wrappers: shell.Lowering
     stmt: Callable[[Any, Output], Output]
     run: Callable[[list[str], Redirects, Output, Via], Output]
-    nested: Callable[..., Output]  # (text, via, stdin=NOTHING)
+    nested: Callable[..., Output]  # (text, via, stdin=("", None))
 
     def assignment(self, node: Any) -> tuple[str, str]:
         """The name and value of one ``NAME=value`` (a value too long to follow is unknown)."""
@@ -247,11 +239,9 @@ class Words:
         ):
             return list(literal(node_text(node), split))  # words hold no expansion (a$ is literal)
         out: list[str] = [""]
+        ifs = "[" + re.escape(self.vars.get("IFS", " ")) + "]+"
         for piece, splittable in self.pieces(node):
-            if not (split and splittable):
-                out[-1] += piece
-                continue
-            parts = re.split("[" + re.escape(self.vars.get("IFS", " ")) + "]+", piece)
+            parts = re.split(ifs, piece) if split and splittable else [piece]
             out[-1] += parts[0]
             out += parts[1:]
         return [w for w in out if w] if split else out[:1]
@@ -293,8 +283,7 @@ class Words:
     def variable(self, name: str) -> str:
         """The value of a variable or positional parameter (:data:`UNKNOWN` when unknown)."""
         if name.isdigit():
-            index = int(name) - 1
-            return self.args[index] if 0 <= index < len(self.args) else UNKNOWN
+            return self.args[int(name) - 1] if 0 < int(name) <= len(self.args) else UNKNOWN
         if name in ("@", "*"):
             return " ".join(self.args) if self.calls else UNKNOWN
         return self.vars.get(name, UNKNOWN)
@@ -305,16 +294,13 @@ class Words:
         for child in node.named_children:
             if child.type in ("command_substitution", "process_substitution", "expansion"):
                 self.pieces(child).__next__()
-        m = re.fullmatch(
-            r"(#?)([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*])(?:(:?[-=?+]|%%?|##?)(.*))?", inner
-        )
+        m = _EXPANSION.fullmatch(inner)
         if not m or m.group(1):
             return UNKNOWN
         value = self.variable(m.group(2))
         op, arg = m.group(3), m.group(4) or ""
-        if op in ("-", ":-", "=", ":="):
-            default = arg if "$" not in arg else UNKNOWN
-            return default + UNKNOWN if value == UNKNOWN else value
+        if op in ("-", ":-", "=", ":="):  # the default, when known, then what cannot be known
+            return (arg if "$" not in arg else UNKNOWN) + UNKNOWN if value == UNKNOWN else value
         if op in ("%", "%%") and "*" not in arg and value.endswith(arg):
             return value[: len(value) - len(arg)]
         if op in ("#", "##") and "*" not in arg and value.startswith(arg):
@@ -323,10 +309,10 @@ class Words:
 
     def substitution(self, node: Any) -> str:
         """Lower a ``$(...)`` or ``<(...)``; the answer is its text or a file name."""
-        out = OTHER
+        out: Output = ("other", None)
         outer, self.in_pipeline = self.in_pipeline, False
         for child in node.named_children:
-            out = self.stmt(child, NOTHING)
+            out = self.stmt(child, ("", None))
         self.in_pipeline = outer
         if node.type == "process_substitution":
             name = f"/dev/fd/{60 + len(self.files)}"
