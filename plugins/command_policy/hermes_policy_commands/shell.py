@@ -114,12 +114,20 @@ class Lowering(Unwrapping):
         return stdin
 
     def visit_redirected_statement(self, node: Any, stdin: Output) -> Output:
-        """Lower a statement with redirections (files, heredocs, here-strings); a heredoc's
-        command may go on in a pipeline (``cat <<EOF | sh``)."""
+        """Lower a statement with redirections (files, heredocs, here-strings); the line of a
+        heredoc may go on after it (``cat <<EOF | sh``, ``cat <<EOF > f && rm f``)."""
         redirects: Redirects = []
-        nodes = node.children_by_field_name("redirect")
-        for child in nodes:
-            stdin = self.redirect(child, redirects, stdin)
+        then: list[Any] = []  # what goes on after a heredoc, reading what the statement prints
+        for child in node.children_by_field_name("redirect"):
+            for part in child.named_children if child.type == "heredoc_redirect" else [child]:
+                if part.type == "heredoc_body":  # the $(...) of an unquoted one run first
+                    stdin = ("text", node_text(part))
+                    for expansion in part.named_children:
+                        self.value(expansion)
+                elif part.type.endswith("_redirect"):
+                    stdin = self.redirect(part, redirects, stdin)
+                elif part.type not in ("heredoc_start", "heredoc_end"):
+                    then.append(part)
         body = node.child_by_field_name("body")
         if body is not None and body.type == "command":
             out = self.visit_command(body, stdin, redirects)
@@ -127,14 +135,12 @@ class Lowering(Unwrapping):
             out = self.stmt(body, stdin) if body is not None else ("", None)
             if redirects:
                 self.out.append(Simple([], redirects, cwd=self.cwd))
-        then = [c for r in nodes for c in r.named_children if c.type in ("pipeline", "command")]
-        return self.stmt(then[-1], out) if then else out
+        for part in then:
+            out = self.stmt(part, out)
+        return out
 
     def redirect(self, node: Any, redirects: Redirects, stdin: Output) -> Output:
         """Record one redirection; the answer is the command's stdin afterwards."""
-        if node.type == "heredoc_redirect":
-            body = [node_text(c) for c in node.named_children if c.type == "heredoc_body"]
-            return ("text", "".join(body))
         if node.type == "herestring_redirect":
             return ("text", " ".join(self.value(c) for c in node.named_children) + "\n")
         op = next((node_text(c) for c in node.children if not c.is_named), ">")
