@@ -122,8 +122,7 @@ class Lowering(Unwrapping):
             for part in child.named_children if child.type == "heredoc_redirect" else [child]:
                 if part.type == "heredoc_body":  # the $(...) of an unquoted one run first
                     stdin = ("text", node_text(part))
-                    for expansion in part.named_children:
-                        self.value(expansion)
+                    self.value(part)
                 elif part.type.endswith("_redirect"):
                     stdin = self.redirect(part, redirects, stdin)
                 elif part.type not in ("heredoc_start", "heredoc_end"):

@@ -267,9 +267,8 @@ class Words:
         elif kind in ("command_substitution", "process_substitution"):
             yield self.substitution(node), kind == "command_substitution"
         else:
-            for child in node.named_children:
-                if child.type in ("command_substitution", "process_substitution"):
-                    self.substitution(child)
+            for child in node.named_children:  # $((...)) and the like: what runs inside them
+                self.value(child)
             yield UNKNOWN, False
 
     def string(self, node: Any) -> Iterator[str]:
@@ -291,9 +290,11 @@ class Words:
     def expansion(self, node: Any) -> str:
         """The value of a ``${...}`` expansion (defaults, prefix and suffix removal)."""
         inner = node_text(node)[2:-1]
-        for child in node.named_children:
-            if child.type in ("command_substitution", "process_substitution", "expansion"):
-                self.pieces(child).__next__()
+        for child in node.named_children:  # what runs inside it, in a pattern too (${x#$(id)})
+            if child.type == "regex":
+                self.reread(node_text(child))
+            else:
+                self.value(child)
         m = _EXPANSION.fullmatch(inner)
         if not m or m.group(1):
             return UNKNOWN

@@ -130,6 +130,11 @@ DANGEROUS = [
     "cat <<EOF > /tmp/x && rm -rf ~\nx\nEOF",
     "cat <<EOF\n$(rm -rf ~)\nEOF",
     "cat <<EOF\n${X:-$(rm -rf ~)}\nEOF",
+    # command substitutions inside arithmetic, defaults and patterns
+    "echo $(( $(rm -rf ~) + 1 ))",
+    'echo ${X:-"$(rm -rf ~)"}',
+    "echo ${X:-a$(rm -rf ~)}",
+    'echo "${X#$(rm -rf ~)}"',
     # folders of credentials
     "grep -r . ~/.aws",
     "tar czf /tmp/k.tgz ~/.ssh",
@@ -192,6 +197,7 @@ HARMLESS = [
     "cat <<EOF > notes.txt\nhello $USER, $(date)\nEOF",
     "cat <<'EOF' > notes.txt\n$(rm -rf ~)\nEOF",
     "cat <<EOF && ls\nx\nEOF",
+    'echo "${NAME%.txt}" ${X#*/} ${#X} $((1 + 2)) ${X/a/b} ${X:-default}',
 ]
 
 
