@@ -25,8 +25,7 @@ from .words import UNKNOWN, Output, Redirects, ScriptReader, Simple, Via, litera
 __all__ = ["UNKNOWN", "Lowering", "ScriptReader", "Simple", "parse"]
 
 MAX_DEPTH = 48  # nested re-readings (bash -c, eval, functions, substitutions)
-_WORD_NODES = frozenset({"word", "string", "raw_string", "concatenation", "number"})
-_WORDS = frozenset({"command_name", "word", "concatenation", "string", "raw_string"})
+_WORDS = frozenset({"command_name", "word", "concatenation", "string", "raw_string", "number"})
 _FORK_BOMB = re.compile(r"([\w:.]+)\s*\(\)\s*\{[^}]*\1\s*\|\s*\1")
 _EXPANDS = re.compile(rb"[$`<>]")
 _LITERAL: dict[bytes, tuple[tuple[str, ...], tuple[str, ...]]] = {}
@@ -98,7 +97,7 @@ class Lowering(Unwrapping):
                 self.run(list(literal(raw, True)), [], stdin, ())
         last: Output = ("", None)
         for child in node.named_children:
-            if child.type not in _WORD_NODES:
+            if child.type not in _WORDS:
                 last = self.stmt(child, stdin)
             else:
                 self.fields(child)
@@ -203,8 +202,7 @@ class Lowering(Unwrapping):
             for item in known[0]:
                 self.out.append(Simple(["export", item], cwd=self.cwd, via=("=",)))
             return self.run(list(known[1]), redirects, stdin, ())
-        env: list[str] = []
-        argv: list[str] = []
+        env, argv = [], []
         children = node.named_children
         i = 0
         while i < len(children):
@@ -268,12 +266,11 @@ class Lowering(Unwrapping):
 
     def call(self, name: str, argv: list[str], stdin: Output) -> Output:
         """Lower a call of a function the command defined (a recursion piped is a fork bomb)."""
-        if name in self.calls:
-            if self.in_pipeline:
+        if name in self.calls or len(self.calls) > 16:
+            if name not in self.calls:
+                self.note("uncheckable")
+            elif self.in_pipeline:
                 self.note("fork-bomb", argv=[name])
-            return ("other", None)
-        if len(self.calls) > 16:
-            self.note("uncheckable")
             return ("other", None)
         saved, self.args = self.args, argv[1:]
         self.calls.append(name)

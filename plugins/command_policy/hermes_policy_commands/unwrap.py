@@ -121,10 +121,9 @@ class Unwrapping(Words):
         data = "".join(stdin[1].split())
         try:
             raw = base64.b64decode(data, validate=True) if kind == "base64" else bytes.fromhex(data)
-            text = raw.decode()
+            self.decoded_texts.add(text := raw.decode())
         except (ValueError, UnicodeDecodeError):
             return ("decode", None)
-        self.decoded_texts.add(text)
         return ("text", text)
 
     def find(self, args: list[str], via: Via) -> Output:

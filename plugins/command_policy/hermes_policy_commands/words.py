@@ -289,13 +289,12 @@ class Words:
 
     def expansion(self, node: Any) -> str:
         """The value of a ``${...}`` expansion (defaults, prefix and suffix removal)."""
-        inner = node_text(node)[2:-1]
         for child in node.named_children:  # what runs inside it, in a pattern too (${x#$(id)})
             if child.type == "regex":
                 self.reread(node_text(child))
             else:
                 self.value(child)
-        m = _EXPANSION.fullmatch(inner)
+        m = _EXPANSION.fullmatch(node_text(node)[2:-1])
         if not m or m.group(1):
             return UNKNOWN
         value = self.variable(m.group(2))
