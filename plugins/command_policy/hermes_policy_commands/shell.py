@@ -131,8 +131,7 @@ class Lowering(Unwrapping):
             out = self.visit_command(body, stdin, redirects)
         else:  # a list, a pipeline, a block: the redirections apply where its commands end
             out = self.stmt(body, stdin) if body is not None else ("", None)
-            if redirects:
-                self.out.append(Simple([], redirects, cwd=self.cwd))
+            self.run([], redirects, stdin, ())
         for part in then:
             out = self.stmt(part, out)
         return out

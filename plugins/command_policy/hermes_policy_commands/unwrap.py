@@ -105,11 +105,10 @@ class Unwrapping(Words):
         """What ``printf`` prints when its format and arguments are known."""
         if not args or UNKNOWN in "".join(args):
             return ("other", None)
-        fmt, rest = args[0], args[1:]
-        parts = re.split(r"%[-0-9.]*[sdbcq]", c_escapes(fmt.replace("%%", "\x01")))
-        count = max(1, len(parts) - 1)
+        parts = re.split(r"%[-0-9.]*[sdbcq]", c_escapes(args[0].replace("%%", "\x01")))
+        count, rest = max(1, len(parts) - 1), args[1:] or [""]
         text = ""
-        for i in range(0, max(1, len(rest)), count):
+        for i in range(0, len(rest), count):  # the format again while arguments are left
             values = rest[i : i + count] + [""] * count
             text += parts[0] + "".join(v + p for v, p in zip(values, parts[1:], strict=False))
         return ("text", text.replace("\x01", "%"))

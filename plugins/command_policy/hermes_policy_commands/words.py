@@ -318,9 +318,7 @@ class Words:
             name = f"/dev/fd/{60 + len(self.files)}"
             self.files[name] = out
             return name
-        if out[0] == "text" and out[1] is not None:
-            return out[1].rstrip("\n")
-        return UNKNOWN
+        return out[1].rstrip("\n") if out[0] == "text" and out[1] is not None else UNKNOWN
 
     def reread(self, word: str) -> list[str]:
         """The fields of a word tree-sitter-bash cut at the ``$`` of a ``$NAME`` glued to it
