@@ -52,9 +52,9 @@ class Lowering(Unwrapping):
     :param read_script: reads a script file the command runs (``None``: scripts are not read).
     :param cwd: the folder the command starts in when it is not the workspace.
 
-    A statement of each kind of syntax node is lowered by its ``visit_KIND`` method; the others
-    (lists, blocks, loops, conditions) by :meth:`block`. An exception ends the whole reading
-    (``policy.lower``), so the state is not restored on the way out.
+    A statement of each kind of syntax node is lowered by its ``visit_KIND`` method, the others
+    (lists, blocks, loops, conditions) by :meth:`stmt` itself, child by child. An exception ends
+    the whole reading (``policy.lower``), so the state is not restored on the way out.
     """
 
     # --- entry points -------------------------------------------------------------------

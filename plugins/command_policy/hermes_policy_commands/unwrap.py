@@ -31,8 +31,7 @@ class Unwrapping(Words):
         """Record the files a command gives new content (and the links ``ln -s`` makes)."""
         args = Arguments(argv)
         content = ("download" if args.spec["writes"] == "download" else "other", None)
-        for path in args.written():
-            self.files[posixpath.normpath(path)] = content
+        self.files.update((posixpath.normpath(path), content) for path in args.written())
         if args.program == "ln" and args.has("-s") and args.positional[1:]:
             self.links[args.positional[-1].strip("/").removeprefix("./")] = args.positional[-2]
 
@@ -278,8 +277,7 @@ class Unwrapping(Words):
         """The file of a local Python module (``pkg/mod`` for ``pkg.mod``): its name, its kind
         (:meth:`source`) and its text; kind ``"missing"`` when the workspace holds none."""
         for folder in self.folders:
-            for name in (path + ".py", path + "/__init__.py"):
-                name = posixpath.join(folder, name)
+            for name in [posixpath.join(folder, path + end) for end in (".py", "/__init__.py")]:
                 kind, text = self.source(name)
                 if kind in ("text", "other"):
                     return name, kind, text
