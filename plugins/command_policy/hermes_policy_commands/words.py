@@ -277,7 +277,7 @@ class Words:
             if child.type == "string_content":
                 yield re.sub(r"\\([$`\"\\\n])", r"\1", node_text(child))
             else:
-                yield "".join(p for p, _ in self.pieces(child))
+                yield self.value(child)
 
     def variable(self, name: str) -> str:
         """The value of a variable or positional parameter (:data:`UNKNOWN` when unknown)."""
@@ -301,10 +301,8 @@ class Words:
         op, arg = m.group(3), m.group(4) or ""
         if op in ("-", ":-", "=", ":="):  # the default, when known, then what cannot be known
             return (arg if "$" not in arg else UNKNOWN) + UNKNOWN if value == UNKNOWN else value
-        if op in ("%", "%%") and "*" not in arg and value.endswith(arg):
-            return value[: len(value) - len(arg)]
-        if op in ("#", "##") and "*" not in arg and value.startswith(arg):
-            return value[len(arg) :]
+        if op in ("%", "%%", "#", "##") and "*" not in arg:  # a suffix or a prefix removed
+            return value.removesuffix(arg) if op[0] == "%" else value.removeprefix(arg)
         return value if not op or op in ("?", ":?", "%", "%%", "#", "##") else UNKNOWN
 
     def substitution(self, node: Any) -> str:
@@ -322,7 +320,8 @@ class Words:
 
     def reread(self, word: str) -> list[str]:
         """The fields of a word tree-sitter-bash cut at the ``$`` of a ``$NAME`` glued to it
-        (``rm$IFS-rf$IFS/``): the word read again with every ``$NAME`` braced."""
+        (``rm$IFS-rf$IFS/``), or of a pattern it does not parse (``${x#$(id)}``): the text read
+        again with every ``$NAME`` braced."""
         tree = parse(": " + re.sub(r"\$([A-Za-z_]\w*|[0-9@*#?$!-])", r"${\1}", word))
         found = tree.root_node.named_children[:1]
         if tree.root_node.has_error or not found or found[0].type != "command":
