@@ -245,26 +245,24 @@ class Unwrapping(Words):
                 return self.nested(code, here, stdin)
             return self.lower_code(lang, code, args[i + 1 :], here)
         if kind == "module":
-            module = args[i][2:] or (args[i + 1] if i + 1 < len(args) else "")
-            self.module(module, args[i + 1 :] if args[i][2:] else args[i + 2 :], here)
+            words = [args[i][2:], *args[i + 1 :]] if args[i][2:] else args[i + 1 :] or [""]
+            self.module(words[0].replace(".", "/"), here, words[1:])  # -mNAME ARGS, -m NAME ARGS
         elif kind == "operand" and args[i] != "-":
             self.script(args[i:], here, lang)
         elif kind != "quiet":
             self.stdin_code(stdin, here, lang)
         return ("other", None)
 
-    def module(self, name: str, rest: list[str], via: Via) -> None:
-        """Lower ``python -m NAME``: the workspace's module, else the program of that name."""
-        path, _, text = self.module_file(name.replace(".", "/"))
-        if text is not None:
-            self.lower_code("python", text, [path, *rest], via)
-        else:
-            self.run([name.split(".")[0], *rest], [], ("", None), via)
-
-    def local_module(self, path: str, via: Via) -> None:
-        """Read a module a Python program imports, when it is a file of the workspace."""
+    def module(self, path: str, via: Via, rest: list[str] | None = None) -> None:
+        """Read a local Python module (``pkg/mod`` for ``pkg.mod``) a program imports, or the one
+        ``python -m`` runs with the arguments ``rest`` (the program of that name when the
+        workspace holds no such module)."""
         name, kind, text = self.module_file(path)
-        if kind == "other":
+        if rest is not None and text is not None:
+            self.lower_code("python", text, [name, *rest], via)
+        elif rest is not None:
+            self.run([path.split("/")[0], *rest], [], ("", None), via)
+        elif kind == "other":
             self.note("uncheckable", argv=[name])
         elif text is not None and name not in self.modules:
             self.modules.add(name)
@@ -329,7 +327,7 @@ class Unwrapping(Words):
             elif kind == "read":
                 self.out.append(Simple([lang], [("<", str(item))], via, cwd=self.cwd))
             elif kind == "module":
-                self.local_module(str(item), via)
+                self.module(str(item), via)
             elif kind == "folder":
                 self.folders.append(str(item))
             else:
