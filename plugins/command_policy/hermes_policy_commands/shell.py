@@ -116,6 +116,7 @@ class Lowering(Unwrapping):
         """Lower a statement with redirections (files, heredocs, here-strings); the line of a
         heredoc may go on after it (``cat <<EOF | sh``, ``cat <<EOF > f && rm f``)."""
         redirects: Redirects = []
+        words: list[Any] = []  # the command's words tree-sitter-bash put after a heredoc's marker
         then: list[Any] = []  # what goes on after a heredoc, reading what the statement prints
         for child in node.children_by_field_name("redirect"):
             for part in child.named_children if child.type == "heredoc_redirect" else [child]:
@@ -124,11 +125,13 @@ class Lowering(Unwrapping):
                     self.value(part)
                 elif part.type.endswith("_redirect"):
                     stdin = self.redirect(part, redirects, stdin)
+                elif part.type in _WORDS:
+                    words.append(part)
                 elif part.type not in ("heredoc_start", "heredoc_end"):
                     then.append(part)
         body = node.child_by_field_name("body")
         if body is not None and body.type == "command":
-            out = self.visit_command(body, stdin, redirects)
+            out = self.visit_command(body, stdin, redirects, words)
         else:  # a list, a pipeline, a block: the redirections apply where its commands end
             out = self.stmt(body, stdin) if body is not None else ("", None)
             self.run([], redirects, stdin, ())
@@ -193,16 +196,20 @@ class Lowering(Unwrapping):
 
     # --- commands -----------------------------------------------------------------------
 
-    def visit_command(self, node: Any, stdin: Output, redirects: Redirects | None = None) -> Output:
-        """Lower one command node: its assignments, argv and redirections (to ``redirects``)."""
+    def visit_command(
+        self, node: Any, stdin: Output, redirects: Redirects | None = None, more: Any = ()
+    ) -> Output:
+        """Lower one command node: its assignments, argv and redirections (to ``redirects``),
+        and ``more`` words of it (syntax nodes)."""
         redirects = [] if redirects is None else redirects
-        known = _LITERAL.get(text := node.text)  # the words known from the text alone
+        text = node.text
+        known = None if more else _LITERAL.get(text)  # the words known from the text alone
         if known is not None:
             for item in known[0]:
                 self.out.append(Simple(["export", item], cwd=self.cwd, via=("=",)))
             return self.run(list(known[1]), redirects, stdin, ())
         env, argv = [], []
-        children = node.named_children
+        children = node.named_children + list(more)
         i = 0
         while i < len(children):
             child, i = children[i], i + 1
@@ -221,7 +228,7 @@ class Lowering(Unwrapping):
                 argv += self.fields(child.named_children[0]) if child.named_child_count else []
             else:
                 argv += self.fields(child)
-        if _EXPANDS.search(text) is None and len(_LITERAL) < 4096:
+        if not more and _EXPANDS.search(text) is None and len(_LITERAL) < 4096:
             _LITERAL[text] = (tuple(env), tuple(argv))
         self.out += [Simple(["export", item], cwd=self.cwd, via=("=",)) for item in env]
         return self.run(argv, redirects, stdin, ())

@@ -129,6 +129,7 @@ DANGEROUS = [
     "cat <<EOF && rm -rf ~ || true\nx\nEOF",
     "cat <<EOF > /tmp/x && rm -rf ~\nx\nEOF",
     "cat <<EOF\n$(rm -rf ~)\nEOF",
+    "rm <<EOF -rf ~\nx\nEOF",
     "cat <<EOF\n${X:-$(rm -rf ~)}\nEOF",
     # command substitutions inside arithmetic, defaults and patterns
     "echo $(( $(rm -rf ~) + 1 ))",
@@ -197,6 +198,7 @@ HARMLESS = [
     "cat <<EOF > notes.txt\nhello $USER, $(date)\nEOF",
     "cat <<'EOF' > notes.txt\n$(rm -rf ~)\nEOF",
     "cat <<EOF && ls\nx\nEOF",
+    "grep <<EOF -i todo\nx\nEOF",
     'echo "${NAME%.txt}" ${X#*/} ${#X} $((1 + 2)) ${X/a/b} ${X:-default}',
 ]
 
