@@ -15,29 +15,17 @@ from __future__ import annotations
 import posixpath
 import re
 import shlex
+from collections.abc import Callable
 from typing import Any
 
 from .programs import PROGRAMS
 from .unwrap import Unwrapping
-from .words import (
-    MAX_VALUE,
-    UNKNOWN,
-    Arguments,
-    Output,
-    ScriptReader,
-    Simple,
-    braces,
-    dangling,
-    node_text,
-    parse,
-    unescape,
-)
+from .words import UNKNOWN, Output, Redirects, ScriptReader, Simple, Via, literal, node_text, parse
 
 __all__ = ["UNKNOWN", "Lowering", "ScriptReader", "Simple", "parse"]
 
 MAX_DEPTH = 48  # nested re-readings (bash -c, eval, functions, substitutions)
-_WORD_NODES = frozenset({"word", "string", "raw_string", "concatenation", "number"})
-_WORDS = frozenset({"command_name", "word", "concatenation", "string", "raw_string"})
+_WORDS = frozenset({"command_name", "word", "concatenation", "string", "raw_string", "number"})
 _FORK_BOMB = re.compile(r"([\w:.]+)\s*\(\)\s*\{[^}]*\1\s*\|\s*\1")
 _EXPANDS = re.compile(rb"[$`<>]")
 _LITERAL: dict[bytes, tuple[tuple[str, ...], tuple[str, ...]]] = {}
@@ -46,10 +34,15 @@ _GLOB = re.compile(r"[*?\[]")
 
 
 def _glued(nodes: list[Any], i: int) -> bool:
-    """Whether ``nodes[i]`` is glued to the word before it, which ends with a lone ``$``."""
-    return (
-        i < len(nodes) and dangling(nodes[i - 1]) and nodes[i].start_byte == nodes[i - 1].end_byte
-    )
+    """Whether ``nodes[i]`` is glued to the word before it, which ends with a lone ``$``
+    (tree-sitter-bash ends a word there when a second ``$NAME`` is glued to it, and the name
+    starts the next word: ``rm$IFS-rf$IFS/``)."""
+    if i >= len(nodes) or nodes[i].start_byte != nodes[i - 1].end_byte:
+        return False
+    word = nodes[i - 1]
+    if word.type == "command_name" and word.named_child_count:
+        word = word.named_children[0]
+    return bool(word.type == "concatenation" and word.children[-1].type == "$")
 
 
 class Lowering(Unwrapping):
@@ -58,6 +51,10 @@ class Lowering(Unwrapping):
 
     :param read_script: reads a script file the command runs (``None``: scripts are not read).
     :param cwd: the folder the command starts in when it is not the workspace.
+
+    A statement of each kind of syntax node is lowered by its ``visit_KIND`` method, the others
+    (lists, blocks, loops, conditions) by :meth:`stmt` itself, child by child. An exception ends
+    the whole reading (``policy.lower``), so the state is not restored on the way out.
     """
 
     # --- entry points -------------------------------------------------------------------
@@ -74,10 +71,9 @@ class Lowering(Unwrapping):
         if tree.root_node.has_error and _FORK_BOMB.search(text):
             self.note("fork-bomb")
         self.depth += 1
-        try:
-            return self.stmt(tree.root_node, stdin)
-        finally:
-            self.depth -= 1
+        out = self.stmt(tree.root_node, stdin)
+        self.depth -= 1
+        return out
 
     # --- statements ---------------------------------------------------------------------
 
@@ -92,117 +88,102 @@ class Lowering(Unwrapping):
         self.budget -= 1
         if self.budget <= 0:
             return self._spent()
-        kind = node.type
-        if kind == "command":
-            return self.command(node, [], stdin)
-        if kind == "redirected_statement":
-            return self.redirected(node, stdin)
-        if kind == "pipeline":
-            return self.piped(node.named_children, stdin)
-        if kind in ("variable_assignment", "variable_assignments"):
-            self.assignments(node)
-            return ("", None)
-        if kind in ("declaration_command", "unset_command"):
-            return self.declaration(node)
-        if kind == "ERROR":
+        visit: Callable[[Lowering, Any, Output], Output] | None = _VISITS.get(node.type)
+        if visit is not None:
+            return visit(self, node, stdin)
+        if node.type == "ERROR":
             raw = node_text(node).strip()
             if node.named_children and node.named_children[0].type in _WORDS and " " not in raw:
-                self.run([unescape(w) for w in braces(raw)], [], stdin, ())
-        if kind == "function_definition":
-            name = node.child_by_field_name("name")
-            body = node.child_by_field_name("body")
-            if name is not None and body is not None:
-                self.funcs[node_text(name)] = body
-            return ("", None)
-        if kind == "for_statement":
-            return self.for_loop(node)
-        if kind in ("comment", "heredoc_body", "heredoc_end", "heredoc_start"):
-            return ("", None)
+                self.run(list(literal(raw, True)), [], stdin, ())
         last: Output = ("", None)
         for child in node.named_children:
-            if child.type not in _WORD_NODES:
+            if child.type not in _WORDS:
                 last = self.stmt(child, stdin)
             else:
                 self.fields(child)
         return last
 
-    def piped(self, nodes: list[Any], stdin: Output) -> Output:
+    def visit_pipeline(self, node: Any, stdin: Output) -> Output:
         """Lower the statements of a pipeline: the first reads ``stdin``, each other what the
         one before it prints."""
-        out = stdin
         outer, self.in_pipeline = self.in_pipeline, True
-        try:
-            for child in nodes:
-                out = self.stmt(child, out)
-        finally:
-            self.in_pipeline = outer
-        return out
+        for child in node.named_children:
+            stdin = self.stmt(child, stdin)
+        self.in_pipeline = outer
+        return stdin
 
-    def redirected(self, node: Any, stdin: Output) -> Output:
-        """Lower a statement with redirections (files, heredocs, here-strings); a heredoc's
-        command may go on in a pipeline (``cat <<EOF | sh``)."""
-        redirects: list[tuple[str, str]] = []
+    def visit_redirected_statement(self, node: Any, stdin: Output) -> Output:
+        """Lower a statement with redirections (files, heredocs, here-strings); the line of a
+        heredoc may go on after it (``cat <<EOF | sh``, ``cat <<EOF > f && rm f``)."""
+        redirects: Redirects = []
+        words: list[Any] = []  # the command's words tree-sitter-bash put after a heredoc's marker
+        then: list[Any] = []  # what goes on after a heredoc, reading what the statement prints
         for child in node.children_by_field_name("redirect"):
-            stdin = self.redirect(child, redirects, stdin)
+            for part in child.named_children if child.type == "heredoc_redirect" else [child]:
+                if part.type == "heredoc_body":  # the $(...) of an unquoted one run first
+                    stdin = ("text", node_text(part))
+                    self.value(part)
+                elif part.type.endswith("_redirect"):
+                    stdin = self.redirect(part, redirects, stdin)
+                elif part.type in _WORDS:
+                    words.append(part)
+                elif part.type not in ("heredoc_start", "heredoc_end"):
+                    then.append(part)
         body = node.child_by_field_name("body")
-        pending, self.pending = self.pending, None
         if body is not None and body.type == "command":
-            out = self.command(body, redirects, stdin)
+            out = self.visit_command(body, stdin, redirects, words)
         else:  # a list, a pipeline, a block: the redirections apply where its commands end
             out = self.stmt(body, stdin) if body is not None else ("", None)
-            if redirects:
-                self.out.append(Simple([], redirects, cwd=self.cwd))
-        return self.stmt(pending, out) if pending is not None else out
+            self.run([], redirects, stdin, ())
+        for part in then:
+            out = self.stmt(part, out)
+        return out
 
-    def redirect(self, node: Any, redirects: list[tuple[str, str]], stdin: Output) -> Output:
+    def redirect(self, node: Any, redirects: Redirects, stdin: Output) -> Output:
         """Record one redirection; the answer is the command's stdin afterwards."""
-        if node.type == "heredoc_redirect":
-            body = next((c for c in node.named_children if c.type == "heredoc_body"), None)
-            for c in node.named_children:
-                if c.type in ("pipeline", "command"):
-                    self.pending = c
-            return ("text", node_text(body) if body is not None else "")
         if node.type == "herestring_redirect":
-            words = [self.value(c) for c in node.named_children]
-            return ("text", " ".join(words) + "\n")
+            return ("text", " ".join(self.value(c) for c in node.named_children) + "\n")
         op = next((node_text(c) for c in node.children if not c.is_named), ">")
         dest = node.child_by_field_name("destination")
         target = self.value(dest) if dest is not None else UNKNOWN
         if op in ("<&", ">&", "&>", "&>>") and re.fullmatch(r"[0-9-]+", target):
             return stdin
         redirects.append((op, target))
-        if op == "<":
-            return self.files.get(target) or ("file", target)
-        return stdin
+        return (self.files.get(target) or ("file", target)) if op == "<" else stdin
 
-    def assignments(self, node: Any) -> None:
+    def visit_variable_assignment(self, node: Any, stdin: Output = ("", None)) -> Output:
         """Record variable assignments (an ``export`` each, as the shell would)."""
         for item in [node] if node.type == "variable_assignment" else node.named_children:
             name, value = self.assignment(item)
             self.vars[name] = value
             self.out.append(Simple(["export", f"{name}={value}"], cwd=self.cwd, via=("=",)))
+        return ("", None)
 
-    def assignment(self, node: Any) -> tuple[str, str]:
-        """The name and value of one ``NAME=value`` (a value too long to follow is unknown)."""
-        name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
-        text = self.value(value) if value is not None else ""
-        return node_text(name) if name else "?", text if len(text) <= MAX_VALUE else UNKNOWN
+    visit_variable_assignments = visit_variable_assignment
 
-    def declaration(self, node: Any) -> Output:
+    def visit_declaration_command(self, node: Any, stdin: Output) -> Output:
         """Lower ``export``, ``declare``, ``local``, ``unset`` and the like."""
-        head = node_text(node.children[0])
-        argv = [head]
+        argv = [node_text(node.children[0])]
         for child in node.named_children:
             if child.type == "variable_assignment":
-                self.assignments(child)
+                self.visit_variable_assignment(child)
                 argv.append(node_text(child.child_by_field_name("name") or child))
             else:
                 argv += self.fields(child)
-        if len(argv) > 1 or head in ("export", "declare", "typeset", "set"):
+        if len(argv) > 1 or argv[0] in ("export", "declare", "typeset", "set"):
             self.out.append(Simple(argv, cwd=self.cwd))
         return ("", None)
 
-    def for_loop(self, node: Any) -> Output:
+    visit_unset_command = visit_declaration_command
+
+    def visit_function_definition(self, node: Any, stdin: Output) -> Output:
+        """Record a function the command defines (its body is lowered where it is called)."""
+        name, body = node.child_by_field_name("name"), node.child_by_field_name("body")
+        if name is not None and body is not None:
+            self.funcs[node_text(name)] = body
+        return ("", None)
+
+    def visit_for_statement(self, node: Any, stdin: Output) -> Output:
         """Lower a ``for`` loop: its body once per known value (or once, unknown)."""
         var, body = node.child_by_field_name("variable"), node.child_by_field_name("body")
         values = [f for child in node.children_by_field_name("value") for f in self.fields(child)]
@@ -215,28 +196,20 @@ class Lowering(Unwrapping):
 
     # --- commands -----------------------------------------------------------------------
 
-    def command(self, node: Any, redirects: list[tuple[str, str]], stdin: Output) -> Output:
-        """Lower one command node: its assignments, argv and redirections."""
+    def visit_command(
+        self, node: Any, stdin: Output, redirects: Redirects | None = None, more: Any = ()
+    ) -> Output:
+        """Lower one command node: its assignments, argv and redirections (to ``redirects``),
+        and ``more`` words of it (syntax nodes)."""
+        redirects = [] if redirects is None else redirects
         text = node.text
-        known = _LITERAL.get(text)  # words known from the text alone (no expansion, redirection)
-        if known is None:
-            env, argv, stdin = self.words(node, redirects, stdin)
-            if _EXPANDS.search(text) is None and len(_LITERAL) < 4096:
-                _LITERAL[text] = (env, argv)
-        else:
-            env, argv = known
-        for item in env:
-            self.out.append(Simple(["export", item], cwd=self.cwd, via=("=",)))
-        return self.run(list(argv), redirects, stdin, ())
-
-    def words(
-        self, node: Any, redirects: list[tuple[str, str]], stdin: Output
-    ) -> tuple[tuple[str, ...], tuple[str, ...], Output]:
-        """A command's assignments and argv (its redirections go to ``redirects``), and its
-        stdin afterwards."""
-        argv: list[str] = []
-        env: list[str] = []
-        children = node.named_children
+        known = None if more else _LITERAL.get(text)  # the words known from the text alone
+        if known is not None:
+            for item in known[0]:
+                self.out.append(Simple(["export", item], cwd=self.cwd, via=("=",)))
+            return self.run(list(known[1]), redirects, stdin, ())
+        env, argv = [], []
+        children = node.named_children + list(more)
         i = 0
         while i < len(children):
             child, i = children[i], i + 1
@@ -255,11 +228,12 @@ class Lowering(Unwrapping):
                 argv += self.fields(child.named_children[0]) if child.named_child_count else []
             else:
                 argv += self.fields(child)
-        return tuple(env), tuple(argv), stdin
+        if not more and _EXPANDS.search(text) is None and len(_LITERAL) < 4096:
+            _LITERAL[text] = (tuple(env), tuple(argv))
+        self.out += [Simple(["export", item], cwd=self.cwd, via=("=",)) for item in env]
+        return self.run(argv, redirects, stdin, ())
 
-    def run(
-        self, argv: list[str], redirects: list[tuple[str, str]], stdin: Output, via: tuple[str, ...]
-    ) -> Output:
+    def run(self, argv: list[str], redirects: Redirects, stdin: Output, via: Via) -> Output:
         """Lower one simple command (and what it runs); the answer is what it prints."""
         self.budget -= 1
         if self.budget <= 0:
@@ -268,8 +242,7 @@ class Lowering(Unwrapping):
             if redirects:
                 self.out.append(Simple([], redirects, via, cwd=self.cwd))
             return ("", None)
-        name = argv[0]
-        base = name.rpartition("/")[2]
+        name, base = argv[0], argv[0].rpartition("/")[2]
         text = stdin[1] if stdin[0] == "text" else None
         if UNKNOWN in name or _GLOB.search(name):
             self.out.append(Simple(argv, redirects, via, notes=("dynamic-command",), cwd=self.cwd))
@@ -286,50 +259,33 @@ class Lowering(Unwrapping):
             notes += ("written-manifest",)
         self.out.append(Simple(argv, redirects, via, text, notes, cwd=self.cwd))
         if spec.get("fills"):
-            self.filled(Arguments(argv))
+            self.filled(argv)
         out = self.unwrap(base, argv, stdin, via)
-        return out if not redirects else self.redirected_output(redirects, out)
+        return self.redirected_output(redirects, out) if redirects else out
 
-    def redirected_output(self, redirects: list[tuple[str, str]], out: Output) -> Output:
+    def redirected_output(self, redirects: Redirects, out: Output) -> Output:
         """Record the files a command's output goes to; the answer is what it still prints."""
         written = [target for op, target in redirects if op != "<"]  # as the rules read them
-        for target in written:
-            kept = out[0] in ("text", "download")
-            self.files[posixpath.normpath(target)] = out if kept else ("other", None)
+        content = out if out[0] in ("text", "download") else ("other", None)
+        self.files.update((posixpath.normpath(target), content) for target in written)
         return ("", None) if written else out
-
-    def filled(self, args: Arguments) -> None:
-        """Record the files a command gives new content (and the links ``ln -s`` makes)."""
-        content = ("download" if args.spec["writes"] == "download" else "other", None)
-        for path in args.written():
-            self.files[posixpath.normpath(path)] = content
-        if args.program == "ln" and args.has("-s") and args.positional[1:]:
-            self.links[args.positional[-1].strip("/").removeprefix("./")] = args.positional[-2]
-
-    def linked(self, word: str) -> str:
-        """``word`` with a symbolic link the command made followed to its target."""
-        head, sep, rest = word.removeprefix("./").partition("/")
-        target = self.links.get(head.rstrip("/"))
-        return word if target is None else target.rstrip("/") + "/" + rest if sep else target
 
     def call(self, name: str, argv: list[str], stdin: Output) -> Output:
         """Lower a call of a function the command defined (a recursion piped is a fork bomb)."""
-        if name in self.calls:
-            if self.in_pipeline:
+        if name in self.calls or len(self.calls) > 16:
+            if name not in self.calls:
+                self.note("uncheckable")
+            elif self.in_pipeline:
                 self.note("fork-bomb", argv=[name])
-            return ("other", None)
-        if len(self.calls) > 16:
-            self.note("uncheckable")
             return ("other", None)
         saved, self.args = self.args, argv[1:]
         self.calls.append(name)
-        try:
-            return self.stmt(self.funcs[name], stdin)
-        finally:
-            self.calls.pop()
-            self.args = saved
+        out = self.stmt(self.funcs[name], stdin)
+        self.calls.pop()
+        self.args = saved
+        return out
 
-    def nested(self, text: str, via: tuple[str, ...], stdin: Output = ("", None)) -> Output:
+    def nested(self, text: str, via: Via, stdin: Output = ("", None)) -> Output:
         """Read ``text`` as shell code run by a wrapper (``bash -c``, ``eval``, ``ssh``), whose
         commands read ``stdin``."""
         start = len(self.out)
@@ -337,3 +293,7 @@ class Lowering(Unwrapping):
         for simple in self.out[start:]:
             simple.via = via + simple.via
         return out
+
+
+_VISITS = {name[6:]: method for name, method in vars(Lowering).items() if name[:6] == "visit_"}
+"""The method that lowers each kind of statement (``visit_KIND``), by the kind."""

@@ -7,16 +7,15 @@ downloads), and programs that run other programs (wrappers, ``find -exec``, ``xa
 from __future__ import annotations
 
 import base64
-import binascii
 import posixpath
 import re
-from itertools import takewhile
+from itertools import pairwise, takewhile
 from typing import Any
 
 from .foreign_code import lower_foreign
 from .programs import PROGRAMS
 from .python_code import lower_python
-from .words import MAX_FIELDS, MAX_VALUE, UNKNOWN, Arguments, Output, Simple, Words, c_escapes
+from .words import MAX_FIELDS, MAX_VALUE, UNKNOWN, Arguments, Output, Simple, Via, Words, c_escapes
 
 __all__ = ["Unwrapping"]
 
@@ -25,24 +24,27 @@ MAX_CODE = 200_000  # a longer program is not read: it asks
 _PIPED = {"download": "download-to-shell", "decode": "decode-to-shell"}  # code read from stdin
 
 
-def _decode(kind: str, text: str) -> str | None:
-    try:
-        if kind == "base64":
-            return base64.b64decode("".join(text.split()), validate=True).decode()
-        return binascii.unhexlify("".join(text.split())).decode()
-    except (ValueError, UnicodeDecodeError):
-        return None
-
-
 class Unwrapping(Words):
     """What programs that print or run others do, part of :class:`~.shell.Lowering`."""
 
-    def unwrap(self, base: str, argv: list[str], stdin: Output, via: tuple[str, ...]) -> Output:
+    def filled(self, argv: list[str]) -> None:
+        """Record the files a command gives new content (and the links ``ln -s`` makes)."""
+        args = Arguments(argv)
+        content = ("download" if args.spec["writes"] == "download" else "other", None)
+        self.files.update((posixpath.normpath(path), content) for path in args.written())
+        if args.program == "ln" and args.has("-s") and args.positional[1:]:
+            self.links[args.positional[-1].strip("/").removeprefix("./")] = args.positional[-2]
+
+    def linked(self, word: str) -> str:
+        """``word`` with a symbolic link the command made followed to its target."""
+        head, sep, rest = word.removeprefix("./").partition("/")
+        target = self.links.get(head.rstrip("/"))
+        return word if target is None else target.rstrip("/") + "/" + rest if sep else target
+
+    def unwrap(self, base: str, argv: list[str], stdin: Output, via: Via) -> Output:
         """Lower what a program runs or prints (wrappers, shells, interpreters, scripts)."""
-        spec = PROGRAMS.get(base)
-        args = argv[1:]
-        printed = self.prints(base, args, stdin)
-        if printed is not None:
+        spec, args = PROGRAMS.get(base, {}), argv[1:]
+        if (printed := self.prints(base, args, stdin)) is not None:
             return printed
         if base == "find":
             return self.find(args, via)
@@ -51,17 +53,15 @@ class Unwrapping(Words):
         elif base == "eval":
             return self.nested(" ".join(args), via + (base,))
         elif base in ("source", "."):
-            self.script(args[0] if args else UNKNOWN, via + (base,))
-        elif spec is not None and "lang" in spec:
+            self.script(args[:1] or [UNKNOWN], via + (base,))
+        elif "lang" in spec:
             return self.code(base, str(spec["lang"]), args, stdin, via)
-        elif "/" in argv[0] and (spec is None or "wraps" not in spec):
-            self.script(argv[0], via)
-        elif spec is not None and "wraps" in spec:
-            inner = self.inner(spec, args, via)
-            if inner is not None and spec.get("joined"):
+        elif "/" in argv[0] and "wraps" not in spec:
+            self.script(argv[:1], via)
+        elif "wraps" in spec and (inner := self.inner(spec, args, via)) is not None:
+            if spec.get("joined"):
                 return self.nested(" ".join(inner), via + (base,))
-            if inner is not None:
-                return self.run(inner, [], stdin, via + (base,))
+            return self.run(inner, [], stdin, via + (base,))
         return ("other", None)
 
     def prints(self, base: str, args: list[str], stdin: Output) -> Output | None:
@@ -104,64 +104,57 @@ class Unwrapping(Words):
         """What ``printf`` prints when its format and arguments are known."""
         if not args or UNKNOWN in "".join(args):
             return ("other", None)
-        fmt, rest = args[0], args[1:]
-        parts = re.split(r"%[-0-9.]*[sdbcq]", c_escapes(fmt.replace("%%", "\x01")))
-        count = max(1, len(parts) - 1)
+        parts = re.split(r"%[-0-9.]*[sdbcq]", c_escapes(args[0].replace("%%", "\x01")))
+        count, rest = max(1, len(parts) - 1), args[1:] or [""]
         text = ""
-        for i in range(0, max(1, len(rest)), count):
+        for i in range(0, len(rest), count):  # the format again while arguments are left
             values = rest[i : i + count] + [""] * count
             text += parts[0] + "".join(v + p for v, p in zip(values, parts[1:], strict=False))
         return ("text", text.replace("\x01", "%"))
 
     def decoded(self, kind: str, stdin: Output) -> Output:
         """What ``base64 -d`` or ``xxd -r`` prints, from the text it reads."""
-        if stdin[0] == "text" and stdin[1] is not None:
-            text = _decode(kind, stdin[1])
-            if text is not None:
-                self.decoded_texts.add(text)
-                return ("text", text)
-        if stdin[0] == "download":
-            return stdin
-        return ("decode", None)
+        if stdin[0] != "text" or stdin[1] is None:
+            return stdin if stdin[0] == "download" else ("decode", None)
+        data = "".join(stdin[1].split())
+        try:
+            raw = base64.b64decode(data, validate=True) if kind == "base64" else bytes.fromhex(data)
+            self.decoded_texts.add(text := raw.decode())
+        except (ValueError, UnicodeDecodeError):
+            return ("decode", None)
+        return ("text", text)
 
-    def find(self, args: list[str], via: tuple[str, ...]) -> Output:
+    def find(self, args: list[str], via: Via) -> Output:
         """Lower ``find -delete`` and ``-exec``/``-ok`` into the commands they run; the answer
         is what it prints (paths under its first root)."""
         roots = list(takewhile(lambda a: not a.startswith(("-", "(", "!")), args))[:8] or ["."]
-        name = UNKNOWN
-        for i, a in enumerate(args[:-1]):
-            if a in ("-name", "-iname") and UNKNOWN not in args[i + 1]:
-                name = args[i + 1]
-        targets, here = [r.rstrip("/") + "/" + name for r in roots], via + ("find",)
+        names = [v for a, v in pairwise(args) if a in ("-name", "-iname") and UNKNOWN not in v]
+        targets = [r.rstrip("/") + "/" + (names[-1] if names else UNKNOWN) for r in roots]
         if "-delete" in args:
-            self.each(["rm", "-r", "{}"], "{}", targets, here)
+            self.each(["rm", "-r", "{}"], "{}", targets, via + ("find",))
         for i in [i for i, a in enumerate(args) if a in ("-exec", "-execdir", "-ok", "-okdir")]:
             end = next((j for j in range(i + 1, len(args)) if args[j] in (";", "+")), len(args))
-            self.each(args[i + 1 : end], "{}", targets[:4], here)
+            self.each(args[i + 1 : end], "{}", targets[:4], via + ("find",))
         return ("text", roots[0].rstrip("/") + "/" + UNKNOWN)
 
-    def each(self, argv: list[str], mark: str, items: list[str], via: tuple[str, ...]) -> None:
+    def each(self, argv: list[str], mark: str, items: list[str], via: Via) -> None:
         """Lower ``argv`` once per item, ``mark`` in its words replaced by the item."""
         for item in items:
             self.run([w.replace(mark, item) for w in argv], [], ("", None), via)
 
-    def xargs(self, args: list[str], stdin: Output, via: tuple[str, ...]) -> None:
+    def xargs(self, args: list[str], stdin: Output, via: Via) -> None:
         """Lower ``xargs``: its command with the items it reads."""
-        spec = PROGRAMS["xargs"]
-        inner = self.inner(spec, args, via) or ["echo"]
-        replace = next(
-            (args[i + 1] for i, a in enumerate(args[:-1]) if a == "-I"),
-            next((a[2:] for a in args if a.startswith("-I") and len(a) > 2), None),
-        )
+        inner = self.inner(PROGRAMS["xargs"], args, via) or ["echo"]
+        marks = [v for a, v in pairwise(args) if a == "-I"]  # -I MARK, else -IMARK
+        marks += [a[2:] for a in args if a[:2] == "-I"]
         if stdin[0] == "text" and stdin[1] is not None and len(stdin[1]) < MAX_VALUE:
             items = stdin[1].split("\0" if "-0" in args else None)[:MAX_FIELDS] or [""]
         else:
             items = [UNKNOWN]
-        here = via + ("xargs",)
-        if replace:
-            self.each(inner, replace, items[:4], here)
+        if marks and marks[0]:
+            self.each(inner, marks[0], items[:4], via + ("xargs",))
         else:
-            self.run(inner + items, [], ("", None), here)
+            self.run(inner + items, [], ("", None), via + ("xargs",))
 
     def operand(self, spec: dict[str, Any], args: list[str]) -> tuple[str, int]:
         """Where the command line of a wrapper, a shell or an interpreter (``spec``) leads:
@@ -194,9 +187,7 @@ class Unwrapping(Words):
             i += 1
         return ("none", i)
 
-    def inner(
-        self, spec: dict[str, Any], args: list[str], via: tuple[str, ...]
-    ) -> list[str] | None:
+    def inner(self, spec: dict[str, Any], args: list[str], via: Via) -> list[str] | None:
         """The command a wrapper runs (``sudo -u x CMD`` -> ``CMD``), ``None`` when none (the
         shell code of ``su -c CODE`` and the like is read here)."""
         kind, i = self.operand(spec, args)
@@ -204,7 +195,7 @@ class Unwrapping(Words):
             self.nested(args[i] if i < len(args) else UNKNOWN, via + (str(spec["name"]),))
         return args[i:] if kind == "operand" and args[i:] else None
 
-    def stdin_code(self, stdin: Output, via: tuple[str, ...], lang: str | None = None) -> None:
+    def stdin_code(self, stdin: Output, via: Via, lang: str | None = None) -> None:
         """Judge the code a shell (or an interpreter of ``lang``) reads on stdin."""
         kind, text = stdin
         if kind == "text" and text is not None:
@@ -212,7 +203,7 @@ class Unwrapping(Words):
                 self.note("decode-to-shell", argv=list(via[-1:]))
             self.lower_code(lang, text, [], via)
         elif kind == "file" and text and self.source(text)[0] not in ("unread", "missing"):
-            self.script(text, via, lang)
+            self.script([text], via, lang)
         elif kind or self.in_pipeline:
             self.note(_PIPED.get(kind, "pipe-to-shell"), argv=list(via[-1:]))
 
@@ -229,25 +220,21 @@ class Unwrapping(Words):
         text = self.read_script(path)
         return ("text", text) if text is not None else ("missing", None)
 
-    def script(
-        self, path: str, via: tuple[str, ...], lang: str | None = None, rest: tuple[str, ...] = ()
-    ) -> None:
-        """Judge the file ``path`` a command runs: as ``lang`` code when given, else as the
-        language its ``#!`` line names, else as shell."""
-        kind, text = self.source(path)
+    def script(self, argv: list[str], via: Via, lang: str | None = None) -> None:
+        """Judge the file ``argv[0]`` a command runs (with the arguments that follow it): as
+        ``lang`` code when given, else as the language its ``#!`` line names, else as shell."""
+        kind, text = self.source(argv[0])
         if kind == "text" and text is not None:
             first = text.split("\n", 1)[0] if text.startswith("#!") else ""
             named = [w for w in re.findall(r"[\w.]+", first) if "lang" in PROGRAMS.get(w, {})]
             lang = lang or (str(PROGRAMS[named[0]]["lang"]) if named else None)
-            self.lower_code(lang, text, [path, *rest], via)
+            self.lower_code(lang, text, argv, via)
         elif kind == "download":
-            self.note("download-to-shell", argv=[path])
+            self.note("download-to-shell", argv=argv[:1])
         elif kind != "unread":
-            self.note("uncheckable", argv=[path])
+            self.note("uncheckable", argv=argv[:1])
 
-    def code(
-        self, base: str, lang: str, args: list[str], stdin: Output, via: tuple[str, ...]
-    ) -> Output:
+    def code(self, base: str, lang: str, args: list[str], stdin: Output, via: Via) -> Output:
         """Lower a shell's or an interpreter's command line: inline code, a module, a script or
         stdin; the answer is what inline shell code prints."""
         here = via + (base,)
@@ -258,26 +245,24 @@ class Unwrapping(Words):
                 return self.nested(code, here, stdin)
             return self.lower_code(lang, code, args[i + 1 :], here)
         if kind == "module":
-            module = args[i][2:] or (args[i + 1] if i + 1 < len(args) else "")
-            self.module(module, args[i + 1 :] if args[i][2:] else args[i + 2 :], here)
+            words = [args[i][2:], *args[i + 1 :]] if args[i][2:] else args[i + 1 :] or [""]
+            self.module(words[0].replace(".", "/"), here, words[1:])  # -mNAME ARGS, -m NAME ARGS
         elif kind == "operand" and args[i] != "-":
-            self.script(args[i], here, lang, tuple(args[i + 1 :]))
+            self.script(args[i:], here, lang)
         elif kind != "quiet":
             self.stdin_code(stdin, here, lang)
         return ("other", None)
 
-    def module(self, name: str, rest: list[str], via: tuple[str, ...]) -> None:
-        """Lower ``python -m NAME``: the workspace's module, else the program of that name."""
-        path, _, text = self.module_file(name.replace(".", "/"))
-        if text is not None:
-            self.lower_code("python", text, [path, *rest], via)
-        else:
-            self.run([name.split(".")[0], *rest], [], ("", None), via)
-
-    def local_module(self, path: str, via: tuple[str, ...]) -> None:
-        """Read a module a Python program imports, when it is a file of the workspace."""
+    def module(self, path: str, via: Via, rest: list[str] | None = None) -> None:
+        """Read a local Python module (``pkg/mod`` for ``pkg.mod``) a program imports, or the one
+        ``python -m`` runs with the arguments ``rest`` (the program of that name when the
+        workspace holds no such module)."""
         name, kind, text = self.module_file(path)
-        if kind == "other":
+        if rest is not None and text is not None:
+            self.lower_code("python", text, [name, *rest], via)
+        elif rest is not None:
+            self.run([path.split("/")[0], *rest], [], ("", None), via)
+        elif kind == "other":
             self.note("uncheckable", argv=[name])
         elif text is not None and name not in self.modules:
             self.modules.add(name)
@@ -289,11 +274,8 @@ class Unwrapping(Words):
     def module_file(self, path: str) -> tuple[str, str, str | None]:
         """The file of a local Python module (``pkg/mod`` for ``pkg.mod``): its name, its kind
         (:meth:`source`) and its text; kind ``"missing"`` when the workspace holds none."""
-        if self.read_script is None and not self.files:
-            return "", "missing", None
         for folder in self.folders:
-            for name in (path + ".py", path + "/__init__.py"):
-                name = posixpath.join(folder, name) if folder else name
+            for name in [posixpath.join(folder, path + end) for end in (".py", "/__init__.py")]:
                 kind, text = self.source(name)
                 if kind in ("text", "other"):
                     return name, kind, text
@@ -304,7 +286,7 @@ class Unwrapping(Words):
         end follows names the module re-exports)."""
         return self.module_file(path)[2]
 
-    def start(self, started: tuple[list[str], str | None, Output], via: tuple[str, ...]) -> None:
+    def start(self, started: tuple[list[str], str | None, Output], via: Via) -> None:
         """Lower a program another language's code starts (its argv, the folder it starts in
         when given, its stdin)."""
         argv, cwd, stdin = started
@@ -314,9 +296,7 @@ class Unwrapping(Words):
         self.run(list(argv), [], stdin, via)
         self.cwd = outer
 
-    def lower_code(
-        self, lang: str | None, code: str, argv: list[str], via: tuple[str, ...]
-    ) -> Output:
+    def lower_code(self, lang: str | None, code: str, argv: list[str], via: Via) -> Output:
         """Judge a program by what its front end says it does (with no ``lang``, shell code read
         as shell); the answer is what shell code prints.
 
@@ -347,7 +327,7 @@ class Unwrapping(Words):
             elif kind == "read":
                 self.out.append(Simple([lang], [("<", str(item))], via, cwd=self.cwd))
             elif kind == "module":
-                self.local_module(str(item), via)
+                self.module(str(item), via)
             elif kind == "folder":
                 self.folders.append(str(item))
             else:

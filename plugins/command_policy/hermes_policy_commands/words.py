@@ -17,19 +17,7 @@ from typing import Any
 
 from .programs import PROGRAMS
 
-__all__ = [
-    "UNKNOWN",
-    "Arguments",
-    "Output",
-    "Simple",
-    "Words",
-    "braces",
-    "c_escapes",
-    "dangling",
-    "node_text",
-    "parse",
-    "unescape",
-]
+__all__ = ["UNKNOWN", "Arguments", "Output", "Simple", "Words", "c_escapes", "node_text", "parse"]
 
 UNKNOWN = "\x00"
 """Stands for a part of a word that cannot be known before the command runs."""
@@ -38,9 +26,12 @@ BUDGET = 60_000  # syntax nodes and emitted commands per decision
 MAX_FIELDS = 64  # brace expansion and xargs fields
 Output = tuple[str, str | None]  # (kind, text): kind "", "text", "download", "decode", "other"
 _SAFE_WORD = re.compile(r"[\w@%+=:,./~^-]+")
+_EXPANSION = re.compile(r"(#?)([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*])(?:(:?[-=?+]|%%?|##?)(.*))?")
 _C_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "e": "\x1b", "a": "\a", "\\": "\\", "'": "'",
               '"': '"'}  # fmt: skip
 ScriptReader = Callable[[str], "str | None"]
+Redirects = list[tuple[str, str]]  # (operator, target): (">", "out.txt")
+Via = tuple[str, ...]  # the programs a command was reached through
 
 
 @dataclass(slots=True)
@@ -56,8 +47,8 @@ class Simple:
     """
 
     argv: list[str]
-    redirects: list[tuple[str, str]] = field(default_factory=list)
-    via: tuple[str, ...] = ()
+    redirects: Redirects = field(default_factory=list)
+    via: Via = ()
     stdin: str | None = None
     notes: tuple[str, ...] = ()
     cwd: str | None = None
@@ -109,13 +100,12 @@ class Arguments:
         """The paths the program writes, as the ``writes`` of its entry in
         :data:`~.programs.PROGRAMS` says."""
         how = str(self.spec.get("writes", ""))
-        operands = self.positional
         if how == "all":
-            return operands
-        if how == "last" and operands[1:] or how == "last-or-only" and operands:
-            return operands[-1:]
+            return self.positional
+        if how == "last" and self.positional[1:] or how == "last-or-only" and self.positional:
+            return self.positional[-1:]
         if how == "in-place" and self.has("-i"):
-            return operands[1:]  # the first is the script
+            return self.positional[1:]  # the first is the script
         if how.endswith("="):
             return [a[len(how) :] for a in self.argv[1:] if a.startswith(how)]
         if how.startswith("-"):  # the value of an option: -o FILE
@@ -140,9 +130,7 @@ def _saved(program: str, args: list[str]) -> list[str]:
 
 
 def _quote(word: str) -> str:
-    if _SAFE_WORD.fullmatch(word):
-        return word
-    return shlex.quote(word).replace(UNKNOWN, "?")
+    return word if _SAFE_WORD.fullmatch(word) else shlex.quote(word).replace(UNKNOWN, "?")
 
 
 @cache
@@ -165,14 +153,12 @@ def node_text(node: Any) -> str:
 
 def unescape(word: str) -> str:
     """``word`` with its backslash escapes undone (a backslash-newline joins lines)."""
-    if "\\" not in word:
-        return word
-    return re.sub(r"\\(\n|.)", lambda m: "" if m.group(1) == "\n" else m.group(1), word)
+    return re.sub(r"\\(?:\n|(.))", r"\1", word) if "\\" in word else word
 
 
 @lru_cache(maxsize=4096)
-def _plain(raw: str, split: bool) -> tuple[str, ...]:
-    """The fields of a word without expansions (braces only)."""
+def literal(raw: str, split: bool) -> tuple[str, ...]:
+    """The fields of a word without expansions (braces and escapes only)."""
     return tuple(unescape(w) for w in (braces(raw) if split and "{" in raw else [raw]))
 
 
@@ -181,14 +167,12 @@ def c_escapes(text: str) -> str:
     ``$'...'`` strings, ``printf`` formats, the double-quoted strings of other languages."""
 
     def one(m: re.Match[str]) -> str:
-        s = m.group(1)
-        if s[0] == "x" and s[1:]:
-            return chr(int(s[1:], 16))
-        if s[0] in "01234567":
-            return chr(int(s, 8) % 256)
-        return _C_ESCAPES.get(s, "\\" + s)
+        hexa, octal, other = m.groups()
+        if other is not None:
+            return _C_ESCAPES.get(other, "\\" + other)
+        return chr(int(hexa, 16) if hexa else int(octal, 8) % 256)
 
-    return re.sub(r"\\(x[0-9a-fA-F]{1,2}|[0-7]{1,3}|.)", one, text)
+    return re.sub(r"\\(?:x([0-9a-fA-F]{1,2})|([0-7]{1,3})|(.))", one, text)
 
 
 def braces(word: str) -> list[str]:
@@ -204,23 +188,11 @@ def braces(word: str) -> list[str]:
     return out
 
 
-def dangling(node: Any) -> bool:
-    """Whether a word ends with a lone ``$`` (tree-sitter-bash ends a word there when a second
-    ``$NAME`` is glued to it, and the name starts the next word)."""
-    if node.type == "command_name":
-        node = node.named_children[0] if node.named_child_count else node
-    return bool(node.type == "concatenation" and node.children[-1].type == "$")
-
-
 class Words:
     """The state of one reading of one command, and the expansion of its words (the base of
     :class:`~.shell.Lowering`, whose parameters these are)."""
 
-    def __init__(
-        self,
-        read_script: ScriptReader | None = None,
-        cwd: str | None = None,
-    ) -> None:
+    def __init__(self, read_script: ScriptReader | None = None, cwd: str | None = None) -> None:
         self.read_script = read_script
         self.out: list[Simple] = []
         self.vars: dict[str, str] = {"HOME": "~", "IFS": " \t\n", "HERMES_HOME": "~/.hermes"}
@@ -233,7 +205,6 @@ class Words:
         self.depth = 0
         self.budget = BUDGET
         self.in_pipeline = False
-        self.pending: Any = None
         self.links: dict[str, str] = {}
         self.decoded_texts: set[str] = set()
         self.modules: set[str] = set()
@@ -245,8 +216,14 @@ class Words:
 
     # the statements, the simple commands and the shell code run by wrappers: shell.Lowering
     stmt: Callable[[Any, Output], Output]
-    run: Callable[[list[str], list[tuple[str, str]], Output, tuple[str, ...]], Output]
+    run: Callable[[list[str], Redirects, Output, Via], Output]
     nested: Callable[..., Output]  # (text, via, stdin=("", None))
+
+    def assignment(self, node: Any) -> tuple[str, str]:
+        """The name and value of one ``NAME=value`` (a value too long to follow is unknown)."""
+        name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
+        text = self.value(value) if value is not None else ""
+        return node_text(name) if name else "?", text if len(text) <= MAX_VALUE else UNKNOWN
 
     def value(self, node: Any) -> str:
         """The word as one string (no field splitting)."""
@@ -260,13 +237,11 @@ class Words:
         if kind == "word" or (
             kind == "concatenation" and all(c.type == "word" for c in node.named_children)
         ):
-            return list(_plain(node_text(node), split))  # words hold no expansion (a$ is literal)
+            return list(literal(node_text(node), split))  # words hold no expansion (a$ is literal)
         out: list[str] = [""]
+        ifs = "[" + re.escape(self.vars.get("IFS", " ")) + "]+"
         for piece, splittable in self.pieces(node):
-            if not (split and splittable):
-                out[-1] += piece
-                continue
-            parts = re.split("[" + re.escape(self.vars.get("IFS", " ")) + "]+", piece)
+            parts = re.split(ifs, piece) if split and splittable else [piece]
             out[-1] += parts[0]
             out += parts[1:]
         return [w for w in out if w] if split else out[:1]
@@ -277,8 +252,8 @@ class Words:
         if kind == "concatenation":
             for child in node.named_children:
                 yield from self.pieces(child)
-        elif kind in ("word", "number", "variable_name"):
-            yield unescape(node_text(node)), False
+        elif kind in ("word", "number", "variable_name", "brace_expression"):
+            yield unescape(node_text(node)), False  # a brace expression is {1..9}: no escapes
         elif kind == "raw_string":
             yield node_text(node)[1:-1], False
         elif kind == "ansi_c_string":
@@ -291,12 +266,9 @@ class Words:
             yield self.expansion(node), True
         elif kind in ("command_substitution", "process_substitution"):
             yield self.substitution(node), kind == "command_substitution"
-        elif kind == "brace_expression":
-            yield node_text(node), False
         else:
-            for child in node.named_children:
-                if child.type in ("command_substitution", "process_substitution"):
-                    self.substitution(child)
+            for child in node.named_children:  # $((...)) and the like: what runs inside them
+                self.value(child)
             yield UNKNOWN, False
 
     def string(self, node: Any) -> Iterator[str]:
@@ -305,37 +277,32 @@ class Words:
             if child.type == "string_content":
                 yield re.sub(r"\\([$`\"\\\n])", r"\1", node_text(child))
             else:
-                yield "".join(p for p, _ in self.pieces(child))
+                yield self.value(child)
 
     def variable(self, name: str) -> str:
         """The value of a variable or positional parameter (:data:`UNKNOWN` when unknown)."""
         if name.isdigit():
-            index = int(name) - 1
-            return self.args[index] if 0 <= index < len(self.args) else UNKNOWN
+            return self.args[int(name) - 1] if 0 < int(name) <= len(self.args) else UNKNOWN
         if name in ("@", "*"):
             return " ".join(self.args) if self.calls else UNKNOWN
         return self.vars.get(name, UNKNOWN)
 
     def expansion(self, node: Any) -> str:
         """The value of a ``${...}`` expansion (defaults, prefix and suffix removal)."""
-        inner = node_text(node)[2:-1]
-        for child in node.named_children:
-            if child.type in ("command_substitution", "process_substitution", "expansion"):
-                self.pieces(child).__next__()
-        m = re.fullmatch(
-            r"(#?)([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*])(?:(:?[-=?+]|%%?|##?)(.*))?", inner
-        )
+        for child in node.named_children:  # what runs inside it, in a pattern too (${x#$(id)})
+            if child.type == "regex":
+                self.reread(node_text(child))
+            else:
+                self.value(child)
+        m = _EXPANSION.fullmatch(node_text(node)[2:-1])
         if not m or m.group(1):
             return UNKNOWN
         value = self.variable(m.group(2))
         op, arg = m.group(3), m.group(4) or ""
-        if op in ("-", ":-", "=", ":="):
-            default = arg if "$" not in arg else UNKNOWN
-            return default + UNKNOWN if value == UNKNOWN else value
-        if op in ("%", "%%") and "*" not in arg and value.endswith(arg):
-            return value[: len(value) - len(arg)]
-        if op in ("#", "##") and "*" not in arg and value.startswith(arg):
-            return value[len(arg) :]
+        if op in ("-", ":-", "=", ":="):  # the default, when known, then what cannot be known
+            return (arg if "$" not in arg else UNKNOWN) + UNKNOWN if value == UNKNOWN else value
+        if op in ("%", "%%", "#", "##") and "*" not in arg:  # a suffix or a prefix removed
+            return value.removesuffix(arg) if op[0] == "%" else value.removeprefix(arg)
         return value if not op or op in ("?", ":?", "%", "%%", "#", "##") else UNKNOWN
 
     def substitution(self, node: Any) -> str:
@@ -349,13 +316,12 @@ class Words:
             name = f"/dev/fd/{60 + len(self.files)}"
             self.files[name] = out
             return name
-        if out[0] == "text" and out[1] is not None:
-            return out[1].rstrip("\n")
-        return UNKNOWN
+        return out[1].rstrip("\n") if out[0] == "text" and out[1] is not None else UNKNOWN
 
     def reread(self, word: str) -> list[str]:
         """The fields of a word tree-sitter-bash cut at the ``$`` of a ``$NAME`` glued to it
-        (``rm$IFS-rf$IFS/``): the word read again with every ``$NAME`` braced."""
+        (``rm$IFS-rf$IFS/``), or of a pattern it does not parse (``${x#$(id)}``): the text read
+        again with every ``$NAME`` braced."""
         tree = parse(": " + re.sub(r"\$([A-Za-z_]\w*|[0-9@*#?$!-])", r"${\1}", word))
         found = tree.root_node.named_children[:1]
         if tree.root_node.has_error or not found or found[0].type != "command":

@@ -123,6 +123,19 @@ DANGEROUS = [
     'php -r \'copy("/tmp/x", "/root/.bashrc");\'',
     'ruby -e \'File.open("/root/.bashrc", "w") { |f| f.write("x") }\'',
     'php -r \'$f=fopen("/root/.bashrc","a"); fwrite($f,"x");\'',
+    # what a heredoc's line goes on with, and the $(...) of an unquoted heredoc
+    "cat <<EOF >> ~/.ssh/authorized_keys\nssh-ed25519 AAAA x\nEOF",
+    "cat <<EOF > ~/.bashrc\nexport X=1\nEOF",
+    "cat <<EOF && rm -rf ~ || true\nx\nEOF",
+    "cat <<EOF > /tmp/x && rm -rf ~\nx\nEOF",
+    "cat <<EOF\n$(rm -rf ~)\nEOF",
+    "rm <<EOF -rf ~\nx\nEOF",
+    "cat <<EOF\n${X:-$(rm -rf ~)}\nEOF",
+    # command substitutions inside arithmetic, defaults and patterns
+    "echo $(( $(rm -rf ~) + 1 ))",
+    'echo ${X:-"$(rm -rf ~)"}',
+    "echo ${X:-a$(rm -rf ~)}",
+    'echo "${X#$(rm -rf ~)}"',
     # folders of credentials
     "grep -r . ~/.aws",
     "tar czf /tmp/k.tgz ~/.ssh",
@@ -182,6 +195,11 @@ HARMLESS = [
     'php -r \'echo fread(fopen("README.md","r"), 100);\'',
     'node -e \'require("fs").copyFileSync("a.txt", "b.txt")\'',
     'php -r \'rename("old.txt", "new.txt");\'',
+    "cat <<EOF > notes.txt\nhello $USER, $(date)\nEOF",
+    "cat <<'EOF' > notes.txt\n$(rm -rf ~)\nEOF",
+    "cat <<EOF && ls\nx\nEOF",
+    "grep <<EOF -i todo\nx\nEOF",
+    'echo "${NAME%.txt}" ${X#*/} ${#X} $((1 + 2)) ${X/a/b} ${X:-default}',
 ]
 
 
