@@ -426,6 +426,12 @@ DISGUISES = [
     'node -e \'require("child_"+"process").execSync("rm -rf ../canary")\'',
     'node -e \'require("child_process")["execSync"]("rm -rf ../canary")\'',
     "unbuffer rm -rf ../canary",
+    "trap 'rm -rf ../canary' EXIT",
+    "echo rm -rf ../canary > >(sh)",
+    "coproc rm -rf ../canary",
+    "cat <<EOF && rm -rf ../canary\nx\nEOF",
+    "rm <<EOF -rf ../canary\nx\nEOF",
+    "env --split-string='rm -rf ../canary'",
     "git submodule foreach 'rm -rf ../canary'",
     "rsync -e 'sh -c \"rm -rf ../canary\"' x: /tmp",
 ]

@@ -23,7 +23,11 @@ __all__ = ["PROGRAMS"]
 _W: dict[str, dict[str, Any]] = {
     "sudo": {"options": ["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "--user"]},
     "doas": {"options": ["-u", "-C"]},
-    "env": {"options": ["-u", "--unset", "-C", "--chdir"], "assignments": True, "code": ["-S"]},
+    "env": {
+        "options": ["-u", "--unset", "-C", "--chdir"],
+        "assignments": True,
+        "code": ["-S", "--split-string"],
+    },
     "nice": {"options": ["-n", "--adjustment"]},
     "nohup": {},
     "timeout": {"options": ["-s", "-k", "--signal", "--kill-after"], "skip": 1},
@@ -33,6 +37,8 @@ _W: dict[str, dict[str, Any]] = {
     "exec": {"options": ["-a"]},
     "time": {"options": ["-f", "-o"]},
     "busybox": {},
+    "toybox": {},
+    "coproc": {},
     "chroot": {"skip": 1},
     "setsid": {},
     "ionice": {"options": ["-c", "-n", "-p"]},

@@ -24,6 +24,15 @@ MAX_CODE = 200_000  # a longer program is not read: it asks
 _PIPED = {"download": "download-to-shell", "decode": "decode-to-shell"}  # code read from stdin
 
 
+def _attached(word: str, code: tuple[str, ...]) -> list[str]:
+    """``--command=CODE`` or ``-SCODE`` split into the option and its code, when the option takes
+    code (``[]`` otherwise)."""
+    name, eq, value = word.partition("=")
+    if eq and name in code:
+        return [name, value]
+    return [word[:2], word[2:]] if word[:2] in code and not word[2:].isalpha() else []
+
+
 class Unwrapping(Words):
     """What programs that print or run others do, part of :class:`~.shell.Lowering`."""
 
@@ -52,6 +61,8 @@ class Unwrapping(Words):
             self.xargs(args, stdin, via)
         elif base == "eval":
             return self.nested(" ".join(args), via + (base,))
+        elif base == "trap" and args and args[0][:1] != "-":  # the code runs on the signal
+            self.nested(args[0], via + (base,))
         elif base in ("source", "."):
             self.script(args[:1] or [UNKNOWN], via + (base,))
         elif "lang" in spec:
@@ -67,7 +78,7 @@ class Unwrapping(Words):
     def prints(self, base: str, args: list[str], stdin: Output) -> Output | None:
         """What a builtin or a filter prints (``None`` for other programs); ``cd`` and
         ``alias`` change what the rest of the command reads."""
-        if base == "cd":
+        if base in ("cd", "pushd"):
             self.change_dir(args)
         elif base == "alias":
             for key, _, value in (a.partition("=") for a in args if "=" in a):
@@ -168,6 +179,10 @@ class Unwrapping(Words):
             a = args[i]
             if a in code or a[:1] == "-" and a[1:-1].isalpha() and "-" + a[-1] in code:
                 return ("code", i + 1)  # -c CODE, -lc CODE, -ne CODE
+            attached = _attached(a, code)
+            if attached:  # --command=CODE, -SCODE: the option and its code as two words
+                args[i : i + 1] = attached
+                return ("code", i + 1)
             if spec.get("lang") == "python" and a.startswith("-m"):
                 return ("module", i)
             if a in ("-V", "--version", "-h", "--help") and "lang" in spec:

@@ -306,11 +306,13 @@ class Words:
         return value if not op or op in ("?", ":?", "%", "%%", "#", "##") else UNKNOWN
 
     def substitution(self, node: Any) -> str:
-        """Lower a ``$(...)`` or ``<(...)``; the answer is its text or a file name."""
+        """Lower a ``$(...)``, ``<(...)`` or ``>(...)`` (whose commands read a pipe); the answer is
+        its text or a file name."""
         out: Output = ("other", None)
         outer, self.in_pipeline = self.in_pipeline, False
+        stdin: Output = ("other", None) if node_text(node)[:1] == ">" else ("", None)  # >(...)
         for child in node.named_children:
-            out = self.stmt(child, ("", None))
+            out = self.stmt(child, stdin)
         self.in_pipeline = outer
         if node.type == "process_substitution":
             name = f"/dev/fd/{60 + len(self.files)}"

@@ -140,9 +140,32 @@ DANGEROUS = [
     "grep -r . ~/.aws",
     "tar czf /tmp/k.tgz ~/.ssh",
     "cp -r ~/.gnupg /tmp/g",
+    # code run later or elsewhere: traps, coprocesses, output process substitutions
+    "trap 'rm -rf ~' EXIT",
+    "coproc rm -rf ~",
+    "echo rm -rf ~ > >(sh)",
+    'exec 3> >(sh); echo "rm -rf ~" >&3',
+    "hash -p /bin/rm ls; ls -rf ~",
+    "enable -f ./evil.so evil",
+    # code attached to its option, wrappers, folders
+    'env --split-string="rm -rf /"',
+    'env -S"rm -rf /"',
+    "su --command='rm -rf /'",
+    "runuser -u x --command='rm -rf ~'",
+    "toybox rm -rf /",
+    "pushd / && rm -rf *",
 ]
 
 HARMLESS = [
+    "trap 'echo bye' EXIT",
+    "trap - INT",
+    "echo x > >(cat)",
+    "tee >(gzip > a.gz) < f",
+    "pushd src && ls",
+    "coproc cat",
+    'env -S "echo hi"',
+    "enable -n echo",
+    "hash -r",
     "Rscript analysis.R",
     "julia --project=. test/runtests.jl",
     "lua script.lua",
