@@ -154,6 +154,11 @@ DANGEROUS = [
     "runuser -u x --command='rm -rf ~'",
     "toybox rm -rf /",
     "pushd / && rm -rf *",
+    # every file directly in the home folder, by a pattern, from the shell or Python
+    "rm ~/*",
+    "rm -f ~/.*",
+    "python3 -c 'import os,glob\nfor f in glob.glob(os.path.expanduser(\"~/*\")): os.remove(f)'",
+    "python3 -c 'import pathlib; [p.unlink() for p in pathlib.Path.home().rglob(\"*\")]'",
 ]
 
 HARMLESS = [
@@ -166,6 +171,8 @@ HARMLESS = [
     'env -S "echo hi"',
     "enable -n echo",
     "hash -r",
+    "rm ~/notes.txt",
+    "rm -f /tmp/*.log",
     "Rscript analysis.R",
     "julia --project=. test/runtests.jl",
     "lua script.lua",
