@@ -51,6 +51,7 @@ _CLASS_RE = {name: re.compile(p) for name, p in _PATTERNS}
 _ANY_CLASS = re.compile("|".join(f"(?:{p})" for _, p in _PATTERNS))
 _CLASS_HEADS, _CLASS_WORDS = tuple(_PATHS["class_heads"]), tuple(_PATHS["class_words"])
 _SECRET, _NOT_READING = frozenset(_PATHS["secret"]), frozenset(_PATHS["not_reading"])
+_SECRETS = _SECRET | {"secret"}
 
 
 class RuleError(ValueError):
@@ -241,9 +242,10 @@ def classify(path: str, cwd: str | None = None, context: Context | None = None) 
     ``secret`` and the finer classes of :data:`_PATTERNS`), for a command started in ``cwd``."""
     context = context or Context()
     if UNKNOWN in path or (cwd is not None and UNKNOWN in cwd):
-        empty = classify(path.replace(UNKNOWN, ""), (cwd or "").replace(UNKNOWN, "") or None,
-                         context)  # fmt: skip
-        return (empty & (_CATASTROPHIC | {"device"})) | {"unknown", "nonbuild"}
+        cwd = (cwd or "").replace(UNKNOWN, "") or None
+        empty = classify(path.replace(UNKNOWN, ""), cwd, context)
+        secret = classify(path.replace(UNKNOWN, "1"), cwd, context) & _SECRETS  # /proc/$$/environ
+        return (empty & (_CATASTROPHIC | {"device"})) | secret | {"unknown", "nonbuild"}
     head, _, last = path.rpartition("/")
     if ("*" in last or "?" in last or "[" in last) and not _BUILD.match(last):
         inner = classify(head or ("/" if path.startswith("/") else "."), cwd, context)

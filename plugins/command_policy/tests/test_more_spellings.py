@@ -159,6 +159,17 @@ DANGEROUS = [
     "rm -f ~/.*",
     "python3 -c 'import os,glob\nfor f in glob.glob(os.path.expanduser(\"~/*\")): os.remove(f)'",
     "python3 -c 'import pathlib; [p.unlink() for p in pathlib.Path.home().rglob(\"*\")]'",
+    # in-place editors, keys, tokens and environments of processes, the whole home folder
+    "ruby -i -pe 'x' ~/.bashrc",
+    "awk -i inplace '{print}' ~/.bashrc",
+    "gpg --export-secret-keys",
+    "aws configure get aws_secret_access_key",
+    "cat /proc/$$/environ",
+    "ps eww",
+    "grep -r API_KEY ~",
+    "rg token ~",
+    "tar czf /tmp/h.tgz ~",
+    "tar -C ~ -czf x.tgz .",
 ]
 
 HARMLESS = [
@@ -173,6 +184,13 @@ HARMLESS = [
     "hash -r",
     "rm ~/notes.txt",
     "rm -f /tmp/*.log",
+    "ruby -pe 'x' f",
+    "awk '{print}' ~/.bashrc",
+    "ps aux",
+    "ps -ef",
+    "gpg --list-keys",
+    "tar -xzf a.tgz -C ~",
+    "grep -r TODO .",
     "Rscript analysis.R",
     "julia --project=. test/runtests.jl",
     "lua script.lua",
