@@ -432,6 +432,8 @@ DISGUISES = [
     "cat <<EOF && rm -rf ../canary\nx\nEOF",
     "rm <<EOF -rf ../canary\nx\nEOF",
     "env --split-string='rm -rf ../canary'",
+    'bash -c "ls\nrm -rf ../canary"',
+    "r\\\nm -rf ../canary",
     "git submodule foreach 'rm -rf ../canary'",
     "rsync -e 'sh -c \"rm -rf ../canary\"' x: /tmp",
 ]

@@ -118,36 +118,26 @@ class Rule:
     def matches(self, simple: Simple, facts: Facts) -> bool:
         """Whether the rule matches ``simple`` (whose paths are classified in ``facts``); its
         program is one the rule is about (the :class:`Index` chose the rule by it)."""
+        words, given = self.subcommand, facts.positional
         return (
             (not self.notes or not self.notes.isdisjoint(simple.notes))
             and (not self.via or not self.via.isdisjoint(simple.via))
             and (self.max_args is None or len(simple.argv) - 1 <= self.max_args)
-            and self._argv_matches(facts)
-            and self._paths_match(facts)
-        )
-
-    def runs(self, program: str) -> bool:
-        """Whether the rule is about ``program`` (one of its ``program`` patterns matches)."""
-        return self.program == ("*",) or bool(program and _globs(self.program).match(program))
-
-    def _argv_matches(self, facts: Facts) -> bool:
-        words, given = self.subcommand, facts.positional
-        return (
-            (not words or len(given) >= len(words) and all(map(_word_matches, words, given)))
+            and (not words or len(given) >= len(words) and all(map(_word_matches, words, given)))
             and (not self.options or any(map(facts.has, self.options)))
             and (not self.all_options or all(map(facts.has, self.all_options)))
             and not (self.not_options and any(map(facts.has, self.not_options)))
             and (self.args is None or self.args.search(facts.joined) is not None)
             and (self.not_args is None or self.not_args.search(facts.joined) is None)
             and (self.text is None or self.text.search(facts.text) is not None)
-        )
-
-    def _paths_match(self, facts: Facts) -> bool:
-        return (
-            (not self.operands or not self.operands.isdisjoint(facts.operand_classes))
+            and (not self.operands or not self.operands.isdisjoint(facts.operand_classes))
             and (not self.writes or not self.writes.isdisjoint(facts.write_classes))
             and (not self.reads or not self.reads.isdisjoint(facts.read_classes))
         )
+
+    def runs(self, program: str) -> bool:
+        """Whether the rule is about ``program`` (one of its ``program`` patterns matches)."""
+        return self.program == ("*",) or bool(program and _globs(self.program).match(program))
 
 
 @lru_cache(maxsize=1024)

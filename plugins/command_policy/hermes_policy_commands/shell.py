@@ -33,12 +33,14 @@ _LITERAL: dict[bytes, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 _GLOB = re.compile(r"[*?\[]")
 
 
-def _glued(nodes: list[Any], i: int) -> bool:
-    """Whether ``nodes[i]`` is glued to the word before it, which ends with a lone ``$``
-    (tree-sitter-bash ends a word there when a second ``$NAME`` is glued to it, and the name
-    starts the next word: ``rm$IFS-rf$IFS/``)."""
-    if i >= len(nodes) or nodes[i].start_byte != nodes[i - 1].end_byte:
+def _glued(nodes: list[Any], i: int, text: bytes, start: int) -> bool:
+    r"""Whether ``nodes[i]`` and the word before it are one word tree-sitter-bash cut in two: at a
+    backslash-newline, which it reads as a space (``r\<newline>m``), or after a lone ``$``, where
+    it ends a word when a second ``$NAME`` is glued to it (``rm$IFS-rf$IFS/``)."""
+    if i >= len(nodes):
         return False
+    if nodes[i].start_byte != nodes[i - 1].end_byte:  # text: the command's, from byte start
+        return text[nodes[i - 1].end_byte - start : nodes[i].start_byte - start] == b"\\\n"
     word = nodes[i - 1]
     if word.type == "command_name" and word.named_child_count:
         word = word.named_children[0]
@@ -218,9 +220,9 @@ class Lowering(Unwrapping):
                 env.append("=".join(self.assignment(child)))
             elif kind in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
                 stdin = self.redirect(child, redirects, stdin)
-            elif _glued(children, i):
+            elif _glued(children, i, text, node.start_byte):
                 end = i + 1
-                while _glued(children, end):
+                while _glued(children, end, text, node.start_byte):
                     end += 1
                 argv += self.reread("".join(node_text(c) for c in children[i - 1 : end]))
                 i = end

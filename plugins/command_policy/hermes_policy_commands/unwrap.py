@@ -301,16 +301,6 @@ class Unwrapping(Words):
         end follows names the module re-exports)."""
         return self.module_file(path)[2]
 
-    def start(self, started: tuple[list[str], str | None, Output], via: Via) -> None:
-        """Lower a program another language's code starts (its argv, the folder it starts in
-        when given, its stdin)."""
-        argv, cwd, stdin = started
-        outer = self.cwd
-        if cwd is not None:
-            self.change_dir([cwd])
-        self.run(list(argv), [], stdin, via)
-        self.cwd = outer
-
     def lower_code(self, lang: str | None, code: str, argv: list[str], via: Via) -> Output:
         """Judge a program by what its front end says it does (with no ``lang``, shell code read
         as shell); the answer is what shell code prints.
@@ -332,10 +322,13 @@ class Unwrapping(Words):
         for kind, item in items:
             if kind == "shell":
                 self.nested(str(item), via)
-            elif kind == "argv":
-                self.run(list(item), [], ("", None), via)
-            elif kind == "start":
-                self.start(item, via)
+            elif kind in ("argv", "start"):  # argv, or (argv, the folder it starts in, stdin)
+                words, cwd, stdin = (item, None, ("", None)) if kind == "argv" else item
+                outer = self.cwd
+                if cwd is not None:
+                    self.change_dir([cwd])
+                self.run(list(words), [], stdin, via)
+                self.cwd = outer if kind == "start" else self.cwd  # os.chdir moves; a child not
             elif kind == "write":
                 self.files[posixpath.normpath(str(item))] = ("other", None)
                 self.out.append(Simple([lang], [(">", str(item))], via, cwd=self.cwd))

@@ -272,12 +272,17 @@ class Words:
             yield UNKNOWN, False
 
     def string(self, node: Any) -> Iterator[str]:
-        """The parts of a double-quoted string, expanded."""
+        """The parts of a double-quoted string, expanded, and the newlines between them (which
+        tree-sitter-bash leaves out of every part); a backslash-newline joins lines."""
+        text, end = node.text, 1
         for child in node.named_children:
+            yield text[end : child.start_byte - node.start_byte].decode("utf-8", "replace")
+            end = child.end_byte - node.start_byte
             if child.type == "string_content":
-                yield re.sub(r"\\([$`\"\\\n])", r"\1", node_text(child))
+                yield re.sub(r"\\([$`\"\\])|\\\n", r"\1", node_text(child))
             else:
                 yield self.value(child)
+        yield text[end:-1].decode("utf-8", "replace")
 
     def variable(self, name: str) -> str:
         """The value of a variable or positional parameter (:data:`UNKNOWN` when unknown)."""

@@ -170,6 +170,18 @@ DANGEROUS = [
     "rg token ~",
     "tar czf /tmp/h.tgz ~",
     "tar -C ~ -czf x.tgz .",
+    # signals to init or to whole process groups, the session store opened from Python
+    "kill -9 1",
+    "python3 -c 'import os\nos.killpg(0, 9)'",
+    "python3 -c 'import signal, os\nos.kill(1, signal.SIGKILL)'",
+    "python3 -c \"import sqlite3\nsqlite3.connect('/home/user/.hermes/sessions.db')\"",
+    # newlines inside double quotes, and backslash-newlines, which tree-sitter-bash reads apart
+    'bash -c "ls\nrm -rf ~"',
+    'echo "ls\nrm -rf ~" | sh',
+    'X="ls\nrm -rf ~"; eval "$X"',
+    'bash -c "r\\\nm -rf ~"',
+    "r\\\nm -rf ~",
+    "rm -r\\\nf ~",
 ]
 
 HARMLESS = [
@@ -191,6 +203,11 @@ HARMLESS = [
     "gpg --list-keys",
     "tar -xzf a.tgz -C ~",
     "grep -r TODO .",
+    "kill -TERM 4242",
+    'git commit -m "subject\n\nbody"',
+    "ls \\\n  -la",
+    'echo "a\\\nb"',
+    "python3 -c \"import sqlite3\nsqlite3.connect('app.db').execute('select 1')\"",
     "Rscript analysis.R",
     "julia --project=. test/runtests.jl",
     "lua script.lua",
