@@ -108,7 +108,8 @@ def test_the_finer_classes_are_searched_where_they_can_match():
                "~/.bashrc", "~/.bash_history", ".git/hooks/x", "/var/spool/cron/x",
                "~/Library/LaunchAgents/x", "a.pth", "sitecustomize.py", "authorized_keys",
                "/etc/cron.d/x", "/proc/sysrq-trigger", "/etc/profile", "a.config/git/config",
-               "k.pem", "x.histfile", "u/.pythonstartup", "~/.config/fish/config.fish"]  # fmt: skip
+               "k.pem", "x.histfile", "u/.pythonstartup", "~/.config/fish/config.fish",
+               "/dev/tcp/127.0.0.1/9"]  # fmt: skip
     for name, pattern in engine._PATTERNS:
         assert any(re.search(pattern, p) for p in samples), name
     for sample in samples:
