@@ -239,6 +239,7 @@ def classify(path: str, cwd: str | None = None, context: Context | None = None) 
     head, _, last = path.rpartition("/")
     if ("*" in last or "?" in last or "[" in last) and not _BUILD.match(last):
         inner = classify(head or ("/" if path.startswith("/") else "."), cwd, context)
+        inner |= classify(re.sub(r"[*?]|\[[^]]*\]", "", path), cwd, context) & _SECRETS  # id_*
         return inner | ({"workspace-self"} if "workspace" in inner and not head else set())
     return _classify_plain(_lexical(path, cwd, context), context)
 

@@ -146,7 +146,7 @@ class Unwrapping(Words):
         for i in [i for i, a in enumerate(args) if a in ("-exec", "-execdir", "-ok", "-okdir")]:
             end = next((j for j in range(i + 1, len(args)) if args[j] in (";", "+")), len(args))
             self.each(args[i + 1 : end], "{}", targets[:4], via + ("find",))
-        return ("text", roots[0].rstrip("/") + "/" + UNKNOWN)
+        return ("text", roots[0].rstrip("/") + "/" + UNKNOWN + "".join("/" + n for n in names[-1:]))
 
     def each(self, argv: list[str], mark: str, items: list[str], via: Via) -> None:
         """Lower ``argv`` once per item, ``mark`` in its words replaced by the item."""

@@ -203,6 +203,12 @@ DANGEROUS = [
     "docker cp ~/.aws x:/",
     "pip uninstall -y hermes-policy-commands",
     "python3 -m pip install -U hermes-core",
+    # secrets behind a pattern, a find, dotenv or git's credential helper
+    "cat ~/.ssh/id_*",
+    "grep -h . ~/.ssh/id_*",
+    "cat $(find ~ -name id_rsa)",
+    "python3 -c 'import dotenv; print(dotenv.dotenv_values())'",
+    "git credential fill <<< 'host=github.com'",
 ]
 
 HARMLESS = [
@@ -233,6 +239,9 @@ HARMLESS = [
     "twine check dist/*",
     "npm ci --prefix web",
     "docker build -t x .",
+    "cat ~/.ssh/*.pub",
+    "cat src/*.py",
+    "ls ~/.ssh/id_*",
     'git commit -m "subject\n\nbody"',
     "ls \\\n  -la",
     'echo "a\\\nb"',
