@@ -44,6 +44,7 @@ _RANK = {d: i for i, d in enumerate(DECISIONS)}
 _CATASTROPHIC = frozenset({"root", "system-top", "home-top"})
 _PATHS = TABLES["paths"]
 _BUILD = re.compile(f"^(?:{_PATHS['build']})$")
+_GLOB = re.compile(r"[*?]|\[[^]]*\]")  # a pattern: what it removes to find the folder
 _OTHER_HOME = re.compile(r"~[a-z_][\w-]*(?:/|$)")
 _BASE = {n: re.compile(p.replace("{build}", _PATHS["build"])) for n, p in _PATHS["base"].items()}
 _PATTERNS: tuple[tuple[str, str], ...] = tuple(_PATHS["classes"].items())
@@ -237,9 +238,9 @@ def classify(path: str, cwd: str | None = None, context: Context | None = None) 
         secret = classify(path.replace(UNKNOWN, "1"), cwd, context) & _SECRETS  # /proc/$$/environ
         return (empty & (_CATASTROPHIC | {"device"})) | secret | {"unknown", "nonbuild"}
     head, _, last = path.rpartition("/")
-    if ("*" in last or "?" in last or "[" in last) and not _BUILD.match(last):
+    if _GLOB.search(last) and not _BUILD.match(last):  # not a lone [ (cat "[" once recursed)
         inner = classify(head or ("/" if path.startswith("/") else "."), cwd, context)
-        inner |= classify(re.sub(r"[*?]|\[[^]]*\]", "", path), cwd, context) & _SECRETS  # id_*
+        inner |= classify(_GLOB.sub("", path), cwd, context) & _SECRETS  # id_*
         return inner | ({"workspace-self"} if "workspace" in inner and not head else set())
     return _classify_plain(_lexical(path, cwd, context), context)
 

@@ -63,6 +63,7 @@ def lower_foreign(lang: str, code: str) -> Iterator[Item]:
 
 def _file_call(name: str, argument: str) -> Iterator[Item]:
     """A call that touches a file, lowered by its template (``[foreign.commands]``)."""
+    name = name if name in _COMMANDS else name.lower()  # php's names ignore case
     mode = re.match(r"\s*['\"]([<>+]+)['\"]\s*,", argument)  # perl's open(F, ">", PATH)
     argument = argument[mode.end() :] if mode else argument
     opens, template = _COMMANDS[name][0] == "open", _COMMANDS[name]

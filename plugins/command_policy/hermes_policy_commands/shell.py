@@ -207,8 +207,7 @@ class Lowering(Unwrapping):
         text = node.text
         known = None if more else _LITERAL.get(text)  # the words known from the text alone
         if known is not None:
-            for item in known[0]:
-                self.out.append(Simple(["export", item], cwd=self.cwd, via=("=",)))
+            self.out += [Simple(["export", item], cwd=self.cwd, via=("=",)) for item in known[0]]
             return self.run(list(known[1]), redirects, stdin, ())
         env, argv = [], []
         children = node.named_children + list(more)

@@ -87,11 +87,9 @@ class Arguments:
 
     def has(self, wanted: str) -> bool:
         """Whether the option ``wanted`` is given (``-r`` in ``-rf``, ``--force=x``, ``--forc``)."""
-        if wanted.startswith("--"):
-            return any(
-                o == wanted or o.startswith(wanted + "=") or (len(o) >= 5 and wanted.startswith(o))
-                for o in self.options
-            )
+        if wanted.startswith("--"):  # --force=x, or --forc: a prefix of 5 characters or more
+            names = [o.partition("=")[0] for o in self.options]
+            return any(n == wanted or len(n) >= 5 and wanted.startswith(n) for n in names)
         if len(wanted) == 2:
             return wanted[1] in self.flags
         return wanted in self.options or any(o.startswith(wanted + "=") for o in self.options)
@@ -170,9 +168,10 @@ def c_escapes(text: str) -> str:
         hexa, octal, other = m.groups()
         if other is not None:
             return _C_ESCAPES.get(other, "\\" + other)
-        return chr(int(hexa, 16) if hexa else int(octal, 8) % 256)
+        return chr(min(int(hexa[1:], 16), 0x10FFFF) if hexa else int(octal, 8) % 256)
 
-    return re.sub(r"\\(?:x([0-9a-fA-F]{1,2})|([0-7]{1,3})|(.))", one, text)
+    hexa = r"x[0-9a-fA-F]{1,2}|u[0-9a-fA-F]{1,4}|U[0-9a-fA-F]{1,8}"  # \x72, \u0072, \U00000072
+    return re.sub(rf"\\(?:({hexa})|([0-7]{{1,3}})|(.))", one, text)
 
 
 def braces(word: str) -> list[str]:
@@ -222,6 +221,8 @@ class Words:
     def assignment(self, node: Any) -> tuple[str, str]:
         """The name and value of one ``NAME=value`` (a value too long to follow is unknown)."""
         name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
+        if name is not None and name.type == "subscript":  # a[$(id)]=1 runs what its index holds
+            self.value(name)
         text = self.value(value) if value is not None else ""
         return node_text(name) if name else "?", text if len(text) <= MAX_VALUE else UNKNOWN
 
@@ -295,7 +296,7 @@ class Words:
     def expansion(self, node: Any) -> str:
         """The value of a ``${...}`` expansion (defaults, prefix and suffix removal)."""
         for child in node.named_children:  # what runs inside it, in a pattern too (${x#$(id)})
-            if child.type == "regex":
+            if child.type == "regex" or "`" in node_text(child):  # ${x:=`id`} in a string
                 self.reread(node_text(child))
             else:
                 self.value(child)
@@ -305,7 +306,8 @@ class Words:
         value = self.variable(m.group(2))
         op, arg = m.group(3), m.group(4) or ""
         if op in ("-", ":-", "=", ":="):  # the default, when known, then what cannot be known
-            return (arg if "$" not in arg else UNKNOWN) + UNKNOWN if value == UNKNOWN else value
+            known = arg if "$" not in arg and "`" not in arg else UNKNOWN
+            return known + UNKNOWN if value == UNKNOWN else value
         if op in ("%", "%%", "#", "##") and "*" not in arg:  # a suffix or a prefix removed
             return value.removesuffix(arg) if op[0] == "%" else value.removeprefix(arg)
         return value if not op or op in ("?", ":?", "%", "%%", "#", "##") else UNKNOWN
@@ -315,7 +317,10 @@ class Words:
         its text or a file name."""
         out: Output = ("other", None)
         outer, self.in_pipeline = self.in_pipeline, False
-        stdin: Output = ("other", None) if node_text(node)[:1] == ">" else ("", None)  # >(...)
+        text = node_text(node)
+        if text[:1] == "`" and "\\`" in text:  # `echo \`id\``: a substitution nested in it
+            self.note("uncheckable")
+        stdin: Output = ("other", None) if text[:1] == ">" else ("", None)  # >(...)
         for child in node.named_children:
             out = self.stmt(child, stdin)
         self.in_pipeline = outer
