@@ -434,6 +434,8 @@ DISGUISES = [
     "env --split-string='rm -rf ../canary'",
     'bash -c "ls\nrm -rf ../canary"',
     "r\\\nm -rf ../canary",
+    "a[$(rm -rf ../canary)]=1",
+    "$'\\u0072m' -rf ../canary",
     "git submodule foreach 'rm -rf ../canary'",
     "rsync -e 'sh -c \"rm -rf ../canary\"' x: /tmp",
 ]
