@@ -328,7 +328,7 @@ class Unwrapping(Words):
                 if cwd is not None:
                     self.change_dir([cwd])
                 self.run(list(words), [], stdin, via)
-                self.cwd = outer if kind == "start" else self.cwd  # os.chdir moves; a child not
+                self.cwd = outer if kind == "start" else self.cwd  # os.chdir is an argv: cd
             elif kind == "write":
                 self.files[posixpath.normpath(str(item))] = ("other", None)
                 self.out.append(Simple([lang], [(">", str(item))], via, cwd=self.cwd))
