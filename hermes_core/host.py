@@ -223,14 +223,24 @@ class Host:
         session_id: str | None = None,
         callbacks: Callbacks | None = None,
         yolo: bool = False,
+        person: str | None = None,
+        shared_people: Sequence[str] = (),
     ) -> Agent:
         """A new :class:`~hermes_core.loop.agent.Agent` of this host: a new session, or the
         stored ``session_id`` resumed; ``callbacks`` are the user interface's; ``yolo``
-        approves every dangerous action without asking."""
+        approves every dangerous action without asking; ``person`` is whom it acts for (see
+        :class:`~hermes_core.loop.agent.Agent`)."""
         # imported here: `hermes --help` builds a host, never an agent, and must stay quick
         from .loop.agent import Agent
 
-        return Agent(self, session_id=session_id, callbacks=callbacks, yolo=yolo)
+        return Agent(
+            self,
+            session_id=session_id,
+            callbacks=callbacks,
+            yolo=yolo,
+            person=person,
+            shared_people=shared_people,
+        )
 
     def runner(self) -> HostRunner:
         """The runner of agent turns for plugins (``CommandContext.agent_runner()``), made once."""

@@ -87,12 +87,34 @@ def sessions_group() -> None:
     """Stored conversations: list, show, search, export, delete."""
 
 
+def _people_filter(person: str | None) -> list[str | None] | None:
+    """The people ``--person`` names: ``owner`` for the home's owner, a person id, or nothing
+    for everyone.
+
+    :raises HermesError: an invalid person id.
+    """
+    from hermes_hookspecs import check_person
+
+    if person is None:
+        return None
+    return [None] if person == "owner" else [check_person(person)]
+
+
+PERSON_HELP = "Only this person's sessions (a gateway person id, or 'owner' for yours)."
+
+
 @sessions_group.command("list")
 @click.option("-n", "--limit", default=20, show_default=True, help="How many, newest first.")
+@click.option("--person", default=None, help=PERSON_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def sessions_list(limit: int, as_json: bool) -> None:
-    """List sessions, newest first."""
-    sessions = open_store(_state()).list_sessions(limit=limit)
+def sessions_list(limit: int, person: str | None, as_json: bool) -> None:
+    """List sessions, newest first, each marked with the person it was for."""
+    store = open_store(_state())
+    people = _people_filter(person)
+    if people is None:
+        sessions = store.list_sessions(limit=limit)
+    else:
+        sessions = store.list_people_sessions(people, limit=limit)
     if as_json:
         _print_json([s.__dict__ for s in sessions])
         return
@@ -103,17 +125,18 @@ def sessions_list(limit: int, as_json: bool) -> None:
         (
             s.id,
             _when(s.started_at),
+            s.person or "owner",
             s.model or "-",
             str(s.metadata.get("message_count", "")),
             (s.title or "(untitled)") + _origin(s),
         )
         for s in sessions
     ]
-    header = ("ID", "STARTED", "MODEL", "MSGS", "TITLE")
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]
+    header = ("ID", "STARTED", "PERSON", "MODEL", "MSGS", "TITLE")
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(5)]
     for row in [header, *rows]:
-        cells = [row[i].rjust(widths[i]) if i == 3 else row[i].ljust(widths[i]) for i in range(4)]
-        click.echo("  ".join([*cells, row[4]]))
+        cells = [row[i].rjust(widths[i]) if i == 4 else row[i].ljust(widths[i]) for i in range(5)]
+        click.echo("  ".join([*cells, row[5]]))
 
 
 def _origin(session: Any) -> str:
@@ -141,6 +164,7 @@ def sessions_show(session_id: str, as_json: bool) -> None:
     click.echo(
         f"  {session.provider or '-'} / {session.model or '-'}, started "
         f"{_when(session.started_at)}, {len(messages)} messages"
+        + (f", for {session.person}" if session.person else "")
     )
     if session.parent_session_id:
         click.echo(f"  continues {session.parent_session_id}")
@@ -175,13 +199,20 @@ def _as_markdown(messages: list[dict[str, Any]], headings: bool = True) -> str:
 @sessions_group.command("search")
 @click.argument("query")
 @click.option("-n", "--limit", default=20, show_default=True)
+@click.option("--person", default=None, help=PERSON_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def sessions_search(query: str, limit: int, as_json: bool) -> None:
+def sessions_search(query: str, limit: int, person: str | None, as_json: bool) -> None:
     """Full-text search over every stored message and tool output (secrets redacted)."""
     state = _state()
     store = open_store(state)
     _mark_known_secrets(state)
-    hits = [redacted(dict(h.__dict__)) for h in store.search(query, limit=limit)]
+    people = _people_filter(person)
+    found = (
+        store.search(query, limit=limit)
+        if people is None
+        else store.search_people(people, query, limit=limit)
+    )
+    hits = [redacted(dict(h.__dict__)) for h in found]
     if as_json:
         _print_json(hits)
         return

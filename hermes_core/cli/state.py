@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported on first use: `hermes --help` needs neither the registry nor yaml
+    from hermes_hookspecs import SessionStore
+
     from ..config.loading import Config
     from ..config.schema import ConfigSchema
     from ..host import Host
@@ -108,6 +110,10 @@ class CliState:
         """A runner for agent turns with this invocation's configuration, plugins and
         session store (``$HERMES_HOME/state.db``), for plugin commands (``CommandContext``)."""
         return self.host.runner()
+
+    def session_store(self) -> SessionStore:
+        """The home's session store, for plugin commands (``CommandContext``)."""
+        return self.host.session_store
 
     def registered(self, hook: str) -> dict[str, Any]:
         """What plugins registered through ``hook``, a registration hook a plugin declares, by

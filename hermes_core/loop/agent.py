@@ -27,6 +27,7 @@ from hermes_hookspecs import (
     ToolError,
     TurnResult,
     Usage,
+    check_person,
 )
 
 from ..config.loading import Config
@@ -37,6 +38,7 @@ from ..host import Host
 from ..models.calls import AuxiliaryModels, ModelConnection
 from ..models.pricing import estimate_cost
 from ..plugins.manager import PluginManager
+from ..session_store.personal_view import PersonalView
 from ..tools.environments import EnvironmentManager
 from ..tools.toolsets import build_toolbox
 from . import images, transcript
@@ -71,6 +73,9 @@ class Agent:
     session store), a session (``session_id`` resumes a stored one; by default a new one) and
     the user interface's :class:`~hermes_core.loop.events.Callbacks`; ``yolo`` approves every
     dangerous action without asking. :meth:`from_config` makes one with a host of its own.
+    ``person`` is the person it acts for (a gateway's user): its session is theirs, its tools
+    see only their data and the sessions of ``shared_people`` besides their own, and it may
+    resume only their sessions.
     """
 
     def __init__(
@@ -80,8 +85,13 @@ class Agent:
         session_id: str | None = None,
         callbacks: Callbacks | None = None,
         yolo: bool = False,
+        person: str | None = None,
+        shared_people: Sequence[str] = (),
     ) -> None:
         self.host = host
+        self.person = check_person(person)
+        """The person this agent acts for (``None``: the home's owner; see
+        :mod:`hermes_hookspecs.people`)."""
         self.config = host.config
         cfg = self.config.data
         self.plugins = host.plugins
@@ -137,7 +147,13 @@ class Agent:
         self.tool_contexts = ToolContexts(
             config=MappingProxyType(cfg),
             hermes_home=Path(self.hermes_home) if self.hermes_home else None,
-            session_store=self.session_store,
+            session_store=(
+                self.session_store
+                if self.person is None
+                else PersonalView(self.session_store, self.person, shared_people)
+            ),
+            person=self.person,
+            shared_people=tuple(shared_people),
             environments=self.environments,
             approvals=self.approvals,
             events=self.events,
@@ -175,6 +191,7 @@ class Agent:
         session_id: str | None = None,
         callbacks: Callbacks | None = None,
         yolo: bool = False,
+        person: str | None = None,
         **settings: Any,
     ) -> Agent:
         """An agent with a :class:`~hermes_core.host.Host` of its own: the simple way to embed
@@ -185,7 +202,8 @@ class Agent:
         ``model``, ``provider``, ``base_url``, ``api_key``, ``api_mode``, ``toolsets``,
         ``max_turns``, ``stream`` and ``platform``. ``client`` is a model client to use instead
         of a provider plugin's; ``plugins``, ``session_store`` replace the installed plugins and
-        the home's store; ``session_id``, ``callbacks`` and ``yolo`` are the agent's own.
+        the home's store; ``session_id``, ``callbacks``, ``yolo`` and ``person`` are the
+        agent's own.
         """
         host = host_for(
             config,
@@ -196,7 +214,7 @@ class Agent:
             session_store=session_store,
             settings=settings,
         )
-        return cls(host, session_id=session_id, callbacks=callbacks, yolo=yolo)
+        return cls(host, session_id=session_id, callbacks=callbacks, yolo=yolo, person=person)
 
     # --- set-up ----------------------------------------------------------------------------
 
@@ -490,6 +508,8 @@ class Agent:
         if self.session is not None:
             return
         existing = self.session_store.get_session(self.session_id)
+        if existing is not None and self.person is not None and existing.person != self.person:
+            raise HermesError(f"session {self.session_id!r} belongs to someone else")
         if existing is not None:  # resuming: replay the stored prompt and messages
             self.session = existing
             self.system_prompt = existing.system_prompt
@@ -502,6 +522,7 @@ class Agent:
                 model=self.model,
                 provider=self.provider_name,
                 started_at=time.time(),
+                person=self.person,
             )
             self._store("create_session", self.session)
         self._writes.flush()  # stored before the hooks hear of it
@@ -540,6 +561,7 @@ class Agent:
             session_id=self.session_id,
             date=_dt.date.today().isoformat(),
             config=self.tool_contexts.config,
+            person=self.person,
         )
         self.prompt_layers = collect_layers(self.plugins, context)
         self.system_prompt = join_layers(self.prompt_layers) or None

@@ -344,6 +344,7 @@ class Compactor:
             started_at=max(now, parent.started_at),
             title=(stored.title if stored is not None else None) or parent.title,
             metadata=metadata,
+            person=parent.person,
         )
         self.last_prompt_tokens = None  # reported for the transcript just replaced
         conversation.continue_in(child, shortened, metadata.get("system_message"), ended_at=now)

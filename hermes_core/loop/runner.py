@@ -20,12 +20,14 @@ from hermes_hookspecs import (
     AgentOutcome,
     AgentTask,
     HermesError,
+    PersonScope,
     SessionInfo,
     SessionStore,
     Usage,
+    check_person,
 )
 
-from ..tools.toolsets import enabled_toolsets
+from ..tools.toolsets import enabled_toolsets, expand
 from .events import Callbacks
 from .ids import new_id
 
@@ -42,6 +44,9 @@ _STATUS = {
 }
 """``run_conversation`` exit reasons -> outcome statuses; every other reason is ``error``."""
 
+_NO_SCOPE = PersonScope()
+"""The scope of a run with no person, or of a person no plugin limits."""
+
 _MAX_CACHED_HOSTS = 64
 """Distinct task configurations a runner keeps ready (see ``HostRunner._host``)."""
 
@@ -53,11 +58,15 @@ class CallingAgent:
     :param session_id: the calling agent's session (the parent of its subagents' sessions).
     :param toolsets: the toolsets the calling agent has; its subagents get no others.
     :param charge: counts a subagent's usage and cost towards the calling turn.
+    :param person: the person the calling agent acts for; its subagents act for them too.
+    :param shared_people: the people whose sessions the calling agent may search.
     """
 
     session_id: str
     toolsets: frozenset[str]
     charge: Callable[[AgentOutcome], None]
+    person: str | None = None
+    shared_people: tuple[str, ...] = ()
 
 
 class HostRunner:
@@ -130,11 +139,26 @@ class HostRunner:
     # --- building the agent of one run ---------------------------------------------------------
 
     def _build(self, task: AgentTask) -> Agent:
-        host = self._host(task)
+        person = check_person(task.person)
+        scope = self._scope(person)
+        host = self._host(task, scope)
         store = host.session_store
+        if person is not None and task.session_id is not None:
+            stored = store.get_session(task.session_id)
+            if stored is not None and stored.person != person:
+                raise HermesError(f"session {task.session_id!r} belongs to someone else")
+        shared: tuple[str, ...] = ()
+        if person is not None:
+            named = (*task.shared_people, *scope.shared_people)
+            shared = tuple(sorted({str(check_person(p)) for p in named} - {person}))
         callbacks = Callbacks(stream_delta=task.on_text_delta, approval=task.approval)
         with self._build_lock:  # registries fill lazily on first use: one agent at a time
-            agent = host.agent(session_id=task.session_id, callbacks=callbacks)
+            agent = host.agent(
+                session_id=task.session_id,
+                callbacks=callbacks,
+                person=person,
+                shared_people=shared,
+            )
         if task.parent_session_id is not None and (
             task.session_id is None or store.get_session(agent.session_id) is None
         ):
@@ -147,6 +171,7 @@ class HostRunner:
                 provider=agent.provider_name,
                 parent_session_id=task.parent_session_id,
                 started_at=time.time(),
+                person=person,
             )
             try:
                 store.create_session(session)
@@ -155,15 +180,38 @@ class HostRunner:
                 raise
         return agent
 
-    def _host(self, task: AgentTask) -> Host:
+    def _scope(self, person: str | None) -> PersonScope:
+        """What the runs of ``person`` may do (``hermes_person_scope``); no limits for the
+        owner or when no plugin defines people. A plugin that fails to answer fails the run."""
+        if person is None:
+            return _NO_SCOPE
+        found = self.host.plugins.call_first(
+            "hermes_person_scope", fail_closed=True, person=person, config=self.host.config.data
+        )
+        if found is None:
+            return _NO_SCOPE
+        if found.error is not None:
+            raise HermesError(
+                f"the limits of person {person!r} could not be read ({found.record.name}: "
+                f"{found.error}); nothing ran"
+            )
+        if not isinstance(found.value, PersonScope):
+            raise HermesError(
+                f"plugin {found.record.name} answered hermes_person_scope with "
+                f"{type(found.value).__name__}, not a PersonScope; nothing ran"
+            )
+        return found.value
+
+    def _host(self, task: AgentTask, scope: PersonScope | None = None) -> Host:
         """The host of ``task``'s run: the runner's, with the task's ``config_overrides``, its
         excluded toolsets and its model, toolset, budget, streaming and source fields on top
-        (the agent is built with nothing left to override). Tasks that differ in none of these
-        share one cached host: a configuration copy costs a deep copy and a validation of the
-        whole configuration, and a gateway makes one per message (with the user's workspace
-        in its overrides)."""
+        (the agent is built with nothing left to override), and the person's ``scope`` over
+        all of them. Tasks that differ in none of these share one cached host: a
+        configuration copy costs a deep copy and a validation of the whole configuration, and
+        a gateway makes one per message (with the user's workspace in its overrides)."""
         from ..host import frozen
 
+        scope = scope or _NO_SCOPE
         fields = {
             "model.default": task.model,
             "model.provider": task.provider,
@@ -175,18 +223,39 @@ class HostRunner:
             "agent.platform": task.source,
         }
         fields = {k: v for k, v in fields.items() if v is not None}
-        key = frozen((task.config_overrides or {}, list(task.exclude_toolsets), fields))
+        only = sorted(task.only_toolsets) if task.only_toolsets is not None else None
+        allowed = sorted(scope.toolsets) if scope.toolsets is not None else None
+        key = frozen(
+            (
+                task.config_overrides or {},
+                list(task.exclude_toolsets),
+                only,
+                fields,
+                allowed,
+                scope.config_overrides,
+            )
+        )
         if key is not None:
             with self._hosts_lock:
                 cached = self._hosts.get(key)
             if cached is not None:  # cached once checked: the check depends on the key only
                 return cached
         host = self.host.with_overrides(task.config_overrides)
-        if task.exclude_toolsets:
-            host = self._excluding(host, task.exclude_toolsets)
+        excluded = list(task.exclude_toolsets)
+        for ceiling in (only, allowed):
+            if ceiling is not None:
+                excluded += self._outside(ceiling)
+        if excluded:
+            host = self._excluding(host, excluded)
         self._check_toolsets(host, task)
         direct = task.provider is None and task.base_url is None
         host = host.with_overrides(fields, keep_client=direct)
+        if scope.config_overrides:
+            moved = any(
+                k in ("model.provider", "model.base_url", "model.api_mode")
+                for k in scope.config_overrides
+            )
+            host = host.with_overrides(scope.config_overrides, keep_client=not moved)
         if key is not None:
             with self._hosts_lock:
                 if len(self._hosts) >= _MAX_CACHED_HOSTS:
@@ -200,6 +269,20 @@ class HostRunner:
         disabled = list(host.config.data.get("disabled_toolsets") or [])
         disabled += [n for n in names if n in installed and n not in disabled]
         return host.with_overrides({"disabled_toolsets": disabled})
+
+    def _outside(self, only: Sequence[str]) -> list[str]:
+        """The installed toolsets to disable so that none outside ``only`` (and what those
+        include) is offered: every other one, but for a bundle that includes one of them
+        (disabling a bundle disables what it includes; its other members are disabled
+        one by one)."""
+        registry = self.host.registry
+        installed = registry.toolsets
+        kept = set(expand(registry, [name for name in only if name in installed]))
+        return [
+            name
+            for name in installed
+            if name not in kept and not kept.intersection(expand(registry, [name]))
+        ]
 
     def _check_toolsets(self, host: Host, task: AgentTask) -> None:
         """Raise when the run may not have the toolsets it asks for (subclasses restrict)."""
@@ -228,6 +311,9 @@ class ChildRunner(HostRunner):
     def run(self, task: AgentTask) -> AgentOutcome:
         """Run ``task`` as a subagent and add its usage and cost to the calling turn's."""
         caller = self.caller
+        # A subagent acts for its caller's person and shares what the caller shares: a task
+        # cannot name anyone else.
+        task = dataclasses.replace(task, person=caller.person, shared_people=caller.shared_people)
         if task.session_id is None:
             task = dataclasses.replace(task, session_id=new_session_id())
         if task.parent_session_id is None:

@@ -34,6 +34,8 @@ class ToolContexts:
     :param host: runs subagents.
     :param toolsets: the agent's toolsets (subagents get at most these).
     :param clarify: asks the person a question.
+    :param person: the person the agent acts for (``None``: the owner).
+    :param shared_people: other people whose sessions ``person`` may search.
     """
 
     def __init__(
@@ -48,7 +50,11 @@ class ToolContexts:
         host: Host,
         toolsets: frozenset[str],
         clarify: Clarify,
+        person: str | None = None,
+        shared_people: tuple[str, ...] = (),
     ) -> None:
+        self.person = person
+        self.shared_people = shared_people
         self.config = config
         self.hermes_home = hermes_home
         self.session_store = session_store
@@ -72,6 +78,7 @@ class ToolContexts:
             config=self.config,
             hermes_home=self.hermes_home,
             session_store=self.session_store,
+            person=self.person,
             cancel_event=cancel,
             environment_factory=lambda: self.environments.get(turn.task_id),
             clarifier=self.clarify,
@@ -79,6 +86,12 @@ class ToolContexts:
         )
         ctx.approver = lambda request: self.approvals.approve(request, ctx)
         ctx.agents = self.host.child_runner(
-            CallingAgent(session_id=session_id, toolsets=self.toolsets, charge=turn.charge)
+            CallingAgent(
+                session_id=session_id,
+                toolsets=self.toolsets,
+                charge=turn.charge,
+                person=self.person,
+                shared_people=self.shared_people,
+            )
         )
         return ctx

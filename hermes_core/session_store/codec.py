@@ -388,7 +388,7 @@ def session_from_row(row: tuple[Any, ...]) -> SessionInfo:
     counters = dict(zip(COUNTER_COLUMNS, row[1 + n : 1 + n + len(COUNTER_COLUMNS)], strict=True))
     metadata = json.loads(row[-1] or "{}")
     metadata.update(counters)
-    return SessionInfo(id=row[0], metadata=metadata, **values)
+    return SessionInfo(id=row[0], metadata=metadata, person=row[-2], **values)
 
 
 def make_title(text: str, width: int = TITLE_CHARS) -> str:

@@ -7,10 +7,11 @@ import copy
 import json
 import re
 import threading
+from collections.abc import Collection
 from dataclasses import replace
 from typing import Any
 
-from hermes_hookspecs import SearchHit, SessionInfo
+from hermes_hookspecs import HermesError, SearchHit, SessionInfo, check_person
 
 from .surrogates import encodable, replace_surrogates
 
@@ -19,7 +20,7 @@ _TERM = re.compile(r'"([^"]*)"|(\S+)')
 
 class MemorySessionStore:
     """Keeps sessions and messages in this process only (implements
-    ``hermes_hookspecs.SearchableSessionStore``)."""
+    ``hermes_hookspecs.PersonalSessionStore``)."""
 
     def __init__(self) -> None:
         self._sessions: dict[str, SessionInfo] = {}
@@ -32,6 +33,7 @@ class MemorySessionStore:
 
     def create_session(self, session: SessionInfo) -> None:
         """Record a new session."""
+        check_person(session.person)
         with self._lock:
             self._sessions[session.id] = replace(session)
             self._messages.setdefault(session.id, [])
@@ -44,6 +46,8 @@ class MemorySessionStore:
 
     def update_session(self, session_id: str, **fields: Any) -> None:
         """Change fields of a session; unknown fields go to ``metadata``."""
+        if "person" in fields:
+            raise HermesError("a session's person cannot be changed")
         with self._lock:
             session = self._sessions[session_id]
             for key, value in fields.items():
@@ -85,6 +89,7 @@ class MemorySessionStore:
         snippet_chars: int = 160,
         *,
         exclude_session: str | None = None,
+        people: Collection[str | None] | None = None,
     ) -> list[SearchHit]:
         """Messages holding every term of ``query`` (or, when none does, any term), case
         insensitive, as substrings; ``"quoted words"`` are one term. The best first (most
@@ -93,6 +98,7 @@ class MemorySessionStore:
         :param limit: at most this many hits (1..200).
         :param snippet_chars: the length of each snippet (40..2000).
         :param exclude_session: leave out this session's messages (e.g. the current one).
+        :param people: only the sessions of these people (``None`` in it: the owner's).
         """
         terms = _terms(query or "")
         if not terms:
@@ -103,7 +109,7 @@ class MemorySessionStore:
             rows = [
                 (self._ids[sid][i], sid, message.get("role") or "", _text(message))
                 for sid, messages in self._messages.items()
-                if sid != exclude_session
+                if sid != exclude_session and (people is None or self._person_of(sid) in people)
                 for i, message in enumerate(messages)
             ]
             sessions = {sid: replace(info) for sid, info in self._sessions.items()}
@@ -132,6 +138,58 @@ class MemorySessionStore:
                 )
             )
         return hits
+
+    def _person_of(self, session_id: str) -> str | None | bool:
+        """The person of a session; ``False`` (nobody's) for messages without a session."""
+        session = self._sessions.get(session_id)
+        return session.person if session is not None else False
+
+    def search_people(
+        self,
+        people: Collection[str | None],
+        query: str,
+        *,
+        limit: int = 20,
+        snippet_chars: int = 160,
+        exclude_session: str | None = None,
+    ) -> list[SearchHit]:
+        """:meth:`search` over the sessions of ``people`` only."""
+        return self.search(
+            query,
+            limit,
+            snippet_chars,
+            exclude_session=exclude_session,
+            people=[check_person(p) for p in people],
+        )
+
+    def list_people_sessions(
+        self, people: Collection[str | None], limit: int = 50, offset: int = 0
+    ) -> list[SessionInfo]:
+        """The sessions of ``people``, newest first."""
+        with self._lock:
+            found = [replace(s) for s in self._sessions.values() if s.person in people]
+        found.sort(key=lambda s: -s.started_at)
+        return found[max(0, offset) : max(0, offset) + max(0, limit)]
+
+    def people_counts(self) -> dict[str | None, int]:
+        """How many sessions each person has."""
+        counts: dict[str | None, int] = {}
+        with self._lock:
+            for session in self._sessions.values():
+                counts[session.person] = counts.get(session.person, 0) + 1
+        return counts
+
+    def forget_person(self, person: str) -> int:
+        """Delete every session of ``person`` with its messages."""
+        check_person(person)
+        with self._lock:
+            ids = [sid for sid, s in self._sessions.items() if s.person == person]
+            for sid in ids:
+                self._sessions.pop(sid, None)
+                self._messages.pop(sid, None)
+                self._ids.pop(sid, None)
+                self._unclean.pop(sid, None)
+        return len(ids)
 
 
 def _terms(query: str) -> list[str]:

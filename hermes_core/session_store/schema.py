@@ -43,7 +43,8 @@ TOKEN_COLUMNS = (
 COUNTER_COLUMNS = ("message_count", "tool_call_count", *TOKEN_COLUMNS, "estimated_cost_usd")
 """Columns the store maintains; reported in ``SessionInfo.metadata`` under these names."""
 
-SESSION_SELECT = ", ".join(("id", *SESSION_FIELDS, *COUNTER_COLUMNS, "metadata"))
+SESSION_SELECT = ", ".join(("id", *SESSION_FIELDS, *COUNTER_COLUMNS, "person", "metadata"))
+"""A session row as :func:`~hermes_core.session_store.codec.session_from_row` reads it."""
 
 _V1 = """
 CREATE TABLE sessions (
@@ -158,10 +159,21 @@ def _migrate_to_v3(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE messages ADD COLUMN body TEXT")
 
 
+def _migrate_to_v4(conn: sqlite3.Connection) -> None:
+    """``sessions.person``: whose session it is (``NULL`` for the home's owner), indexed for
+    the searches and listings kept to some people's sessions. Every earlier session is the
+    owner's."""
+    conn.execute("ALTER TABLE sessions ADD COLUMN person TEXT")
+    conn.execute(
+        "CREATE INDEX sessions_by_person ON sessions (person, started_at) WHERE person IS NOT NULL"
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _migrate_to_v1,
     _migrate_to_v2,
     _migrate_to_v3,
+    _migrate_to_v4,
 ]
 """``MIGRATIONS[n]`` takes a database from schema version ``n`` to ``n + 1``; append only."""
 

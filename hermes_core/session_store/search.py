@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
 from hermes_hookspecs import SearchHit as SearchHit  # also this module's name, for old imports
+from hermes_hookspecs import check_person
 
 from .codec import UNSPACED, strip_token
 
@@ -104,9 +106,12 @@ def search_messages(
     limit: int,
     snippet_chars: int,
     exclude_session: str | None,
+    people: Collection[str | None] | None = None,
 ) -> list[SearchHit]:
     """The messages matching the parsed ``terms``, best first: at most ``limit`` hits with
-    snippets of about ``snippet_chars`` characters, none from ``exclude_session``."""
+    snippets of about ``snippet_chars`` characters, none from ``exclude_session``; with
+    ``people``, only from those people's sessions (``None`` in it: the owner's)."""
+    scope = _Scope(exclude_session, people)
     word_exprs = [e for e in (t.word_expr() for t in terms) if e]
     prefix_exprs = [e for e in (t.word_expr(prefix=True) for t in terms) if e]
     needles = [t.text for t in terms if len(t.text) >= 3 and not _SPACE.search(t.text)]
@@ -119,7 +124,7 @@ def search_messages(
     ranked: list[tuple[str, str, list[int]]] = []
 
     def add(kind: str, table: str, expr: str) -> None:
-        ranked.append((kind, expr, _match(conn, table, expr, limit, exclude_session)))
+        ranked.append((kind, expr, _match(conn, table, expr, limit, scope)))
 
     def count() -> int:
         return len({rowid for _, _, ids in ranked for rowid in ids})
@@ -129,7 +134,7 @@ def search_messages(
     if prefix_q and count() < limit:
         add("word", _WORDS, prefix_q)
     if needles and (special or count() < limit):
-        found = _substring_ids(conn, needles, limit, exclude_session)
+        found = _substring_ids(conn, needles, limit, scope)
         if special:  # substring hits first: they are exactly what was typed
             ranked.insert(0, ("substring", "", found))
         else:
@@ -181,21 +186,62 @@ def search_messages(
     return hits
 
 
+def people_condition(column: str, people: Collection[str | None]) -> tuple[str, list[str]]:
+    """An SQL condition on ``column`` (a session's person) that holds for the sessions of
+    ``people`` (``None`` in it: the owner's), and its parameters; invalid ids raise."""
+    named = sorted({str(check_person(p)) for p in people if p is not None})
+    parts = [f"{column} IN ({', '.join('?' * len(named))})"] if named else []
+    if None in people:
+        parts.append(f"{column} IS NULL")
+    return "(" + (" OR ".join(parts) or "0") + ")", named
+
+
 RANK_WINDOW = 2000
 """When a query matches more messages than this, only the most recent ones are ranked (so a
 common word costs the same over a million messages as over ten thousand)."""
 _WORDS, _TRIGRAMS = "messages_fts", "messages_trigram"
 
 
-def _match(
-    conn: sqlite3.Connection, table: str, expr: str, limit: int, exclude_session: str | None
-) -> list[int]:
-    exclude = ""
-    params: list[Any] = [expr]
-    if exclude_session is not None:
-        exclude = "AND rowid NOT IN (SELECT id FROM messages WHERE session_id = ?)"
-        params.append(exclude_session)
-    params += [RANK_WINDOW, limit]
+class _Scope:
+    """Which messages a search may return: none of one session's, and, with ``people``, only
+    those of the sessions whose person the condition holds for."""
+
+    def __init__(self, exclude_session: str | None, people: Collection[str | None] | None) -> None:
+        self.exclude_session = exclude_session
+        self.people = None if people is None else people_condition("person", people)
+        self.sql = ""
+        self.params: list[Any] = []
+        if exclude_session is not None:
+            self.sql += " AND rowid NOT IN (SELECT id FROM messages WHERE session_id = ?)"
+            self.params.append(exclude_session)
+        if people is not None:
+            where, params = people_condition("s.person", people)
+            self.sql += (
+                " AND rowid IN (SELECT m.id FROM sessions s JOIN messages m "
+                f"ON m.session_id = s.id WHERE {where})"
+            )
+            self.params += params
+        self._allowed: set[str] | None = None
+
+    def allows(self, conn: sqlite3.Connection, session_id: str) -> bool:
+        """Whether a message of ``session_id`` may be returned."""
+        if session_id == self.exclude_session:
+            return False
+        if self.people is None:
+            return True
+        if self._allowed is None:
+            self._allowed = {
+                row[0]
+                for row in conn.execute(
+                    f"SELECT id FROM sessions WHERE {self.people[0]}", self.people[1]
+                )
+            }
+        return session_id in self._allowed
+
+
+def _match(conn: sqlite3.Connection, table: str, expr: str, limit: int, scope: _Scope) -> list[int]:
+    params: list[Any] = [expr, *scope.params, RANK_WINDOW, limit]
+    exclude = scope.sql
     return [
         row[0]
         for row in conn.execute(
@@ -219,7 +265,7 @@ def _trigrams(needle: str) -> list[str]:
 
 
 def _substring_ids(
-    conn: sqlite3.Connection, needles: list[str], limit: int, exclude_session: str | None
+    conn: sqlite3.Connection, needles: list[str], limit: int, scope: _Scope
 ) -> list[int]:
     """The newest messages whose substrings contain every needle (case-insensitive).
 
@@ -246,7 +292,7 @@ def _substring_ids(
             batch,
         )
         for rowid, session_id, substrings in rows:
-            if session_id == exclude_session or not substrings:
+            if not substrings or not scope.allows(conn, session_id):
                 continue
             text = substrings.lower()
             if all(n in text for n in lowered):

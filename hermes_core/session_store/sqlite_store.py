@@ -37,11 +37,11 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-from hermes_hookspecs import SessionInfo
+from hermes_hookspecs import SessionInfo, check_person
 
 from .batches import Appends, Write, run_all, unknown_session
 from .codec import (
@@ -70,6 +70,7 @@ from .search import (
     SearchHit,
     index_step,
     parse_query,
+    people_condition,
     search_messages,
 )
 
@@ -150,6 +151,7 @@ class SQLiteSessionStore(SQLiteConnections):
             raise SessionStoreError(f"a session id must be a non-empty string, not {session.id!r}")
         values = {name: getattr(session, name) for name in SESSION_FIELDS}
         values["started_at"] = session.started_at or time.time()
+        values["person"] = check_person(session.person)
         metadata = dict(session.metadata or {})
         counters = {k: metadata.pop(k) for k in COUNTER_COLUMNS if k in metadata}
         names = ["id", *values, *counters, "metadata"]
@@ -185,8 +187,8 @@ class SQLiteSessionStore(SQLiteConnections):
 
         :raises SessionStoreError: the session is unknown.
         """
-        if "id" in fields:
-            raise SessionStoreError("a session's id cannot be changed")
+        if "id" in fields or "person" in fields:
+            raise SessionStoreError("a session's id and person cannot be changed")
         columns = {k: v for k, v in fields.items() if k in SESSION_FIELDS or k in COUNTER_COLUMNS}
         extra = {k: v for k, v in fields.items() if k not in columns and k != "metadata"}
         merged = fields.get("metadata")
@@ -373,6 +375,43 @@ class SQLiteSessionStore(SQLiteConnections):
                 return [session_from_row(row) for row in rows]
         return []
 
+    def list_people_sessions(
+        self, people: Collection[str | None], limit: int = 50, offset: int = 0
+    ) -> list[SessionInfo]:
+        """The sessions of ``people`` (``None``: the owner's), newest first."""
+        where, params = people_condition("person", people)
+        rows = self._run(
+            lambda c: c.execute(
+                f"SELECT {SESSION_SELECT} FROM sessions WHERE {where} "
+                "ORDER BY started_at DESC, rowid DESC LIMIT ? OFFSET ?",
+                (*params, max(0, int(limit)), max(0, int(offset))),
+            ).fetchall(),
+            write=False,
+            what="list sessions",
+        )
+        return [session_from_row(row) for row in rows]
+
+    def people_counts(self) -> dict[str | None, int]:
+        """How many sessions each person has (``None``: the owner's)."""
+        rows = self._run(
+            lambda c: c.execute("SELECT person, COUNT(*) FROM sessions GROUP BY person").fetchall(),
+            write=False,
+            what="count sessions by person",
+        )
+        return {person: count for person, count in rows}
+
+    def forget_person(self, person: str) -> int:
+        """Delete every session of ``person`` with its messages; how many were deleted."""
+        check_person(person)
+        ids = self._run(
+            lambda c: [
+                row[0] for row in c.execute("SELECT id FROM sessions WHERE person = ?", (person,))
+            ],
+            write=False,
+            what="find a person's sessions",
+        )
+        return sum(self.delete_session(session_id) for session_id in ids)
+
     def latest_session_id(self, source: str | None = None) -> str | None:
         """The id of the most recently started session (from ``source``), or ``None``."""
         found = self.list_sessions(limit=1, source=source)
@@ -422,6 +461,30 @@ class SQLiteSessionStore(SQLiteConnections):
         self._index_for_search()
         return self._run(
             lambda conn: search_messages(conn, terms, limit, snippet_chars, exclude_session),
+            write=False,
+            what="search",
+        )
+
+    def search_people(
+        self,
+        people: Collection[str | None],
+        query: str,
+        *,
+        limit: int = 20,
+        snippet_chars: int = 160,
+        exclude_session: str | None = None,
+    ) -> list[SearchHit]:
+        """:meth:`search` over the sessions of ``people`` only (``None``: the owner's)."""
+        terms = parse_query(query or "")
+        if not terms or not people:
+            return []
+        limit = max(1, min(int(limit), 200))
+        snippet_chars = max(40, min(int(snippet_chars), 2000))
+        self._index_for_search()
+        return self._run(
+            lambda conn: search_messages(
+                conn, terms, limit, snippet_chars, exclude_session, people=people
+            ),
             write=False,
             what="search",
         )

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .constants import *  # noqa: F403
     from .context_engine import *  # noqa: F403
     from .environment import *  # noqa: F403
+    from .people import *  # noqa: F403
     from .prompt import *  # noqa: F403
     from .providers import *  # noqa: F403
     from .refusals import *  # noqa: F403
@@ -46,6 +47,14 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "EnvironmentFactory",
         "EnvironmentProbe",
         "SandboxedEnvironment",
+    ),
+    "people": (
+        "PEOPLE_DIR",
+        "PERSON_ID_RE",
+        "PersonScope",
+        "PersonalSessionStore",
+        "check_person",
+        "person_home",
     ),
     "prompt": ("TIERS", "PromptContext", "PromptLayer"),
     "providers": (

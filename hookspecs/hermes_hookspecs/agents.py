@@ -17,6 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from .approval import ApprovalRequest
 from .providers import Usage
+from .sessions import SessionStore
 
 OUTCOME_STATUSES: tuple[str, ...] = ("completed", "interrupted", "max_iterations", "error")
 """The values of :attr:`AgentOutcome.status`."""
@@ -54,6 +55,16 @@ class AgentTask:
     :param join_unanswered: when the session's last user message got no answer (its turn was
         interrupted), join ``prompt`` to it instead of closing it with a note, so the model
         answers both as one message (the gateway's ``busy: interrupt``).
+    :param person: the person the run acts for (a gateway's user, see
+        :mod:`hermes_hookspecs.people`): its session is theirs, and its tools read and write
+        their memory, skills, todo lists, sessions and jobs only. ``None``: the home's owner. A
+        subagent's run always acts for its caller's person, whatever this says.
+    :param shared_people: other people whose sessions ``person`` may also find with
+        ``session_search`` (the members of a group configured to share); only with ``person``.
+        A subagent's run shares what its caller shares.
+    :param only_toolsets: when given, no toolset outside these (and those they include) is
+        offered, whatever the configuration or ``toolsets`` enable: a narrowing, never a
+        widening (a person's allowed toolsets).
     """
 
     prompt: str
@@ -73,6 +84,9 @@ class AgentTask:
     config_overrides: Mapping[str, Any] = field(default_factory=dict)
     exclude_toolsets: Sequence[str] = ()
     join_unanswered: bool = False
+    person: str | None = None
+    shared_people: Sequence[str] = ()
+    only_toolsets: Sequence[str] | None = None
 
 
 @dataclass
@@ -131,6 +145,11 @@ class CommandContext(Protocol):
 
     def agent_runner(self) -> AgentRunner:
         """A runner for this invocation's configuration, plugins and session store."""
+        ...
+
+    def session_store(self) -> SessionStore:
+        """The session store of this invocation's home (a
+        :class:`~hermes_hookspecs.PersonalSessionStore` when it can keep people apart)."""
         ...
 
     def set_config(self, key: str, value: Any) -> None:

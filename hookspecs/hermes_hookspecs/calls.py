@@ -93,7 +93,11 @@ class ToolContext:
         no context to ask uses ``hermes_runtime.home.default_home``.
     :param session_store: the store that keeps the agent's sessions, set by the host (a
         subagent's is its parent's); ``None`` when the host offers none. A store that can
-        search is a :class:`~hermes_hookspecs.SearchableSessionStore`.
+        search is a :class:`~hermes_hookspecs.SearchableSessionStore`. For a person's call
+        it is a view of the store limited to that person's sessions.
+    :param person: the person the call acts for (see :mod:`hermes_hookspecs.people`);
+        ``None`` for the home's owner. A tool that stores data keeps it under
+        :attr:`data_home` (or otherwise scoped by this), so no person reads another's.
     """
 
     task_id: str
@@ -109,6 +113,17 @@ class ToolContext:
     agents: AgentRunner | None = None
     hermes_home: Path | None = None
     session_store: SessionStore | None = None
+    person: str | None = None
+
+    @property
+    def data_home(self) -> Path | None:
+        """Where this call's person keeps their own data: :attr:`hermes_home` for the owner,
+        ``hermes_home/people/<person>`` for a person; ``None`` without a home."""
+        if self.hermes_home is None:
+            return None
+        from .people import person_home
+
+        return person_home(self.hermes_home, self.person)
 
     @property
     def environment(self) -> Environment:

@@ -44,6 +44,9 @@ class PromptContext:
     :param session_id: the session being started.
     :param date: today's date, ISO format (date only, so the prompt stays byte-stable).
     :param config: the effective configuration.
+    :param person: the person the session is for (see :mod:`hermes_hookspecs.people`);
+        ``None`` for the home's owner. A layer that shows stored data (memory, say) shows this
+        person's, read under :func:`~hermes_hookspecs.person_home`.
     """
 
     model: str
@@ -57,6 +60,7 @@ class PromptContext:
     session_id: str = ""
     date: str = ""
     config: Mapping[str, Any] = field(default_factory=dict)
+    person: str | None = None
 
 
 __all__ = ["TIERS", "PromptContext", "PromptLayer"]

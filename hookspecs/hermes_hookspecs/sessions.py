@@ -21,6 +21,8 @@ class SessionInfo:
     :param end_reason: why it ended (``completed``, ``interrupted``, ``error``...).
     :param title: a short title.
     :param metadata: anything else a store keeps.
+    :param person: whose session it is: the person a gateway ran it for (see
+        :mod:`hermes_hookspecs.people`); ``None`` for the home's owner.
     """
 
     id: str
@@ -34,6 +36,7 @@ class SessionInfo:
     end_reason: str | None = None
     title: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    person: str | None = None
 
 
 @runtime_checkable

@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # annotations only: importing the spec module stays cheap at 
     from .config_schema import ConfigSection
     from .context_engine import ContextEngine
     from .environment import EnvironmentFactory
+    from .people import PersonScope
     from .prompt import PromptContext, PromptLayer
     from .providers import ModelRequest, ModelResponse, Provider, ProviderSettings
     from .reports import PluginReport
@@ -274,6 +275,27 @@ def hermes_refresh_credentials(provider: str, settings: ProviderSettings) -> str
     :param settings: what the host resolved for it (model, endpoint, the rejected key).
     :return: a new key to retry with, or ``None`` when this plugin has none. The first
         non-``None`` answer wins (``firstresult``).
+    """
+
+
+# --- people ---------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def hermes_person_scope(person: str, config: Mapping[str, Any]) -> PersonScope | None:
+    """Say what the runs of ``person`` may do: their allowed toolsets, whose sessions they may
+    search besides their own, and configuration that holds for them (model, approvals, sandbox,
+    budgets, memory on or off).
+
+    Called by the host before every run that acts for a person (``AgentTask.person``): a
+    gateway turn, a scheduled job created by that person, each of their subagents.
+
+    :param person: the person id.
+    :param config: the configuration the run starts from.
+    :return: a :class:`~hermes_hookspecs.PersonScope`, or ``None`` when this plugin does not
+        define people (the run then keeps only its data apart). The first non-``None`` answer
+        wins (``firstresult``). An exception fails the run (an ``error`` outcome): a person's
+        limits that cannot be read are never skipped.
     """
 
 

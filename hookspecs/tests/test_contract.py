@@ -36,7 +36,7 @@ def test_only_the_who_decides_hooks_are_firstresult():
         for n in dir(specs)
         if n.startswith("hermes_") and getattr(specs, n).hermes_spec.get("firstresult")
     ]
-    assert firstresult == ["hermes_approve", "hermes_refresh_credentials"]
+    assert firstresult == ["hermes_approve", "hermes_person_scope", "hermes_refresh_credentials"]
 
 
 def test_tool_schema_is_openai_function_format():
