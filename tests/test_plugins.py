@@ -532,7 +532,7 @@ def test_call_first_skips_a_failure_unless_it_fails_closed():
 def test_firstresult_hooks_have_one_way_in():
     manager = plugin_manager([])
     firstresult = sorted(h for h in HOOK_NAMES if manager.is_firstresult(h))
-    assert firstresult == ["hermes_approve", "hermes_refresh_credentials"]
+    assert firstresult == ["hermes_approve", "hermes_person_scope", "hermes_refresh_credentials"]
     with pytest.raises(HermesError, match="call it with call_first"):
         manager.call_each("hermes_approve", request=None, context=None)
     with pytest.raises(HermesError, match="call it with call_each"):

@@ -60,7 +60,7 @@ def test_sessions_commands(hermes_cli):
     assert sessions[1]["title"].startswith("What is error E4021")
 
     table = hermes_cli("--plugins", "", "sessions", "list").stdout.splitlines()
-    assert table[0].split() == ["ID", "STARTED", "MODEL", "MSGS", "TITLE"]
+    assert table[0].split() == ["ID", "STARTED", "PERSON", "MODEL", "MSGS", "TITLE"]
     assert table[2].startswith(sid) and "What is error E4021" in table[2]
     assert table[0].index("TITLE") == table[2].index("What is error E4021")
 
