@@ -207,11 +207,17 @@ class Host:
 
     @property
     def session_store(self) -> SessionStore:
-        """The store of sessions: the one given, else ``$HERMES_HOME/sessions.db``, else (no home)
+        """The store of sessions: the one given, else the one ``store.url`` names (a plugin's,
+        for a scheme other than ``sqlite``), else ``$HERMES_HOME/sessions.db``, else (no home)
         one in memory. Opened once."""
         with self._lock:
             if self._store is None:
-                self._store = open_session_store(self.home if self.has_home else None)
+                home = self.home if self.has_home else None
+                url = self.core_config.get("store.url")
+                if url and not str(url).startswith("sqlite:"):
+                    self._store = open_plugin_store(str(url), home, self.registry)
+                else:
+                    self._store = open_session_store(_sqlite_home(url, home))
                 self._owns_store = True
             return self._store
 
@@ -328,6 +334,47 @@ class Host:
                     f"plugin {r.name!r}: {r.error or '; '.join(r.hook_errors)}" for r in failed
                 )
             )
+
+
+def _sqlite_home(url: str | None, home: Path | None) -> Path | None:
+    """The folder whose ``sessions.db`` a ``sqlite:`` URL names (``sqlite:FOLDER`` or
+    ``sqlite:///FOLDER``); ``home`` without one."""
+    if not url:
+        return home
+    path = str(url)[len("sqlite:") :]
+    if path.startswith("//"):
+        path = path[2:]
+    return Path(path).expanduser() if path else home
+
+
+def open_plugin_store(url: str, home: Path | None, registry: Registry) -> SessionStore:
+    """The session store at ``url``, made by the plugin registered for its scheme.
+
+    :raises HermesError: no installed plugin serves the scheme, or the store cannot be opened
+        (hermes never falls back to another store: the sessions would be split).
+    """
+    from hermes_hookspecs import HermesError, SessionStore
+
+    scheme = url.split(":", 1)[0].lower()
+    entry = registry.session_stores.get(scheme)
+    if entry is None:
+        served = ", ".join(sorted(registry.session_stores)) or "none"
+        raise HermesError(
+            f"store.url names a {scheme!r} store, but no installed plugin serves that scheme "
+            f"(installed: {served}; the PostgreSQL store: pip install -e ./plugins/store_postgres)"
+        )
+    try:
+        store = entry.value(url, home)
+    except HermesError:
+        raise
+    except Exception as exc:
+        raise HermesError(
+            f"the {scheme} session store (plugin {entry.plugin}) could not be opened: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+    if not isinstance(store, SessionStore):
+        raise HermesError(f"plugin {entry.plugin} made a {type(store).__name__}, not a store")
+    return store
 
 
 def open_session_store(home: Path | None) -> SessionStore:

@@ -110,6 +110,19 @@ def core_sections() -> list[ConfigSection]:
             doc="the execution environment (the backends declare their own keys)",
         ),
         ConfigSection(
+            "store",
+            [
+                ConfigKey(
+                    "url",
+                    "string",
+                    doc="where sessions are kept: unset for the home's sessions.db, or a URL "
+                    "whose scheme an installed store plugin serves (postgresql://...)",
+                    secret=True,
+                ),
+            ],
+            doc="the session store",
+        ),
+        ConfigSection(
             "plugins",
             [ConfigKey("disabled", **_STRINGS, default=[], doc="installed plugins not to load")],
         ),

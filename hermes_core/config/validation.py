@@ -28,6 +28,7 @@ ENV_VARS: dict[str, str] = {
     "HERMES_DISABLED_TOOLSETS": "disabled_toolsets",
     "HERMES_CONTEXT_ENGINE": "context.engine",
     "HERMES_TERMINAL_BACKEND": "terminal.backend",
+    "HERMES_STORE_URL": "store.url",
 }
 """The environment variables that set core keys, between config.yaml and the command line."""
 

@@ -82,6 +82,7 @@ class Registry:
         self._toolsets: dict[str, Registered[Toolset]] | None = None
         self._tool_owner: dict[str, tuple[str, str]] = {}
         self._environments: dict[str, Registered[Callable[..., Any]]] | None = None
+        self._stores: dict[str, Registered[Callable[..., Any]]] | None = None
         self._providers: dict[str, Registered[Provider]] | None = None
         self._engines: dict[str, Registered[type[ContextEngine]]] | None = None
         self._named: dict[str, dict[str, Registered[Any]]] = {}
@@ -252,6 +253,25 @@ class Registry:
             raise RegistrationError(f"environment {name!r}: factory is not callable")
         self._unique(self._environments, "environment", name, record)
         self._environments[name] = Registered(name, factory, record.name)
+
+    # --- session stores --------------------------------------------------------------------
+
+    @property
+    def session_stores(self) -> dict[str, Registered[Callable[..., Any]]]:
+        """Registered session store factories by URL scheme."""
+        if self._stores is None:
+            self._stores = {}
+            self._collect("hermes_register_session_stores", self._accept_store)
+        return self._stores
+
+    def _accept_store(self, record: PluginRecord, scheme: str, factory: Callable[..., Any]) -> None:
+        assert self._stores is not None
+        if not isinstance(scheme, str) or not scheme.isidentifier() and "+" not in scheme:
+            raise RegistrationError(f"a session store needs a URL scheme, not {scheme!r}")
+        if not callable(factory):
+            raise RegistrationError(f"session store {scheme!r}: factory is not callable")
+        self._unique(self._stores, "session store", scheme, record)
+        self._stores[scheme] = Registered(scheme, factory, record.name)
 
     # --- providers -------------------------------------------------------------------------
 

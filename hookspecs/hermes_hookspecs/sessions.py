@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 
@@ -123,4 +125,15 @@ class SearchableSessionStore(SessionStore, Protocol):
         ...
 
 
-__all__ = ["SearchHit", "SearchableSessionStore", "SessionInfo", "SessionStore"]
+SessionStoreFactory = Callable[[str, Path | None], SessionStore]
+"""``factory(url, home)``: the session store at ``url`` (registered through
+``hermes_register_session_stores`` for the URL's scheme); ``home`` is the hermes home."""
+
+
+__all__ = [
+    "SearchHit",
+    "SearchableSessionStore",
+    "SessionInfo",
+    "SessionStore",
+    "SessionStoreFactory",
+]

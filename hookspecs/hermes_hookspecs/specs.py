@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # annotations only: importing the spec module stays cheap at 
     from .prompt import PromptContext, PromptLayer
     from .providers import ModelRequest, ModelResponse, Provider, ProviderSettings
     from .reports import PluginReport
-    from .sessions import SessionInfo
+    from .sessions import SessionInfo, SessionStoreFactory
     from .tools import Toolset
 
 # --- registration -------------------------------------------------------------------------
@@ -104,6 +104,23 @@ def hermes_register_context_engines(register: Callable[[type[ContextEngine]], No
 
     :param register: call ``register(EngineClass)``; the class's ``name`` attribute is its name.
         Duplicate names are an error naming both plugins.
+    :return: nothing; return values are ignored.
+    """
+
+
+@hookspec
+def hermes_register_session_stores(register: Callable[[str, SessionStoreFactory], None]) -> None:
+    """Register session stores by the URL scheme they serve (``store.url``).
+
+    Called once per process, when a host opens its session store and ``store.url`` (or
+    ``HERMES_STORE_URL``) names a scheme other than ``sqlite``. Registering a store opens
+    nothing: the factory is called only for the configured URL.
+
+    :param register: call ``register(scheme, factory)``; ``factory(url, home)`` returns the
+        :class:`~hermes_hookspecs.SessionStore` at ``url`` (``home`` is the hermes home, or
+        ``None``), raising :class:`~hermes_hookspecs.HermesError` with one readable line when
+        it cannot (the host then refuses to run; it never falls back to another store). A
+        scheme registered twice is an error naming both plugins.
     :return: nothing; return values are ignored.
     """
 
