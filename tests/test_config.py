@@ -239,6 +239,7 @@ def test_env_vars_convert_types(tmp_path: Path) -> None:
         "HERMES_DISABLED_TOOLSETS": "browser",
         "HERMES_CONTEXT_ENGINE": "lcm",
         "HERMES_TERMINAL_BACKEND": "docker",
+        "HERMES_STORE_URL": "postgresql://db/hermes",
     }
     config = load_config(tmp_path, environ)
     assert config.get("model.default") == "m"
@@ -250,6 +251,7 @@ def test_env_vars_convert_types(tmp_path: Path) -> None:
     assert config.get("disabled_toolsets") == ["browser"]
     assert config.get("context.engine") == "lcm"
     assert config.get("terminal.backend") == "docker"
+    assert config.get("store.url") == "postgresql://db/hermes"
     assert {config.sources[key] for key in ENV_VARS.values()} == {f"env:{var}" for var in ENV_VARS}
 
 

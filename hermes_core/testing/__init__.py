@@ -25,6 +25,7 @@ from .kit import (
     toolset_plugin,
     transcript_problems,
 )
+from .people import check_keeps_people_apart, run_as
 from .scripted import (
     Call,
     ScriptedModel,
@@ -80,12 +81,14 @@ __all__ = [
     "Turn",
     "assert_request_valid",
     "assert_valid_transcript",
+    "check_keeps_people_apart",
     "isolated_environ",
     "load_plugin",
     "make_agent",
     "make_host",
     "make_runner",
     "plugin_manager",
+    "run_as",
     "strip_internal",
     "text",
     "tool_call",

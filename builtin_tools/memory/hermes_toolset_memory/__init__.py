@@ -5,6 +5,10 @@ Two files in ``$HERMES_HOME/memories``: ``MEMORY.md`` (the agent's own notes) an
 change is written to disk at once (atomically, under a lock shared by every process using the same
 home). The system prompt shows both files as they were when the session's prompt was built, so
 a change made during a session shows from the next session on.
+
+Memory is per person: the home's owner keeps the two files in ``$HERMES_HOME/memories``, and each
+person a gateway serves keeps their own in ``$HERMES_HOME/people/<person>/memories``
+(:func:`hermes_hookspecs.person_home`). A call or a prompt for one person never reads another's.
 """
 
 from __future__ import annotations
@@ -72,11 +76,14 @@ BAR = "═" * 46
 
 
 def tool_home(ctx: ToolContext) -> Path:
-    """The home folder a tool call works in: the host's (``ctx.hermes_home``, it knows the
-    active profile), else the default one (``$HERMES_HOME``, else ``~/.hermes``)."""
+    """The folder whose ``memories/`` a tool call works in: the call's person's own folder
+    (``ctx.data_home``: the home itself for the owner, ``<home>/people/<person>`` for a person)
+    of the host's home (``ctx.hermes_home``, it knows the active profile), else of the default
+    one (``$HERMES_HOME``, else ``~/.hermes``)."""
+    from hermes_hookspecs import person_home
     from hermes_runtime.home import default_home
 
-    return ctx.hermes_home or default_home()
+    return ctx.data_home or person_home(default_home(), ctx.person)
 
 
 def memory(args: dict[str, Any], ctx: ToolContext) -> str:
@@ -176,15 +183,17 @@ def snapshot_text(home: Any, config: Any) -> str:
 
 @hookimpl
 def hermes_prompt_layers(context: PromptContext) -> list[PromptLayer] | None:
-    """The memory guidance (stable) and the snapshot of both stores (volatile), when the memory
-    tool is offered. The core builds the prompt once per session and keeps it: that freezes the
-    snapshot, so writes during the session do not change it."""
+    """The memory guidance (stable) and the snapshot of both stores (volatile) of the session's
+    person (``context.person``; the owner's for ``None``), when the memory tool is offered. The
+    core builds the prompt once per session and keeps it: that freezes the snapshot, so writes
+    during the session do not change it."""
     if TOOL_NAME not in context.tool_names:
         return None
-    from hermes_hookspecs import PromptLayer
+    from hermes_hookspecs import PromptLayer, person_home
     from hermes_runtime.home import default_home
 
-    home = Path(context.hermes_home) if context.hermes_home else default_home()
+    base = Path(context.hermes_home) if context.hermes_home else default_home()
+    home = person_home(base, context.person)
     return [
         PromptLayer(name="memory.guidance", text=GUIDANCE, tier="stable", order=300),
         PromptLayer(

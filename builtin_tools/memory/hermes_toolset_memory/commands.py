@@ -1,4 +1,5 @@
-"""``hermes memory show | edit | clear``."""
+"""``hermes memory show | edit | clear``, for the home's owner or, with ``--person ID``, for one
+person a gateway serves (their files are in ``<home>/people/<ID>/memories``)."""
 
 from __future__ import annotations
 
@@ -12,17 +13,27 @@ TARGETS = ("memory", "user")
 
 TARGET_HELP = "memory (MEMORY.md, the agent's notes) or user (USER.md, what it knows of you)."
 
+person_option = click.option(
+    "--person",
+    metavar="ID",
+    help="The memory of this person (a gateway's user); default: the home's owner (yours).",
+)
 
-def _store() -> Any:
-    """The store of the active home: the CLI's (``CommandContext.home``, ``-p`` profiles
-    included), else the default one."""
+
+def _store(person: str | None = None) -> Any:
+    """The store of ``person`` (``None``: the owner) in the active home: the CLI's
+    (``CommandContext.home``, ``-p`` profiles included), else the default one.
+
+    :raises HermesError: ``person`` is not a valid person id (one line, exit code 1).
+    """
+    from hermes_hookspecs import person_home
     from hermes_runtime.home import default_home
 
     from .store import MemoryStore, limits_from_config
 
     root = click.get_current_context().find_root().obj
     found = getattr(root, "home", None)
-    home = Path(found) if found else default_home()
+    home = person_home(Path(found) if found else default_home(), person)
     try:
         config = getattr(getattr(root, "config", None), "data", None)
     except Exception:  # a broken config.yaml: the default limits still let the user look
@@ -41,11 +52,12 @@ def memory_group() -> None:
 
 @memory_group.command("show")
 @click.option("--target", type=click.Choice(TARGETS), help=f"Only {TARGET_HELP}")
-def show(target: str | None) -> None:
+@person_option
+def show(target: str | None, person: str | None) -> None:
     """Print the memory files with their usage of the character limits."""
     from .store import header
 
-    store = _store()
+    store = _store(person)
     for n, name in enumerate(_targets(target)):
         snap = store.snapshot(name)
         if n:
@@ -62,12 +74,13 @@ def show(target: str | None) -> None:
     show_default=True,
     help=TARGET_HELP,
 )
-def edit(target: str) -> None:
+@person_option
+def edit(target: str, person: str | None) -> None:
     """Open a memory file in $EDITOR; entries are separated by a line holding only '§'."""
     from .store import TARGETS as FILES
     from .store import MemoryStoreError, fmt, read_text
 
-    store = _store()
+    store = _store(person)
     path = store.path(target)
     original = read_text(path, strict=False)
     edited = click.edit(original, extension=".md", require_save=True)
@@ -92,14 +105,20 @@ def edit(target: str) -> None:
 @memory_group.command("clear")
 @click.option("--target", type=click.Choice(TARGETS), help=f"Only {TARGET_HELP}")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
-def clear(target: str | None, yes: bool) -> None:
+@person_option
+def clear(target: str | None, yes: bool, person: str | None) -> None:
     """Delete the memory files (both unless --target)."""
     from .store import TARGETS as FILES
 
-    store = _store()
+    store = _store(person)
     snaps = [s for s in (store.snapshot(t) for t in _targets(target)) if s.entries]
     if not snaps:
-        click.echo("Memory is already empty." if not target else f"{FILES[target]} is empty.")
+        whose = f" ({person})" if person else ""
+        click.echo(
+            f"Memory{whose} is already empty."
+            if not target
+            else f"{FILES[target]}{whose} is empty."
+        )
         return
     what = " and ".join(s.summary() for s in snaps)
     if not yes and not click.confirm(f"Clear {what}? This cannot be undone", default=False):

@@ -4,6 +4,9 @@ A skill is ``$HERMES_HOME/skills/[<category>/]<name>/SKILL.md`` (YAML front matt
 and ``description``, then markdown), with optional files beside it: the Agent Skills convention,
 so existing skills can be copied in. Three tools (``skills_list``, ``skill_view``,
 ``skill_manage``), a skills index and guidance in the system prompt, and ``hermes skills list``.
+
+A person a gateway serves reads the home's skills as shared, read-only ones and writes their own
+in ``$HERMES_HOME/people/<person>/skills`` (see :mod:`.scope`).
 """
 
 from __future__ import annotations
@@ -194,7 +197,9 @@ def _index_limit(config: Any) -> int:
 
 @hookimpl
 def hermes_prompt_layers(context: PromptContext) -> list[PromptLayer] | None:
-    """Guidance and the skills index (both tier ``stable``), when ``skill_view`` is offered.
+    """Guidance and the skills index (both tier ``stable``), when ``skill_view`` is offered. The
+    index lists the skills of the session's person (``context.person``): the owner's, or for a
+    person the home's shared skills and their own (see :mod:`.scope`).
 
     A malformed skill is left out with a logged warning; nothing here can break the prompt."""
     if "skill_view" not in context.tool_names:
@@ -204,11 +209,14 @@ def hermes_prompt_layers(context: PromptContext) -> list[PromptLayer] | None:
     from hermes_hookspecs import PromptLayer
     from hermes_runtime.home import default_home
 
-    from .catalog import log, log_problems, scan, skills_root
+    from .catalog import log, log_problems
+    from .scope import roots_for
 
-    root = skills_root(Path(context.hermes_home) if context.hermes_home else default_home())
+    home = Path(context.hermes_home) if context.hermes_home else default_home()
+    roots = roots_for(home, context.person)
+    root = roots.own
     try:
-        every = scan(root)
+        every = roots.scan()
         log_problems(every, root)
         usable = [s for s in every if s.ok and s.for_this_platform()]
     except Exception as exc:  # never let a skills folder break the prompt

@@ -181,6 +181,8 @@ class Skill:
     front_matter: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     warnings: list[str] = field(default_factory=list)
+    shared: bool = False
+    """One of the home's shared skills, seen by a person: they may read it, not change it."""
 
     @property
     def ref(self) -> str:

@@ -20,49 +20,60 @@ from .catalog import (
     inside,
     list_files,
     scan,
-    skills_root,
     validate_content,
 )
+from .scope import SkillRoots, roots_for
 
 NEXT_SESSION = "The skills index in the system prompt shows the change from the next session."
 
 
-def root_of(ctx: ToolContext) -> Path:
-    """``<home>/skills`` for a tool call: the host's home (``ctx.hermes_home``, it knows the
-    active profile), else the default one (``$HERMES_HOME``, else ``~/.hermes``)."""
-    return skills_root(ctx.hermes_home or default_home())
+def roots_of(ctx: ToolContext) -> SkillRoots:
+    """The skill folders of a tool call's person (``ctx.person``) in the host's home
+    (``ctx.hermes_home``, it knows the active profile), else in the default one
+    (``$HERMES_HOME``, else ``~/.hermes``): see :mod:`.scope`."""
+    return roots_for(ctx.hermes_home or default_home(), ctx.person)
+
+
+def _entry(skill: Skill, roots: SkillRoots) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "name": skill.name,
+        "category": skill.category,
+        "description": skill.description,
+    }
+    if roots.person is not None:  # a person sees whose each skill is
+        entry["shared"] = skill.shared
+    return entry
 
 
 # --- skills_list ------------------------------------------------------------------------------
 
 
 def skills_list(args: dict[str, Any], ctx: Any) -> dict[str, Any]:
-    """Skills on offer: name, category, description; optionally of one category."""
-    root = root_of(ctx)
-    every = scan(root)
+    """Skills on offer: name, category, description; optionally of one category. A person
+    sees the home's shared skills (marked ``shared``) and their own."""
+    roots = roots_of(ctx)
+    every = roots.scan()
     usable = [s for s in every if s.ok and s.for_this_platform()]
     categories = sorted({s.category for s in usable if s.category})
     category = (args.get("category") or "").strip().strip("/")
     chosen = [s for s in usable if s.category == category] if category else usable
     result: dict[str, Any] = {
-        "skills": [
-            {"name": s.name, "category": s.category, "description": s.description} for s in chosen
-        ],
+        "skills": [_entry(s, roots) for s in chosen],
         "count": len(chosen),
         "categories": categories,
     }
     if category and not chosen:
         result["note"] = f"no skill in category {category!r}"
     elif not usable:
-        result["note"] = f"no skills yet in {root}"
-    skipped = [
-        {"skill": s.ref, "problem": s.error}
-        for s in every
-        if not s.ok and (not category or s.category == category)
-    ]
-    if skipped:
-        result["skipped"] = skipped
-        result["hint"] = "skipped skills can be fixed with skill_manage (edit or patch)"
+        result["note"] = f"no skills yet in {roots.own}"
+    broken = [s for s in every if not s.ok and (not category or s.category == category)]
+    if broken:
+        result["skipped"] = [
+            {"skill": s.ref, "problem": s.error, **({"shared": True} if s.shared else {})}
+            for s in broken
+        ]
+        if any(not s.shared for s in broken):  # a shared skill is not the person's to fix
+            result["hint"] = "skipped skills can be fixed with skill_manage (edit or patch)"
     return result
 
 
@@ -71,7 +82,7 @@ def skills_list(args: dict[str, Any], ctx: Any) -> dict[str, Any]:
 
 def skill_view(args: dict[str, Any], ctx: Any) -> str:
     """A skill's SKILL.md with the list of its other files, or one of those files."""
-    skill = find(scan(root_of(ctx)), args["name"])
+    skill = find(roots_of(ctx).scan(), args["name"])
     file = args.get("file")
     if not file or _is_main(file):
         if not skill.ok and not file:
@@ -128,15 +139,17 @@ def _read(path: Path, shown: str) -> str:
 
 
 def skill_manage(args: dict[str, Any], ctx: Any) -> str:
-    """Create, edit, patch or delete a skill, or one file of it."""
+    """Create, edit, patch or delete a skill, or one file of it. A person writes in their own
+    skills folder only: a shared skill is theirs to read, never to change or delete."""
     action = args["action"]
-    root = root_of(ctx)
+    roots = roots_of(ctx)
+    root = roots.own
     file = args.get("file")
     if file and _is_main(file):
         file = None
     if action == "create":
-        return _create(root, args, file)
-    skill = find(scan(root), args["name"])
+        return _create(roots, args, file)
+    skill = roots.writable(find(roots.scan(), args["name"]), action)
     if action == "delete":
         return _delete(root, skill, file)
     if action == "edit":
@@ -160,7 +173,8 @@ def _content(args: dict[str, Any]) -> str:
     return content if content.endswith("\n") else content + "\n"
 
 
-def _create(root: Path, args: dict[str, Any], file: Any) -> str:
+def _create(roots: SkillRoots, args: dict[str, Any], file: Any) -> str:
+    root = roots.own
     ref = str(args.get("name") or "").strip().strip("/")
     category = args.get("category") or None
     if "/" in ref:
@@ -171,6 +185,9 @@ def _create(root: Path, args: dict[str, Any], file: Any) -> str:
     existing = [s for s in scan(root) if s.name == name]
     if file:
         if not existing:
+            seen = [s for s in roots.scan() if s.name == name]
+            if seen:  # a shared skill: no file may be added to it
+                roots.writable(seen[0], "add a file to")
             raise SkillError(f"no skill named {name!r}; create its SKILL.md first (without file)")
         skill = find(existing, f"{category}/{name}" if category else name)
         path = inside(skill.folder, file)
@@ -191,7 +208,10 @@ def _create(root: Path, args: dict[str, Any], file: Any) -> str:
         raise SkillError(f"{folder} already exists and is not a skill; choose another name")
     atomic_write(folder / SKILL_FILE, content)
     ref = f"{category}/{name}" if category else name
-    return f"Created skill {ref} in {folder}. {NEXT_SESSION}"
+    shadowed = ""
+    if roots.shared is not None and any(s.name == name for s in scan(roots.shared)):
+        shadowed = f" It takes the place of the shared skill {name!r} for you."
+    return f"Created skill {ref} in {folder}.{shadowed} {NEXT_SESSION}"
 
 
 def _patch(skill: Skill, args: dict[str, Any], file: Any) -> str:

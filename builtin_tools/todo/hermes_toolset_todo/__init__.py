@@ -3,7 +3,11 @@
 The list lives in the session's metadata (``todo``) in the host's session store
 (``ctx.session_store``), so it is saved with the session and comes back when the session is
 resumed. Without a session store (a hand-built tool context) it is kept in this process, per
-session id.
+person and session id.
+
+For a person a gateway serves, ``ctx.session_store`` holds only their own sessions (and those
+shared with them): the tool reads and writes the list of one of the person's *own* sessions and
+refuses any other, so no call can read or change another person's list.
 
 The tool is ``sequential``: two todo calls in one batch are applied in the order the model wrote
 them.
@@ -19,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from hermes_hookspecs import Tool, ToolError, Toolset, hookimpl
 
 if TYPE_CHECKING:
-    from hermes_hookspecs import ToolContext
+    from hermes_hookspecs import SessionInfo, ToolContext
 
 STATUSES: tuple[str, ...] = ("pending", "in_progress", "completed", "cancelled")
 """Item statuses, in the order counts are shown."""
@@ -86,8 +90,8 @@ DESCRIPTION = (
 )
 
 _lock = threading.Lock()
-_local: dict[str, list[dict[str, str]]] = {}
-"""Lists of sessions that have no session store, by session id."""
+_local: dict[tuple[str | None, str], list[dict[str, str]]] = {}
+"""Lists of sessions that have no session store, by person and session id."""
 
 
 # --- validation --------------------------------------------------------------------------------
@@ -206,20 +210,34 @@ def _clean(stored: Any) -> list[dict[str, str]]:
     return items
 
 
-def load(ctx: ToolContext) -> list[dict[str, str]]:
-    """The session's list (a copy)."""
+def _session(ctx: ToolContext) -> SessionInfo | None:
+    """The call's session in the store; ``None`` when the list is kept in this process (no
+    store, or the owner's session is not stored). A person's call whose session is not one of
+    their own is refused."""
     store = ctx.session_store
     session = store.get_session(ctx.session_id) if store is not None else None
+    if ctx.person is not None and store is not None:
+        if session is None or session.person != ctx.person:
+            raise ToolError(
+                f"session {ctx.session_id!r} is not one of your sessions; its todo list is "
+                "not available"
+            )
+    return session
+
+
+def load(ctx: ToolContext) -> list[dict[str, str]]:
+    """The session's list (a copy)."""
+    session = _session(ctx)
     if session is None:
-        return copy.deepcopy(_local.get(ctx.session_id, []))
+        return copy.deepcopy(_local.get((ctx.person, ctx.session_id), []))
     return _clean(copy.deepcopy(session.metadata.get(METADATA_KEY)))
 
 
 def save(ctx: ToolContext, items: list[dict[str, str]]) -> None:
     """Store the session's list; a failure is a :class:`ToolError`."""
     store = ctx.session_store
-    if store is None or store.get_session(ctx.session_id) is None:
-        _local[ctx.session_id] = copy.deepcopy(items)
+    if store is None or _session(ctx) is None:
+        _local[(ctx.person, ctx.session_id)] = copy.deepcopy(items)
         return
     try:
         store.update_session(ctx.session_id, **{METADATA_KEY: copy.deepcopy(items)})

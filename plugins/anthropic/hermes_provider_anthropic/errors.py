@@ -73,11 +73,18 @@ def status_fields(body: Any, fallback: str) -> tuple[str | None, str]:
     return (str(err_type) if err_type else None), one_line(message)
 
 
+def status_message(status: int | None, body: Any) -> str:
+    """The message of an error answer whose body holds none: its text, else its status and
+    body (the same whichever HTTP client read it, so it never follows an SDK's wording)."""
+    if isinstance(body, str):
+        return body.strip() or f"Error code: {status}"
+    return f"Error code: {status}" if body is None else f"Error code: {status} - {body}"
+
+
 def _error_fields(exc: Any) -> tuple[str | None, str]:
     """(error type, server message) of an SDK status error."""
-    err_type, message = status_fields(
-        getattr(exc, "body", None), getattr(exc, "message", None) or str(exc)
-    )
+    body = getattr(exc, "body", None)
+    err_type, message = status_fields(body, status_message(getattr(exc, "status_code", None), body))
     return (str(exc.type) if getattr(exc, "type", None) else err_type), (
         one_line(exc.api_message) if getattr(exc, "api_message", None) else message
     )

@@ -27,7 +27,15 @@ from hermes_hookspecs import ProviderError
 from hermes_runtime import http_json
 from hermes_runtime.http_json import Endpoint
 
-from .errors import PROVIDER, from_status, one_line, retry_after, status_fields, stream_failure
+from .errors import (
+    PROVIDER,
+    from_status,
+    one_line,
+    retry_after,
+    status_fields,
+    status_message,
+    stream_failure,
+)
 
 SDK_SWITCH = "HERMES_ANTHROPIC_HTTP"
 """The environment variable that, set to ``sdk``, sends every request through the SDK's own
@@ -176,10 +184,7 @@ class AnthropicFailures:
         """The error of an answer with a failing ``status`` (``body`` as the SDK reads it)."""
         if isinstance(body, str):
             body = body.strip()
-            fallback = body or f"Error code: {status}"
-        else:
-            fallback = f"Error code: {status} - {body}"
-        err_type, message = status_fields(body, fallback)
+        err_type, message = status_fields(body, status_message(status, body))
         return from_status(status, err_type, message, retry_after_s=retry_after(headers))
 
     def network(self, exc: OSError | http.client.HTTPException, streaming: bool) -> BaseException:

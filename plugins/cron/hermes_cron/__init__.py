@@ -2,7 +2,9 @@
 
 Jobs live in ``$HERMES_HOME/cron/jobs.json``; ``hermes cron daemon`` (or ``tick``) runs the due
 ones, each as its own agent session with source ``cron``, and writes every answer to
-``$HERMES_HOME/cron/output/``. See docs/cron.md.
+``$HERMES_HOME/cron/output/``. The jobs a person a gateway serves schedules with the tool are
+theirs: kept in ``$HERMES_HOME/people/<person>/cron/`` (answers included) and run for them. See
+docs/cron.md.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""``hermes cron ...``: manage and run scheduled jobs."""
+"""``hermes cron ...``: manage and run scheduled jobs.
+
+``list``, ``status``, ``tick`` and ``daemon`` cover the jobs of the owner and of every person of
+the home; the commands that change one job work on the owner's jobs, or with ``--person ID`` on
+that person's."""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ import click
 
 from hermes_hookspecs import CommandContext, HermesError
 
-from .jobs import JobError, JobStore
+from .jobs import JobError, JobStore, all_stores
 from .schedule import ScheduleError
 from .settings import SettingsError, setting
 
@@ -23,8 +27,22 @@ def _context() -> CommandContext:
     return context
 
 
-def _store() -> JobStore:
-    return JobStore(_context().home)
+def _store(person: str | None = None) -> JobStore:
+    """The jobs of ``person`` (``None``: the owner) of this invocation's home; a one-line
+    ``HermesError`` for an invalid person id."""
+    return JobStore(_context().home, person)
+
+
+def _stores() -> list[JobStore]:
+    """The jobs of the owner and of every person of this invocation's home."""
+    return all_stores(_context().home)
+
+
+person_option = click.option(
+    "--person",
+    metavar="ID",
+    help="A job of this person (a gateway's user); default: the home's owner (yours).",
+)
 
 
 def _one_line_errors(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -67,17 +85,28 @@ def cron_group() -> None:
 @cron_group.command("list")
 @click.option("--all", "show_all", is_flag=True, help="Include completed one-time jobs.")
 @click.option("--json", "as_json", is_flag=True, help="Print the jobs as JSON.")
+@click.option("--person", metavar="ID", help="Only this person's jobs (default: everyone's).")
 @_one_line_errors
-def list_jobs(show_all: bool, as_json: bool) -> None:
-    """List the jobs."""
-    jobs = [j for j in _store().load() if show_all or j.get("state") != "completed"]
+def list_jobs(show_all: bool, as_json: bool, person: str | None) -> None:
+    """List the jobs of the owner and of every person (marked with their person)."""
+    stores = [_store(person)] if person is not None else _stores()
+    jobs = [
+        {**j, "person": store.person}
+        for store in stores
+        for j in store.load()
+        if show_all or j.get("state") != "completed"
+    ]
     if as_json:
         click.echo(json.dumps(jobs, indent=2, ensure_ascii=False))
         return
     if not jobs:
         click.echo("no scheduled jobs (create one: hermes cron create 'every 1h' 'PROMPT')")
         return
-    click.echo(f"{'ID':<9} {'STATE':<10} {'NEXT RUN':<16} {'LAST':<15} {'SCHEDULE':<24} NAME")
+    people = any(j["person"] for j in jobs)  # the owner alone: no person column
+    whose = f"{'PERSON':<12} " if people else ""
+    click.echo(
+        f"{whose}{'ID':<9} {'STATE':<10} {'NEXT RUN':<16} {'LAST':<15} {'SCHEDULE':<24} NAME"
+    )
     for job in jobs:
         nxt = _when(job.get("next_run_at")) if job.get("state") == "scheduled" else "-"
         last = job.get("last_status") or "-"
@@ -85,8 +114,10 @@ def list_jobs(show_all: bool, as_json: bool) -> None:
             last = "running"
         schedule = str(job["schedule"])
         schedule = schedule if len(schedule) <= 24 else schedule[:23] + "…"
+        mark = f"{job['person'] or 'owner':<12} " if people else ""
         click.echo(
-            f"{job['id']:<9} {job['state']:<10} {nxt:<16} {last:<15} {schedule:<24} {job['name']}"
+            f"{mark}{job['id']:<9} {job['state']:<10} {nxt:<16} {last:<15} {schedule:<24} "
+            f"{job['name']}"
         )
 
 
@@ -102,6 +133,7 @@ def list_jobs(show_all: bool, as_json: bool) -> None:
     metavar="TARGET",
     help="'local' (default: a file under cron/output) or PLATFORM:CHAT_ID.",
 )
+@person_option
 @_one_line_errors
 def create(
     schedule: str,
@@ -111,10 +143,11 @@ def create(
     model: str | None,
     provider: str | None,
     deliver: str | None,
+    person: str | None,
 ) -> None:
     """Create a job. SCHEDULE: a cron expression ('0 9 * * 1-5'), 'every 30m', 'at
     2026-12-24T09:00' or 'in 2h'."""
-    job = _store().create(
+    job = _store(person).create(
         schedule,
         prompt,
         name=name,
@@ -135,6 +168,7 @@ def create(
 @click.option("-m", "--model", help="A new model ('' for the configured one).")
 @click.option("--provider", help="A new provider ('' for the configured one).")
 @click.option("--deliver", metavar="TARGET", help="'local' or PLATFORM:CHAT_ID.")
+@person_option
 @_one_line_errors
 def edit(
     job: str,
@@ -145,9 +179,10 @@ def edit(
     model: str | None,
     provider: str | None,
     deliver: str | None,
+    person: str | None,
 ) -> None:
     """Change a job (JOB: id, id prefix or name)."""
-    changed = _store().update(
+    changed = _store(person).update(
         job,
         schedule=schedule,
         prompt=prompt,
@@ -162,37 +197,41 @@ def edit(
 
 @cron_group.command("pause")
 @click.argument("job")
+@person_option
 @_one_line_errors
-def pause(job: str) -> None:
+def pause(job: str, person: str | None) -> None:
     """Pause a job."""
-    _show(_store().pause(job), "paused")
+    _show(_store(person).pause(job), "paused")
 
 
 @cron_group.command("resume")
 @click.argument("job")
+@person_option
 @_one_line_errors
-def resume(job: str) -> None:
+def resume(job: str, person: str | None) -> None:
     """Resume a paused job (from now; runs missed while paused are skipped)."""
-    _show(_store().resume(job), "resumed")
+    _show(_store(person).resume(job), "resumed")
 
 
 @cron_group.command("remove")
 @click.argument("job")
+@person_option
 @_one_line_errors
-def remove(job: str) -> None:
+def remove(job: str, person: str | None) -> None:
     """Delete a job."""
-    removed = _store().remove(job)
+    removed = _store(person).remove(job)
     click.echo(f"removed job {removed['id']} {removed['name']!r}")
 
 
 @cron_group.command("run")
 @click.argument("job")
+@person_option
 @_one_line_errors
-def run(job: str) -> None:
-    """Run a job now, in this process, and print its answer."""
+def run(job: str, person: str | None) -> None:
+    """Run a job now, in this process (for its person), and print its answer."""
     from .scheduler import claim_now, run_claimed
 
-    store = _store()
+    store = _store(person)
     claimed = claim_now(store, job)
     outcome = run_claimed(store, _context().agent_runner(), claimed)
     if outcome.text:
@@ -207,16 +246,20 @@ def run(job: str) -> None:
 @cron_group.command("tick")
 @_one_line_errors
 def tick_command() -> None:
-    """Run every due job once and exit (for a system scheduler calling hermes)."""
+    """Run every due job (the owner's and every person's) once and exit (for a system
+    scheduler calling hermes)."""
     from .scheduler import tick
 
     config = _context().config
     done = tick(
-        _store(), _context().agent_runner(), max_parallel=int(setting(config, "max_parallel", 3, 1))
+        _stores(),
+        _context().agent_runner(),
+        max_parallel=int(setting(config, "max_parallel", 3, 1)),
     )
     for job, outcome in done:
+        whose = f" (person {job['person']})" if job.get("person") else ""
         click.echo(
-            f"{job['id']} {job['name']!r}: {outcome.status}"
+            f"{job['id']} {job['name']!r}{whose}: {outcome.status}"
             + (f": {outcome.error}" if outcome.error else "")
         )
     if not done:
@@ -227,7 +270,8 @@ def tick_command() -> None:
 @click.option("--interval", type=float, help="Seconds between checks (cron.tick_seconds, 30).")
 @_one_line_errors
 def daemon(interval: float | None) -> None:
-    """Run due jobs until stopped (SIGTERM or Ctrl-C); one daemon per home."""
+    """Run due jobs (the owner's and every person's) until stopped (SIGTERM or Ctrl-C); one
+    daemon per home."""
     from .daemon import run_daemon
 
     config = _context().config
@@ -254,11 +298,12 @@ def status() -> None:
         click.echo(f"daemon: running (pid {info.get('pid', '?')}, last check {ago:.0f}s ago)")
     else:
         click.echo("daemon: not running (start it: hermes cron daemon)")
-    jobs = store.load()
+    jobs = [{**j, "person": s.person} for s in _stores() for j in s.load()]
     active = [j for j in jobs if j.get("state") == "scheduled" and j.get("next_run_at")]
     paused = sum(1 for j in jobs if j.get("state") == "paused")
     running = [j for j in jobs if j.get("running")]
     click.echo(f"jobs: {len(active)} scheduled, {paused} paused, {len(running)} running")
     if active:
         nxt = min(active, key=lambda j: j["next_run_at"])
-        click.echo(f"next: {nxt['id']} {nxt['name']!r} at {_when(nxt['next_run_at'])}")
+        whose = f" (person {nxt['person']})" if nxt["person"] else ""
+        click.echo(f"next: {nxt['id']} {nxt['name']!r}{whose} at {_when(nxt['next_run_at'])}")

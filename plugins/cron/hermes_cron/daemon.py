@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 from hermes_hookspecs import AgentRunner
 
-from .jobs import JobError, JobStore
+from .jobs import JobError, JobStore, all_stores
 from .scheduler import tick
 
 
@@ -61,6 +61,12 @@ def read_status(store: JobStore) -> dict[str, Any] | None:
     return status if isinstance(status, dict) else None
 
 
+def _label(job: dict[str, Any]) -> str:
+    """``<id> '<name>'``, with ``(person <id>)`` for a person's job."""
+    whose = f" (person {job['person']})" if job.get("person") else ""
+    return f"{job['id']} {job['name']!r}{whose}"
+
+
 def _write_status(path: Path, status: dict[str, Any]) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(status), encoding="utf-8")
@@ -78,7 +84,9 @@ def run_daemon(
     once: bool = False,
 ) -> int:
     """Tick every ``interval`` seconds until ``stop`` is set or SIGTERM/SIGINT arrives; jobs
-    running then are interrupted and recorded as such. Returns the number of runs."""
+    running then are interrupted and recorded as such. With the owner's ``store``, every tick
+    runs the due jobs of the owner and of every person of the home (people added meanwhile
+    included); with a person's, that person's only. Returns the number of runs."""
     stop = stop or threading.Event()
     cancel = threading.Event()
     previous: dict[signal.Signals, Any] = {}
@@ -100,11 +108,11 @@ def run_daemon(
             log(f"cron daemon: running (pid {os.getpid()}, every {interval:g}s)")
             while not stop.is_set():
                 done = tick(
-                    store,
+                    all_stores(store.home) if store.person is None else [store],
                     runner,
                     max_parallel=max_parallel,
                     cancel=cancel,
-                    on_start=lambda job: log(f"cron: running {job['id']} {job['name']!r}"),
+                    on_start=lambda job: log(f"cron: running {_label(job)}"),
                 )
                 for job, outcome in done:
                     runs += 1

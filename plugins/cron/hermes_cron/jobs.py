@@ -1,5 +1,9 @@
 """``$HERMES_HOME/cron/jobs.json``: the jobs, read and changed under a file lock shared by every
-process using the same home, and written atomically (a reader never sees half a file)."""
+process using the same home, and written atomically (a reader never sees half a file).
+
+The jobs of the home's owner are in ``$HERMES_HOME/cron``; each person a gateway serves has their
+own in ``$HERMES_HOME/people/<person>/cron`` (:func:`hermes_hookspecs.person_home`), so the jobs
+one person sees and changes are theirs alone."""
 
 from __future__ import annotations
 
@@ -13,6 +17,8 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from hermes_hookspecs import PEOPLE_DIR, HermesError, check_person, person_home
 
 from .schedule import Schedule, parse
 
@@ -29,17 +35,25 @@ def cron_dir(home: Path | str) -> Path:
 
 
 class JobStore:
-    """The jobs of one hermes home.
+    """The jobs of one person (``None``: the owner) of one hermes home: in ``<home>/cron`` for
+    the owner, in ``<home>/people/<person>/cron`` for a person.
 
     Every change goes through :meth:`transaction`: an exclusive ``flock`` on ``jobs.lock``, a
     fresh read, the change, and an atomic replace of ``jobs.json``; so two processes (a daemon and
     a ``hermes cron create``) never lose each other's changes.
+
+    :raises HermesError: ``person`` is not a valid person id.
     """
 
-    def __init__(self, home: Path | str) -> None:
-        self.dir = cron_dir(home)
+    def __init__(self, home: Path | str, person: str | None = None) -> None:
+        self.home = Path(home)
+        self.person = check_person(person)
+        self.dir = cron_dir(person_home(self.home, self.person))
         self.path = self.dir / "jobs.json"
         self.lock_path = self.dir / "jobs.lock"
+
+    def __repr__(self) -> str:
+        return f"JobStore({str(self.home)!r}, person={self.person!r})"
 
     # --- reading and writing ----------------------------------------------------------------
 
@@ -201,6 +215,30 @@ class JobStore:
             if job["state"] == "completed":
                 job["state"] = "scheduled"
             return dict(job)
+
+
+def people_stores(home: Path | str) -> list[JobStore]:
+    """The job stores of the people of ``home`` who have a jobs file
+    (``<home>/people/<person>/cron/jobs.json``), sorted by person id; folders whose name is not
+    a person id are ignored."""
+    stores = []
+    try:
+        folders = sorted((Path(home) / PEOPLE_DIR).iterdir())
+    except OSError:
+        return []
+    for folder in folders:
+        try:
+            person = check_person(folder.name)
+        except HermesError:
+            continue
+        if (folder / "cron" / "jobs.json").is_file():
+            stores.append(JobStore(home, person))
+    return stores
+
+
+def all_stores(home: Path | str) -> list[JobStore]:
+    """The owner's job store of ``home``, then those of its people (:func:`people_stores`)."""
+    return [JobStore(home), *people_stores(home)]
 
 
 def schedule_of(job: dict[str, Any]) -> Schedule:

@@ -1,5 +1,9 @@
 """Running due jobs: claim them under the lock, run each as its own agent session (source
-``cron``), deliver the answer, and record the result."""
+``cron``), deliver the answer, and record the result.
+
+A person's job runs for that person (``AgentTask.person``): the host applies their limits
+(``hermes_person_scope``) and their tools see their own data only; its output is written in their
+own ``cron/output``."""
 
 from __future__ import annotations
 
@@ -11,14 +15,14 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from hermes_hookspecs import AgentOutcome, AgentRunner, AgentTask
 
-from .jobs import JobError, JobStore, find, schedule_of
+from .jobs import JobError, JobStore, cron_dir, find, schedule_of
 
 SOURCE = "cron"
 NOT_FOR_JOBS = ("clarify", "cron")
@@ -78,7 +82,7 @@ def claim_now(store: JobStore, ref: str) -> dict[str, Any]:
 
 
 def tick(
-    store: JobStore,
+    stores: JobStore | Sequence[JobStore],
     runner: AgentRunner,
     *,
     now: float | None = None,
@@ -86,21 +90,28 @@ def tick(
     cancel: threading.Event | None = None,
     on_start: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[tuple[dict[str, Any], AgentOutcome]]:
-    """Run every due job once (up to ``max_parallel`` at a time); return each job with its
-    outcome, in the order of the jobs file."""
-    jobs = due_jobs(store, now)
-    if not jobs:
+    """Run every due job of ``stores`` (one store, or several: :func:`~.jobs.all_stores` gives
+    the owner's and every person's) once, up to ``max_parallel`` at a time; return each job
+    with its outcome, in the order of the stores and of their jobs files. Each job returned
+    carries ``person``: whose job it is (``None``: the owner's)."""
+    if isinstance(stores, JobStore):
+        stores = [stores]
+    claimed = [(store, job) for store in stores for job in due_jobs(store, now)]
+    if not claimed:
         return []
 
-    def one(job: dict[str, Any]) -> tuple[dict[str, Any], AgentOutcome]:
+    def one(pair: tuple[JobStore, dict[str, Any]]) -> tuple[dict[str, Any], AgentOutcome]:
+        store, job = pair
+        job = {**job, "person": store.person}
         if on_start is not None:
             on_start(job)
         return job, run_claimed(store, runner, job, cancel=cancel)
 
-    if len(jobs) == 1 or max_parallel <= 1:
-        return [one(job) for job in jobs]
-    with ThreadPoolExecutor(min(max_parallel, len(jobs)), thread_name_prefix="hermes-cron") as pool:
-        return list(pool.map(one, jobs))
+    if len(claimed) == 1 or max_parallel <= 1:
+        return [one(pair) for pair in claimed]
+    workers = min(max_parallel, len(claimed))
+    with ThreadPoolExecutor(workers, thread_name_prefix="hermes-cron") as pool:
+        return list(pool.map(one, claimed))
 
 
 def run_claimed(
@@ -110,8 +121,8 @@ def run_claimed(
     *,
     cancel: threading.Event | None = None,
 ) -> AgentOutcome:
-    """Run a claimed job, deliver its answer and record the result (never raises for a failed
-    run: that is recorded in the job)."""
+    """Run a claimed job of ``store`` for the store's person, deliver its answer and record the
+    result (never raises for a failed run: that is recorded in the job)."""
     started = time.time()
     try:
         outcome = runner.run(
@@ -124,12 +135,20 @@ def run_claimed(
                 system_context=_context(job),
                 cancel_event=cancel,
                 exclude_toolsets=NOT_FOR_JOBS,
+                person=store.person,
             )
         )
     except Exception as exc:  # a runner must not raise; if one does, the job records it
         outcome = AgentOutcome(session_id="", text="", status="error", error=f"{exc}")
     try:
-        output = deliver(store.dir, job, outcome, started)
+        output = deliver(
+            store.dir,
+            job,
+            outcome,
+            started,
+            outbox=cron_dir(store.home) / "outbox",
+            person=store.person,
+        )
         delivery_error = None
     except OSError as exc:
         output, delivery_error = None, f"delivery failed: {exc}"
@@ -176,9 +195,19 @@ def _context(job: dict[str, Any]) -> str:
     )
 
 
-def deliver(cron_home: Path, job: dict[str, Any], outcome: AgentOutcome, started: float) -> Path:
-    """Write the run's answer to ``cron/output/<job id>/<time>.md``; for a ``PLATFORM:CHAT``
-    target also queue it in ``cron/outbox/`` for the gateway. Returns the output file."""
+def deliver(
+    cron_home: Path,
+    job: dict[str, Any],
+    outcome: AgentOutcome,
+    started: float,
+    *,
+    outbox: Path | None = None,
+    person: str | None = None,
+) -> Path:
+    """Write the run's answer to ``<cron_home>/output/<job id>/<time>.md`` (``cron_home``: the
+    cron folder of the job's person); for a ``PLATFORM:CHAT`` target also queue it in
+    ``outbox`` (default ``<cron_home>/outbox``: the home's one queue the gateway reads), naming
+    the job's ``person`` when it is not the owner's. Returns the output file."""
     stamp = _dt.datetime.fromtimestamp(started).strftime("%Y%m%d-%H%M%S")
     folder = cron_home / "output" / str(job["id"])
     folder.mkdir(parents=True, exist_ok=True)
@@ -224,7 +253,9 @@ def deliver(cron_home: Path, job: dict[str, Any], outcome: AgentOutcome, started
             "output_file": str(path),
             "created_at": time.time(),
         }
-        outbox = cron_home / "outbox"
+        if person is not None:
+            message["person"] = person
+        outbox = outbox or cron_home / "outbox"
         outbox.mkdir(parents=True, exist_ok=True)
         _atomic_write(outbox / f"{message['id']}.json", json.dumps(message, ensure_ascii=False))
     return path

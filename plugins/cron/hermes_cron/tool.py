@@ -1,4 +1,8 @@
-"""The ``cronjob`` tool: the agent schedules, lists and changes jobs itself."""
+"""The ``cronjob`` tool: the agent schedules, lists and changes jobs itself.
+
+It works on the jobs of the call's person (``ctx.person``) only: the owner's in
+``<home>/cron``, a person's in ``<home>/people/<person>/cron``. Another person's job id is, to
+it, no job at all."""
 
 from __future__ import annotations
 
@@ -47,10 +51,11 @@ PARAMETERS: dict[str, Any] = {
 }
 
 
-def _home(ctx: ToolContext) -> str:
+def _store(ctx: ToolContext) -> JobStore:
+    """The jobs of the call's person in the host's home."""
     if ctx.hermes_home is None:
         raise ToolError("scheduling needs a hermes home folder; this agent runs without one")
-    return str(ctx.hermes_home)
+    return JobStore(ctx.hermes_home, ctx.person)
 
 
 def _when(timestamp: float | None) -> str | None:
@@ -72,8 +77,9 @@ def _brief(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def cronjob(args: dict[str, Any], ctx: ToolContext) -> str:
-    """The ``cronjob`` tool."""
-    store = JobStore(_home(ctx))
+    """The ``cronjob`` tool: create, list, pause, resume, remove or run the jobs of the call's
+    person."""
+    store = _store(ctx)
     action = args["action"]
     try:
         if action == "list":
