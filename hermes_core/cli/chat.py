@@ -14,7 +14,9 @@ import click
 
 from hermes_hookspecs import API_MODES, HermesError
 
-from .display import Display, ask_approval, ask_clarify, read_line
+from .chat_agent import make_agent
+from .display import Display, read_line
+from .helpers import current_state
 from .slash import SLASH_COMMANDS, handle_slash
 from .state import CliState
 
@@ -22,44 +24,6 @@ if TYPE_CHECKING:
     from hermes_hookspecs import TurnResult
 
     from ..loop.agent import Agent
-
-
-def _state() -> CliState:
-    state: CliState = click.get_current_context().find_root().obj
-    return state
-
-
-def make_agent(
-    state: CliState,
-    *,
-    interactive: bool,
-    display: Display,
-    yolo: bool,
-    stream: bool,
-    session_id: str | None = None,
-) -> Agent:
-    """Build the agent for a chat command from the CLI state."""
-    from ..loop.events import Callbacks
-
-    can_ask = sys.stdin.isatty()
-    callbacks = Callbacks(
-        stream_delta=display.text_delta if stream else None,
-        tool_progress=display.tool_progress,
-        status=display.status if interactive else None,
-        thinking=display.thinking if interactive else None,
-        approval=(
-            (lambda r: display.ask(lambda: ask_approval(display, r), on_interrupt="deny"))
-            if can_ask
-            else None
-        ),
-        clarify=(
-            (lambda q, c: display.ask(lambda: ask_clarify(display, q, c), on_interrupt=""))
-            if can_ask
-            else None
-        ),
-    )
-    host = state.host.with_overrides({"agent.platform": "cli", "agent.stream": stream})
-    return host.agent(session_id=session_id, callbacks=callbacks, yolo=yolo)
 
 
 @click.command("chat")
@@ -103,8 +67,8 @@ def chat(
 ) -> None:
     """Chat with the agent (interactive), or answer one query with -q. In the interactive chat,
     paste or drop an image file's path into a message to send the image."""
-    state = _state()
-    from .sessions_cmd import open_store
+    state = current_state()
+    from .session_refs import open_store
 
     store = open_store(state)
     session_id = _session_to_resume(store, resume, continue_)
@@ -165,7 +129,7 @@ def _session_to_resume(store: Any, resume: str | None, continue_: bool) -> str |
             raise HermesError("no session to continue yet; start one with `hermes chat`")
         return latest
     if resume:
-        from .sessions_cmd import resolve_session
+        from .session_refs import resolve_session
 
         return resolve_session(store, resume)
     return None

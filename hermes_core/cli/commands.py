@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import platform
 import sys
 from typing import TYPE_CHECKING, Any
@@ -12,25 +11,11 @@ import click
 from hermes_hookspecs import HermesError
 
 from .. import __version__
+from .helpers import current_state, hosted_reports, show_json, show_table
 from .state import CliState
 
 if TYPE_CHECKING:
     pass
-
-
-def _state() -> CliState:
-    state: CliState = click.get_current_context().find_root().obj
-    return state
-
-
-def _print_json(value: Any) -> None:
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
-
-
-def _table(rows: list[list[str]], headers: list[str]) -> None:
-    widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
-    for row in [headers, *rows]:
-        click.echo("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
 
 
 # --- plugins -----------------------------------------------------------------------------------
@@ -45,12 +30,12 @@ def plugins_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def plugins_list(as_json: bool) -> None:
     """List plugins: name, version, dist, hooks, status or error."""
-    state = _state()
+    state = current_state()
     state.registry.collect_all()  # registration errors show up too
     records = state.plugins.list_records()
-    hosted = _hosted_reports(state)
+    hosted = hosted_reports(state)
     if as_json:
-        _print_json(
+        show_json(
             [
                 {**r.as_dict(), "hosted": [h.as_dict() for h in hosted.get(r.name, [])]}
                 for r in records
@@ -71,7 +56,7 @@ def plugins_list(as_json: bool) -> None:
         )
         for h in hosted.get(r.name, []):
             rows.append([f"  {h.name}", h.version or "-", f"via {r.name}", h.status, "-"])
-    _table(rows, ["NAME", "VERSION", "DIST", "STATUS", "HOOKS"])
+    show_table(rows, ["NAME", "VERSION", "DIST", "STATUS", "HOOKS"])
     for r in records:
         if r.error:
             click.echo(f"error: {r.name}: {r.error}")
@@ -84,27 +69,6 @@ def plugins_list(as_json: bool) -> None:
                 click.echo(f"{r.name}/{h.name}: {h.status}: {h.error}")
             for note in h.notes:
                 click.echo(f"{r.name}/{h.name}: note: {note}")
-
-
-def _hosted_reports(state: CliState) -> dict[str, list[Any]]:
-    """What each plugin reports through ``hermes_describe_plugins`` about plugins it hosts; a
-    report that is not a ``PluginReport`` is a hook error of the plugin."""
-    from hermes_hookspecs import PluginReport
-
-    plugins = state.plugins
-    hosted: dict[str, list[Any]] = {}
-    for record, hook in plugins.implementations("hermes_describe_plugins", load_order=True):
-
-        def report(item: Any, _name: str = record.name) -> None:
-            if not isinstance(item, PluginReport):
-                raise HermesError(f"expected a PluginReport, got {type(item).__name__}")
-            hosted.setdefault(_name, []).append(item)
-
-        try:
-            hook(report=report)
-        except Exception as exc:
-            plugins.record_error(record, "hermes_describe_plugins", exc)
-    return hosted
 
 
 # --- tools -------------------------------------------------------------------------------------
@@ -121,14 +85,14 @@ def tools_list(as_json: bool) -> None:
     """List every tool: toolset, whether it is available (and why not), which plugin."""
     from ..tools.toolsets import ToolsetError, describe_tools, enabled_toolsets
 
-    state = _state()
+    state = current_state()
     try:
         enabled_toolsets(state.registry, state.config.data)
     except ToolsetError as exc:
         click.echo(f"warning: {exc}; no tool is enabled until this is fixed", err=True)
     infos = describe_tools(state.registry, state.config.data)
     if as_json:
-        _print_json([i.as_dict() for i in infos])
+        show_json([i.as_dict() for i in infos])
         return
     if not infos:
         click.echo("no tools installed")
@@ -139,7 +103,7 @@ def tools_list(as_json: bool) -> None:
             ("enabled" if i.enabled else "disabled") if i.available else f"unavailable: {i.reason}"
         )
         rows.append([i.toolset, i.tool.name, status, i.plugin])
-    _table(rows, ["TOOLSET", "TOOL", "STATUS", "PLUGIN"])
+    show_table(rows, ["TOOLSET", "TOOL", "STATUS", "PLUGIN"])
 
 
 def _toolset_names(state: CliState, name: str) -> None:
@@ -178,7 +142,7 @@ def tools_enable(name: str) -> None:
     from ..config.loading import save_config
     from ..tools.toolsets import enabled_toolsets
 
-    state = _state()
+    state = current_state()
     data = dict(state.config.file_data)
     toolset = _toolset_of_tool(state, name)
     if toolset is not None:
@@ -206,7 +170,7 @@ def tools_disable(name: str) -> None:
     """Disable toolset NAME, or only the tool NAME (edits config.yaml)."""
     from ..config.loading import save_config
 
-    state = _state()
+    state = current_state()
     data = dict(state.config.file_data)
     toolset = _toolset_of_tool(state, name)
     key, what = ("disabled_tools", "tool") if toolset is not None else ("disabled_toolsets", "")
@@ -235,7 +199,7 @@ def providers_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def providers_list(as_json: bool) -> None:
     """List installed providers: name, API mode, default endpoint, key variable, plugin."""
-    state = _state()
+    state = current_state()
     rows: list[dict[str, Any]] = []
     for name, reg in sorted(state.registry.providers.items()):
         p = reg.value
@@ -250,11 +214,11 @@ def providers_list(as_json: bool) -> None:
             }
         )
     if as_json:
-        _print_json(rows)
+        show_json(rows)
     elif not rows:
         click.echo("no providers installed")
     else:
-        _table(
+        show_table(
             [
                 [r["name"], r["api_mode"], r["base_url"] or "-", r["key_env"] or "-", r["plugin"]]
                 for r in rows

@@ -10,7 +10,7 @@ import click
 
 from hermes_hookspecs import HermesError
 
-from .commands import _print_json, _state, _table
+from .helpers import current_state, show_json, show_table
 from .state import CliState
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ def config_group() -> None:
 @config_group.command("path")
 def config_path() -> None:
     """Print the path of config.yaml."""
-    click.echo(str(_state().home / "config.yaml"))
+    click.echo(str(current_state().home / "config.yaml"))
 
 
 def _masked(value: Any, key: str = "", schema: ConfigSchema | None = None) -> Any:
@@ -72,12 +72,12 @@ def _schema(state: CliState) -> ConfigSchema:
 def config_show(as_json: bool, sources: bool, defaults: bool) -> None:
     """Print the effective configuration (secrets masked)."""
     if defaults:
-        _show_declared(_schema(_state()), as_json)
+        _show_declared(_schema(current_state()), as_json)
         return
-    config = _state().config
+    config = current_state().config
     if sources:
         if as_json:
-            _print_json(config.sources)
+            show_json(config.sources)
         else:
             for key, source in sorted(config.sources.items()):
                 shown = _masked(config.get(key), key, config.schema)
@@ -85,7 +85,7 @@ def config_show(as_json: bool, sources: bool, defaults: bool) -> None:
         return
     data = _masked(config.data, "", config.schema)
     if as_json:
-        _print_json(data)
+        show_json(data)
         return
     import yaml
 
@@ -112,9 +112,9 @@ def _show_declared(schema: ConfigSchema, as_json: bool) -> None:
             }
         )
     if as_json:
-        _print_json(rows)
+        show_json(rows)
         return
-    _table(
+    show_table(
         [
             [
                 r["key"],
@@ -134,7 +134,7 @@ def _show_declared(schema: ConfigSchema, as_json: bool) -> None:
 def config_get(key: str) -> None:
     """Print the effective value of KEY (dotted, e.g. agent.max_turns; secrets masked)."""
     missing = object()
-    config = _state().config
+    config = current_state().config
     value = config.get(key, missing)
     if value is missing:
         raise HermesError(f"{key} is not set")
@@ -159,7 +159,7 @@ def config_set(key: str, value: str | None, force: bool = False) -> None:
     """
     from ..config.loading import ConfigError, _split_key, is_secret_key, set_value
 
-    state = _state()
+    state = current_state()
     schema = _schema(state)
     _split_key(key)
     if not force and not schema.covers(key):
@@ -289,6 +289,6 @@ def config_unset(key: str) -> None:
     """Remove KEY from config.yaml."""
     from ..config.loading import unset_value
 
-    if not unset_value(_state().home / "config.yaml", key):
+    if not unset_value(current_state().home / "config.yaml", key):
         raise HermesError(f"{key} is not set in config.yaml")
     click.echo(f"removed {key}")

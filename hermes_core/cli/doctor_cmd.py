@@ -11,7 +11,7 @@ import click
 from hermes_hookspecs import HermesError
 
 from .. import __version__
-from .commands import _hosted_reports, _state
+from .helpers import current_state, hosted_reports
 from .state import CliState
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def doctor(network: bool = True) -> None:
     """
     from .doctor_checks import home_writable, private_files
 
-    state = _state()
+    state = current_state()
     report = Report()
     click.echo(f"hermes {__version__}, Python {platform.python_version()}, home {state.home}")
     report.check(*home_writable(state.home))
@@ -120,7 +120,7 @@ def _check_plugins(state: CliState, report: Report) -> None:
             report.check(True, f"plugin {record.name} {record.version or ''}".rstrip())
         else:
             report.note(f"plugin {record.name} ({record.status})")
-    for host_name, reports in _hosted_reports(state).items():
+    for host_name, reports in hosted_reports(state).items():
         for hosted in reports:
             _check_hosted(f"plugin {host_name}/{hosted.name}", hosted, report)
 

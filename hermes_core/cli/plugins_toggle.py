@@ -22,11 +22,11 @@ def _find(name: str) -> tuple[str, list[Any]]:
     """The plugin ``name`` stands for and the hosted plugins of that name: an installed hermes
     plugin or a hosted one of that name, else the one hosted plugin whose key ends in
     ``/<name>`` (a folder plugin in a category folder, as the Hermes agent resolves it)."""
-    from .commands import _hosted_reports, _state
+    from .helpers import current_state, hosted_reports
 
-    state = _state()
+    state = current_state()
     native = any(r.name == name for r in state.plugins.list_records())
-    reports = [report for found in _hosted_reports(state).values() for report in found]
+    reports = [report for found in hosted_reports(state).values() for report in found]
     hosted = [r for r in reports if r.name == name]
     if native or hosted:
         return name, hosted
@@ -53,12 +53,12 @@ def toggle(name: str, enable: bool) -> tuple[str, list[str]]:
     :raises HermesError: no installed plugin has that name, or the file cannot be written.
     """
     from ..config.loading import _read_file, store_value
-    from .commands import _state
     from .config_cmd import _schema
+    from .helpers import current_state
 
     name, hosted = _find(name)
     aliases = {name, name.rsplit("/", 1)[-1]}
-    state = _state()
+    state = current_state()
     path = state.home / "config.yaml"
     data = _read_file(path)[0]
     wanted: dict[str, list[str]] = {}

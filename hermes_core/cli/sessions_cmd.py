@@ -12,17 +12,9 @@ import click
 
 from hermes_hookspecs import HermesError
 
+from .helpers import current_state, show_json
+from .session_refs import open_store, resolve_session
 from .state import CliState
-
-
-def _state() -> CliState:
-    state: CliState = click.get_current_context().find_root().obj
-    return state
-
-
-def open_store(state: CliState) -> Any:
-    """The session store of the active home (``$HERMES_HOME/sessions.db``)."""
-    return state.host.session_store
 
 
 def _mark_known_secrets(state: CliState) -> None:
@@ -55,31 +47,8 @@ def _when(timestamp: float | None) -> str:
     return _dt.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M")
 
 
-def resolve_session(store: Any, ref: str) -> str:
-    """The id of the one session ``ref`` names: an exact id, a unique id prefix or a title.
-
-    :raises HermesError: nothing matches, or several sessions do (they are listed).
-    """
-    found = store.find_sessions(ref, limit=6)
-    if not found:
-        raise HermesError(
-            f"no session {ref!r}; `hermes sessions list` or `hermes sessions search TEXT`"
-            " show the ids"
-        )
-    if len(found) > 1:
-        shown = ", ".join(f"{s.id} ({s.title or 'untitled'})" for s in found[:5])
-        raise HermesError(
-            f"{ref!r} names {len(found)} or more sessions: {shown}; give more of the id"
-        )
-    return str(found[0].id)
-
-
 def _session_or_fail(store: Any, session_id: str) -> Any:
     return store.get_session(resolve_session(store, session_id))
-
-
-def _print_json(value: Any) -> None:
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 
 @click.group("sessions")
@@ -109,14 +78,14 @@ PERSON_HELP = "Only this person's sessions (a gateway person id, or 'owner' for 
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def sessions_list(limit: int, person: str | None, as_json: bool) -> None:
     """List sessions, newest first, each marked with the person it was for."""
-    store = open_store(_state())
+    store = open_store(current_state())
     people = _people_filter(person)
     if people is None:
         sessions = store.list_sessions(limit=limit)
     else:
         sessions = store.list_people_sessions(people, limit=limit)
     if as_json:
-        _print_json([s.__dict__ for s in sessions])
+        show_json([s.__dict__ for s in sessions])
         return
     if not sessions:
         click.echo("no sessions yet")
@@ -151,14 +120,14 @@ def _origin(session: Any) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def sessions_show(session_id: str, as_json: bool) -> None:
     """Show one session and its messages (known secret values redacted)."""
-    state = _state()
+    state = current_state()
     store = open_store(state)
     _mark_known_secrets(state)
     session = _session_or_fail(store, session_id)
     messages = redacted(store.get_messages(session.id))
     if as_json:
         record = redacted(json.loads(json.dumps(session.__dict__, default=str)))
-        _print_json({"session": record, "messages": messages})
+        show_json({"session": record, "messages": messages})
         return
     click.echo(f"session {session.id}: {redacted(session.title or '(untitled)')}{_origin(session)}")
     click.echo(
@@ -203,7 +172,7 @@ def _as_markdown(messages: list[dict[str, Any]], headings: bool = True) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def sessions_search(query: str, limit: int, person: str | None, as_json: bool) -> None:
     """Full-text search over every stored message and tool output (secrets redacted)."""
-    state = _state()
+    state = current_state()
     store = open_store(state)
     _mark_known_secrets(state)
     people = _people_filter(person)
@@ -214,7 +183,7 @@ def sessions_search(query: str, limit: int, person: str | None, as_json: bool) -
     )
     hits = [redacted(dict(h.__dict__)) for h in found]
     if as_json:
-        _print_json(hits)
+        show_json(hits)
         return
     if not hits:
         click.echo("no matches")
@@ -234,7 +203,7 @@ def sessions_search(query: str, limit: int, person: str | None, as_json: bool) -
 def sessions_export(session_id: str, fmt: str) -> None:
     """Print a session as JSON lines (session first, then messages) or markdown; every known
     secret value (keys from .env and the configuration) is replaced by [REDACTED]."""
-    state = _state()
+    state = current_state()
     store = open_store(state)
     _mark_known_secrets(state)
     session = _session_or_fail(store, session_id)
@@ -254,7 +223,7 @@ def sessions_export(session_id: str, fmt: str) -> None:
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 def sessions_delete(session_id: str, yes: bool) -> None:
     """Delete a session and its messages."""
-    store = open_store(_state())
+    store = open_store(current_state())
     session_id = _session_or_fail(store, session_id).id
     if not yes:
         click.confirm(f"delete session {session_id}?", abort=True)
@@ -273,7 +242,7 @@ def sessions_delete(session_id: str, yes: bool) -> None:
 )
 def sessions_prune(days: float) -> None:
     """Delete sessions older than a number of days."""
-    count = open_store(_state()).prune(days)
+    count = open_store(current_state()).prune(days)
     click.echo(f"deleted {count} session(s)")
 
 
@@ -281,9 +250,9 @@ def sessions_prune(days: float) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def sessions_stats(as_json: bool) -> None:
     """Counts and size of the session store."""
-    stats = open_store(_state()).stats()
+    stats = open_store(current_state()).stats()
     if as_json:
-        _print_json(stats)
+        show_json(stats)
         return
     shown = dict(stats)
     for key in ("oldest", "newest"):
@@ -307,10 +276,10 @@ def sessions_compress(session_id: str, focus: str | None, as_json: bool) -> None
     model, exactly as a long chat would be; the result continues in a new session whose parent
     is that one.
     """
-    from .chat import make_agent
+    from .chat_agent import make_agent
     from .display import Display
 
-    state = _state()
+    state = current_state()
     store = open_store(state)
     session_id = _session_or_fail(store, session_id).id
     display = Display(interactive=False, stream=False)
@@ -328,7 +297,7 @@ def sessions_compress(session_id: str, focus: str | None, as_json: bool) -> None
     finally:
         agent.close()
     if as_json:
-        _print_json(figures)
+        show_json(figures)
         return
     if figures["session_id"] == current:
         click.echo(f"nothing to compress in {current}: the context engine kept every message")
@@ -347,7 +316,7 @@ def sessions_repair() -> None:
     from ..session_store.hermes_agent import store_path
     from ..session_store.recovery import repair
 
-    click.echo(repair(store_path(_state().home)))
+    click.echo(repair(store_path(current_state().home)))
 
 
 @sessions_group.command("import-hermes")
@@ -359,12 +328,12 @@ def sessions_import_hermes(path: Path | None, as_json: bool) -> None:
     hermes also does this by itself when the home's state.db changed, saying so in one line."""
     from ..session_store.hermes_agent import HERMES_AGENT_FILE, import_hermes_agent
 
-    state = _state()
+    state = current_state()
     source = path if path is not None else state.home / HERMES_AGENT_FILE
     if not source.is_file():
         raise HermesError(f"{source} does not exist; give the path of the Hermes agent's state.db")
     report = import_hermes_agent(open_store(state), source)
     if as_json:
-        _print_json({**report.__dict__, "source": str(report.source)})
+        show_json({**report.__dict__, "source": str(report.source)})
         return
     click.echo(report.line())

@@ -9,12 +9,8 @@ import click
 
 from hermes_hookspecs import HermesError
 
+from .helpers import current_state
 from .state import CliState
-
-
-def _state() -> CliState:
-    state: CliState = click.get_current_context().find_root().obj
-    return state
 
 
 def _set_model(state: CliState, provider: str, model: str | None, base_url: str | None) -> None:
@@ -76,7 +72,7 @@ def setup(
     """
     from ..config.loading import write_dotenv
 
-    state = _state()
+    state = current_state()
     providers = state.registry.providers
     if not providers:
         raise HermesError("no model provider is installed; install a provider plugin first")
@@ -165,7 +161,7 @@ def mask_secret(value: str) -> str:
 @click.option("--provider", help="Switch to this provider too.")
 def model(name: str | None, provider: str | None) -> None:
     """Show the model, or switch to NAME (PROVIDER/NAME or --provider)."""
-    state = _state()
+    state = current_state()
     current_provider = state.config.get("model.provider")
     if name is None and provider is None:
         click.echo(f"{current_provider or '-'} / {state.config.get('model.default') or '-'}")

@@ -45,7 +45,7 @@ def handle_slash(line: str, agent: Agent, store: Any, display: Display | None = 
         return ""
     if command == "/resume":
         if len(words) > 1:
-            from .sessions_cmd import resolve_session
+            from .session_refs import resolve_session
 
             try:
                 return resolve_session(store, " ".join(words[1:]))

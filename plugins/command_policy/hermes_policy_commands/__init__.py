@@ -33,20 +33,21 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .engine import Finding, Rule, RuleError, classify, load_rules
+    from .engine import Finding, Rule, RuleError, classify
     from .policy import (
         Policy,
         Verdict,
         compile_allow,
         decide,
         default_policy,
+        load_rules,
         policy_from_config,
         rules_from_config,
     )
 
 _WHERE = {
     "Finding": "engine", "Rule": "engine", "RuleError": "engine", "classify": "engine",
-    "load_rules": "engine", "Policy": "policy", "Verdict": "policy", "compile_allow": "policy",
+    "load_rules": "policy", "Policy": "policy", "Verdict": "policy", "compile_allow": "policy",
     "decide": "policy", "default_policy": "policy", "policy_from_config": "policy",
     "rules_from_config": "policy", "write_concern": "paths",
 }  # fmt: skip

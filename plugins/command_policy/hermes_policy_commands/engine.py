@@ -5,8 +5,8 @@ is a pattern over one simple command: the program, its subcommand words, its opt
 classes of the paths it names, reads or writes (:func:`classify`), a regular expression over its
 arguments or the text it reads, the wrappers it was reached through and what the reading noted.
 Each rule has a decision (``allow``, ``ask``, ``never``), a one-line justification, and examples
-that must and must not match; :func:`load_rules` checks them, so a rule that stops matching its
-own examples is an error at load.
+that must and must not match; :func:`policy.load_rules` checks them, so a rule that stops matching
+its own examples is an error at load.
 
 The decision of a command is the strictest of its simple commands'; ``never`` is refused
 whatever approved it, ``ask`` asks a person, ``allow`` runs. What the reading could not resolve
@@ -35,7 +35,6 @@ __all__ = [
     "RuleError",
     "classify",
     "judge",
-    "load_rules",
     "rule_from_mapping",
 ]
 
@@ -291,7 +290,7 @@ def _strings(value: Any, where: str, key: str) -> tuple[str, ...]:
 
 def rule_from_mapping(data: Mapping[str, Any], where: str, source: str = "builtin") -> Rule:
     """A :class:`Rule` from its data (one TOML table, or one ``approvals.rules`` entry);
-    :class:`RuleError` when it is malformed (its examples are checked by :func:`load_rules`)."""
+    :class:`RuleError` when it is malformed (:func:`policy.load_rules` checks its examples)."""
     if not isinstance(data, Mapping):
         raise RuleError(f"{where} must be a mapping")
     fields = _head(data, where)
@@ -358,15 +357,6 @@ def builtin_rules() -> tuple[Rule, ...]:
     if len(ids) != len(set(ids)):
         raise RuleError(f"duplicate rule ids: {sorted({i for i in ids if ids.count(i) > 1})}")
     return tuple(rules)
-
-
-def load_rules(extra: Sequence[Rule] = ()) -> tuple[Rule, ...]:
-    """The builtin rules and ``extra``, every example checked (:class:`RuleError` if one fails)."""
-    from .policy import findings_for
-
-    rules = builtin_rules() + tuple(extra)
-    check_examples(rules, lambda command, _rules: findings_for(command, rules))
-    return rules
 
 
 class Index(dict[str, list[Rule]]):

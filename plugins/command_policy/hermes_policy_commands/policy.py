@@ -21,6 +21,7 @@ from .engine import (
     Rule,
     RuleError,
     builtin_rules,
+    check_examples,
     judge,
     rule_from_mapping,
     strictest,
@@ -34,6 +35,7 @@ __all__ = [
     "compile_allow",
     "decide",
     "findings_for",
+    "load_rules",
     "policy_from_config",
     "rules_from_config",
 ]
@@ -166,6 +168,13 @@ def findings_for(command: str, rules: tuple[Rule, ...]) -> list[Finding]:
     return list(decide(command, Policy(rules), home="/home/user").findings)
 
 
+def load_rules(extra: Sequence[Rule] = ()) -> tuple[Rule, ...]:
+    """The builtin rules and ``extra``, every example checked (:class:`RuleError` if one fails)."""
+    rules = builtin_rules() + tuple(extra)
+    check_examples(rules, lambda command, _rules: findings_for(command, rules))
+    return rules
+
+
 @lru_cache(maxsize=1)
 def default_policy() -> Policy:
     """The builtin rules alone."""
@@ -240,8 +249,6 @@ def _configured(key: str, approvals: Mapping[str, Any]) -> Policy:
         raise RuleError("approvals.rules must be a list")
     own = [rule_from_mapping(e, f"approvals.rules[{i}]", "config") for i, e in enumerate(entries)]
     if own:
-        from .engine import check_examples
-
         everything = builtin_rules() + tuple(own)
         check_examples(own, lambda c, _r: findings_for(c, everything))
     rules = builtin_rules() + tuple(own) + tuple(rules_from_config(approvals.get("extra_patterns")))
