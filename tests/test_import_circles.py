@@ -20,13 +20,6 @@ KNOWN: dict[frozenset[str], str] = {
         }
     ): "Host.agent() builds an Agent and Agent.from_config() builds a Host; DESIGN.md names both "
     "as the embedding API",
-    frozenset(
-        {
-            "hermes_compat_agent_plugins.context",
-            "hermes_compat_agent_plugins.host",
-            "hermes_compat_agent_plugins.llm",
-        }
-    ): "the compatibility layer's plugin context, its host and its LLM facade",
 }
 """Circles still in the code, each with why it is there; fixing one means removing its entry
 (the test fails while an entry names a circle that is gone)."""
