@@ -38,7 +38,11 @@ largest gateway process's peak RSS, and the throughput of each worker count over
 
 Usage: python benchmarks/gateway.py [--conversations 50] [--turns 4] [--runs 3] [--workers 1,2]
                                     [--model-delay 0.2] [--spread 0] [--stream] [--plugins a,b]
-                                    [--profile DIR]
+                                    [--profile DIR] [--people N]
+
+``--people N`` configures N people in ``gateway.users`` (in 5 groups), and conversation K is
+person K modulo N (each person's own workspace, scope and sessions); without it every
+conversation is the one guest ``api``, as before people existed.
 """
 
 from __future__ import annotations
@@ -87,7 +91,7 @@ def model_server(delay: float) -> None:
 
 
 async def _conversation(
-    session: Any, url: str, number: int, turns: int, stream: bool, start: float
+    session: Any, url: str, number: int, turns: int, stream: bool, start: float, people: int = 0
 ) -> list[dict[str, Any]]:
     await asyncio.sleep(start)
     results = []
@@ -97,7 +101,12 @@ async def _conversation(
         headers = {"Authorization": f"Bearer {KEY}"}
         if session_id:
             headers["X-Hermes-Session-Id"] = session_id
-        body = {"model": "hermes-agent", "messages": [{"role": "user", "content": prompt}]}
+        body: dict[str, Any] = {
+            "model": "hermes-agent",
+            "messages": [{"role": "user", "content": prompt}],
+        }
+        if people:
+            body["user"] = f"person{number % people:03d}"
         if stream:
             body["stream"] = True
         started = time.perf_counter()
@@ -132,7 +141,7 @@ def _answer_text(raw: bytes, stream: bool) -> str:
 
 
 async def _load(
-    url: str, conversations: int, turns: int, stream: bool, starts: list[float]
+    url: str, conversations: int, turns: int, stream: bool, starts: list[float], people: int = 0
 ) -> dict[str, Any]:
     import aiohttp
 
@@ -142,7 +151,7 @@ async def _load(
         started = time.perf_counter()
         every = await asyncio.gather(
             *(
-                _conversation(session, url, n, turns, stream, starts[n])
+                _conversation(session, url, n, turns, stream, starts[n], people)
                 for n in range(conversations)
             )
         )
@@ -151,14 +160,28 @@ async def _load(
     return {"elapsed": elapsed, "results": results}
 
 
-def load_client(url: str, turns: int, stream: bool, starts: list[float]) -> None:
+def load_client(url: str, turns: int, stream: bool, starts: list[float], people: int = 0) -> None:
     """Run one conversation per start time (seconds after the first) and print the
-    measurements as JSON."""
-    measured = asyncio.run(_load(url, len(starts), turns, stream, starts))
+    measurements as JSON; with ``people``, conversation N is person N modulo ``people``."""
+    measured = asyncio.run(_load(url, len(starts), turns, stream, starts, people))
     print(json.dumps(measured), flush=True)
 
 
 # --- the gateway (this process) -------------------------------------------------------------
+
+
+def people_section(count: int) -> dict[str, Any]:
+    """``gateway.users`` with ``count`` people (``person000``...) in 5 groups (one shares its
+    sessions, each sets toolsets), for ``--people``."""
+    groups = {
+        f"group{g}": {"share_sessions": g == 0, "toolsets": ["file", "memory", "todo"][: 1 + g % 3]}
+        for g in range(5)
+    }
+    users = {
+        f"person{n:03d}": {"ids": [f"api:person{n:03d}"], "groups": [f"group{n % 5}"]}
+        for n in range(count)
+    }
+    return {"users": users, "groups": groups}
 
 
 def _percentile(values: list[float], share: float) -> float:
@@ -171,6 +194,7 @@ def _drive(args: argparse.Namespace, url: str, starts: list[float]) -> dict[str,
     """Run the load client against ``url``; fail on any lost or crossed answer."""
     command = [sys.executable, __file__, "--client", url, "--turns", str(args.turns)]
     command += ["--starts", ",".join(f"{s:.4f}" for s in starts)]
+    command += ["--people", str(args.people)]
     if args.stream:
         command.append("--stream")
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=True)
@@ -209,6 +233,8 @@ class ServedGateway:
                 },
             },
         }
+        if args.people:
+            config["gateway"].update(people_section(args.people))
         (self.home / "config.yaml").write_text(json.dumps(config))
         env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_")}
         env["HERMES_HOME"] = str(self.home)
@@ -385,6 +411,13 @@ def main() -> None:
         help="profile each serving process under the load (yappi, CPU clock, every thread) "
         "and write DIR/<pid>.pstat; the CPU figures then include the profiler's cost",
     )
+    parser.add_argument(
+        "--people",
+        type=int,
+        default=0,
+        help="configure this many people in gateway.users (5 groups), each conversation one of "
+        "them (0: every conversation is the one guest `api`, as before people existed)",
+    )
     parser.add_argument("--client", metavar="URL", help=argparse.SUPPRESS)
     parser.add_argument("--starts", default="", help=argparse.SUPPRESS)
     parser.add_argument("--model-server", action="store_true", help=argparse.SUPPRESS)
@@ -394,7 +427,7 @@ def main() -> None:
         return
     if args.client:
         starts = [float(s) for s in args.starts.split(",")] if args.starts else [0.0]
-        load_client(args.client, args.turns, args.stream, starts)
+        load_client(args.client, args.turns, args.stream, starts, args.people)
         return
 
     counts = [int(w) for w in args.workers.split(",")]

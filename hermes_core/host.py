@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes_hookspecs import ModelClient, SessionStore
 
+from .caching import RecentlyUsed, frozen
 from .config.loading import (
     Config,
     ensure_home,
@@ -43,22 +44,8 @@ if TYPE_CHECKING:
     from .plugins.manager import PluginManager
     from .plugins.registry import Registry
 
-_MAX_DERIVED = 64
+_MAX_DERIVED = 256
 """Hosts with overrides one host keeps ready (see :meth:`Host.with_overrides`)."""
-
-
-def frozen(value: Any) -> Hashable | None:
-    """``value`` (overrides: mappings, lists and scalars) as a hashable key, ``None`` when
-    some part of it is not plain data."""
-    if isinstance(value, Mapping):
-        items = [(repr(k), frozen(v)) for k, v in value.items()]
-        return None if any(v is None for _, v in items) else ("{", tuple(sorted(items)))
-    if isinstance(value, list | tuple):
-        parts = tuple(frozen(v) for v in value)
-        return None if any(p is None for p in parts) else ("[", parts)
-    if value is None or isinstance(value, str | int | float | bool | Path):
-        return (type(value).__name__, value)
-    return None
 
 
 class Host:
@@ -113,7 +100,7 @@ class Host:
         self._store = session_store
         self._owns_store = False
         self._runner: HostRunner | None = None
-        self._derived: dict[Hashable, Host] = {}
+        self._derived: RecentlyUsed[Host] = RecentlyUsed(_MAX_DERIVED)
         self._lock = threading.RLock()
 
     # --- the stages, in order --------------------------------------------------------------
@@ -269,23 +256,20 @@ class Host:
         has ``overrides`` (dotted keys) on top; without ``keep_client`` its agents use the
         configured provider rather than this host's model client.
 
-        The same ``overrides`` give the same host (up to ``_MAX_DERIVED`` kept): a
+        The same ``overrides`` give the same host (the ``_MAX_DERIVED`` used most recently are
+        kept): a
         configuration copy costs a deep copy and a check of every key, and a long-running
         process (the gateway) asks for the same few on every turn."""
         key = frozen((overrides, keep_client))
         if key is not None:
-            with self._lock:
-                known = self._derived.get(key)
+            known = self._derived.get(key)
             if known is not None:
                 return known
         config = self.config.with_overrides(overrides)
         self.session_store  # opened now, so that the hosts share it  # noqa: B018
         host = self._sharing(config=config, client=self.client if keep_client else None)
         if key is not None:
-            with self._lock:
-                if len(self._derived) >= _MAX_DERIVED:
-                    self._derived.pop(next(iter(self._derived)))
-                host = self._derived.setdefault(key, host)
+            host = self._derived.keep(key, host)
         return host
 
     def reloaded(self, overrides: Mapping[str, Any] | None = None) -> Host:

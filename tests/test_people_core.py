@@ -308,6 +308,14 @@ def test_the_scope_narrows_toolsets_and_its_settings_win(tmp_path: Path) -> None
     assert "other_tool" in {t["function"]["name"] for t in model.requests[-1].tools}
 
 
+def test_the_scopes_budget_never_raises_what_a_run_asked_for(tmp_path: Path) -> None:
+    probe = _Probe(PersonScope(config_overrides={"agent.max_turns": 50}))
+    model = ScriptedModel(tool_call("peek", {}), "summary")
+    runner = _runner(model, probe, tmp_path)
+    outcome = runner.run(AgentTask(prompt="x", person="alice", max_iterations=1))
+    assert outcome.status == "max_iterations" and len(model.requests) == 2
+
+
 def test_the_scope_shares_search_with_a_group(tmp_path: Path) -> None:
     probe = _Probe(PersonScope(shared_people=["alice"]))
     model = ScriptedModel(tool_call("peek", {"session": "s-alice"}), "done")

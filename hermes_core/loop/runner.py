@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -27,6 +27,7 @@ from hermes_hookspecs import (
     check_person,
 )
 
+from ..caching import RecentlyUsed, frozen
 from ..tools.toolsets import enabled_toolsets, expand
 from .events import Callbacks
 from .ids import new_id
@@ -47,7 +48,7 @@ _STATUS = {
 _NO_SCOPE = PersonScope()
 """The scope of a run with no person, or of a person no plugin limits."""
 
-_MAX_CACHED_HOSTS = 64
+_MAX_CACHED_HOSTS = 256
 """Distinct task configurations a runner keeps ready (see ``HostRunner._host``)."""
 
 
@@ -79,8 +80,7 @@ class HostRunner:
     def __init__(self, host: Host) -> None:
         self.host = host
         self._build_lock = threading.Lock()
-        self._hosts: dict[Hashable, Host] = {}
-        self._hosts_lock = threading.Lock()
+        self._hosts: RecentlyUsed[Host] = RecentlyUsed(_MAX_CACHED_HOSTS)
 
     @property
     def config(self) -> Config:
@@ -185,8 +185,13 @@ class HostRunner:
         owner or when no plugin defines people. A plugin that fails to answer fails the run."""
         if person is None:
             return _NO_SCOPE
-        found = self.host.plugins.call_first(
-            "hermes_person_scope", fail_closed=True, person=person, config=self.host.config.data
+        host = self.host
+        found = host.plugins.call_first(
+            "hermes_person_scope",
+            fail_closed=True,
+            person=person,
+            config=host.config.data,
+            home=host.home if host.has_home else None,
         )
         if found is None:
             return _NO_SCOPE
@@ -209,8 +214,6 @@ class HostRunner:
         all of them. Tasks that differ in none of these share one cached host: a
         configuration copy costs a deep copy and a validation of the whole configuration, and
         a gateway makes one per message (with the user's workspace in its overrides)."""
-        from ..host import frozen
-
         scope = scope or _NO_SCOPE
         fields = {
             "model.default": task.model,
@@ -236,8 +239,7 @@ class HostRunner:
             )
         )
         if key is not None:
-            with self._hosts_lock:
-                cached = self._hosts.get(key)
+            cached = self._hosts.get(key)
             if cached is not None:  # cached once checked: the check depends on the key only
                 return cached
         host = self.host.with_overrides(task.config_overrides)
@@ -251,16 +253,17 @@ class HostRunner:
         direct = task.provider is None and task.base_url is None
         host = host.with_overrides(fields, keep_client=direct)
         if scope.config_overrides:
+            overrides = dict(scope.config_overrides)
+            limit = overrides.get("agent.max_turns")
+            if isinstance(limit, int) and task.max_iterations is not None:
+                # the person's budget is a ceiling: it never raises what the run asked for
+                overrides["agent.max_turns"] = min(limit, task.max_iterations)
             moved = any(
-                k in ("model.provider", "model.base_url", "model.api_mode")
-                for k in scope.config_overrides
+                k in ("model.provider", "model.base_url", "model.api_mode") for k in overrides
             )
-            host = host.with_overrides(scope.config_overrides, keep_client=not moved)
+            host = host.with_overrides(overrides, keep_client=not moved)
         if key is not None:
-            with self._hosts_lock:
-                if len(self._hosts) >= _MAX_CACHED_HOSTS:
-                    self._hosts.pop(next(iter(self._hosts)))
-                self._hosts[key] = host
+            host = self._hosts.keep(key, host)
         return host
 
     def _excluding(self, host: Host, names: Sequence[str]) -> Host:

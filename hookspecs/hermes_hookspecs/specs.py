@@ -17,6 +17,7 @@ from .markers import hookspec
 
 if TYPE_CHECKING:  # annotations only: importing the spec module stays cheap at start-up
     from collections.abc import Callable, Mapping
+    from pathlib import Path
 
     from .agents import AgentOutcome
     from .approval import ApprovalDecision, ApprovalRequest
@@ -299,16 +300,19 @@ def hermes_refresh_credentials(provider: str, settings: ProviderSettings) -> str
 
 
 @hookspec(firstresult=True)
-def hermes_person_scope(person: str, config: Mapping[str, Any]) -> PersonScope | None:
+def hermes_person_scope(
+    person: str, config: Mapping[str, Any], home: Path | None
+) -> PersonScope | None:
     """Say what the runs of ``person`` may do: their allowed toolsets, whose sessions they may
-    search besides their own, and configuration that holds for them (model, approvals, sandbox,
-    budgets, memory on or off).
+    search besides their own, and configuration that holds for them (their workspace, model,
+    approvals, sandbox, budgets, memory on or off).
 
     Called by the host before every run that acts for a person (``AgentTask.person``): a
     gateway turn, a scheduled job created by that person, each of their subagents.
 
     :param person: the person id.
     :param config: the configuration the run starts from.
+    :param home: the hermes home (``None`` for an agent without one).
     :return: a :class:`~hermes_hookspecs.PersonScope`, or ``None`` when this plugin does not
         define people (the run then keeps only its data apart). The first non-``None`` answer
         wins (``firstresult``). An exception fails the run (an ``error`` outcome): a person's

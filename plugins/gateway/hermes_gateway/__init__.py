@@ -2,8 +2,10 @@
 ``gateway.platforms`` in one process, each conversation in its own agent session.
 
 Ships two adapters: ``api_server`` (an OpenAI-compatible HTTP API) and ``webhook`` (signed
-POSTs in and out). Other plugins add platforms through ``hermes_register_platform_adapters``, a
-hook this plugin declares (:mod:`hermes_gateway.hookspecs`).
+POSTs in and out). Every sender is a person (``gateway.users``, or a guest) whose runs are
+kept apart from everyone else's (``hermes_person_scope``, :mod:`hermes_gateway.scope`). Other
+plugins add platforms through ``hermes_register_platform_adapters``, a hook this plugin
+declares (:mod:`hermes_gateway.hookspecs`).
 See docs/gateway.md.
 """
 
@@ -15,6 +17,7 @@ from hermes_hookspecs import hookimpl
 
 from . import hookspecs  # noqa: F401 - the hook this plugin declares
 from .config_schema import hermes_register_config  # noqa: F401 - a hook of this plugin
+from .home_guard import hermes_pre_tool_call  # noqa: F401 - a hook of this plugin
 from .platforms import (
     AdapterFactory,
     Attachment,
@@ -22,6 +25,7 @@ from .platforms import (
     InboundMessage,
     PlatformAdapter,
 )
+from .scope import hermes_person_scope  # noqa: F401 - a hook of this plugin
 
 
 def _api_server(platform: str, settings: Any) -> PlatformAdapter:
@@ -61,7 +65,9 @@ def hermes_register_commands(cli: Any) -> None:
         def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
             return self._real().get_command(ctx, name)
 
-    cli.add_command(LazyGatewayGroup("gateway", help="The messaging gateway: run, adapters."))
+    cli.add_command(
+        LazyGatewayGroup("gateway", help="The messaging gateway: run, adapters, people.")
+    )
 
 
 __all__ = ["AdapterFactory", "Attachment", "Gateway", "InboundMessage", "PlatformAdapter"]

@@ -3,12 +3,19 @@
 
 The agent's tools run here, in the gateway; the client sees the answer. A conversation continues
 in the session named by the ``X-Hermes-Session-Id`` header (every answer carries it), or, on the
-Responses API, the one that produced ``previous_response_id``.
+Responses API, the one that produced ``previous_response_id``; only its own person may continue
+it.
+
+Who asks: the body's ``user`` names the sender (a platform id of ``gateway.users``, else a
+guest), unless the request bears a person's own key (``gateway.users.<id>.api_key_env``): it is
+then that person, whatever ``user`` says, and the server's shared key can no longer speak for
+them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import hmac
 import os
 import re
@@ -19,7 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from hermes_hookspecs import AgentOutcome, HermesError
 
 from . import openai_format as fmt
-from .core import GatewayClosed, new_session_id
+from .core import GatewayClosed, SessionRefused, new_session_id
 from .listening import listen
 from .platforms import Gateway, InboundMessage, PlatformAdapter
 
@@ -61,6 +68,8 @@ class ApiServerAdapter(PlatformAdapter):
         self._gateway: Gateway | None = None
         self._routes: Any = None
         self._created = int(time.time())
+        self._person_keys: list[tuple[bytes, str]] = []
+        self._keyed_ids: frozenset[str] = frozenset()
 
     @property
     def url(self) -> str:
@@ -80,6 +89,7 @@ class ApiServerAdapter(PlatformAdapter):
 
         self._gateway = gateway
         self._routes = getattr(gateway, "routes", None)
+        self._person_keys, self._keyed_ids = self._people_keys(getattr(gateway, "people", None))
 
         @web.middleware
         async def auth(request: web.Request, handler: Any) -> Any:
@@ -91,6 +101,37 @@ class ApiServerAdapter(PlatformAdapter):
         app.router.add_post("/v1/chat/completions", self._chat_completions)
         app.router.add_post("/v1/responses", self._responses)
         self._runner, self.port = await listen(app, self.host, self.port, "the API server")
+
+    def _people_keys(self, people: Any) -> tuple[list[tuple[bytes, str]], frozenset[str]]:
+        """The digest of each person's own key with the person, and the ``user`` values of
+        this platform that name a person who has a key (the shared key may not speak for
+        them); :class:`HermesError` for a key that is not set or not a key of its own."""
+        if people is None:
+            return [], frozenset()
+        keys: list[tuple[bytes, str]] = []
+        seen: dict[bytes, str] = {hashlib.sha256(self._key.encode()).digest(): "the server"}
+        for person, env in sorted(people.keyed().items()):
+            value = os.environ.get(env, "").strip()
+            if not value:
+                raise HermesError(
+                    f"gateway.users.{person}.api_key_env names {env}, which is not set: set it "
+                    f"to {person}'s API key"
+                )
+            digest = hashlib.sha256(value.encode()).digest()
+            if digest in seen:
+                raise HermesError(
+                    f"gateway.users.{person}.api_key_env: {env} holds the same key as "
+                    f"{seen[digest]}'s; give {person} a key of their own"
+                )
+            seen[digest] = person
+            keys.append((digest, person))
+        keyed = {person for _, person in keys}
+        ids = frozenset(
+            user
+            for (platform, user), person in people.by_platform_id.items()
+            if platform == self.platform and person in keyed
+        )
+        return keys, ids
 
     async def disconnect(self) -> None:
         """Stop listening; requests under way are finished first."""
@@ -128,9 +169,15 @@ class ApiServerAdapter(PlatformAdapter):
         if request.path.startswith("/v1/"):
             header = request.headers.get("Authorization", "")
             scheme, _, given = header.partition(" ")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(
-                given.strip().encode(), self._key.encode()
-            ):
+            shared = hmac.compare_digest(given.strip().encode(), self._key.encode())
+            person = None
+            if self._person_keys:
+                digest = hashlib.sha256(given.strip().encode()).digest()
+                for known, who in self._person_keys:  # every one compared: constant time
+                    if hmac.compare_digest(digest, known):
+                        person = who
+            request["hermes_person"] = person
+            if scheme.lower() != "bearer" or not (shared or person is not None):
                 return self._error(
                     401,
                     "missing or wrong API key (send Authorization: Bearer KEY)",
@@ -161,13 +208,15 @@ class ApiServerAdapter(PlatformAdapter):
     def _message(
         self, request: web.Request, body: Mapping[str, Any], prompt: str
     ) -> InboundMessage:
-        user = body.get("user") or body.get("safety_identifier") or "api"
+        person = request.get("hermes_person")
+        user = person or body.get("user") or body.get("safety_identifier") or "api"
         return InboundMessage(
             platform=self.platform,
             chat_id="api",
             user_id=str(user),
             text=prompt,
             message_id=request.headers.get("X-Request-Id", ""),
+            person=person,
         )
 
     def _session_header(self, request: web.Request) -> str | None:
@@ -183,6 +232,8 @@ class ApiServerAdapter(PlatformAdapter):
     def _refusal(self, exc: Exception) -> web.Response:
         if isinstance(exc, GatewayClosed):
             return self._error(503, str(exc), "server_error", "shutting_down")
+        if isinstance(exc, SessionRefused):
+            return self._error(403, str(exc), "permission_error", "session_not_yours")
         if isinstance(exc, PermissionError):
             return self._error(403, str(exc), "permission_error", "user_not_allowed")
         if isinstance(exc, fmt.BadRequest):
@@ -223,6 +274,13 @@ class ApiServerAdapter(PlatformAdapter):
         """Start the turn and wait for its first text delta (or its end); an HTTP error when
         it failed before anything streamed, while a plain error answer still fits."""
         message = self._message(request, body, prompt)
+        if message.person is None and message.user_id in self._keyed_ids:
+            return self._error(
+                403,
+                f"user {message.user_id!r} speaks with their own API key, not the server's",
+                "permission_error",
+                "user_not_allowed",
+            )
         turn, queue = await self._run(message, session_id, instructions, stream)
         headers = {SESSION_HEADER: session_id}
         first = await _first_or_gone(request, queue)

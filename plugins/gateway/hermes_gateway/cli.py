@@ -10,6 +10,7 @@ from hermes_hookspecs import CommandContext, HermesError
 
 from .core import GatewayCore
 from .hookspecs import PLATFORM_ADAPTERS_HOOK
+from .people_cli import people_group
 from .serve import build, serve
 
 
@@ -21,6 +22,9 @@ def _context() -> CommandContext:
 @click.group("gateway")
 def gateway_group() -> None:
     """The messaging gateway: serve the platforms of gateway.platforms."""
+
+
+gateway_group.add_command(people_group)
 
 
 @gateway_group.command("run")
@@ -51,7 +55,9 @@ def run(drain_timeout: float | None, workers: int | None) -> None:
     runner, factories = context.agent_runner(), context.registered(PLATFORM_ADAPTERS_HOOK)
 
     def make() -> GatewayCore:
-        return build(context.home, config, runner, factories, log)
+        return build(
+            context.home, config, runner, factories, log, session_store=context.session_store
+        )
 
     gateway = make()
     if gateway.settings.workers > 1:

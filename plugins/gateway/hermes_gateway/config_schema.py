@@ -10,7 +10,8 @@ from hermes_hookspecs import ConfigKey, ConfigSection, hookimpl
 @hookimpl
 def hermes_register_config(register: Callable[[ConfigSection], None]) -> None:
     """Declare ``gateway.*``; each platform's entry belongs to its adapter, so
-    ``gateway.platforms`` is checked by the gateway when it starts."""
+    ``gateway.platforms`` is checked by the gateway when it starts, and so are the people's
+    entries (``users``, ``groups``, ``guests``: :mod:`hermes_gateway.people`)."""
     register(
         ConfigSection(
             "gateway",
@@ -66,6 +67,22 @@ def hermes_register_config(register: Callable[[ConfigSection], None]) -> None:
                     minimum=0.05,
                 ),
                 ConfigKey("platforms", ("object", "null"), doc="the platforms to serve, by name"),
+                ConfigKey(
+                    "users",
+                    ("object", "null"),
+                    doc="the people, by person id: their platform ids (PLATFORM:USER_ID), "
+                    "groups and settings (docs/gateway.md#people-and-groups)",
+                ),
+                ConfigKey(
+                    "groups",
+                    ("object", "null"),
+                    doc="groups of people, by name: share_sessions and settings for members",
+                ),
+                ConfigKey(
+                    "guests",
+                    ("object", "null"),
+                    doc="senders no person's ids name: allowed (true) and their settings",
+                ),
             ],
             doc="the messaging gateway (hermes gateway run)",
         )

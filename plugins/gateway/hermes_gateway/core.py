@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-import hashlib
 import os
-import re
 import threading
 import time
 import uuid
@@ -18,13 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes_hookspecs import AgentOutcome, AgentRunner, AgentTask
+from hermes_hookspecs import AgentOutcome, AgentRunner, AgentTask, SessionStore
 
 from . import memory
+from .people import guest_id, is_guest
 from .platforms import InboundMessage, PlatformAdapter
+from .records import read_record, remember_ids
 from .routes import RouteStore, route_key
 from .session_locks import SessionLocks
-from .settings import GatewaySettings, PlatformSettings
+from .settings import GatewaySettings
+from .workspaces import PEOPLE_WORKSPACES, workspace_name
 
 NOT_FOR_GATEWAY = ("clarify",)
 """Toolsets a gateway session never gets: the model cannot stop to ask the user a question."""
@@ -38,13 +38,8 @@ class GatewayClosed(RuntimeError):
     """The gateway is shutting down and takes no new message."""
 
 
-@functools.lru_cache(maxsize=4096)
-def workspace_name(platform: str, user_id: str) -> str:
-    """A folder name of its own for each (platform, user): readable, and distinct even where
-    two ids differ only in characters a file name cannot hold."""
-    readable = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{platform}-{user_id}")[:64].lstrip(".")
-    digest = hashlib.sha256(f"{platform}\0{user_id}".encode()).hexdigest()[:10]
-    return f"{readable}-{digest}"
+class SessionRefused(PermissionError):
+    """A message names a session that is another person's; nothing runs."""
 
 
 def new_session_id() -> str:
@@ -94,6 +89,11 @@ class GatewayCore:
     :param session_locks: the locks that keep one turn at a time per session across the
         processes sharing the session store (``gateway.workers`` above 1); ``None`` for a
         gateway alone with its sessions.
+    :param session_store: gives the home's session store (called once, on first need, in the
+        process that serves), to refuse a message naming another person's session before
+        anything runs; ``None`` leaves that to the runner (the turn then fails).
+    :param home: the hermes home, where what the gateway learns of each person (the platform
+        ids they wrote from, their workspace) is kept for ``hermes gateway people``.
     """
 
     def __init__(
@@ -105,8 +105,15 @@ class GatewayCore:
         log: Callable[[str], None] = print,
         workspace_root: Path | None = None,
         session_locks: SessionLocks | None = None,
+        session_store: Callable[[], SessionStore] | None = None,
+        home: Path | None = None,
     ) -> None:
         self.runner = runner
+        self.people = settings.people
+        self.home = home
+        self._store_of = session_store
+        self._store: SessionStore | None = None
+        self._remembered: set[tuple[str, str, str]] = set()
         self.session_locks = session_locks
         self.routes = routes
         self.settings = settings
@@ -127,13 +134,13 @@ class GatewayCore:
     async def dispatch(self, message: InboundMessage) -> None:
         """Handle a chat message: a command, or a turn whose answer goes back through the
         platform's adapter. Returns once the message is accepted."""
-        self._check(message)
+        person = self._admit(message)
         key = route_key(message.platform, message.chat_id, message.user_id)
         command = command_of(message.text)
         if command is not None:
-            await self._command(command, message, key)
+            await self._command(command, message, key, person)
             return
-        self._spawn(self._chat_turn(message, key))
+        self._spawn(self._chat_turn(message, key, person))
 
     async def converse(
         self,
@@ -144,31 +151,66 @@ class GatewayCore:
         on_delta: Callable[[str], None] | None = None,
     ) -> AgentOutcome:
         """Run one turn and return its outcome (for request/response adapters)."""
-        self._check(message)
+        person = self._admit(message)
         if session_id is None:
             session_id = self._routed_session(
-                route_key(message.platform, message.chat_id, message.user_id)
+                route_key(message.platform, message.chat_id, message.user_id), person
             )
-        return await self._turn(session_id, message, instructions, on_delta)
+        elif not self._owns(person, session_id):
+            self.log(
+                f"gateway: refused {person} on {message.platform}: session {session_id} is "
+                "someone else's"
+            )
+            raise SessionRefused(f"session {session_id!r} belongs to someone else")
+        return await self._turn(session_id, message, person, instructions, on_delta)
 
-    # --- checks and routing --------------------------------------------------------------------
+    # --- people, checks and routing ------------------------------------------------------------
 
-    def _check(self, message: InboundMessage) -> PlatformSettings:
-        if self.closing:
-            raise GatewayClosed("the gateway is shutting down; try again in a moment")
+    def person_of(self, message: InboundMessage) -> str | None:
+        """The person ``message`` comes from (see :meth:`People.admit
+        <hermes_gateway.people.People.admit>`); ``None``: not allowed in."""
         platform = self.settings.platforms.get(message.platform)
         if platform is None:
-            raise PermissionError(f"platform {message.platform!r} is not configured")
-        if not platform.allows(message.user_id):
-            self.log(
-                f"gateway: refused user {message.user_id!r} on {message.platform} "
-                f"(not in gateway.platforms.{message.platform}.allowed_users)"
-            )
-            raise PermissionError(f"user {message.user_id!r} is not allowed on {message.platform}")
-        return platform
+            return None
+        if message.person is not None:  # authenticated by the adapter (a person's API key)
+            return message.person if message.person in self.people.users else None
+        return self.people.admit(message.platform, message.user_id, platform.allows)
 
-    def _routed_session(self, key: str) -> str:
+    def _admit(self, message: InboundMessage) -> str:
+        """The person ``message`` comes from; raises when they may not talk to the agent."""
+        if self.closing:
+            raise GatewayClosed("the gateway is shutting down; try again in a moment")
+        person = self.person_of(message)
+        if person is not None:
+            return person
+        if message.platform not in self.settings.platforms:
+            raise PermissionError(f"platform {message.platform!r} is not configured")
+        self.log(
+            f"gateway: refused user {message.user_id!r} on {message.platform} "
+            f"(not in gateway.platforms.{message.platform}.allowed_users nor gateway.users)"
+        )
+        raise PermissionError(f"user {message.user_id!r} is not allowed on {message.platform}")
+
+    def _session_store(self) -> SessionStore | None:
+        if self._store is None and self._store_of is not None:
+            self._store = self._store_of()
+        return self._store
+
+    def _owns(self, person: str, session_id: str) -> bool:
+        """Whether ``session_id`` is ``person``'s or new (unknown without a session store:
+        the runner refuses then)."""
+        store = self._session_store()
+        if store is None:
+            return True
+        found = store.get_session(session_id)
+        return found is None or found.person == person
+
+    def _routed_session(self, key: str, person: str | None = None) -> str:
+        """The conversation's session; a new one when it has none, or when the one it had is
+        someone else's (the platform id was given to another person since)."""
         session_id = self.routes.session_of(key)
+        if session_id is not None and person is not None and not self._owns(person, session_id):
+            session_id = None
         if session_id is None:
             session_id = new_session_id()
             self.routes.assign(key, session_id)
@@ -201,6 +243,7 @@ class GatewayCore:
         self,
         session_id: str,
         message: InboundMessage,
+        person: str,
         instructions: str | None,
         on_delta: Callable[[str], None] | None,
     ) -> AgentOutcome:
@@ -245,8 +288,9 @@ class GatewayCore:
             cancel_event=cancel,
             on_text_delta=deltas,
             exclude_toolsets=NOT_FOR_GATEWAY,
-            config_overrides=self._workspace(message),
+            config_overrides=self._workspace(message, person),
             join_unanswered=interrupts,
+            person=person,
         )
         try:
             future = loop.run_in_executor(self._pool, self._run, task)
@@ -284,12 +328,45 @@ class GatewayCore:
                 )
             return self.runner.run(task)
 
-    def _workspace(self, message: InboundMessage) -> dict[str, Any]:
-        """The configuration that puts this user's commands in their own workspace."""
+    def may_deliver(self, person: str | None, platform: str, chat_id: str) -> bool:
+        """Whether a scheduled job of ``person`` may send to ``chat_id`` on ``platform``: the
+        owner's may send anywhere; a person's only to a chat that is theirs (a direct chat
+        with one of their ids on that platform, or a chat they talked in here)."""
+        if person is None:
+            return True
+        users = {
+            user
+            for (where, user), who in self.people.by_platform_id.items()
+            if who == person and where == platform
+        }
+        if self.home is not None:
+            recorded = read_record(self.home, person)["ids"]
+            users.update(k.split(":", 1)[1] for k in recorded if k.startswith(f"{platform}:"))
+        return chat_id in users or chat_id in self.routes.chats_of(platform, users)
+
+    def workspace_of(self, message: InboundMessage, person: str) -> str | None:
+        """The folder of ``person``'s workspace (``None`` with ``gateway.workspaces: shared``):
+        ``people/<id>`` for a configured person (one folder whichever platform id they write
+        from), ``workspace_name(platform, user_id)`` for a guest (as before people existed)."""
         if self.workspace_root is None or self.settings.workspaces != "per-user":
+            return None
+        if is_guest(person):
+            name = workspace_name(message.platform, message.user_id)
+        else:
+            name = f"{PEOPLE_WORKSPACES}/{person}"
+        return os.path.join(self.workspace_root, name)
+
+    def _workspace(self, message: InboundMessage, person: str | None = None) -> dict[str, Any]:
+        """The configuration that puts this person's commands in their own workspace."""
+        if person is None:
+            person = self.person_of(message) or guest_id(message.platform, message.user_id)
+        folder = self.workspace_of(message, person)
+        seen = (person, message.platform, message.user_id)
+        if seen not in self._remembered and self.home is not None and person:
+            self._remembered.add(seen)  # once per process and platform id
+            remember_ids(self.home, person, f"{message.platform}:{message.user_id}", folder)
+        if folder is None:
             return {}
-        name = workspace_name(message.platform, message.user_id)
-        folder = os.path.join(self.workspace_root, name)
         if not os.path.isdir(folder):  # made once; checked each turn, as it may be removed
             Path(folder).mkdir(parents=True, exist_ok=True, mode=0o700)
         return {"terminal": {"cwd": folder}}
@@ -313,15 +390,17 @@ class GatewayCore:
             return True
         return False
 
-    async def _chat_turn(self, message: InboundMessage, key: str) -> None:
+    async def _chat_turn(self, message: InboundMessage, key: str, person: str) -> None:
         adapter = self.adapters[message.platform]
         platform = self.settings.platforms[message.platform]
-        session_id = self._routed_session(key)
+        session_id = self._routed_session(key, person)
         streamed = _StreamedReply(adapter, message, self.settings.edit_interval, self.log)
         stream = platform.stream and adapter.can_edit
         typing = asyncio.ensure_future(self._keep_typing(adapter, message.chat_id))
         try:
-            outcome = await self._turn(session_id, message, None, streamed.add if stream else None)
+            outcome = await self._turn(
+                session_id, message, person, None, streamed.add if stream else None
+            )
         finally:
             typing.cancel()
             await streamed.stop()
@@ -341,9 +420,11 @@ class GatewayCore:
 
     # --- commands -------------------------------------------------------------------------------
 
-    async def _command(self, name: str, message: InboundMessage, key: str) -> None:
+    async def _command(self, name: str, message: InboundMessage, key: str, person: str) -> None:
         adapter = self.adapters[message.platform]
         session_id = self.routes.session_of(key)
+        if session_id is not None and not self._owns(person, session_id):
+            session_id = None
         if name in ("new", "reset"):
             stopped = self._stop(session_id)
             self.routes.forget(key)
@@ -360,7 +441,9 @@ class GatewayCore:
                     state += f", {lane.waiting} waiting"
             else:
                 state = "idle"
+            who = f"{person} (a guest)" if is_guest(person) else person
             reply = (
+                f"Person: {who}\n"
                 f"Session: {session_id or 'none yet (the next message starts one)'}\n"
                 f"State: {state}\nWhen busy: {self.settings.busy}"
             )

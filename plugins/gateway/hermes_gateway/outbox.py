@@ -11,16 +11,27 @@ from pathlib import Path
 
 from .platforms import PlatformAdapter
 
+Allowed = Callable[[str | None, str, str], bool]
+"""``allowed(person, platform, chat_id)``: whether a job of ``person`` (``None``: the owner's)
+may send to that chat."""
+
+
+def _everywhere(person: str | None, platform: str, chat_id: str) -> bool:
+    return True
+
 
 async def deliver_outbox(
     folder: Path,
     adapters: Mapping[str, PlatformAdapter],
     log: Callable[[str], None],
     failed: set[str] | None = None,
+    allowed: Allowed = _everywhere,
 ) -> int:
     """Send every queued message whose platform is served here and delete it; return how
     many were sent. A message is claimed by renaming it first, so two gateways sharing a home
-    never send it twice; one that fails to send stays queued (and is reported once)."""
+    never send it twice; one that fails to send stays queued (and is reported once). A
+    person's message for a chat that is not theirs (``allowed``) is not sent: it is kept as
+    ``<name>.refused`` and reported."""
     failed = failed if failed is not None else set()
     sent = 0
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
@@ -28,6 +39,8 @@ async def deliver_outbox(
             message = json.loads(path.read_text(encoding="utf-8"))
             platform, chat_id = str(message["platform"]), str(message["chat_id"])
             text = str(message["text"])
+            person = message.get("person")
+            person = str(person) if person is not None else None
         except FileNotFoundError:
             continue
         except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -38,6 +51,16 @@ async def deliver_outbox(
         adapter = adapters.get(platform)
         if adapter is None:
             continue  # for a platform another gateway serves
+        if not allowed(person, platform, chat_id):
+            try:
+                os.rename(path, path.with_name(path.name + ".refused"))
+            except FileNotFoundError:
+                continue  # someone else took it
+            log(
+                f"gateway: refused scheduled job message {path.name}: {platform}:{chat_id} is "
+                f"not a chat of {person}'s (kept as {path.name}.refused)"
+            )
+            continue
         claimed = path.with_name(path.name + f".sending-{os.getpid()}")
         try:
             os.rename(path, claimed)
@@ -61,12 +84,13 @@ async def keep_delivering(
     adapters: Mapping[str, PlatformAdapter],
     interval: float,
     log: Callable[[str], None],
+    allowed: Allowed = _everywhere,
 ) -> None:
     """Deliver the outbox every ``interval`` seconds until cancelled."""
     failed: set[str] = set()
     while True:
         try:
-            count = await deliver_outbox(folder, adapters, log, failed)
+            count = await deliver_outbox(folder, adapters, log, failed, allowed)
             if count:
                 log(f"gateway: delivered {count} scheduled job message(s)")
         except Exception as exc:  # keep serving chats whatever the outbox holds

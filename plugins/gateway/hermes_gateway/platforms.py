@@ -50,6 +50,9 @@ class InboundMessage:
     :param reply_to: the id of the message it answers, if any.
     :param attachments: files that came with it.
     :param user_name: a display name, for logs and prompts.
+    :param person: the person the adapter itself authenticated the sender as (the API server's
+        per-person keys: ``gateway.users.<id>.api_key_env``), a configured person id; ``None``
+        (every other message): the gateway finds the person from ``platform`` and ``user_id``.
     """
 
     platform: str
@@ -60,14 +63,16 @@ class InboundMessage:
     reply_to: str | None = None
     attachments: Sequence[Attachment] = ()
     user_name: str | None = None
+    person: str | None = None
 
 
 @runtime_checkable
 class Gateway(Protocol):
     """What an adapter gets in :meth:`PlatformAdapter.connect`: where it hands messages.
 
-    Both methods check the platform's allow-list and apply the busy policy
-    (``gateway.busy``) when the conversation already has a turn running.
+    Both methods find the sender's person (``gateway.users``, or a guest the platform's
+    allow-list lets in), run the turn for them, and apply the busy policy (``gateway.busy``)
+    when the conversation already has a turn running.
     """
 
     async def dispatch(self, message: InboundMessage) -> None:
@@ -96,7 +101,8 @@ class Gateway(Protocol):
             routed session (``platform``, ``chat_id``, ``user_id``), or starts one.
         :param instructions: extra system context for a new session.
         :param on_delta: receives the answer text as it streams, on the event loop.
-        :raises PermissionError: the user is not allowed on this platform (one readable line).
+        :raises PermissionError: the user is not allowed on this platform, or ``session_id``
+            is another person's (one readable line); nothing runs.
         """
         ...
 

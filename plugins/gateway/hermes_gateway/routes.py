@@ -12,7 +12,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -115,3 +115,39 @@ class RouteStore:
             while len(self._responses) > MAX_RESPONSE_IDS:
                 self._responses.pop(next(iter(self._responses)))
             self._save()
+
+    def chats_of(self, platform: str, user_ids: Collection[str]) -> set[str]:
+        """The chats of ``platform`` in which one of ``user_ids`` has a conversation."""
+        users = set(user_ids)
+        chats: set[str] = set()
+        with self._lock:
+            self._fresh()
+            for key in self._routes:
+                try:
+                    where, chat, user = json.loads(key)
+                except (ValueError, TypeError):
+                    continue
+                if where == platform and user in users:
+                    chats.add(str(chat))
+        return chats
+
+    def leading_to(self, session_ids: Collection[str]) -> int:
+        """How many conversations and response ids lead to one of ``session_ids``."""
+        wanted = set(session_ids)
+        with self._lock:
+            self._fresh()
+            routes = sum(1 for e in self._routes.values() if e.get("session_id") in wanted)
+            return routes + sum(1 for s in self._responses.values() if s in wanted)
+
+    def forget_sessions(self, session_ids: Collection[str]) -> int:
+        """Forget every conversation and response id that leads to one of ``session_ids``;
+        how many were forgotten."""
+        wanted = set(session_ids)
+        with self._changing():
+            routes = {k: e for k, e in self._routes.items() if e.get("session_id") not in wanted}
+            responses = {r: s for r, s in self._responses.items() if s not in wanted}
+            gone = len(self._routes) - len(routes) + len(self._responses) - len(responses)
+            if gone:
+                self._routes, self._responses = routes, responses
+                self._save()
+            return gone

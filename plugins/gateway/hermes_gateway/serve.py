@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from hermes_hookspecs import AgentRunner, HermesError
+from hermes_hookspecs import AgentRunner, HermesError, SessionStore
 
 from . import memory
 from .core import GatewayCore
@@ -28,9 +28,13 @@ def build(
     runner: AgentRunner,
     factories: Mapping[str, AdapterFactory],
     log: Callable[[str], None],
+    *,
+    session_store: Callable[[], SessionStore] | None = None,
 ) -> GatewayCore:
     """The gateway of ``config`` with one (unconnected) adapter per configured platform;
-    :class:`HermesError` for a configuration that cannot be served."""
+    :class:`HermesError` for a configuration that cannot be served. ``session_store`` gives
+    the home's store (``CommandContext.session_store``), called in the serving process: a
+    message naming another person's session is then refused before anything runs."""
     try:
         settings = load_settings(config)
     except GatewaySettingsError as exc:
@@ -51,6 +55,8 @@ def build(
         log=log,
         workspace_root=home / "workspaces",
         session_locks=locks,
+        session_store=session_store,
+        home=home,
     )
     for name, platform in settings.platforms.items():
         factory = factories.get(platform.adapter)
@@ -61,10 +67,11 @@ def build(
                 f"installed (installed: {installed})"
             )
         gateway.adapters[name] = factory(name, platform.options)
-        if not platform.allow_all and not platform.allowed_users:
+        people = {p for (where, _), p in settings.people.by_platform_id.items() if where == name}
+        if not (platform.allow_all or platform.allowed_users or people or settings.people.keyed()):
             log(
-                f"gateway: {name} allows nobody (set gateway.platforms.{name}.allowed_users "
-                "or allow_all: true)"
+                f"gateway: {name} allows nobody (set gateway.platforms.{name}.allowed_users, "
+                f"allow_all: true, or ids {name}:USER_ID of gateway.users)"
             )
     return gateway
 
@@ -104,6 +111,7 @@ async def serve(
                     gateway.adapters,
                     gateway.settings.outbox_interval,
                     log,
+                    gateway.may_deliver,
                 )
             )
         if gateway.settings.gc_freeze:

@@ -6,16 +6,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import GatewaySettingsError
+from .people import People, load_people
+
 BUSY_POLICIES = ("queue", "interrupt")
 
 
 WORKSPACE_POLICIES = ("per-user", "shared")
 """``per-user``: each user's commands run in a folder of their own (``$HERMES_HOME/workspaces``),
 which the command sandbox keeps them inside; ``shared``: everyone's in ``terminal.cwd``."""
-
-
-class GatewaySettingsError(ValueError):
-    """A bad ``gateway.*`` value; the message names the key."""
 
 
 @dataclass(frozen=True)
@@ -44,7 +43,8 @@ class PlatformSettings:
 
 @dataclass(frozen=True)
 class GatewaySettings:
-    """The checked ``gateway`` section."""
+    """The checked ``gateway`` section (``people``: ``gateway.users``, ``groups`` and
+    ``guests``)."""
 
     platforms: Mapping[str, PlatformSettings]
     busy: str = "queue"
@@ -56,6 +56,7 @@ class GatewaySettings:
     gc_freeze: bool = True
     workspaces: str = "per-user"
     workers: int = 1
+    people: People = field(default_factory=People)
 
 
 def _number(section: Mapping[str, Any], key: str, default: float, low: float) -> float:
@@ -134,6 +135,7 @@ def load_settings(config: Mapping[str, Any]) -> GatewaySettings:
         gc_freeze=_flag(section, "gc_freeze", True),
         workspaces=workspaces,
         workers=_count(section, "workers", 1),
+        people=load_people(section),
     )
 
 
@@ -144,3 +146,13 @@ def _count(section: Mapping[str, Any], key: str, default: int) -> int:
             f"config gateway.{key} must be a whole number of at least 1, not {value!r}"
         )
     return value
+
+
+__all__ = [
+    "BUSY_POLICIES",
+    "WORKSPACE_POLICIES",
+    "GatewaySettings",
+    "GatewaySettingsError",
+    "PlatformSettings",
+    "load_settings",
+]

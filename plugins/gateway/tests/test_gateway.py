@@ -731,6 +731,29 @@ def test_cron_outbox_messages_are_delivered(tmp_path, receiver):
     assert (outbox / "m1.json").exists()  # another gateway's platform: left queued
 
 
+def test_a_persons_job_is_delivered_only_to_a_chat_of_theirs(tmp_path, receiver):
+    outbox = tmp_path / "cron" / "outbox"
+    outbox.mkdir(parents=True)
+    for name, chat in (("own", "U1"), ("theirs", "U2"), ("room", "ops")):
+        message = {"id": name, "platform": "hooks", "chat_id": chat, "text": f"for {chat}"}
+        (outbox / f"{name}.json").write_text(json.dumps({**message, "person": "alice"}))
+    runner = gateway_runner(tmp_path, ScriptedModel())
+    settings = {
+        "outbox_interval": 0.1,
+        "platforms": _hook(receiver),
+        "users": {"alice": {"ids": ["hooks:U1"]}, "bob": {"ids": ["hooks:U2"]}},
+    }
+    served = serve_gateway(tmp_path, runner, settings)
+    try:
+        [message] = receiver.wait_for(1)
+        assert wait_until(lambda: (outbox / "theirs.json.refused").exists())
+        assert wait_until(lambda: (outbox / "room.json.refused").exists())
+    finally:
+        served.stop()
+    assert (message["chat_id"], message["text"]) == ("U1", "for U1")
+    assert len(receiver.events("message")) == 1  # bob's chat and a room alice never used: none
+
+
 # --- hermes gateway run, in a real process ----------------------------------------------------
 
 
