@@ -346,10 +346,15 @@ class SQLiteSessionStore(SQLiteConnections):
         self, limit: int = 50, offset: int = 0, source: str | None = None
     ) -> list[SessionInfo]:
         """Sessions, newest first, optionally only those from ``source`` (``cli``...)."""
-        where, params = ("WHERE source = ?", [source]) if source is not None else ("", [])
+        where = ("source = ?", [source]) if source is not None else ("1", [])
+        return self._listed(where, limit, offset)
+
+    def _listed(self, where: tuple[str, list[Any]], limit: int, offset: int) -> list[SessionInfo]:
+        """The sessions one condition (and its parameters) holds for, newest first."""
+        condition, params = where
         rows = self._run(
             lambda c: c.execute(
-                f"SELECT {SESSION_SELECT} FROM sessions {where} "
+                f"SELECT {SESSION_SELECT} FROM sessions WHERE {condition} "
                 "ORDER BY started_at DESC, rowid DESC LIMIT ? OFFSET ?",
                 (*params, max(0, int(limit)), max(0, int(offset))),
             ).fetchall(),
@@ -379,17 +384,8 @@ class SQLiteSessionStore(SQLiteConnections):
         self, people: Collection[str | None], limit: int = 50, offset: int = 0
     ) -> list[SessionInfo]:
         """The sessions of ``people`` (``None``: the owner's), newest first."""
-        where, params = people_condition("person", people)
-        rows = self._run(
-            lambda c: c.execute(
-                f"SELECT {SESSION_SELECT} FROM sessions WHERE {where} "
-                "ORDER BY started_at DESC, rowid DESC LIMIT ? OFFSET ?",
-                (*params, max(0, int(limit)), max(0, int(offset))),
-            ).fetchall(),
-            write=False,
-            what="list sessions",
-        )
-        return [session_from_row(row) for row in rows]
+        condition, params = people_condition("person", people)
+        return self._listed((condition, list(params)), limit, offset)
 
     def people_counts(self) -> dict[str | None, int]:
         """How many sessions each person has (``None``: the owner's)."""
