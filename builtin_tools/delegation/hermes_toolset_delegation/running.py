@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -53,14 +54,60 @@ def delegate(args: dict[str, Any], ctx: ToolContext) -> str:
             )
         )
     specs = _specs(args, settings)
-    tasks = [_task(spec, settings, ctx) for spec in specs]
+    batch = _Batch(ctx.cancel_event)
+    tasks = [_task(spec, settings, ctx, batch.child()) for spec in specs]
     workers = min(settings.max_concurrent_children, len(tasks))
-    if workers == 1:
-        outcomes = [_run_one(runner.run, task) for task in tasks]
-    else:
-        with ThreadPoolExecutor(workers, thread_name_prefix="hermes-subagent") as pool:
-            outcomes = list(pool.map(lambda task: _run_one(runner.run, task), tasks))
+    try:
+        if workers == 1:
+            outcomes = [batch.run(runner.run, task) for task in tasks]
+        else:
+            with ThreadPoolExecutor(workers, thread_name_prefix="hermes-subagent") as pool:
+                outcomes = list(pool.map(lambda task: batch.run(runner.run, task), tasks))
+    finally:
+        batch.done()
     return _report(specs, outcomes)
+
+
+class _Batch:
+    """The children of one call: each has a cancel event of its own, and when the call is
+    interrupted the batch closes first (no queued child starts any more) and only then cancels
+    the running ones, so a slot a cancelled child frees never starts another."""
+
+    def __init__(self, cancel: threading.Event) -> None:
+        self.cancel = cancel
+        self.closed = threading.Event()
+        self.children: list[threading.Event] = []
+        self.finished = threading.Event()
+        self._watcher = threading.Thread(
+            target=self._watch, name="hermes-subagent-watch", daemon=True
+        )
+        self._watcher.start()
+
+    def child(self) -> threading.Event:
+        """A cancel event for one more child."""
+        event = threading.Event()
+        self.children.append(event)
+        return event
+
+    def _watch(self) -> None:
+        while not self.finished.is_set():
+            if self.cancel.wait(0.05):
+                self.closed.set()  # first: nothing queued may start
+                for event in self.children:
+                    event.set()
+                return
+
+    def run(self, run: Callable[[AgentTask], AgentOutcome], task: AgentTask) -> AgentOutcome:
+        """``task``'s outcome; a child the closed batch never started is ``interrupted``."""
+        if self.closed.is_set() or self.cancel.is_set():
+            return AgentOutcome(
+                session_id="", text="", status="interrupted", error="not started: interrupted"
+            )
+        return _run_one(run, task)
+
+    def done(self) -> None:
+        """The call is over: stop watching."""
+        self.finished.set()
 
 
 def _specs(args: dict[str, Any], settings: Settings) -> list[ChildSpec]:
@@ -101,7 +148,9 @@ def _specs(args: dict[str, Any], settings: Settings) -> list[ChildSpec]:
     return specs
 
 
-def _task(spec: ChildSpec, settings: Settings, ctx: ToolContext) -> AgentTask:
+def _task(
+    spec: ChildSpec, settings: Settings, ctx: ToolContext, cancel: threading.Event
+) -> AgentTask:
     child_depth = settings.depth + 1
     excluded = list(NEVER_FOR_CHILDREN)
     if child_depth >= settings.max_spawn_depth:
@@ -118,7 +167,7 @@ def _task(spec: ChildSpec, settings: Settings, ctx: ToolContext) -> AgentTask:
         max_iterations=settings.max_iterations,
         system_context=_system_context(spec, child_depth),
         approval=_approval(ctx, settings, spec),
-        cancel_event=ctx.cancel_event,
+        cancel_event=cancel,
         config_overrides={DEPTH_KEY: child_depth},
         exclude_toolsets=excluded,
     )

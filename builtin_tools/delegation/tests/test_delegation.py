@@ -244,6 +244,51 @@ def test_interrupting_the_parent_stops_every_child():
     assert sorted(e["status"] for e in stops) == ["interrupted", "interrupted"]
 
 
+def _spin(stop: Any) -> None:
+    while not stop.is_set():
+        pass
+
+
+def test_a_queued_child_never_starts_after_an_interrupt_even_on_a_busy_machine():
+    """Four tasks, three at a time, the parent interrupted while three wait on the model: the
+    fourth is never started (two processes keep both cores busy, as the race needs)."""
+    import multiprocessing
+
+    stop = multiprocessing.Event()
+    spinners = [multiprocessing.Process(target=_spin, args=(stop,)) for _ in range(2)]
+    for spinner in spinners:
+        spinner.start()
+    try:
+        for _ in range(3):
+            asked: list[str] = []
+
+            def model(request: ModelRequest, asked: list[str] = asked) -> Any:
+                goal = _task_of(request)
+                if goal:
+                    asked.append(goal)
+                    return text("never", delay=2.0)
+                return tool_call("delegate_task", {"tasks": [{"goal": g} for g in "abcd"]})
+
+            observer = Observer()
+            agent = _agent(ScriptedModel(fn=model), observer)
+
+            def interrupt_when_three_wait(agent: Agent = agent, asked: list[str] = asked) -> None:
+                while len(asked) < 3:
+                    time.sleep(0.002)
+                agent.interrupt()
+
+            threading.Thread(target=interrupt_when_three_wait, daemon=True).start()
+            assert agent.run_conversation("go")["interrupted"]
+            time.sleep(0.5)  # a child started late would ask the model meanwhile
+            assert "d" not in asked and len(asked) == 3
+            started = [e["goal"] for kind, e in observer.events if kind == "start"]
+            assert "d" not in started
+    finally:
+        stop.set()
+        for spinner in spinners:
+            spinner.join()
+
+
 def test_depth_limit_and_deeper_spawning():
     seen_tools: dict[str, list[str]] = {}
 
