@@ -14,7 +14,6 @@ KNOWN: dict[frozenset[str], str] = {
         {
             "hermes_core.host",
             "hermes_core.loop.agent",
-            "hermes_core.loop.runner",
             "hermes_core.loop.settings",
             "hermes_core.loop.tool_context",
         }

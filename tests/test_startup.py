@@ -43,6 +43,8 @@ HEAVY = (
     "tavily",
     "exa_py",
     "playwright",
+    "psycopg",
+    "psycopg_pool",
 )
 
 PROBE = """

@@ -316,7 +316,14 @@ def sessions_repair() -> None:
     from ..session_store.hermes_agent import store_path
     from ..session_store.recovery import repair
 
-    click.echo(repair(store_path(current_state().home)))
+    state = current_state()
+    url = state.host.core_config.get("store.url")
+    if url and not str(url).startswith("sqlite:"):
+        raise HermesError(
+            "hermes sessions repair mends the SQLite file; this home keeps its sessions at "
+            "store.url (use that database's own tools)"
+        )
+    click.echo(repair(store_path(state.home)))
 
 
 @sessions_group.command("import-hermes")
@@ -332,7 +339,15 @@ def sessions_import_hermes(path: Path | None, as_json: bool) -> None:
     source = path if path is not None else state.home / HERMES_AGENT_FILE
     if not source.is_file():
         raise HermesError(f"{source} does not exist; give the path of the Hermes agent's state.db")
-    report = import_hermes_agent(open_store(state), source)
+    store = open_store(state)
+    from ..session_store.sqlite_store import SQLiteSessionStore
+
+    if not isinstance(store, SQLiteSessionStore):
+        raise HermesError(
+            f"importing the Hermes agent's sessions needs the SQLite store; this home keeps its "
+            f"sessions in a {type(store).__name__} (store.url)"
+        )
+    report = import_hermes_agent(store, source)
     if as_json:
         show_json({**report.__dict__, "source": str(report.source)})
         return

@@ -45,13 +45,18 @@ class MemorySessionStore:
             return replace(found) if found else None
 
     def update_session(self, session_id: str, **fields: Any) -> None:
-        """Change fields of a session; unknown fields go to ``metadata``."""
+        """Change fields of a session; unknown fields go to ``metadata`` and a ``metadata`` dict
+        is merged into it; an unknown session is a :class:`HermesError`."""
         if "person" in fields:
             raise HermesError("a session's person cannot be changed")
         with self._lock:
-            session = self._sessions[session_id]
+            session = self._sessions.get(session_id)
+            if session is None:
+                raise HermesError(f"session {session_id!r} does not exist")
             for key, value in fields.items():
-                if hasattr(session, key) and key != "metadata":
+                if key == "metadata":
+                    session.metadata.update(value or {})
+                elif hasattr(session, key):
                     setattr(session, key, value)
                 else:
                     session.metadata[key] = value
