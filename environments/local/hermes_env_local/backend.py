@@ -35,15 +35,25 @@ def create(config: Mapping[str, Any], task_id: str) -> LocalEnvironment:
 def check_config(config: Mapping[str, Any]) -> list[str]:
     """The problems of the local settings, without starting anything: ``terminal.cwd`` is
     not an existing folder, ``terminal.timeout`` is not a number of seconds, bash is not on
-    ``PATH``, ``terminal.sandbox`` is malformed or no sandbox can start here (unless it is
-    ``off``)."""
+    ``PATH``, ``terminal.sandbox`` is malformed or refused (``terminal.cwd`` is the home folder
+    or ``/``, a ``home_allow`` path holds a credential folder), or no sandbox can start here
+    (unless it is ``off``)."""
     problems = _settings_problems(config)
     if not problems:
-        from hermes_env_sandbox import unavailable_reason
+        from hermes_env_sandbox import SandboxUnavailable, check_start, unavailable_reason
+
+        from hermes_runtime.home import default_home
 
         from .sandboxing import sandbox_settings
 
-        reason = unavailable_reason() if sandbox_settings(config).enabled else None
+        settings = sandbox_settings(config)
+        cwd = (config.get("terminal") or {}).get("cwd")
+        workspace = None if cwd in (None, "", ".") else os.path.expanduser(str(cwd))
+        try:
+            check_start(settings, workspace=workspace, hermes_home=str(default_home()))
+        except SandboxUnavailable as exc:
+            problems.append(str(exc))
+        reason = unavailable_reason() if settings.enabled else None
         if reason:
             problems.append(reason)
     return problems

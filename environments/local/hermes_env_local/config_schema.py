@@ -27,7 +27,9 @@ def hermes_register_config(register: Callable[[ConfigSection], None]) -> None:
                     "sandbox",
                     ("string", "boolean", "object"),
                     doc="the command sandbox: workspace, read-only or off, or {profile, network, "
-                    "hide, max_processes, max_file_size_mb} (unset: workspace; docs/sandbox.md)",
+                    "hide, home_allow, max_processes, max_file_size_mb}; home_allow lists paths "
+                    "of the hidden home folder commands see (read-only; {path, writable: true} "
+                    "to write) (unset: workspace; docs/sandbox.md)",
                 ),
             ],
         )

@@ -84,9 +84,12 @@ class LocalEnvironment(Environment):
         (``hermes_runtime.secrets.secret_names``: provider keys, whatever ``.env`` set) is left
         out of every command's environment.
     :param sandbox: the OS sandbox every command runs in (default: the ``workspace`` profile:
-        only ``cwd`` and the task's ``/tmp`` writable, no network, hermes's home and the
-        credential folders hidden, the environment an allow-list); ``SandboxSettings("off")``
-        runs commands with the user's full authority.
+        only ``cwd`` and the task's ``/tmp`` writable, no network, the home folder empty but for
+        ``cwd`` and the toolchains, hermes's home and the credential folders hidden, the
+        environment an allow-list); ``SandboxSettings("off")`` runs commands with the user's
+        full authority. A ``cwd`` that is the home folder or ``/`` is refused
+        (:class:`hermes_env_sandbox.SandboxUnavailable`), as is a ``home_allow`` path holding a
+        credential folder.
     :param hermes_home: hermes's own folder, hidden from commands (default: the home hermes
         resolves, ``$HERMES_HOME`` or ``~/.hermes``).
     """

@@ -4,7 +4,9 @@ One :class:`SandboxRunner` per environment: it knows the settings, the workspace
 the environment started in, fixed for its life: a later ``cd`` moves where commands run, not
 what they may write), the task's ``/tmp`` folder, and builds the sandbox on the first command,
 so that a machine without a sandbox refuses commands (one line naming the fix) instead of
-failing to create the environment.
+failing to create the environment. Settings no sandbox may start with (a workspace that is the
+home folder or ``/``, a ``terminal.sandbox.home_allow`` path holding a credential folder) are
+refused when the environment is made: every tool then gets the refusal, in one line.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from hermes_env_sandbox import (
     Sandbox,
     SandboxSettings,
     allowed_environment,
+    check_start,
     describe,
     limit_hint,
     settings_from_config,
@@ -39,7 +42,10 @@ def sandbox_settings(config: Mapping[str, Any]) -> SandboxSettings:
 
 
 class SandboxRunner:
-    """The sandbox side of one local environment (``settings.profile == "off"``: none)."""
+    """The sandbox side of one local environment (``settings.profile == "off"``: none).
+
+    :class:`hermes_env_sandbox.SandboxUnavailable` (a refusal) when the settings cannot start
+    a sandbox over ``workspace`` (see :func:`hermes_env_sandbox.check_start`)."""
 
     def __init__(
         self,
@@ -49,6 +55,7 @@ class SandboxRunner:
         hermes_home: str,
         search_path: str | None = None,
     ) -> None:
+        check_start(settings, workspace=workspace, hermes_home=hermes_home)
         self.settings = settings
         self.search_path = search_path
         self.workspace = workspace

@@ -6,15 +6,23 @@ would have started the command. The mounts, in the order bwrap makes them:
 
 1. the whole file system read-only, a fresh ``/dev``, a fresh ``/proc`` (own PID namespace),
    an empty ``/run`` (the Docker, containerd and podman sockets, the user's agent sockets), and
-   no capabilities, for root too (no mount can be undone from inside);
-2. hidden paths that contain a writable folder (a per-user workspace inside ``$HERMES_HOME``);
-3. the task's ``/tmp`` folder, then the workspace, writable (``workspace`` profile only);
+   no capabilities, for root too (no mount can be undone from inside); the task's ``/tmp``;
+2. the home folder: an empty tmpfs (read-only once the rest is in place), into which the
+   toolchain folders of :mod:`hermes_env_sandbox.home` and ``terminal.sandbox.home_allow`` are
+   bound read-only (writable where marked), each from a file descriptor hermes opened and
+   checked (no credential folder in it, not leading to one, still leading where it led when
+   the sandbox was made), and the filtered copies of the user's git configuration; and hidden
+   paths that contain a writable folder (a per-user workspace inside ``$HERMES_HOME``): outer
+   folders first;
+3. the workspace, writable (``workspace`` profile only; in the ``read-only`` profile a
+   workspace inside the hidden home folder is bound read-only);
 4. inside the workspace, read-only again: ``.git/hooks``, ``.git/config`` and, when the home
    folder is inside it, the shell's start-up files (what a command would plant to run later);
    ``.git`` itself a mount point, so that it cannot be moved aside and replaced;
    each bound from a file descriptor opened and checked by hermes, never through a path a
    command could swap for a symlink in between;
-5. every other hidden path: an empty read-only folder, or an empty file;
+5. every other hidden path: an empty read-only folder, or an empty file (those inside the hidden
+   home folder only where the workspace holds them: elsewhere they are absent already);
 6. the shell preamble of the environment, read-only.
 
 Each hidden path is hidden where it really is too (``realpath``), so a symlink in the
@@ -31,6 +39,15 @@ from typing import NamedTuple
 
 from hermes_hookspecs import EnvironmentRefused
 
+from .home import (
+    GIT_CONFIG_FILES,
+    HomeEntry,
+    entry_problem,
+    expand_in_home,
+    home_entries,
+    sanitized_git_config,
+    workspace_problem,
+)
 from .settings import SandboxSettings
 
 __all__ = [
@@ -40,6 +57,7 @@ __all__ = [
     "RUN_DIR",
     "Sandbox",
     "SandboxUnavailable",
+    "check_start",
     "find_bwrap",
     "unavailable_reason",
 ]
@@ -57,8 +75,28 @@ HIDDEN_IN_HOME = (
     ".npmrc",
     ".pypirc",
     ".config/gh",
+    ".config/git/credentials",
+    ".config/hub",
+    ".config/rclone",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".gem/credentials",
+    ".m2/settings.xml",
+    ".m2/settings-security.xml",
+    ".gradle/gradle.properties",
+    ".password-store",
+    ".local/share/keyrings",
+    ".pgpass",
+    ".my.cnf",
+    ".vault-token",
+    ".boto",
+    ".s3cfg",
+    ".terraformrc",
+    ".terraform.d/credentials.tfrc.json",
 )
-"""Credential folders and files of the home folder that no sandboxed command sees."""
+"""Credential folders and files of the home folder that no sandboxed command sees (the home
+folder is hidden anyway; these stay hidden where the workspace holds the home folder, and no
+allowed path may hold one)."""
 
 HIDDEN_SYSTEM = ("/var/run/docker.sock", "/var/run/containerd", "/var/run/podman")
 """Sockets outside ``/run`` (where ``/var/run`` is not a link to it)."""
@@ -101,10 +139,12 @@ INSTALL_HINT = (
 
 
 class SandboxUnavailable(EnvironmentRefused):
-    """No sandbox can start here; commands are refused (the message names the fix)."""
+    """No sandbox can start here, or not with these settings (a workspace that is the home
+    folder or ``/``, an allowed path holding a credential folder); commands are refused (the
+    message names the fix)."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message, rule="sandbox-unavailable")
+    def __init__(self, message: str, *, rule: str = "sandbox-unavailable") -> None:
+        super().__init__(message, rule=rule)
 
 
 def find_bwrap() -> str | None:
@@ -176,6 +216,53 @@ class _Hidden(NamedTuple):
     is_dir: bool
 
 
+def _named_home(home: str | None) -> str:
+    return os.path.abspath(os.path.expanduser(home or os.environ.get("HOME") or "~"))
+
+
+def _hidden_paths(settings: SandboxSettings, home: str, hermes_home: str) -> list[str]:
+    paths = [hermes_home]
+    paths += [os.path.join(home, p) for p in HIDDEN_IN_HOME]
+    paths += list(HIDDEN_SYSTEM)
+    paths += [expand_in_home(p, home) for p in settings.hide]
+    return list(dict.fromkeys(paths))
+
+
+def _both_forms(paths: Iterable[str]) -> list[str]:
+    """Each path as written and where it really is."""
+    found: list[str] = []
+    for path in paths:
+        found += [path, _real(path)]
+    return list(dict.fromkeys(found))
+
+
+def check_start(
+    settings: SandboxSettings,
+    *,
+    workspace: str | None,
+    hermes_home: str,
+    home: str | None = None,
+) -> None:
+    """Refuse (:class:`SandboxUnavailable`, one line naming the fix) the settings a sandbox
+    over ``workspace`` cannot start with, without starting one: a workspace that is ``/`` or
+    the home folder itself (not checked when ``workspace`` is ``None``), a
+    ``terminal.sandbox.home_allow`` path that holds a credential folder, lies in one or is not
+    in the home folder. Nothing for the ``off`` profile."""
+    if not settings.enabled:
+        return
+    real_home = _real(_named_home(home))
+    problem = workspace_problem(_real(workspace), real_home) if workspace else None
+    if problem:
+        raise SandboxUnavailable(problem, rule="sandbox-workspace")
+    if settings.home_allow:
+        hidden = _both_forms(_hidden_paths(settings, real_home, _real(hermes_home)))
+        _, problem = home_entries(
+            settings, home=real_home, named_home=_named_home(home), hidden=hidden
+        )
+        if problem:
+            raise SandboxUnavailable(problem, rule="sandbox-home-allow")
+
+
 class Sandbox:
     """The sandbox of one task.
 
@@ -202,27 +289,44 @@ class Sandbox:
     ) -> None:
         if not settings.enabled:
             raise ValueError("the 'off' profile has no sandbox")
+        check_start(settings, workspace=workspace, hermes_home=hermes_home, home=home)
         reason = unavailable_reason(bwrap)
         if reason:
             raise SandboxUnavailable(reason)
+        import sys
+
         self.settings = settings
         self.bwrap = bwrap or find_bwrap() or "bwrap"
         self.workspace = _real(workspace)
         self.tmp = _real(tmp)
-        self.home = _real(home or os.environ.get("HOME") or os.path.expanduser("~"))
+        named_home = _named_home(home)
+        self.home = _real(named_home)
         self.hermes_home = _real(hermes_home)
         self.writable = writable_roots(settings, self.workspace)
         self.programs = _programs_under_tmp(self.writable, search_path)
+        self.home_hidden = _hides_home(self.home, self.workspace)
+        """Whether commands see an empty home folder but for the allowed paths: unless the home
+        folder is missing, ``/``, under ``/tmp`` (the task's own ``/tmp`` replaces it) or in
+        the workspace (then the credential folders and ``$HERMES_HOME`` are hidden in it)."""
+        self.home_entries: tuple[HomeEntry, ...] = ()
+        """The paths of the home folder commands see, when :attr:`home_hidden`."""
+        if self.home_hidden:
+            entries, _ = home_entries(
+                settings,
+                home=self.home,
+                named_home=named_home,
+                hidden=_both_forms(self.hidden_paths()),
+                search_path=os.environ.get("PATH", "") if search_path is None else search_path,
+                prefixes=(sys.prefix, sys.exec_prefix, sys.base_prefix),
+            )
+            # what lies in the workspace shows as part of it
+            self.home_entries = tuple(e for e in entries if not _inside(e.path, self.workspace))
 
     # --- what is hidden -------------------------------------------------------------------
 
     def hidden_paths(self) -> list[str]:
         """Every path hidden from commands (as configured; before links are followed)."""
-        paths = [self.hermes_home]
-        paths += [os.path.join(self.home, p) for p in HIDDEN_IN_HOME]
-        paths += list(HIDDEN_SYSTEM)
-        paths += [os.path.expanduser(p) for p in self.settings.hide]
-        return list(dict.fromkeys(paths))
+        return _hidden_paths(self.settings, self.home, self.hermes_home)
 
     def _hidden(self) -> list[_Hidden]:
         found: dict[str, _Hidden] = {}
@@ -279,23 +383,97 @@ class Sandbox:
         every = self._hidden()
         hidden = [h for h in every if not _inside(h.path, "/tmp")]
         around = [h for h in every if h.is_dir and any(_inside(r, h.path) for r in self.writable)]
-        for item in around:
-            args += ["--tmpfs", item.path]
+        home = self.home if self.home_hidden else None
+        # empty folders over the home folder and over hidden folders holding the workspace,
+        # outer ones first: each inner one is made inside the outer one
+        layers = sorted({*(h.path for h in around), *([home] if home else [])}, key=_depth)
+        for layer in layers:
+            args += ["--tmpfs", layer]
+            if layer == home:
+                args += self._home_mounts(fds, protect)
         for root in self.writable:
             args += ["--bind", root, root]
+        if home and not self.writable and _inside(self.workspace, home):
+            args += ["--ro-bind", self.workspace, self.workspace]  # read-only profile
         if protect:
             args += self._protections(fds)
         for item in hidden:
             if item in around:
                 continue
+            if home and _inside(item.path, home) and not _inside(item.path, self.workspace):
+                continue  # absent already: only what is allowed shows in the home folder
             if item.is_dir:
                 args += ["--tmpfs", item.path, "--remount-ro", item.path]
             else:
                 args += ["--ro-bind", "/dev/null", item.path]
-        for item in around:
-            args += ["--remount-ro", item.path]
+        for layer in layers:
+            args += ["--remount-ro", layer]
         for name, source in files.items():
             args += ["--ro-bind", source, f"{RUN_DIR}/{name}"]
+        return args
+
+    def _home_mounts(self, fds: list[int], protect: bool) -> list[str]:
+        """The allowed paths of the hidden home folder, and the filtered git configuration.
+
+        Each path is bound from a descriptor hermes opened and checked (it still leads where it
+        led when the sandbox was made, and that holds no hidden path and lies in none):
+        swapping a path for a link afterwards changes nothing. A path that now fails the check
+        is left out. It is bound where it is named and, when it leads elsewhere in the home
+        folder, there too (links through it keep working). Without ``protect`` (no
+        descriptors) paths are bound by name, but none that leads into a folder commands may
+        write."""
+        hidden = _both_forms(self.hidden_paths())
+        writable = [self.workspace] + [e.path for e in self.home_entries if e.writable]
+        args: list[str] = []
+        for entry in self.home_entries:
+            flag = "--bind" if entry.writable else "--ro-bind"
+            if protect:
+                opened = _open_checked(entry, self.home, hidden)
+                if opened is None:
+                    continue
+                fds.append(opened)
+                args += [f"{flag}-fd", str(opened), entry.path]
+                if self._twin(entry.path, entry.target):
+                    twin = os.dup(opened)
+                    fds.append(twin)
+                    args += [f"{flag}-fd", str(twin), entry.target]
+                continue
+            target = _real(entry.path)
+            if target != entry.target or not os.path.exists(target):
+                continue
+            if entry_problem(entry.path, target, self.home, hidden):
+                continue
+            if any(_inside(target, w) for w in writable if w != entry.path):
+                continue  # a command could swap it for a link before bwrap binds it
+            args += [flag, target, entry.path]
+            if self._twin(entry.path, target):
+                args += [flag, target, target]
+        if protect:
+            args += self._git_config_mounts(fds)
+        return args
+
+    def _twin(self, path: str, target: str) -> bool:
+        """Whether an allowed ``path`` that leads to ``target`` is also bound there: when that
+        is elsewhere in the hidden home folder (and not in the workspace, which shows itself)."""
+        return target != path and _inside(target, self.home) and not _inside(target, self.workspace)
+
+    def _git_config_mounts(self, fds: list[int]) -> list[str]:
+        """``~/.gitconfig`` and ``~/.config/git/config`` as filtered copies (see
+        :func:`hermes_env_sandbox.home.sanitized_git_config`), unless an allowed path or the
+        workspace shows the file itself."""
+        args: list[str] = []
+        for name in GIT_CONFIG_FILES:
+            path = os.path.join(self.home, name)
+            if _inside(path, self.workspace) or any(
+                _inside(path, e.path) for e in self.home_entries
+            ):
+                continue
+            data = sanitized_git_config(path)
+            if data is None:
+                continue
+            fd = _data_fd(data)
+            fds.append(fd)
+            args += ["--perms", "0644", "--ro-bind-data", str(fd), path]
         return args
 
     def _resolver_mounts(self) -> list[str]:
@@ -351,7 +529,7 @@ class Sandbox:
 
     def describe(self) -> str:
         """One line: what a command may write and reach, and what it cannot see."""
-        return describe(self.settings, self.workspace)
+        return describe(self.settings, self.workspace, self.home)
 
 
 def writable_roots(settings: SandboxSettings, workspace: str) -> tuple[str, ...]:
@@ -361,19 +539,77 @@ def writable_roots(settings: SandboxSettings, workspace: str) -> tuple[str, ...]
     return (real,) if settings.profile == "workspace" and real != "/" else ()
 
 
-def describe(settings: SandboxSettings, workspace: str) -> str:
+def describe(settings: SandboxSettings, workspace: str, home: str | None = None) -> str:
     """One line: what a command in the sandbox of ``settings`` over ``workspace`` may write
-    and reach, and what it cannot see (without starting a sandbox)."""
+    and reach, and what it cannot see (without starting a sandbox). ``home``: the user's home
+    folder (default ``$HOME``)."""
     writable = writable_roots(settings, workspace)
     if writable:
         write = f"writes only in {writable[0]} and /tmp (the task's own)"
     else:
         write = "writes only in /tmp (the task's own)"
     net = "the network is on" if settings.network else "no network"
+    shown = ""
+    if _hides_home(_real(_named_home(home)), _real(workspace)):
+        shown = "the home folder hidden but for the workspace and toolchain folders; "
     return (
-        f"sandbox '{settings.profile}': {write}; {net}; hermes's home and credential "
+        f"sandbox '{settings.profile}': {write}; {net}; {shown}hermes's home and credential "
         "folders (~/.ssh, ~/.aws, ...) hidden"
     )
+
+
+def _hides_home(home: str, workspace: str) -> bool:
+    """Whether the sandbox hides the home folder ``home`` (as it really is) from commands over
+    ``workspace``: unless it is ``/``, missing, under ``/tmp`` (which commands see replaced) or
+    in the workspace."""
+    if home == "/" or not os.path.isdir(home) or _inside(home, "/tmp"):
+        return False
+    return not _inside(home, workspace)
+
+
+def _depth(path: str) -> tuple[int, str]:
+    return path.count("/"), path
+
+
+def _data_fd(data: bytes) -> int:
+    """A descriptor to read ``data`` from, from its start (for bwrap's ``--ro-bind-data``)."""
+    try:
+        fd = os.memfd_create("hermes-sandbox-data", os.MFD_CLOEXEC)
+    except (AttributeError, OSError):
+        import tempfile
+
+        with tempfile.TemporaryFile() as handle:
+            fd = os.dup(handle.fileno())
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _open_checked(entry: HomeEntry, home: str, hidden: Sequence[str]) -> int | None:
+    """An ``O_PATH`` descriptor of what the allowed ``entry`` of the home folder leads to, when
+    that is still where it led when the sandbox was made and
+    :func:`hermes_env_sandbox.home.entry_problem` finds nothing wrong with it; ``None`` when it
+    is missing or may not be shown. The check is made on the open descriptor, so swapping the
+    path for a link afterwards changes nothing."""
+    try:
+        fd = os.open(entry.path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        target = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        os.close(fd)
+        return None
+    if target != entry.target or entry_problem(entry.path, target, home, hidden):
+        os.close(fd)
+        return None
+    return fd
 
 
 def _programs_under_tmp(writable: Iterable[str], search_path: str | None) -> tuple[str, ...]:

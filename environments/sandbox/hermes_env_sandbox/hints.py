@@ -19,6 +19,7 @@ _NETWORK = re.compile(
 )
 _FILE_SIZE = re.compile(r"File size limit exceeded")
 _PROCESSES = re.compile(r"Resource temporarily unavailable|fork: retry|Cannot fork", re.I)
+_MISSING = re.compile(r"No such file or directory|ENOENT|cannot access|not found", re.I)
 
 ESCALATE = (
     "If the task really needs it, call terminal again with the same command and "
@@ -44,6 +45,12 @@ def limit_hint(output: str, exit_code: int, sandbox: Sandbox) -> str:
     hidden = [p for p in sandbox.hidden_paths() if p in output]
     if hidden:
         limits.append(f"{', '.join(hidden[:3])} {'is' if len(hidden) == 1 else 'are'} hidden")
+    in_home = sandbox.home + "/" in output or "~/" in output
+    if sandbox.home_hidden and in_home and _MISSING.search(output):
+        limits.append(
+            f"the home folder {sandbox.home} is hidden but for the workspace and toolchain "
+            "folders (terminal.sandbox.home_allow, set by the user, shows more)"
+        )
     if _FILE_SIZE.search(output):
         limits.append("files are capped at terminal.sandbox.max_file_size_mb")
     if _PROCESSES.search(output) and sandbox.settings.max_processes:

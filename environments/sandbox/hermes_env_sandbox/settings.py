@@ -13,6 +13,7 @@ from typing import Any
 __all__ = [
     "DEFAULT_MAX_PROCESSES",
     "PROFILES",
+    "HomeAllow",
     "SandboxSettings",
     "settings_from_config",
     "settings_problems",
@@ -25,7 +26,24 @@ PROFILES = ("workspace", "read-only", "off")
 DEFAULT_MAX_PROCESSES = 4096
 """Processes a sandboxed command may have at once (a fork bomb stops there)."""
 
-_KEYS = ("profile", "network", "hide", "max_processes", "max_file_size_mb")
+_KEYS = ("profile", "network", "hide", "home_allow", "max_processes", "max_file_size_mb")
+
+_HOME_ALLOW_FORM = (
+    "terminal.sandbox.home_allow must be a list of paths in the home folder, each a string "
+    "(shown read-only) or a mapping {path: ~/..., writable: true}"
+)
+
+
+@dataclass(frozen=True)
+class HomeAllow:
+    """A path of the home folder that commands see although the home folder is hidden.
+
+    :param path: as written (``~/.cache/foo`` or an absolute path inside the home folder).
+    :param writable: commands may write there too (``workspace`` profile only); else read-only.
+    """
+
+    path: str
+    writable: bool = False
 
 
 @dataclass(frozen=True)
@@ -35,6 +53,8 @@ class SandboxSettings:
     :param profile: one of :data:`PROFILES`.
     :param network: whether commands reach the network (off by default).
     :param hide: more paths (``~`` allowed) a command must not see, besides the builtin ones.
+    :param home_allow: more paths of the home folder a command sees (the home folder is
+        hidden but for the workspace and a builtin list of toolchain folders).
     :param max_processes: processes a command may run at once (``None``: no limit).
     :param max_file_size_mb: the largest file a command may write, in MiB (``None``: no limit).
     """
@@ -42,6 +62,7 @@ class SandboxSettings:
     profile: str = "workspace"
     network: bool = False
     hide: tuple[str, ...] = field(default_factory=tuple)
+    home_allow: tuple[HomeAllow, ...] = field(default_factory=tuple)
     max_processes: int | None = DEFAULT_MAX_PROCESSES
     max_file_size_mb: int | None = None
 
@@ -81,6 +102,33 @@ def _limit(table: Mapping[str, Any], key: str, default: int | None) -> int | Non
     return value
 
 
+def _home_allow(value: Any) -> tuple[HomeAllow, ...]:
+    if value is None:
+        return ()
+    items = [value] if isinstance(value, (str, Mapping)) else value
+    if not isinstance(items, list):
+        raise ValueError(_HOME_ALLOW_FORM)
+    found = []
+    for item in items:
+        if isinstance(item, Mapping):
+            writable = item.get("writable", False)
+            if set(item) - {"path", "writable"} or not isinstance(writable, bool):
+                raise ValueError(_HOME_ALLOW_FORM)
+            path = item.get("path")
+        else:
+            path, writable = item, False
+        if not isinstance(path, str) or not path.strip():
+            raise ValueError(_HOME_ALLOW_FORM)
+        path = path.strip()
+        if not (path.startswith("/") or path == "~" or path.startswith("~/")):
+            raise ValueError(
+                f"terminal.sandbox.home_allow: {path!r} must start with ~/ or / (a path in the "
+                "home folder)"
+            )
+        found.append(HomeAllow(path, writable))
+    return tuple(found)
+
+
 def settings_from_config(config: Mapping[str, Any]) -> SandboxSettings:
     """The sandbox settings of ``config``; :class:`ValueError` (one readable line) when
     ``terminal.sandbox`` is malformed."""
@@ -104,6 +152,7 @@ def settings_from_config(config: Mapping[str, Any]) -> SandboxSettings:
         profile=_profile(raw.get("profile")),
         network=network,
         hide=tuple(hide),
+        home_allow=_home_allow(raw.get("home_allow")),
         max_processes=_limit(raw, "max_processes", DEFAULT_MAX_PROCESSES),
         max_file_size_mb=_limit(raw, "max_file_size_mb", None),
     )
