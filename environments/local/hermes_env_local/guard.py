@@ -19,12 +19,16 @@ write end only hermes holds. hermes writes ``go`` only after the guard was told 
 group; a line in the guard's pipe is delivered even if hermes dies right after writing it. If
 hermes dies before, the shell reads end of file and exits without running the command.
 
+When hermes leaves normally, it closes the pipe and waits for the guard (:meth:`Guard.stop`), so
+that not even the guard's zombie is left where the machine's first process does not reap orphans.
+
 Known limit: a process that leaves its session (``setsid``) is not followed, as it would not be
 by any group-based clean-up; the same is true of the leftover-process rule of the environment.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import select
 import shutil
@@ -49,6 +53,9 @@ builtin unset __HERMES_GATE __hermes_go
 """
 """``BASH_ENV`` text that waits at the gate, closes it, and removes its traces. (``exec`` cannot
 go through ``builtin``: the redirections of any other command are undone when it returns.)"""
+
+STOP_TIMEOUT = 2.0
+"""Seconds hermes waits, when it leaves, for the guard process to end."""
 
 READY_TIMEOUT = 10.0
 """Seconds the guard process may take to start (it is a Python without ``site``)."""
@@ -142,6 +149,24 @@ class Guard:
         self._proc = proc
         self._fd = write_end
 
+    def stop(self) -> None:
+        """hermes is leaving normally: close the pipe (the guard stops what is still
+        registered and exits) and reap the guard, so nothing of hermes's is left behind, not
+        even a zombie where no init reaps orphans."""
+        with self._lock:
+            fd, self._fd = self._fd, None
+            proc, self._proc = self._proc, None
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        if proc is not None:
+            try:
+                proc.wait(timeout=STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                pass  # it still kills the groups; it is the only one left to do so
+
     def _drop(self) -> None:
         fd, self._fd = self._fd, None
         if fd is not None:
@@ -184,6 +209,7 @@ def _guard_environment() -> dict[str, str]:
 
 
 process_guard = Guard()
+atexit.register(process_guard.stop)
 """The guard of this process, shared by every local environment."""
 
 if hasattr(os, "register_at_fork"):  # POSIX; elsewhere the local environment cannot run anyway

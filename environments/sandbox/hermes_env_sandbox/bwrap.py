@@ -188,7 +188,7 @@ def _probe(bwrap: str) -> str | None:
     import subprocess  # here: `hermes --help` loads this module
 
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    argv += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--", "true"]
+    argv += ["--unshare-pid", "--as-pid-1", "--unshare-net", "--unshare-ipc", "--", "true"]
     try:
         done = subprocess.run(argv, capture_output=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -368,7 +368,13 @@ class Sandbox:
 
     def _mounts(self, fds: list[int], files: Mapping[str, str], protect: bool) -> list[str]:
         args = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-        args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+        # --as-pid-1: no reaper of bwrap's own inside the namespace. With one, bwrap's outer
+        # process leaves as soon as the reaper reports the command's status, and the reaper,
+        # orphaned, stays a zombie wherever nothing reaps orphans (an init that does not, a
+        # container without one). The shell is the namespace's first process instead: it reaps
+        # what it starts, and the namespace ends with it as before.
+        args += ["--unshare-pid", "--as-pid-1", "--unshare-ipc", "--unshare-uts"]
+        args += ["--unshare-cgroup-try"]
         # bwrap started by root keeps root's capabilities in the sandbox unless told: with them
         # a command could unmount what hides a folder, or remount / writable
         args += ["--cap-drop", "ALL"]
