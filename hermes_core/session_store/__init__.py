@@ -4,8 +4,8 @@
 - :mod:`.memory_store`: :class:`MemorySessionStore`, in this process only;
 - :mod:`.sqlite_store`: :class:`SQLiteSessionStore`, the embedded store (``state.db``), built on
   :mod:`.schema` (tables and migrations), :mod:`.codec` (messages to rows and back),
-  :mod:`.search` (full-text search), :mod:`.connections` (connections, busy retries, file modes)
-  and :mod:`.errors`;
+  :mod:`.search` (full-text search), :mod:`.connections` (connections, busy retries, file modes),
+  :mod:`.session_locks` (one turn per session at a time) and :mod:`.errors`;
 - :mod:`.recovery`: :func:`repair` of a damaged database.
 
 The names below are imported on first use, so importing the package (as the agent does for the

@@ -1,7 +1,9 @@
 """The embedded session store: SQLite in WAL mode with full-text search.
 
 ``SQLiteSessionStore(path)`` implements :class:`hermes_hookspecs.SessionStore` and adds listing,
-lineage, search, deletion, pruning and statistics. One file (``$HERMES_HOME/state.db``) holds:
+lineage, search, deletion, pruning, statistics and one turn per session at a time
+(:meth:`~SQLiteSessionStore.hold_session`, lock files beside the database, see
+:mod:`.session_locks`). One file (``$HERMES_HOME/state.db``) holds:
 
 - ``sessions``: one row per conversation (model, provider, the system prompt replayed byte for
   byte, the parent it continues after compression, token counters, a ``metadata`` JSON object for
@@ -36,8 +38,10 @@ import json
 import logging
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Collection, Mapping
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +77,7 @@ from .search import (
     people_condition,
     search_messages,
 )
+from .session_locks import SessionLockFiles
 
 log = logging.getLogger("hermes.sessions")
 
@@ -91,7 +96,7 @@ thousands), on every turn."""
 
 class SQLiteSessionStore(SQLiteConnections):
     """Sessions and messages in one SQLite file, with full-text search (implements
-    ``hermes_hookspecs.SearchableSessionStore``).
+    ``hermes_hookspecs.PersonalSessionStore`` and ``hermes_hookspecs.LockingSessionStore``).
 
     Safe to share between threads (one connection per thread) and between processes (WAL,
     ``BEGIN IMMEDIATE`` writes, busy timeout and bounded retries).
@@ -123,6 +128,8 @@ class SQLiteSessionStore(SQLiteConnections):
         super().__init__(path, timeout=timeout, synchronous=synchronous)
         self.index_batch = index_batch
         self._appended = 0  # appends since this store last indexed
+        self.session_locks = SessionLockFiles(Path(f"{self.path}.locks"))
+        """The lock files of :meth:`hold_session`, beside the database (made on first use)."""
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         check_header(self.path)
         preflight(self.path)
@@ -236,6 +243,22 @@ class SQLiteSessionStore(SQLiteConnections):
         appends.add(encoded)
         self._run(appends, write=True, what="save a message")
         self._count_appends(1)
+
+    # --- one turn at a time (hermes_hookspecs.LockingSessionStore) --------------------------
+
+    def hold_session(
+        self, session_id: str, cancel: threading.Event
+    ) -> AbstractContextManager[bool]:
+        """Hold the lock of one turn of ``session_id`` while the block runs, against every
+        thread and process of this machine using this database; wait for its holder. The
+        block gets ``False`` (holding nothing) when ``cancel`` is set while waiting.
+
+        The lock is a ``flock`` on a file in ``<database>.locks/`` (private), which exists
+        only while the session is held: the kernel releases it when its process dies.
+
+        :raises SessionStoreError: the lock file cannot be made or opened.
+        """
+        return self.session_locks.hold(session_id, cancel)
 
     def batch(self) -> _Batch:
         """A block (``with store.batch(): ...``) whose writes by this thread

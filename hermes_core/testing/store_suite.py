@@ -33,7 +33,12 @@ and the CLI rely on, by capability:
   tokens, CJK inside a run, tool calls, leaving a session out, the limit, hit fields);
 - :class:`~hermes_hookspecs.PersonalSessionStore`: a session's person is kept and never
   changes, invalid person ids are refused, searches and listings kept to some people see
-  nothing of the others, counts by person, and forgetting a person.
+  nothing of the others, counts by person, and forgetting a person;
+- :class:`~hermes_hookspecs.LockingSessionStore`: one holder of a session's lock at a time
+  among many threads, a waiter holds it once the holder lets go (also when the holder's block
+  raised), a cancel while waiting yields ``False`` and leaves nothing held, and the locks of
+  different sessions do not block each other. (That the lock also holds across processes,
+  and dies with its holder's process, each store tests with processes of its own.)
 
 A test of a capability the store does not have (no such method, not an instance of the
 protocol) is skipped, saying so. Three class attributes describe what cannot be looked up:
@@ -57,6 +62,7 @@ import pytest
 
 from hermes_hookspecs import (
     HermesError,
+    LockingSessionStore,
     PersonalSessionStore,
     SearchableSessionStore,
     SessionInfo,
@@ -140,6 +146,32 @@ class SessionStoreBehaviour:
         if not isinstance(store, PersonalSessionStore):
             pytest.skip(f"{type(store).__name__} is not a PersonalSessionStore")
         return store
+
+    @staticmethod
+    def locking(store: Any) -> LockingSessionStore:
+        """``store``, or a skip when it cannot hold a session's lock."""
+        if not isinstance(store, LockingSessionStore):
+            pytest.skip(f"{type(store).__name__} is not a LockingSessionStore")
+        return store
+
+    @staticmethod
+    def takes_lock(store: LockingSessionStore, session_id: str, within: float) -> bool:
+        """Whether another thread gets ``session_id``'s lock within ``within`` seconds (it
+        lets go at once; a thread still waiting then is cancelled)."""
+        cancel = threading.Event()
+        got: list[bool] = []
+
+        def take() -> None:
+            with store.hold_session(session_id, cancel) as held:
+                got.append(held)
+
+        taker = threading.Thread(target=take, daemon=True)
+        taker.start()
+        taker.join(within)
+        if taker.is_alive():
+            cancel.set()
+            taker.join(30)
+        return got == [True]
 
     @staticmethod
     def session(
@@ -694,3 +726,99 @@ class SessionStoreBehaviour:
         assert personal.people_counts() == {None: 1, "bob": 1}
         assert {h.session_id for h in personal.search("banana")} == {"owner-1", "bob-1"}
         assert personal.forget_person("alice") == 0
+
+    # --- one turn at a time -----------------------------------------------------------------
+
+    def test_one_holder_of_a_sessions_lock_at_a_time(self, store: Any) -> None:
+        """Threads that all want one session's lock hold it one after the other, every one of
+        them in the end."""
+        locking = self.locking(store)
+        never = threading.Event()
+        guard = threading.Lock()
+        inside: list[int] = []
+        most = 0
+        entered: list[int] = []
+        failures: list[BaseException] = []
+
+        def turns(number: int) -> None:
+            nonlocal most
+            try:
+                for _ in range(5):
+                    with locking.hold_session("s-lock", never) as held:
+                        assert held, "nothing cancels this hold"
+                        with guard:
+                            inside.append(number)
+                            most = max(most, len(inside))
+                            entered.append(number)
+                        time.sleep(0.002)
+                        with guard:
+                            inside.remove(number)
+            except BaseException as exc:
+                failures.append(exc)
+
+        threads = [threading.Thread(target=turns, args=(n,)) for n in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        assert not failures, failures
+        assert not any(thread.is_alive() for thread in threads), "a hold never ended"
+        assert most == 1, "two threads held one session's lock at once"
+        assert sorted(entered) == sorted(list(range(8)) * 5)
+
+    def test_a_waiter_holds_the_lock_once_its_holder_lets_go(self, store: Any) -> None:
+        """A hold waits while another holds the session's lock, and gets it when that one's
+        block ends, also when the block raised."""
+        locking = self.locking(store)
+        never = threading.Event()
+        order: list[str] = []
+        with pytest.raises(RuntimeError):
+            with locking.hold_session("s-wait", never) as held:
+                assert held is True
+                waiter = threading.Thread(
+                    target=lambda: order.append(
+                        f"waiter holds: {self._hold_once(locking, 's-wait')}"
+                    )
+                )
+                waiter.start()
+                waiter.join(0.5)
+                assert waiter.is_alive(), "the waiter got a lock that was held"
+                order.append("holder lets go")
+                raise RuntimeError("the turn failed")
+        waiter.join(30)
+        assert order == ["holder lets go", "waiter holds: True"]
+        assert self.takes_lock(locking, "s-wait", 10), "the lock was left held"
+
+    @staticmethod
+    def _hold_once(store: LockingSessionStore, session_id: str) -> bool:
+        """Hold ``session_id``'s lock (waiting for it) and let go; whether it was held."""
+        with store.hold_session(session_id, threading.Event()) as held:
+            return held
+
+    def test_a_cancel_while_waiting_yields_false_and_holds_nothing(self, store: Any) -> None:
+        """A hold cancelled while it waits gets ``False`` soon after the cancel, and leaves
+        the lock free for the next one once the holder lets go."""
+        locking = self.locking(store)
+        cancel = threading.Event()
+        with locking.hold_session("s-cancel", threading.Event()) as held:
+            assert held is True
+            timer = threading.Timer(0.3, cancel.set)
+            timer.start()
+            started = time.monotonic()
+            with locking.hold_session("s-cancel", cancel) as got:
+                waited = time.monotonic() - started
+                assert got is False
+            timer.join()
+            assert 0.2 <= waited < 10, waited
+            assert not self.takes_lock(locking, "s-cancel", 0.2), "the holder still holds it"
+        assert self.takes_lock(locking, "s-cancel", 10), "the cancelled hold kept the lock"
+
+    def test_locks_of_different_sessions_do_not_block_each_other(self, store: Any) -> None:
+        """While one session's lock is held, another session's is free (and the held one is
+        not)."""
+        locking = self.locking(store)
+        with locking.hold_session("s-one", threading.Event()) as held:
+            assert held is True
+            assert self.takes_lock(locking, "s-two", 10), "another session's lock was blocked"
+            assert not self.takes_lock(locking, "s-one", 0.3)
+        assert self.takes_lock(locking, "s-one", 10)

@@ -69,6 +69,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
     "refusals": ("BLOCKED_MARKER", "blocked"),
     "reports": ("REPORT_STATUSES", "PluginReport"),
     "sessions": (
+        "LockingSessionStore",
         "SearchHit",
         "SearchableSessionStore",
         "SessionInfo",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -125,12 +127,40 @@ class SearchableSessionStore(SessionStore, Protocol):
         ...
 
 
+@runtime_checkable
+class LockingSessionStore(SessionStore, Protocol):
+    """A :class:`SessionStore` that can hold one turn of a session at a time across every
+    process (and machine) using it.
+
+    ``isinstance(store, LockingSessionStore)`` tells whether a store offers the lock. A
+    gateway holds it around each turn, so that two processes sharing the store never run two
+    turns of one session at once.
+    """
+
+    def hold_session(
+        self, session_id: str, cancel: threading.Event
+    ) -> AbstractContextManager[bool]:
+        """Hold the lock of one turn of ``session_id`` across every process (and machine)
+        using this store while the block runs; wait for the holder.
+
+        ``with store.hold_session(session_id, cancel) as held:`` is ``True`` once the lock is
+        held; ``False`` (holding nothing) when ``cancel`` is set while waiting (a free lock
+        is taken at once, whatever ``cancel`` says). The lock is released when the block
+        ends, also when it raises, and when its holder's process dies: no stale lock
+        outlives a crash. Locks of different sessions are independent. The lock is not
+        re-entrant: a second hold of the same session waits for the first one, even in the
+        same thread.
+        """
+        ...
+
+
 SessionStoreFactory = Callable[[str, Path | None], SessionStore]
 """``factory(url, home)``: the session store at ``url`` (registered through
 ``hermes_register_session_stores`` for the URL's scheme); ``home`` is the hermes home."""
 
 
 __all__ = [
+    "LockingSessionStore",
     "SearchHit",
     "SearchableSessionStore",
     "SessionInfo",

@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes_hookspecs import AgentOutcome, AgentRunner, AgentTask, SessionStore
+from hermes_hookspecs import (
+    AgentOutcome,
+    AgentRunner,
+    AgentTask,
+    LockingSessionStore,
+    SessionStore,
+)
 
 from . import memory
 from .people import guest_id, is_guest
@@ -86,9 +92,11 @@ class GatewayCore:
     :param log: receives one line per notable event.
     :param workspace_root: where each user's workspace folder is made (``gateway.workspaces:
         per-user``); ``None`` leaves ``terminal.cwd`` as configured.
-    :param session_locks: the locks that keep one turn at a time per session across the
-        processes sharing the session store (``gateway.workers`` above 1); ``None`` for a
-        gateway alone with its sessions.
+    :param session_locks: given when other processes may run turns of the same sessions
+        (``gateway.workers`` above 1, or a store other gateways may share): each turn then
+        holds its session's lock, the store's own when it is a
+        :class:`~hermes_hookspecs.LockingSessionStore`, else one of these lock files (which
+        serve one machine only); ``None`` for a gateway alone with its sessions.
     :param session_store: gives the home's session store (called once, on first need, in the
         process that serves), to refuse a message naming another person's session before
         anything runs; ``None`` leaves that to the runner (the turn then fails).
@@ -318,7 +326,7 @@ class GatewayCore:
         """Run the turn (on a turn thread), holding the session's lock across processes."""
         if self.session_locks is None or task.session_id is None or task.cancel_event is None:
             return self.runner.run(task)
-        with self.session_locks.hold(task.session_id, task.cancel_event) as held:
+        with self._hold(task.session_id, task.cancel_event) as held:
             if not held:
                 return AgentOutcome(
                     session_id=task.session_id,
@@ -327,6 +335,17 @@ class GatewayCore:
                     error="stopped before it started",
                 )
             return self.runner.run(task)
+
+    def _hold(
+        self, session_id: str, cancel: threading.Event
+    ) -> contextlib.AbstractContextManager[bool]:
+        """The lock of one turn of ``session_id`` across processes: the store's own when it
+        holds locks, else the fallback lock file."""
+        store = self._session_store()
+        if isinstance(store, LockingSessionStore):
+            return store.hold_session(session_id, cancel)
+        assert self.session_locks is not None
+        return self.session_locks.hold(session_id, cancel)
 
     def may_deliver(self, person: str | None, platform: str, chat_id: str) -> bool:
         """Whether a scheduled job of ``person`` may send to ``chat_id`` on ``platform``: the

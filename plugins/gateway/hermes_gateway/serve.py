@@ -18,7 +18,7 @@ from .core import GatewayCore
 from .outbox import keep_delivering
 from .platforms import AdapterFactory, PlatformAdapter
 from .routes import RouteStore
-from .session_locks import SessionLocks
+from .session_locks import SessionLocks, shares_sessions
 from .settings import GatewaySettingsError, load_settings
 
 
@@ -34,7 +34,10 @@ def build(
     """The gateway of ``config`` with one (unconnected) adapter per configured platform;
     :class:`HermesError` for a configuration that cannot be served. ``session_store`` gives
     the home's store (``CommandContext.session_store``), called in the serving process: a
-    message naming another person's session is then refused before anything runs."""
+    message naming another person's session is then refused before anything runs. When other
+    processes may run turns of the same sessions (``gateway.workers`` above 1, or a
+    ``store.url`` other than SQLite), each turn holds its session's lock: the store's own
+    (``hold_session``), else a lock file in ``gateway/locks``."""
     try:
         settings = load_settings(config)
     except GatewaySettingsError as exc:
@@ -47,7 +50,10 @@ def build(
         routes = RouteStore(home / "gateway" / "sessions.json")
     except ValueError as exc:
         raise HermesError(str(exc)) from None
-    locks = SessionLocks(home / "gateway" / "locks") if settings.workers > 1 else None
+    # other processes may run turns of these sessions: each turn holds its session's lock (the
+    # store's own; these files for a store without one)
+    shared = shares_sessions(config, settings.workers)
+    locks = SessionLocks(home / "gateway" / "locks") if shared else None
     gateway = GatewayCore(
         runner,
         routes,

@@ -3,10 +3,10 @@ the listening socket of every platform once, forks the workers, which all accept
 sockets and share the session store, and replaces a worker that dies.
 
 Each worker is a whole gateway (its own event loop, turn threads and model clients): throughput
-grows with the workers up to the machine's cores. What must hold across workers lives in files
-of ``$HERMES_HOME``: the sessions (SQLite, WAL), which session each conversation is in
-(``gateway/sessions.json``, see :mod:`.routes`), and one turn at a time per session (a lock file
-per session, see :mod:`.session_locks`).
+grows with the workers up to the machine's cores. What must hold across workers lives in the
+session store and the files of ``$HERMES_HOME``: the sessions, one turn at a time per session
+(the store's lock, see :mod:`.session_locks`), and which session each conversation is in
+(``gateway/sessions.json``, see :mod:`.routes`).
 """
 
 from __future__ import annotations

@@ -178,6 +178,9 @@ def test_concurrent_turns_of_one_session_run_one_at_a_time_across_workers(tmp_pa
     assert sorted(int(a.split()[1].rstrip(":")) for a in answers) == [2, 3, 4, 5], answers
     started = sorted(r.received_at for r in server.model_requests)
     assert all(b - a >= 0.25 for a, b in zip(started, started[1:], strict=False)), started
+    # held by the store's lock (files beside sessions.db, gone once let go), not the fallback
+    assert os.listdir(tmp_path / "sessions.db.locks") == []
+    assert not (tmp_path / "gateway" / "locks").exists()
 
 
 def test_a_worker_that_cannot_start_is_reported_and_the_gateway_stops(tmp_path):
@@ -255,6 +258,7 @@ def test_a_session_lock_held_elsewhere_is_waited_for_and_a_cancel_ends_the_wait(
         threading.Timer(0.2, cancel.set).start()
         with other.hold("session_x", cancel) as got:
             assert got is False
+    assert os.listdir(tmp_path / "locks") == []  # a lock file lives only while it is used
 
 
 def _slow_echo(request: Any) -> dict[str, Any]:

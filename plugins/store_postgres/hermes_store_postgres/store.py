@@ -2,7 +2,9 @@
 
 It keeps what the SQLite store keeps, behind the same contract
 (:class:`~hermes_hookspecs.PersonalSessionStore`, ``batch()``, ``get_clean_messages``, listing,
-lineage, usage, deletion, pruning and statistics), for several processes on several machines:
+lineage, usage, deletion, pruning and statistics), for several processes on several machines,
+and holds one turn per session at a time among all of them
+(:class:`~hermes_hookspecs.LockingSessionStore`, an advisory lock: see :mod:`.session_locks`):
 
 - ``sessions``: one row per conversation (model, provider, the system prompt replayed byte for
   byte, the parent it continues after compression, whose it is, counters, a JSON ``metadata``
@@ -24,6 +26,7 @@ import json
 import threading
 import time
 from collections.abc import Collection, Mapping
+from contextlib import AbstractContextManager
 from typing import Any
 
 from hermes_hookspecs import SearchHit, SessionInfo, check_person
@@ -35,6 +38,7 @@ from .query import parse_query
 from .rows import decode_bodies, encode_message, session_json
 from .schema import COUNTER_COLUMNS, SESSION_FIELDS, TOKEN_COLUMNS, MigrationReport, migrate
 from .search import search_messages
+from .session_locks import SessionLocks
 from .text import column_text, replace_surrogates
 
 _TEXT_FIELDS = frozenset(
@@ -50,7 +54,8 @@ def _storable(value: Any) -> Any:
 
 class PostgresSessionStore:
     """Sessions and messages in a PostgreSQL database, with search (implements
-    :class:`hermes_hookspecs.PersonalSessionStore`).
+    :class:`hermes_hookspecs.PersonalSessionStore` and
+    :class:`hermes_hookspecs.LockingSessionStore`).
 
     Safe to share between threads (a pool of connections) and between processes and machines
     (each call is a transaction; a forked child makes its own connections). Opening it checks
@@ -59,14 +64,28 @@ class PostgresSessionStore:
     :param url: a libpq URL: ``postgresql://USER:PASSWORD@HOST:PORT/DATABASE`` (or
         ``postgres://``; libpq's query options, e.g. ``?sslmode=require``, are honoured).
     :param timeout: seconds a call waits for a free connection before it fails.
-    :param max_connections: the most connections this process keeps open to the server.
+    :param max_connections: the most connections this process keeps open to the server for
+        its calls.
+    :param max_held_sessions: the most sessions this process holds at once
+        (:meth:`hold_session`); each held one keeps a connection of its own, beside those of
+        the calls.
     :raises PostgresStoreError: the server cannot be reached (the message names it, never the
         password), the schema is newer than this plugin, or the database holds another
         program's tables.
     """
 
-    def __init__(self, url: str, *, timeout: float = 30.0, max_connections: int = 8) -> None:
-        self._db = Connections(url, timeout=timeout, max_connections=max_connections)
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: float = 30.0,
+        max_connections: int = 8,
+        max_held_sessions: int = 64,
+    ) -> None:
+        self._db = Connections(
+            url, timeout=timeout, max_connections=max_connections, max_held=max_held_sessions
+        )
+        self._locks = SessionLocks(self._db)
         self._local = threading.local()
         conn = self._db.connect()
         try:
@@ -208,6 +227,23 @@ class PostgresSessionStore:
             return [row[0] for row in rows]
 
         return self._db.run(read, "read messages")
+
+    # --- one turn at a time (hermes_hookspecs.LockingSessionStore) --------------------------
+
+    def hold_session(
+        self, session_id: str, cancel: threading.Event
+    ) -> AbstractContextManager[bool]:
+        """Hold the lock of one turn of ``session_id`` while the block runs, against every
+        process and machine using this database; wait for its holder. The block gets
+        ``False`` (holding nothing) when ``cancel`` is set while waiting.
+
+        The lock is a session-level advisory lock on a connection kept for the block (see
+        :mod:`.session_locks`): it ends with the connection when the holder's process dies.
+
+        :raises PostgresStoreError: the server cannot be reached or fails, or no connection
+            to hold it on came in time (one line).
+        """
+        return self._locks.hold(session_id, cancel)
 
     # --- writes together --------------------------------------------------------------------
 
