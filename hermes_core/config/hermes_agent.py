@@ -25,7 +25,7 @@ SECTIONS: dict[str, str] = {
     "max_live_sessions": _KEPT,
     "web": "the web tools come with hermes-toolset-web (`web.search_backend`, docs/web.md)",
     "browser": "the browser comes with hermes-toolset-browser (docs/browser.md)",
-    "checkpoints": "no file checkpoints; the workspace is yours (git)",
+    "checkpoints": "file checkpoints come with hermes-checkpoints (docs/checkpoints.md)",
     "context_file_max_chars": "project context files are read by hermes-prompt-defaults",
     "file_read_max_chars": "tool results are capped by tools.max_result_chars",
     "mcp_discovery_timeout": "MCP servers come with hermes-toolset-mcp (`mcp_servers:`)",
