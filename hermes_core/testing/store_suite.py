@@ -143,7 +143,9 @@ class SessionStoreBehaviour(SearchBehaviour, PeopleBehaviour, LockBehaviour):
             store.append_message("s-exact", message)
         got = store.get_messages("s-exact")
         assert got == messages
-        assert key_order(got) == key_order(messages), "keys come back in their order"
+        assert key_order(got) == key_order(messages), (
+            "keys come back in the order they were appended"
+        )
 
     def test_stored_messages_are_copies(self, store: SessionStore) -> None:
         """Changing an appended dict, or a returned one, changes nothing stored."""
