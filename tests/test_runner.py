@@ -314,3 +314,36 @@ def test_runs_with_different_fields_never_share_them(tmp_path):
     assert offered == [True, False, False, True, False, False, True, True, False, True, True]
     sources = [store.get_session(o.session_id).source for o in outcomes]
     assert sources == ["one", "two", "one", "library", "two", "two", "two"]
+
+
+def test_on_event_follows_the_run_and_images_join_the_prompt(tmp_path):
+    model = ScriptedModel(tool_call("risky"), "a red dot")
+    runner = _runner(model, _Plugin(), tmp_path)
+    events: list[tuple[str, dict[str, Any]]] = []
+    image = tmp_path / "dot.png"
+    image.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 32)
+    outcome = runner.run(
+        AgentTask(
+            prompt="what is this?",
+            toolsets=["runner-test"],
+            images=[str(image)],
+            on_event=lambda name, data: events.append((name, dict(data))),
+        )
+    )
+    assert outcome.status == "completed"
+    names = [name for name, _ in events]
+    assert names.index("tool_start") < names.index("tool_end")
+    assert [d["name"] for n, d in events if n == "tool_start"] == ["risky"]
+    [user] = [
+        m for m in runner.session_store.get_messages(outcome.session_id) if m["role"] == "user"
+    ]
+    kinds = [part["type"] for part in user["content"]]
+    assert kinds == ["text", "image_url"]
+
+
+def test_an_image_that_is_not_one_is_an_error_outcome(tmp_path):
+    runner = _runner(ScriptedModel("never asked"), _Plugin(), tmp_path)
+    bogus = tmp_path / "notes.png"
+    bogus.write_text("plain text", encoding="utf-8")
+    outcome = runner.run(AgentTask(prompt="look", images=[str(bogus)]))
+    assert outcome.status == "error" and outcome.error

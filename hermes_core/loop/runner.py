@@ -111,8 +111,13 @@ class HostRunner:
             return self._failed(task, str(exc), started)
         except Exception as exc:  # a plugin's bug while building must not crash the caller
             return self._failed(task, f"{type(exc).__name__}: {exc}", started)
+        try:
+            prompt = agent.user_content(task.prompt, task.images) if task.images else task.prompt
+        except HermesError as exc:
+            agent.close("error")
+            return self._failed(task, str(exc), started)
         result = agent.run_conversation(
-            task.prompt,
+            prompt,
             system_message=task.system_context,
             cancel_event=cancel,
             join_unanswered=task.join_unanswered,
@@ -151,7 +156,12 @@ class HostRunner:
         if person is not None:
             named = (*task.shared_people, *scope.shared_people)
             shared = tuple(sorted({str(check_person(p)) for p in named} - {person}))
-        callbacks = Callbacks(stream_delta=task.on_text_delta, approval=task.approval)
+        on_event = task.on_event
+        callbacks = Callbacks(
+            stream_delta=task.on_text_delta,
+            approval=task.approval,
+            events=(lambda event: on_event(event.name, event.data)) if on_event else None,
+        )
         with self._build_lock:  # registries fill lazily on first use: one agent at a time
             agent = host.agent(
                 session_id=task.session_id,

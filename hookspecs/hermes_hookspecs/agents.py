@@ -65,6 +65,11 @@ class AgentTask:
     :param only_toolsets: when given, no toolset outside these (and those they include) is
         offered, whatever the configuration or ``toolsets`` enable: a narrowing, never a
         widening (a person's allowed toolsets).
+    :param on_event: receives every progress event of the run as ``(name, data)`` (tool
+        calls starting and ending, reasoning text, streamed text, steps, status lines), when
+        given: what a front end needs to show the run as it goes.
+    :param images: image files attached to ``prompt`` (copied into the home's ``images/``
+        folder and referenced from the user message, as the chat attaches them).
     """
 
     prompt: str
@@ -87,6 +92,8 @@ class AgentTask:
     person: str | None = None
     shared_people: Sequence[str] = ()
     only_toolsets: Sequence[str] | None = None
+    on_event: Callable[[str, Mapping[str, Any]], None] | None = None
+    images: Sequence[str] = ()
 
 
 @dataclass
