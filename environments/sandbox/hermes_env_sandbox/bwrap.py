@@ -37,10 +37,11 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
-from hermes_hookspecs import EnvironmentRefused
+from hermes_hookspecs import EnvironmentRefused, PathSight
 
 from .home import (
     GIT_CONFIG_FILES,
+    HIDDEN_IN_HOME,
     HomeEntry,
     entry_problem,
     expand_in_home,
@@ -62,41 +63,6 @@ __all__ = [
     "unavailable_reason",
 ]
 
-HIDDEN_IN_HOME = (
-    ".ssh",
-    ".gnupg",
-    ".aws",
-    ".azure",
-    ".config/gcloud",
-    ".kube",
-    ".docker",
-    ".netrc",
-    ".git-credentials",
-    ".npmrc",
-    ".pypirc",
-    ".config/gh",
-    ".config/git/credentials",
-    ".config/hub",
-    ".config/rclone",
-    ".cargo/credentials",
-    ".cargo/credentials.toml",
-    ".gem/credentials",
-    ".m2/settings.xml",
-    ".m2/settings-security.xml",
-    ".gradle/gradle.properties",
-    ".password-store",
-    ".local/share/keyrings",
-    ".pgpass",
-    ".my.cnf",
-    ".vault-token",
-    ".boto",
-    ".s3cfg",
-    ".terraformrc",
-    ".terraform.d/credentials.tfrc.json",
-)
-"""Credential folders and files of the home folder that no sandboxed command sees (the home
-folder is hidden anyway; these stay hidden where the workspace holds the home folder, and no
-allowed path may hold one)."""
 
 HIDDEN_SYSTEM = ("/var/run/docker.sock", "/var/run/containerd", "/var/run/podman")
 """Sockets outside ``/run`` (where ``/var/run`` is not a link to it)."""
@@ -530,6 +496,12 @@ class Sandbox:
         if _existing_depth(mapped) - self.tmp.count("/") + 1 >= _existing_depth(path):
             return mapped  # new, and more of it is in the task's /tmp than outside
         return path
+
+    def path_sight(self, path: str) -> PathSight:
+        """What commands see of the absolute host ``path`` (:func:`.view.path_sight`)."""
+        from .view import path_sight
+
+        return path_sight(self, path)
 
     # --- what commands get ----------------------------------------------------------------
 

@@ -22,10 +22,13 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
+from hermes_runtime.secret_classes import home_paths
+
 from .settings import SandboxSettings
 
 __all__ = [
     "DEFAULT_HOME_ALLOW",
+    "HIDDEN_IN_HOME",
     "GIT_CONFIG_FILES",
     "HomeEntry",
     "entry_problem",
@@ -73,6 +76,12 @@ DEFAULT_HOME_ALLOW = (
 """Paths of the home folder commands see read-only (``*`` expands when the sandbox is made):
 the toolchains and package caches that building, testing, git and package installs into the
 workspace read, none of which holds credentials. Missing ones are skipped."""
+
+HIDDEN_IN_HOME: tuple[str, ...] = home_paths()
+"""Credential folders and files of the home folder that no sandboxed command sees: the ``home``
+paths of hermes's secret classes (``hermes_runtime/secret_classes.toml``, the list the command
+policy reads too). The home folder is hidden anyway; these stay hidden where the workspace holds
+the home folder, and no allowed path may hold one."""
 
 GIT_CONFIG_FILES = (".gitconfig", ".config/git/config")
 """The user's git configuration, shown as a filtered copy (:func:`sanitized_git_config`)."""

@@ -263,3 +263,24 @@ def test_the_git_configuration_is_filtered(tmp_path):
     assert sanitized_git_config(str(tmp_path / "missing")) is None
     (tmp_path / "broken").write_text("[user\nname = x\n")
     assert sanitized_git_config(str(tmp_path / "broken")) is None
+
+
+def test_the_hidden_paths_are_the_shared_secret_classes():
+    """One list: what the sandbox hides is what hermes_runtime's secret classes name, so a new
+    class there is hidden here and recognised by the command policy alike."""
+    from hermes_runtime.secret_classes import secret_classes
+
+    named = {p for c in secret_classes() for p in c.home}
+    assert set(HIDDEN_IN_HOME) == named
+    assert {".ssh", ".password-store", ".mozilla", ".bash_history", ".config/rclone"} <= named
+
+
+def test_an_allowed_path_holding_a_secret_class_is_refused():
+    from hermes_env_sandbox.home import entry_problem
+
+    home = "/home/u"
+    hidden = [f"{home}/{p}" for p in HIDDEN_IN_HOME]
+    assert "stays hidden" in (
+        entry_problem(f"{home}/.config", f"{home}/.config", home, hidden) or ""
+    )
+    assert entry_problem(f"{home}/.cargo/bin", f"{home}/.cargo/bin", home, hidden) is None

@@ -25,6 +25,8 @@ from functools import cache, cached_property, lru_cache
 from importlib import resources
 from typing import Any, NamedTuple
 
+from hermes_runtime.secret_classes import secret_classes
+
 from .tables import TABLES
 from .words import UNKNOWN, Arguments, Simple
 
@@ -46,11 +48,12 @@ _BUILD = re.compile(f"^(?:{_PATHS['build']})$")
 _GLOB = re.compile(r"[*?]|\[[^]]*\]")  # a pattern: what it removes to find the folder
 _OTHER_HOME = re.compile(r"~[a-z_][\w-]*(?:/|$)")
 _BASE = {n: re.compile(p.replace("{build}", _PATHS["build"])) for n, p in _PATHS["base"].items()}
-_PATTERNS: tuple[tuple[str, str], ...] = tuple(_PATHS["classes"].items())
+_SHARED = {c.name: c.pattern for c in secret_classes()}  # one list with the sandbox's
+_PATTERNS: tuple[tuple[str, str], ...] = (*_SHARED.items(), *_PATHS["classes"].items())
 _CLASS_RE = {name: re.compile(p) for name, p in _PATTERNS}
 _ANY_CLASS = re.compile("|".join(f"(?:{p})" for _, p in _PATTERNS))
 _CLASS_HEADS, _CLASS_WORDS = tuple(_PATHS["class_heads"]), tuple(_PATHS["class_words"])
-_SECRET, _NOT_READING = frozenset(_PATHS["secret"]), frozenset(_PATHS["not_reading"])
+_SECRET, _NOT_READING = frozenset(_SHARED), frozenset(_PATHS["not_reading"])
 _SECRETS = _SECRET | {"secret"}
 
 
