@@ -46,7 +46,10 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "EnvironmentConfigCheck",
         "EnvironmentFactory",
         "EnvironmentProbe",
+        "PATH_SIGHTS",
+        "PathSight",
         "SandboxedEnvironment",
+        "SightedEnvironment",
     ),
     "people": (
         "PEOPLE_DIR",

@@ -6,7 +6,7 @@ import abc
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 _SAFE_GLOB = re.compile(r"^[A-Za-z0-9_./*?\[\]{},~+=@%:-]+$")
 
@@ -150,6 +150,27 @@ class SandboxedEnvironment(Protocol):
         ...
 
 
+PathSight = Literal["write", "read", "unseen", "hidden"]
+"""What a sandboxed command sees of a path: it may ``write`` it, ``read`` it only, it is
+``unseen`` (outside what the sandbox shows: the home folder but for the workspace and the allowed
+toolchain folders), or ``hidden`` by name (a credential folder, hermes's home,
+``terminal.sandbox.hide``)."""
+
+PATH_SIGHTS: tuple[PathSight, ...] = ("write", "read", "unseen", "hidden")
+"""Every :data:`PathSight`, from the most open to the strictest."""
+
+
+@runtime_checkable
+class SightedEnvironment(Protocol):
+    """An environment that says what its commands see of a path, so that the file tools see the
+    same world as a command: they ask before reading what commands cannot see, and refuse what
+    the sandbox hides by name."""
+
+    def path_sight(self, path: str) -> PathSight:
+        """What commands see of ``path`` (absolute, as commands name it)."""
+        ...
+
+
 EnvironmentFactory = Callable[[Mapping[str, Any], str], Environment]
 """``factory(config, task_id) -> Environment``, registered under a backend name; ``config`` is
 the whole effective configuration (the backend reads its own keys from ``terminal``)."""
@@ -178,5 +199,8 @@ __all__ = [
     "EnvironmentConfigCheck",
     "EnvironmentFactory",
     "EnvironmentProbe",
+    "PATH_SIGHTS",
+    "PathSight",
     "SandboxedEnvironment",
+    "SightedEnvironment",
 ]

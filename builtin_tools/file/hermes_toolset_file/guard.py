@@ -4,6 +4,10 @@
   to a path that cannot be resolved, or to a sensitive path needs approval.
 - Reading a file that holds secrets needs approval (``patch`` reads too, so it is checked both
   ways).
+- Where the environment runs commands in a sandbox, the file tools see what a command sees:
+  a path commands do not see (the home folder but for the workspace and the allowed toolchain
+  folders) needs approval to read or write, and a path the sandbox hides by name (credential
+  folders, hermes's home, ``terminal.sandbox.hide``) is refused.
 
 One request is made per file. Its key names the rules *and* the resolved target
 (``file:write-outside-workspace:/srv/app/x``), so a ``session`` decision for one path approves
@@ -15,15 +19,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hermes_hookspecs import ToolContext, ToolError, blocked
+from hermes_hookspecs import SightedEnvironment, ToolContext, ToolError, blocked
 
 from .resolve import Place, Resolution, resolve
 from .sensitive import Concern, read_concerns, write_concerns
 
-__all__ = ["approval_key", "check", "read_problems", "write_problems"]
+__all__ = ["approval_key", "check", "read_problems", "sight_problems", "write_problems"]
 
 UNRESOLVED = "path-unresolved"
 OUTSIDE = "write-outside-workspace"
+UNSEEN = "outside-sandbox-view"
+HIDDEN = "sandbox-hidden"
 
 
 def write_problems(place: Place, resolution: Resolution) -> list[Concern]:
@@ -57,6 +63,37 @@ def read_problems(place: Place, resolution: Resolution) -> list[Concern]:
     return problems
 
 
+def sight_problems(env: Any, place: Place) -> list[Concern]:
+    """Why touching ``place`` needs approval because commands in ``env``'s sandbox do not see
+    it (empty: they do, or ``env`` has no sandbox); raise a :func:`blocked` refusal when the
+    sandbox hides it by name. The file tools see the world a command sees."""
+    if not isinstance(env, SightedEnvironment):
+        return []
+    spellings = [p for p in dict.fromkeys([place.lexical, place.real or ""]) if p]
+    try:
+        sights = {env.path_sight(p) for p in spellings}
+    except Exception as exc:  # the sandbox cannot say: ask rather than guess
+        return [Concern(UNSEEN, f"what the sandbox shows there cannot be told ({exc})")]
+    if "hidden" in sights:
+        raise ToolError(
+            blocked(
+                HIDDEN,
+                "the sandbox hides this path from every command (a credential folder, hermes's "
+                "home or terminal.sandbox.hide), and the file tools do not reach it either",
+                place.target,
+            )
+        )
+    if "unseen" in sights:
+        return [
+            Concern(
+                UNSEEN,
+                "lies outside the workspace and the folders of the home folder that commands "
+                "see (terminal.sandbox.home_allow adds one)",
+            )
+        ]
+    return []
+
+
 def approval_key(problems: Sequence[Concern], target: str) -> str:
     """The key a decision about ``problems`` on ``target`` is remembered under."""
     return "file:" + "+".join(sorted({p.rule for p in problems})) + ":" + target
@@ -83,7 +120,7 @@ def check(
     so the caller works on the resolved paths it checked."""
     resolution = resolve(env, paths, ctx.config if config is None else config)
     for place in resolution.places:
-        groups = []
+        groups = [sight_problems(env, place)]
         if write:
             groups.append(write_problems(place, resolution))
         if read or not write:

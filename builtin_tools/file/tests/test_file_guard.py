@@ -9,6 +9,7 @@ import subprocess
 
 import pytest
 from hermes_env_local import LocalEnvironment
+from hermes_env_sandbox import SandboxSettings
 
 from hermes_core.testing import make_agent, text, tool_call
 from hermes_hookspecs import BLOCKED_MARKER, CommandResult, blocked, hookimpl
@@ -34,8 +35,11 @@ def box(tmp_path, monkeypatch):
 
 
 def run(box, *calls, config=None, plugins=("file", "local"), **kwargs):
-    """One agent turn making ``calls`` (``(tool, args)``) in the workspace; the tool results."""
-    merged = {"terminal": {"cwd": str(box["ws"])}}
+    """One agent turn making ``calls`` (``(tool, args)``) in the workspace; the tool results.
+
+    The sandbox is off: these are the file tools' own rules, which hold without it (with it,
+    the file tools also see only what commands see: test_file_sight.py)."""
+    merged = {"terminal": {"cwd": str(box["ws"]), "sandbox": "off"}}
     for key, value in (config or {}).items():
         merged[key] = {**merged.get(key, {}), **value}
     agent = make_agent(
@@ -327,7 +331,7 @@ def shell_plugin(kind):
         @hookimpl
         def hermes_register_environments(self, register):
             def factory(config, task_id):
-                env = kind(config["terminal"]["cwd"])
+                env = kind(config["terminal"]["cwd"], sandbox=SandboxSettings("off"))
                 env.home_cwd = config["terminal"]["cwd"]
                 return env
 

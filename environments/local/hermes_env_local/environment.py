@@ -23,6 +23,7 @@ from hermes_hookspecs import (
     CommandResult,
     Environment,
     EnvironmentUnavailable,
+    PathSight,
 )
 from hermes_runtime.home import default_home
 from hermes_runtime.secrets import secret_names
@@ -266,6 +267,15 @@ class LocalEnvironment(Environment):
     def sandbox_summary(self) -> str:
         """One line on what commands may see, write and reach (``""`` when the sandbox is off)."""
         return self._box.describe()
+
+    def path_sight(self, path: str) -> PathSight:
+        """What commands see of ``path`` (absolute, as commands name it): ``write`` everywhere
+        when the sandbox is off, else what the sandbox shows there (its ``/tmp`` is the task's
+        own)."""
+        if not self._box.enabled:
+            return "write"
+        host = self._host(os.path.normpath(path))  # makes the task's folder first
+        return self._box.sandbox().path_sight(host)
 
     def sandbox_hint(self, result: CommandResult) -> str:
         """The note naming the sandbox limit a failed command met (``""`` when none)."""
