@@ -75,6 +75,11 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str, str]] = {
     "providers": ("commands", "providers_group", "Model providers."),
     "tools": ("commands", "tools_group", "Tools and toolsets the model can use."),
     "version": ("commands", "version", "Print the versions of hermes, its contract and Python."),
+    "usage": (
+        "usage_cmd",
+        "usage",
+        "Tokens and estimated cost of model calls, from the store's per-call records.",
+    ),
 }
 """Builtin commands: name -> (module in hermes_core.cli, attribute, short help). Their modules
 are imported only when the command runs, so `hermes --help` stays fast."""

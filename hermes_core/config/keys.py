@@ -17,6 +17,47 @@ APPROVAL_MODES: tuple[str, ...] = ("manual", "deny", "yolo")
 _STRINGS: dict[str, Any] = {"type": "array", "items": "string"}
 
 
+def budget_sections() -> list[ConfigSection]:
+    """``budgets`` (spend caps, docs/budgets.md) and ``providers`` (credential pools,
+    docs/credentials.md)."""
+    caps = [
+        ConfigKey(name, "number", doc=doc, minimum=0)
+        for name, doc in (
+            ("session_usd", "dollars each session may spend"),
+            ("person_day_usd", "dollars each person (the owner too) may spend a day"),
+            ("gateway_user_day_usd", "dollars each gateway user may spend a day"),
+            ("cron_job_day_usd", "dollars each scheduled job may spend a day"),
+            ("session_tokens", "tokens of unpriced models each session may use"),
+            ("person_day_tokens", "tokens of unpriced models each person may use a day"),
+            ("gateway_user_day_tokens", "tokens of unpriced models a gateway user may use a day"),
+            ("cron_job_day_tokens", "tokens of unpriced models a scheduled job may use a day"),
+            ("reserve_output_tokens", "answer tokens the check before a call assumes"),
+        )
+    ]
+    return [
+        ConfigSection(
+            "budgets",
+            [
+                *caps,
+                ConfigKey("people", "object", doc="a person's own caps: {id: {day_usd: N}}"),
+                ConfigKey("cron_jobs", "object", doc="a job's own caps: {id: {day_usd: N}}"),
+                ConfigKey(
+                    "downshift_to",
+                    ("string", "object"),
+                    doc="{model, at}: cheaper model near a cap",
+                ),
+            ],
+            doc="spend caps checked before every model call",
+        ),
+        ConfigSection(
+            "providers",
+            [],
+            doc="per-provider settings: keys (a credential pool), strategy, cooldowns",
+            open=True,
+        ),
+    ]
+
+
 def core_sections() -> list[ConfigSection]:
     """The sections of the keys the core reads, with their defaults."""
     return [
@@ -87,9 +128,11 @@ def core_sections() -> list[ConfigSection]:
                     doc="seconds without a response before a model call is retried",
                     minimum=0,
                 ),
+                ConfigKey("job", "string", doc="the scheduled job a run is for (set by cron)"),
             ],
             doc="the agent loop",
         ),
+        *budget_sections(),
         ConfigSection(
             "context",
             [

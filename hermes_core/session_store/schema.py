@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .connections import file_state, read_only_connection
 from .errors import REPAIR_HINT, SessionStoreError
+from .ledger_sql import LEDGER_TABLES
 
 log = logging.getLogger("hermes.sessions")
 
@@ -169,11 +170,20 @@ def _migrate_to_v4(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_to_v5(conn: sqlite3.Connection) -> None:
+    """``usage_records``: one row per model call (whose, which model and key, tokens, cost)
+    for spend caps and ``hermes usage``; ``key_state``: the shared state of each pooled API key
+    (see :mod:`.ledger`)."""
+    for statement in _split_sql(LEDGER_TABLES):
+        conn.execute(statement)
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _migrate_to_v1,
     _migrate_to_v2,
     _migrate_to_v3,
     _migrate_to_v4,
+    _migrate_to_v5,
 ]
 """``MIGRATIONS[n]`` takes a database from schema version ``n`` to ``n + 1``; append only."""
 

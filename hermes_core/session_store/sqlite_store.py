@@ -59,6 +59,7 @@ from .codec import (
 )
 from .connections import SQLiteConnections, check_header, make_private
 from .errors import SessionStoreError
+from .ledger import LedgerTables
 from .schema import (
     COUNTER_COLUMNS,
     SCHEMA_VERSION,
@@ -94,9 +95,11 @@ index; through the source index it would walk every session of that source (a ga
 thousands), on every turn."""
 
 
-class SQLiteSessionStore(SQLiteConnections):
+class SQLiteSessionStore(SQLiteConnections, LedgerTables):
     """Sessions and messages in one SQLite file, with full-text search (implements
-    ``hermes_hookspecs.PersonalSessionStore`` and ``hermes_hookspecs.LockingSessionStore``).
+    ``hermes_hookspecs.PersonalSessionStore`` and ``hermes_hookspecs.LockingSessionStore``), and
+    the spend ledger and pooled keys' state (``UsageLedger``, ``KeyStateStore``, see
+    :mod:`.ledger`).
 
     Safe to share between threads (one connection per thread) and between processes (WAL,
     ``BEGIN IMMEDIATE`` writes, busy timeout and bounded retries).

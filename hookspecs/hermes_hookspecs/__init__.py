@@ -22,12 +22,14 @@ if TYPE_CHECKING:
     from .constants import *  # noqa: F403
     from .context_engine import *  # noqa: F403
     from .environment import *  # noqa: F403
+    from .ledgers import *  # noqa: F403
     from .people import *  # noqa: F403
     from .prompt import *  # noqa: F403
     from .providers import *  # noqa: F403
     from .refusals import *  # noqa: F403
     from .reports import *  # noqa: F403
     from .sessions import *  # noqa: F403
+    from .slash import *  # noqa: F403
     from .summaries import *  # noqa: F403
     from .tools import *  # noqa: F403
     from .turns import *  # noqa: F403
@@ -51,6 +53,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "SandboxedEnvironment",
         "SightedEnvironment",
     ),
+    "ledgers": ("KeyState", "KeyStateStore", "Spent", "UsageLedger", "UsageRecord"),
     "people": (
         "PEOPLE_DIR",
         "PERSON_ID_RE",
@@ -79,6 +82,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "SessionStore",
         "SessionStoreFactory",
     ),
+    "slash": ("SLASH_NAME_RE", "SlashCommand", "SlashContext", "SlashOutcome"),
     "summaries": ("CONTEXT_SUMMARY_FLAG", "CONTEXT_SUMMARY_MARKER", "is_context_summary"),
     "tools": ("TOOL_NAME_RE", "Tool", "ToolHandler", "ToolOutput", "Toolset"),
     "turns": ("EXIT_REASONS", "TURN_RESULT_KEYS", "ExitReason", "TurnResult"),

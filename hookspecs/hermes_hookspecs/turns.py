@@ -10,10 +10,12 @@ ExitReason = Literal[
     "interrupted",
     "invalid_tool_calls",
     "provider_error",
+    "budget_exhausted",
     "error",
 ]
 """Why a turn's loop stopped: an answer, the step budget used up (the answer is a summary), an
-interrupt, only invalid tool calls several steps in a row, a provider error, any other error."""
+interrupt, only invalid tool calls several steps in a row, a provider error, a spend cap
+reached before a model call (``error`` names the cap and how to raise it), any other error."""
 
 EXIT_REASONS: tuple[ExitReason, ...] = get_args(ExitReason)
 """Every :data:`ExitReason`, in that order."""

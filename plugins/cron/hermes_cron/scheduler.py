@@ -136,6 +136,7 @@ def run_claimed(
                 cancel_event=cancel,
                 exclude_toolsets=NOT_FOR_JOBS,
                 person=store.person,
+                config_overrides={"agent.job": str(job["id"])},  # spend per job
             )
         )
     except Exception as exc:  # a runner must not raise; if one does, the job records it
