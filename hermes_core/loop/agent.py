@@ -30,13 +30,14 @@ from hermes_hookspecs import (
     check_person,
 )
 
+from ..budgets import BudgetExhausted, SpendGuard, estimate_prompt_tokens
 from ..config.loading import Config
 from ..context.engines import make_engine
 from ..context.prompt import collect_layers, join_layers
 from ..context.windows import context_window
 from ..host import Host
 from ..models.calls import AuxiliaryModels, ModelConnection
-from ..models.pricing import estimate_cost
+from ..models.pricing import PriceBook
 from ..plugins.manager import PluginManager
 from ..session_store.personal_view import PersonalView
 from ..tools.environments import EnvironmentManager
@@ -144,6 +145,17 @@ class Agent:
         """The HERMES_HOME folder; empty for a configuration given as a mapping."""
         self.session_store: SessionStore = host.session_store
         self._writes = StoreWrites(self.session_store, lambda t: self.events.emit("status", text=t))
+        self.prices = PriceBook(cfg)
+        self.budget = SpendGuard(
+            cfg,
+            self.prices,
+            self.session_store,
+            person=self.person,
+            source=self.platform,
+            job=agent_cfg.get("job"),
+            say=lambda t: self.events.emit("status", text=f"budget: {t}"),
+        )
+        """The spend caps checked before every model call (``budgets`` in config.yaml)."""
         self.tool_contexts = ToolContexts(
             config=MappingProxyType(cfg),
             hermes_home=Path(self.hermes_home) if self.hermes_home else None,
@@ -366,6 +378,7 @@ class Agent:
         turn = Turn(task_id)
         try:
             self._start_session()
+            self.budget.start_turn(self.session_id)
             if conversation_history is not None:
                 self.messages = [
                     transcript.clean_value(dict(m))
@@ -387,12 +400,16 @@ class Agent:
         except ProviderError as exc:
             provider = exc.provider or self.provider_name
             turn.finish("provider_error", f"{provider}: {exc}")
+        except BudgetExhausted as exc:  # checked before a call: nothing of it was made
+            self.events.emit("status", text=str(exc))
+            turn.finish("budget_exhausted", str(exc))
         except HermesError as exc:
             turn.finish("error", str(exc))
         except Exception as exc:  # the result shape holds on every path, bugs included
             log.exception("unexpected error in the agent loop")
             turn.finish("error", f"{type(exc).__name__}: {exc}")
         self.usage.add(turn.usage)
+        self.budget.finish_turn(turn.cost_usd)
         if turn.cost_usd is not None:
             self.cost_usd += turn.cost_usd
         if hasattr(self.session_store, "add_usage") and self.session is not None and turn.api_calls:
@@ -479,6 +496,8 @@ class Agent:
             )
             if extra_user is not None:
                 messages, source = with_note(messages, source, extra_user)
+            if self.budget.active:
+                self._check_budget(turn, messages)
             make_request = self.requests.maker(
                 messages, source, tools, self.session_id, turn.task_id
             )
@@ -495,12 +514,33 @@ class Agent:
                 continue
             turn.api_calls += 1
             turn.usage.add(response.usage)
-            cost = estimate_cost(response.usage, response.model or self.model, self.config.data)
+            answered_by = response.model or self.model
+            cost = self.prices.cost(response.usage, answered_by)
             if cost is not None:
                 turn.cost_usd = (turn.cost_usd or 0.0) + cost
+            self.budget.charge(response.usage, cost)
+            if self.budget.ledger is not None:
+                record = self.budget.record(
+                    response.usage,
+                    cost,
+                    session_id=self.session_id,
+                    model=answered_by,
+                    provider=self.provider_name,
+                    key_id=self.connection.key_id,
+                )
+                self._store("record_usage", record)
             self.plugins.call_each("hermes_after_response", response=response)
             self.compactor.after_response(response)
             return response
+
+    def _check_budget(self, turn: Turn, messages: list[dict[str, Any]]) -> None:
+        """Before a call: move to ``budgets.downshift_to`` when a cap is nearly spent, and
+        raise :class:`BudgetExhausted` when the call could exceed one."""
+        model = self.budget.choose_model(self.model)
+        if model != self.model and self.connection.downshift(model):
+            self.events.emit("status", text=f"budget nearly spent: using {model} for this turn")
+        prompt = self.budget.prompt_tokens or estimate_prompt_tokens(messages)
+        self.budget.check(self.model, turn.cost_usd or 0.0, prompt)
 
     # --- sessions, prompt, persistence -----------------------------------------------------
 

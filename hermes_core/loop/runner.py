@@ -42,6 +42,7 @@ _STATUS = {
     "completed": "completed",
     "max_turns": "max_iterations",
     "interrupted": "interrupted",
+    "budget_exhausted": "budget_exhausted",
 }
 """``run_conversation`` exit reasons -> outcome statuses; every other reason is ``error``."""
 
@@ -126,6 +127,9 @@ class HostRunner:
         if status == "completed" and result["final_response"] is None:
             status = "error"
         error = "" if status != "error" else str(result["error"] or result["exit_reason"])
+        if status == "budget_exhausted":  # the message is the answer a front end shows
+            error = str(result["error"])
+            result["final_response"] = error
         try:
             agent.close(status)
         except Exception:  # the answer is already stored; cleanup trouble must not lose it

@@ -5,6 +5,7 @@ models that answer side tasks."""
 from __future__ import annotations
 
 import concurrent.futures as cf
+import dataclasses
 import random
 import threading
 import time
@@ -94,6 +95,8 @@ class ModelConnection:
             self.primary = self._connect(model_cfg)
         self.active = self.primary
         self.switches: list[dict[str, Any]] = []
+        self.key_id = ""
+        """The id of the pooled key that made the last request ("" when not pooled)."""
         self._fallbacks_left: list[dict[str, Any]] | None = None
 
     def _connect(self, model_config: Mapping[str, Any]) -> ActiveModel:
@@ -107,6 +110,14 @@ class ModelConnection:
         self.active = self.primary
         self.primary.refreshed = False
         self._fallbacks_left = None
+
+    def downshift(self, model: str) -> bool:
+        """Use ``model`` on the primary provider for the rest of the turn (a spend cap is
+        nearly reached); ``False`` when a fallback provider is answering now."""
+        if self.active is not self.primary:
+            return False
+        self.active = dataclasses.replace(self.primary, model=model)
+        return True
 
     def close(self) -> None:
         """Release the connection (its calls ran on the process's shared model workers, which

@@ -19,7 +19,13 @@ from .approval import ApprovalRequest
 from .providers import Usage
 from .sessions import SessionStore
 
-OUTCOME_STATUSES: tuple[str, ...] = ("completed", "interrupted", "max_iterations", "error")
+OUTCOME_STATUSES: tuple[str, ...] = (
+    "completed",
+    "interrupted",
+    "max_iterations",
+    "budget_exhausted",
+    "error",
+)
 """The values of :attr:`AgentOutcome.status`."""
 
 
@@ -103,7 +109,9 @@ class AgentOutcome:
     :param session_id: the session that holds the run's transcript.
     :param text: the final answer; ``""`` when there is none.
     :param status: ``completed``, ``interrupted``, ``max_iterations`` (the budget ran out; ``text``
-        is the agent's summary of where it stopped) or ``error``.
+        is the agent's summary of where it stopped), ``budget_exhausted`` (a spend cap was
+        reached before a model call; ``text`` and ``error`` name the cap and how to raise it)
+        or ``error``.
     :param error: one readable line when ``status`` is ``error``.
     :param usage: the tokens the run used.
     :param cost_usd: its estimated cost (0.0 when unknown).
