@@ -1,0 +1,46 @@
+"""hermes in the editor: ``hermes acp``, an Agent Client Protocol server over stdio.
+
+Editors (Zed, JetBrains, Neovim plugins) and headless clients start ``hermes acp`` and drive it
+with JSON-RPC on its stdin and stdout. Each ACP session is a hermes session in the session
+store, run by the host's agent runner with the same configuration, toolsets, approvals and
+sandbox as the chat. See docs/acp.md.
+
+This module imports only the contract: the protocol SDK is imported when ``hermes acp`` runs,
+so ``hermes --help`` does not pay for it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hermes_hookspecs import hookimpl
+
+from .config_schema import hermes_register_config  # noqa: F401 - a hook of this plugin
+
+__version__ = "0.1.0"
+
+
+@hookimpl
+def hermes_register_commands(cli: Any) -> None:
+    """Add ``hermes acp`` (its module loads when the command runs)."""
+    import click
+
+    class LazyAcpCommand(click.Command):
+        def invoke(self, ctx: click.Context) -> Any:
+            from .cli import run_acp
+
+            return ctx.invoke(run_acp, **ctx.params)
+
+    cli.add_command(
+        LazyAcpCommand(
+            "acp",
+            help="Serve the Agent Client Protocol on stdin/stdout for an editor (docs/acp.md).",
+            params=[
+                click.Option(
+                    ["--check"],
+                    is_flag=True,
+                    help="Say in one line whether the provider, sandbox and store are ready.",
+                ),
+            ],
+        )
+    )

@@ -1,0 +1,97 @@
+"""The stdio connection of ``hermes acp``: frames in on stdin, out on a private stdout."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from acp import RequestError
+from acp.agent.connection import AgentSideConnection
+from acp.connection import StreamDirection, StreamEvent
+
+from hermes_hookspecs import CommandContext
+
+from .server import HermesAgent
+from .settings import Settings
+
+log = logging.getLogger("hermes.acp")
+
+Handler = Callable[[str, Any, bool], Awaitable[Any]]
+
+STDIN_LIMIT = 64 * 1024 * 1024
+"""The longest frame read (a prompt with images can be large)."""
+
+
+class _Drain(asyncio.streams.FlowControlMixin, asyncio.Protocol):
+    """Write protocol of the private stdout (``drain`` waits when the pipe is full)."""
+
+
+async def _streams(private: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=STDIN_LIMIT)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    transport, protocol = await loop.connect_write_pipe(_Drain, os.fdopen(private, "wb", 0))
+    return reader, asyncio.StreamWriter(transport, protocol, None, loop)
+
+
+def _with_extras(agent: HermesAgent, router: Handler, prompts: dict[Any, str]) -> Handler:
+    """The SDK's router, with the methods it does not route yet: ``session/delete`` and
+    ``$/cancel_request``."""
+
+    async def handle(method: str, params: Any, is_notification: bool) -> Any:
+        if method == "session/delete":
+            session_id = params.get("sessionId") if isinstance(params, dict) else None
+            if not isinstance(session_id, str):
+                raise RequestError.invalid_params({"details": "sessionId is required"})
+            return await agent.delete_session(session_id)
+        if method == "$/cancel_request":
+            agent.cancel_request(params if isinstance(params, dict) else None, prompts)
+            return None
+        return await router(method, params, is_notification)
+
+    return handle
+
+
+def _prompt_tracker(prompts: dict[Any, str]) -> Callable[[StreamEvent], None]:
+    """Remember which request id is which session's prompt (for ``$/cancel_request``)."""
+
+    def observe(event: StreamEvent) -> None:
+        message = event.message
+        if event.direction is StreamDirection.INCOMING:
+            if message.get("method") == "session/prompt" and "id" in message:
+                params = message.get("params") or {}
+                prompts[message["id"]] = str(params.get("sessionId"))
+        elif "id" in message and "method" not in message:
+            prompts.pop(message["id"], None)
+
+    return observe
+
+
+async def serve(context: CommandContext, settings: Settings, private: int) -> None:
+    """Serve one client until it closes stdin; turns still running are interrupted."""
+    reader, writer = await _streams(private)
+    agent = HermesAgent(context, settings)
+    prompts: dict[Any, str] = {}
+    conn = AgentSideConnection(
+        agent,
+        writer,
+        reader,
+        listening=False,
+        use_unstable_protocol=True,
+        observers=[_prompt_tracker(prompts)],
+    )
+    inner = conn._conn  # the SDK routes neither session/delete nor $/cancel_request yet
+    inner._handler = _with_extras(agent, inner._handler, prompts)
+    try:
+        await conn.listen()
+    finally:
+        for session in list(agent.sessions.values()):
+            session.cancel.set()
+        turns = [s.turn for s in agent.sessions.values() if s.turn is not None]
+        if turns:
+            await asyncio.wait(turns, timeout=10)
+        log.info("client gone; %d session(s) closed", len(agent.sessions))

@@ -1,0 +1,392 @@
+"""The ACP agent: protocol v1 requests answered with hermes's runner and session store."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Mapping, Sequence
+from importlib.metadata import version
+from typing import Any
+
+from acp import PROTOCOL_VERSION, RequestError
+from acp.interfaces import Client
+from acp.schema import (
+    AgentCapabilities,
+    AuthenticateResponse,
+    CloseSessionResponse,
+    CurrentModeUpdate,
+    ForkSessionResponse,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    McpCapabilities,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    ResumeSessionResponse,
+    SessionCapabilities,
+    SessionCloseCapabilities,
+    SessionDeleteCapabilities,
+    SessionInfoUpdate,
+    SessionListCapabilities,
+    SessionResumeCapabilities,
+    SetSessionConfigOptionResponse,
+    SetSessionModeResponse,
+    StopReason,
+    TerminalAuthMethod,
+    Usage,
+)
+
+from hermes_hookspecs import AgentTask, CommandContext
+
+from .listing import SessionCatalog
+from .permissions import approver
+from .prompt import user_message
+from .replay import replay
+from .session_state import OpenSession, new_session_id
+from .settings import Settings
+from .turn_stream import TurnStream
+
+log = logging.getLogger("hermes.acp")
+
+SETUP_METHOD = "hermes-setup"
+"""The terminal auth method: the editor runs ``hermes setup`` in a terminal."""
+
+STOP_REASONS: dict[str, StopReason] = {
+    "completed": "end_turn",
+    "interrupted": "cancelled",
+    "max_iterations": "max_turn_requests",
+}
+"""Outcome status -> ACP stop reason (``error`` is an error answer)."""
+
+
+class HermesAgent:
+    """One connection's ACP agent: the sessions an editor has open, each a hermes session."""
+
+    def __init__(self, context: CommandContext, settings: Settings) -> None:
+        self.context = context
+        self.settings = settings
+        self.catalog = SessionCatalog(context.session_store())
+        self.sessions: dict[str, OpenSession] = {}
+        self.client: Client | None = None
+
+    def on_connect(self, conn: Client) -> None:
+        """Remember the client side of the connection (for updates and questions)."""
+        self.client = conn
+
+    def _conn(self) -> Client:
+        if self.client is None:  # pragma: no cover - the SDK connects before any request
+            raise RequestError.internal_error({"details": "not connected"})
+        return self.client
+
+    # --- initialize and authentication ------------------------------------------------------
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: Any = None,
+        client_info: Any = None,
+        **kwargs: Any,
+    ) -> InitializeResponse:
+        """Agree on protocol version 1 and say what hermes offers."""
+        who = getattr(client_info, "name", None) or "an unnamed client"
+        log.info("initialize from %s (protocol %s)", who, protocol_version)
+        return InitializeResponse(
+            protocol_version=min(int(protocol_version), PROTOCOL_VERSION),
+            agent_info=Implementation(
+                name="hermes", title="hermes", version=version("hermes-frontend-acp")
+            ),
+            auth_methods=[
+                TerminalAuthMethod(
+                    type="terminal",
+                    id=SETUP_METHOD,
+                    name="hermes setup",
+                    description="Choose a provider and model and store its key (runs "
+                    "`hermes setup` in a terminal)",
+                    args=["setup"],
+                )
+            ],
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(
+                    image=True, audio=False, embedded_context=True
+                ),
+                mcp_capabilities=McpCapabilities(http=False, sse=False),
+                session_capabilities=SessionCapabilities(
+                    list=SessionListCapabilities(),
+                    resume=SessionResumeCapabilities(),
+                    close=SessionCloseCapabilities(),
+                    delete=SessionDeleteCapabilities(),
+                ),
+            ),
+        )
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
+        """After ``hermes setup`` ran in the editor's terminal: ready when a model is set."""
+        if method_id != SETUP_METHOD:
+            raise RequestError.invalid_params({"details": f"unknown auth method {method_id!r}"})
+        problem = self.settings.model_problem()
+        if problem:
+            raise RequestError.auth_required({"details": problem})
+        return AuthenticateResponse()
+
+    # --- sessions -------------------------------------------------------------------------
+
+    def _open(self, session_id: str, cwd: str) -> OpenSession:
+        if not os.path.isabs(cwd):
+            raise RequestError.invalid_params({"details": f"cwd must be absolute: {cwd!r}"})
+        session = OpenSession(id=session_id, cwd=cwd, model=self.settings.model)
+        self.sessions[session_id] = session
+        return session
+
+    def _session(self, session_id: str) -> OpenSession:
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise RequestError.resource_not_found(session_id)
+        return session
+
+    async def new_session(
+        self,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> NewSessionResponse:
+        """A new hermes session, stored with its first turn."""
+        self._no_mcp_servers(mcp_servers)
+        session = self._open(new_session_id(), cwd)
+        return NewSessionResponse(
+            session_id=session.id,
+            modes=session.modes(),
+            config_options=session.config_options(self.settings.models),
+        )
+
+    def _no_mcp_servers(self, servers: Sequence[Any] | None) -> None:
+        if servers:
+            raise RequestError.invalid_params(
+                {
+                    "details": "hermes acp does not take MCP servers from the client yet; "
+                    "configure them in hermes (mcp_servers in config.yaml)"
+                }
+            )
+
+    def _reopen(self, session_id: str, cwd: str, mcp_servers: Sequence[Any] | None) -> OpenSession:
+        self._no_mcp_servers(mcp_servers)
+        stored = self.catalog.get(session_id)
+        if stored is None:
+            raise RequestError.resource_not_found(session_id)
+        old = self.sessions.get(session_id)
+        if old is not None and old.busy:
+            raise RequestError.invalid_request({"details": "a turn of this session is under way"})
+        session = self._open(session_id, cwd)
+        session.restore_choices(stored.metadata, self.settings.models)
+        session.title = stored.title
+        return session
+
+    async def load_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: list[Any] | None = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
+    ) -> LoadSessionResponse:
+        """Open a stored session and show its history again as updates."""
+        session = self._reopen(session_id, cwd, mcp_servers)
+        conn = self._conn()
+        for update in replay(self.catalog.messages(session_id), cwd):
+            await conn.session_update(session_id, update)
+        return LoadSessionResponse(
+            modes=session.modes(), config_options=session.config_options(self.settings.models)
+        )
+
+    async def resume_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> ResumeSessionResponse:
+        """Open a stored session without showing its history again."""
+        session = self._reopen(session_id, cwd, mcp_servers)
+        return ResumeSessionResponse(
+            modes=session.modes(), config_options=session.config_options(self.settings.models)
+        )
+
+    async def fork_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> ForkSessionResponse:
+        """Not offered (not advertised): forking is a draft of the protocol."""
+        raise RequestError.method_not_found("session/fork")
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        """The stored sessions, newest first, a page at a time."""
+        try:
+            sessions, next_cursor = self.catalog.page(cwd, cursor)
+        except ValueError as exc:
+            raise RequestError.invalid_params({"details": str(exc)}) from None
+        return ListSessionsResponse(sessions=sessions, next_cursor=next_cursor)
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
+        """Stop the session's turn, if any, and forget it on this connection."""
+        session = self._session(session_id)
+        session.cancel.set()
+        if session.turn is not None:
+            await asyncio.gather(session.turn, return_exceptions=True)
+        self.sessions.pop(session_id, None)
+        return CloseSessionResponse()
+
+    async def delete_session(self, session_id: str) -> dict[str, Any]:
+        """Close the session and delete it from the store."""
+        if session_id in self.sessions:
+            await self.close_session(session_id)
+        try:
+            found = self.catalog.delete(session_id)
+        except ValueError as exc:
+            raise RequestError.invalid_request({"details": str(exc)}) from None
+        if not found:
+            raise RequestError.resource_not_found(session_id)
+        return {}
+
+    # --- modes and options ----------------------------------------------------------------
+
+    async def set_session_mode(
+        self, session_id: str, mode_id: str, **kwargs: Any
+    ) -> SetSessionModeResponse:
+        """Switch how the session's approval requests are answered."""
+        session = self._session(session_id)
+        self._choose(session, "mode", mode_id)
+        await self._conn().session_update(
+            session_id,
+            CurrentModeUpdate(session_update="current_mode_update", current_mode_id=mode_id),
+        )
+        return SetSessionModeResponse()
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
+    ) -> SetSessionConfigOptionResponse:
+        """Change the session's mode, model or reasoning effort."""
+        session = self._session(session_id)
+        self._choose(session, config_id, value)
+        options = session.config_options(self.settings.models)
+        if config_id == "mode":
+            await self._conn().session_update(
+                session_id,
+                CurrentModeUpdate(
+                    session_update="current_mode_update", current_mode_id=session.mode
+                ),
+            )
+        return SetSessionConfigOptionResponse(config_options=options)
+
+    def _choose(self, session: OpenSession, option: str, value: Any) -> None:
+        try:
+            session.choose(option, value, self.settings.models)
+        except ValueError as exc:
+            raise RequestError.invalid_params({"details": str(exc)}) from None
+        self.catalog.remember(session)
+
+    # --- turns ----------------------------------------------------------------------------
+
+    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
+        """Run one turn of the session, streaming its progress as updates."""
+        session = self._session(session_id)
+        if session.busy:
+            raise RequestError.invalid_request({"details": "a turn of this session is under way"})
+        message = user_message(prompt)
+        session.cancel.clear()
+        loop = asyncio.get_running_loop()
+        stream = TurnStream(self._conn(), session.id, session.cwd, loop)
+        task = AgentTask(
+            prompt=message.text,
+            images=message.images,
+            session_id=session.id,
+            source="acp",
+            model=session.model if session.model != self.settings.model else None,
+            cancel_event=session.cancel,
+            on_text_delta=stream.text,
+            on_event=stream.event,
+            approval=approver(
+                session,
+                stream.updates,
+                loop,
+                self._conn().request_permission,
+                stream.flush,
+                self.settings.permission_timeout,
+            ),
+            config_overrides=self.settings.overrides(session),
+            exclude_toolsets=["clarify"],
+            only_toolsets=self.settings.toolsets,
+        )
+        runner = self.context.agent_runner()
+        session.turn = asyncio.ensure_future(loop.run_in_executor(None, runner.run, task))
+        try:
+            outcome = await asyncio.shield(session.turn)
+        finally:
+            message.discard()
+        await stream.close()
+        await self._after_turn(session)
+        if outcome.status == "error" and not session.cancel.is_set():
+            raise RequestError.internal_error({"details": outcome.error or "the turn failed"})
+        reason: StopReason = (
+            "cancelled" if session.cancel.is_set() else STOP_REASONS.get(outcome.status, "end_turn")
+        )
+        usage = outcome.usage
+        return PromptResponse(
+            stop_reason=reason,
+            usage=Usage(
+                total_tokens=usage.input_tokens + usage.output_tokens,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                thought_tokens=usage.reasoning_tokens or None,
+                cached_read_tokens=usage.cache_read_tokens or None,
+                cached_write_tokens=usage.cache_write_tokens or None,
+            ),
+        )
+
+    async def _after_turn(self, session: OpenSession) -> None:
+        """Keep the session's folder and choices with it; show a new title."""
+        stored = self.catalog.get(session.id)
+        if stored is None:  # the turn failed before the session was stored
+            return
+        self.catalog.remember(session)
+        if stored.title and stored.title != session.title:
+            session.title = stored.title
+            await self._conn().session_update(
+                session.id,
+                SessionInfoUpdate(
+                    session_update="session_info_update",
+                    title=stored.title,
+                    updated_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                ),
+            )
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        """Interrupt the session's turn: it ends with ``cancelled`` and no partial history."""
+        session = self.sessions.get(session_id)
+        if session is not None:
+            session.cancel.set()
+
+    def cancel_request(self, params: Mapping[str, Any] | None, prompts: Mapping[Any, str]) -> None:
+        """``$/cancel_request``: cancelling a ``session/prompt`` request cancels its turn."""
+        request_id = (params or {}).get("requestId")
+        session_id = prompts.get(request_id)
+        if session_id is not None and session_id in self.sessions:
+            self.sessions[session_id].cancel.set()
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """No extension methods yet."""
+        raise RequestError.method_not_found(f"_{method}")
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        """Extension notifications are ignored."""

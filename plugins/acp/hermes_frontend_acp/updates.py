@@ -1,0 +1,129 @@
+"""The agent's progress events of one turn as ACP ``session/update`` payloads."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from acp.schema import (
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    FileEditToolCallContent,
+    TextContentBlock,
+    ToolCallProgress,
+    ToolCallStart,
+)
+
+from .tools import (
+    diff_of,
+    kind_of,
+    locations_of,
+    parse_arguments,
+    text_content,
+    title_of,
+)
+
+Update = AgentMessageChunk | AgentThoughtChunk | ToolCallStart | ToolCallProgress
+"""One ``session/update`` this module makes."""
+
+_MAX_BEFORE_BYTES = 1024 * 1024
+"""A file edited by a call is read for its diff only up to this size."""
+
+
+def message_chunk(text: str) -> AgentMessageChunk:
+    """A piece of the answer."""
+    return AgentMessageChunk(
+        session_update="agent_message_chunk", content=TextContentBlock(type="text", text=text)
+    )
+
+
+def thought_chunk(text: str) -> AgentThoughtChunk:
+    """A piece of the model's reasoning."""
+    return AgentThoughtChunk(
+        session_update="agent_thought_chunk", content=TextContentBlock(type="text", text=text)
+    )
+
+
+def _read_before(path: str) -> str | None:
+    try:
+        if os.path.getsize(path) > _MAX_BEFORE_BYTES:
+            return None
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+class TurnUpdates:
+    """Turns the events of one turn into updates; remembers the calls under way so that an
+    approval request can name the call it is about."""
+
+    def __init__(self, cwd: str) -> None:
+        self.cwd = cwd
+        self.open_calls: dict[str, tuple[str, dict[str, Any]]] = {}
+        self._diffs: dict[str, list[FileEditToolCallContent]] = {}
+        self._streamed_reasoning = False
+
+    def call_of(self, tool: str) -> tuple[str, dict[str, Any]] | None:
+        """The newest call under way of ``tool`` (its id and arguments), if any."""
+        for call_id, (name, arguments) in reversed(self.open_calls.items()):
+            if name == tool or not tool:
+                return call_id, arguments
+        return None
+
+    def translate(self, name: str, data: Mapping[str, Any]) -> list[Update]:
+        """The updates event ``name`` with ``data`` makes (none for most events)."""
+        if name == "reasoning":
+            text = str(data.get("text") or "")
+            if data.get("delta"):
+                self._streamed_reasoning = True
+            elif self._streamed_reasoning:  # the whole text again after its deltas
+                return []
+            return [thought_chunk(text)] if text else []
+        if name == "step":
+            self._streamed_reasoning = False
+            return []
+        if name == "tool_start":
+            return [self._start(data)]
+        if name == "tool_end":
+            return [self._end(data)]
+        return []
+
+    def _start(self, data: Mapping[str, Any]) -> ToolCallStart:
+        call_id = str(data.get("call_id") or "")
+        tool = str(data.get("name") or "")
+        arguments = parse_arguments(data.get("arguments"))
+        self.open_calls[call_id] = (tool, arguments)
+        before = None
+        if tool == "write_file":
+            located = locations_of(tool, arguments, self.cwd)
+            before = _read_before(located[0].path) if located else None
+        diff = diff_of(tool, arguments, self.cwd, before)
+        if diff:
+            self._diffs[call_id] = diff
+        return ToolCallStart(
+            session_update="tool_call",
+            tool_call_id=call_id,
+            title=title_of(tool, arguments, self.cwd),
+            kind=kind_of(tool),
+            status="in_progress",
+            locations=locations_of(tool, arguments, self.cwd) or None,
+            content=list(diff) or None,
+            raw_input=arguments,
+        )
+
+    def _end(self, data: Mapping[str, Any]) -> ToolCallProgress:
+        call_id = str(data.get("call_id") or "")
+        self.open_calls.pop(call_id, None)
+        diff = self._diffs.pop(call_id, [])
+        result = data.get("result")
+        failed = bool(data.get("is_error"))
+        content: list[Any] = [] if diff and not failed else list(text_content(result))
+        return ToolCallProgress(
+            session_update="tool_call_update",
+            tool_call_id=call_id,
+            status="failed" if failed else "completed",
+            content=(list(diff) + content) if diff else (content or None),
+            raw_output={"result": result} if result is not None else None,
+        )

@@ -1,0 +1,113 @@
+"""A client for the tests: the SDK's own client connection to a real ``hermes acp``
+subprocess, recording every update and answering permission requests as a test says."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from acp import spawn_agent_process
+from acp.client.connection import ClientSideConnection
+from acp.schema import (
+    AllowedOutcome,
+    DeniedOutcome,
+    RequestPermissionResponse,
+)
+
+HERMES = shutil.which("hermes", path=os.path.dirname(sys.executable)) or "hermes"
+PLUGINS = "acp,openai,local,terminal,file,approvals,todo"
+"""The plugins the subprocess loads: the provider, the backend, the tools and the policy."""
+
+
+def hermes_env(home: Path, **extra: str) -> dict[str, str]:
+    """The environment of a ``hermes`` subprocess using ``home``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_")}
+    env.update(HERMES_HOME=str(home), HERMES_PLUGINS=PLUGINS, OPENAI_API_KEY="test-key")
+    env.update(extra)
+    return env
+
+
+def write_config(home: Path, base_url: str, extra: str = "") -> None:
+    """A configuration with the fake model, the terminal and file tools, no sandbox."""
+    (home / "config.yaml").write_text(
+        "model:\n  default: fake-model\n  provider: custom\n"
+        f"  base_url: {base_url}\n"
+        "toolsets: [terminal, file, todo]\n"
+        "terminal:\n  sandbox: off\n" + extra,
+        encoding="utf-8",
+    )
+
+
+Answer = Callable[[Any, list[str]], Any]
+"""How the client answers a permission request: ``(tool_call, option_ids) -> option id``
+(``None``: the request is cancelled; an exception: the client answers with an error)."""
+
+
+@dataclass
+class RecordingClient:
+    """Records updates and permission requests; answers the latter with ``answer``."""
+
+    answer: Answer = lambda call, options: "allow_once"  # noqa: E731
+    updates: list[tuple[str, Any]] = field(default_factory=list)
+    asked: list[tuple[Any, list[str]]] = field(default_factory=list)
+    hold: asyncio.Event | None = None
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        """Record one update."""
+        self.updates.append((session_id, update))
+
+    async def request_permission(
+        self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
+    ) -> RequestPermissionResponse:
+        """Answer with ``answer``."""
+        ids = [o.option_id for o in options]
+        self.asked.append((tool_call, ids))
+        if self.hold is not None:
+            await self.hold.wait()
+        chosen = self.answer(tool_call, ids)
+        if chosen is None:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(outcome="selected", option_id=chosen)
+        )
+
+    def on_connect(self, conn: Any) -> None:
+        """Nothing to remember."""
+
+    def kinds(self, session_id: str | None = None) -> list[str]:
+        """The ``sessionUpdate`` of each update, in order."""
+        return [u.session_update for s, u in self.updates if session_id in (None, s)]
+
+    def text(self, kind: str = "agent_message_chunk") -> str:
+        """The text of every update of ``kind``, joined."""
+        return "".join(u.content.text for _s, u in self.updates if u.session_update == kind)
+
+
+@asynccontextmanager
+async def connect(
+    home: Path, client: RecordingClient, cwd: Path | None = None, **env: str
+) -> AsyncIterator[tuple[ClientSideConnection, Any]]:
+    """A connection to a fresh ``hermes acp``, initialized."""
+    with open(home / "acp-stderr.log", "ab") as stderr:
+        async with spawn_agent_process(
+            client,
+            HERMES,
+            "acp",
+            env=hermes_env(home, **env),
+            cwd=str(cwd or home),
+            transport_kwargs={"stderr": stderr},
+        ) as (conn, process):
+            await asyncio.wait_for(conn.initialize(protocol_version=1), 30)
+            yield conn, process
+
+
+def run(coroutine: Any, timeout: float = 60) -> Any:
+    """Run ``coroutine`` to the end (the tests are plain functions)."""
+    return asyncio.run(asyncio.wait_for(coroutine, timeout))
