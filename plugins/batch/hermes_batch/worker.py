@@ -1,0 +1,67 @@
+"""A worker: takes pending rows of a run from the run table and runs them one after another,
+until none is pending, the run stops (budget, interrupt) or its coordinator is gone."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from hermes_hookspecs import AgentRunner, SessionStore
+
+from .rowrun import Filter, RowResult, run_row
+from .table import RunTable
+
+
+def worker_id() -> str:
+    """This process's name in the run table: ``host:pid``."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def budget_left(settings: dict[str, object], spent: float) -> bool:
+    """Whether a run with ``settings`` that spent ``spent`` dollars may start another row."""
+    budget = settings.get("budget_usd")
+    return budget is None or spent < float(budget)  # type: ignore[arg-type]
+
+
+def work(
+    *,
+    table: RunTable,
+    name: str,
+    runner: AgentRunner,
+    store: SessionStore,
+    run_dir: Path,
+    filters: Sequence[tuple[str, Filter]] = (),
+    should_stop: Callable[[], bool] = lambda: False,
+    on_row: Callable[[RowResult], None] | None = None,
+) -> int:
+    """Run rows of run ``name`` until there is nothing left to do; returns how many."""
+    me = worker_id()
+    done = 0
+    while not should_stop():
+        run = table.run(name)
+        if run.state != "running" or not budget_left(run.settings, run.spent_usd):
+            break
+        claim = table.claim(name, me, float(run.settings.get("lease_seconds") or 60))
+        if claim is None:
+            break
+        result = run_row(
+            runner=runner,
+            store=store,
+            table=table,
+            claim=claim,
+            settings=run.settings,
+            run_dir=run_dir,
+            filters=filters,
+        )
+        done += 1
+        if on_row is not None:
+            on_row(result)
+    return done
+
+
+def orphaned(parent: int) -> Callable[[], bool]:
+    """A ``should_stop`` that says yes once the process that started this one is gone (its
+    coordinator was killed: finish the row in hand, take no other)."""
+    return lambda: os.getppid() != parent
