@@ -1,0 +1,163 @@
+"""Editor sessions are hermes sessions: listed, loaded (with the history replayed), resumed
+(without it), closed, deleted; continued from the chat and the reverse; kept across restarts."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp import RequestError, text_block
+from acp_client import HERMES, RecordingClient, connect, hermes_env, run
+
+from hermes_core.session_store import SQLiteSessionStore
+from hermes_core.testing import FakeLLM, text, tool_call
+
+
+def _first_session(home: Path, workspace: Path, prompt: str = "hello") -> str:
+    async def go() -> str:
+        async with connect(home, RecordingClient()) as (conn, _):
+            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            await conn.prompt(session_id=new.session_id, prompt=[text_block(prompt)])
+            return new.session_id
+
+    return run(go())
+
+
+def test_load_after_a_restart_replays_the_history_with_its_tool_calls(
+    home: Path, llm: FakeLLM, workspace: Path
+) -> None:
+    (workspace / "notes.txt").write_text("remember the milk\n", encoding="utf-8")
+    llm.add(tool_call("read_file", {"path": "notes.txt"}), text("It says: milk"))
+    session_id = _first_session(home, workspace, "what do my notes say?")
+    client = RecordingClient()  # a new process: nothing of the first one is left
+
+    async def go() -> Any:
+        async with connect(home, client) as (conn, _):
+            return await conn.load_session(
+                cwd=str(workspace), session_id=session_id, mcp_servers=[]
+            )
+
+    loaded = run(go())
+    assert loaded.modes.current_mode_id == "ask"
+    assert client.kinds() == [
+        "user_message_chunk",
+        "tool_call",
+        "tool_call_update",
+        "agent_message_chunk",
+    ]
+    assert client.text("user_message_chunk") == "what do my notes say?"
+    assert client.text() == "It says: milk"
+    [(_, call)] = [(s, u) for s, u in client.updates if u.session_update == "tool_call"]
+    assert call.kind == "read" and call.locations[0].path == str(workspace / "notes.txt")
+
+
+def test_resume_continues_without_replaying(home: Path, llm: FakeLLM, workspace: Path) -> None:
+    llm.add(text("first answer"), text("second answer"))
+    session_id = _first_session(home, workspace)
+    client = RecordingClient()
+
+    async def go() -> str:
+        async with connect(home, client) as (conn, _):
+            await conn.resume_session(cwd=str(workspace), session_id=session_id, mcp_servers=[])
+            assert client.updates == []  # nothing replayed
+            done = await conn.prompt(session_id=session_id, prompt=[text_block("and now?")])
+            return done.stop_reason
+
+    assert run(go()) == "end_turn"
+    assert client.text() == "second answer"
+    sent = [m["content"] for m in llm.model_requests[1].json["messages"] if m["role"] != "system"]
+    assert sent[-3:] == ["hello", "first answer", "and now?"]
+
+
+def test_list_pages_through_the_store_and_filters_by_folder(
+    home: Path, llm: FakeLLM, workspace: Path, tmp_path: Path
+) -> None:
+    llm.add(text("one"), text("two"))
+    first = _first_session(home, workspace)
+    elsewhere = tmp_path / "other-project"
+    elsewhere.mkdir()
+    second = _first_session(home, elsewhere)
+
+    async def go() -> tuple[Any, Any, Any]:
+        async with connect(home, RecordingClient()) as (conn, _):
+            everything = await conn.list_sessions()
+            here = await conn.list_sessions(cwd=str(workspace))
+            with pytest.raises(RequestError) as bad:
+                await conn.list_sessions(cursor="not-a-cursor")
+            return everything, here, bad.value
+
+    everything, here, bad = run(go())
+    assert [s.session_id for s in everything.sessions] == [second, first]
+    assert everything.next_cursor is None
+    assert [s.session_id for s in here.sessions] == [first]
+    assert here.sessions[0].cwd == str(workspace) and here.sessions[0].title
+    assert bad.code == -32602
+
+
+def test_a_session_started_in_the_editor_continues_in_the_chat_and_back(
+    home: Path, llm: FakeLLM, workspace: Path
+) -> None:
+    llm.add(text("from the editor"), text("from the chat"), text("back in the editor"))
+    session_id = _first_session(home, workspace, "editor question")
+    chat = subprocess.run(
+        [HERMES, "chat", "--resume", session_id, "-q", "chat question"],
+        env=hermes_env(home, HERMES_SERVE="off"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert chat.returncode == 0, chat.stderr
+    assert "from the chat" in chat.stdout
+    client = RecordingClient()
+
+    async def go() -> None:
+        async with connect(home, client) as (conn, _):
+            await conn.load_session(cwd=str(workspace), session_id=session_id, mcp_servers=[])
+            await conn.prompt(session_id=session_id, prompt=[text_block("editor again")])
+
+    run(go())
+    assert client.text("user_message_chunk") == "editor questionchat question"
+    contents = [
+        m.get("content") for m in SQLiteSessionStore(home / "sessions.db").get_messages(session_id)
+    ]
+    assert contents == [
+        "editor question",
+        "from the editor",
+        "chat question",
+        "from the chat",
+        "editor again",
+        "back in the editor",
+    ]
+
+
+def test_close_and_delete(home: Path, llm: FakeLLM, workspace: Path) -> None:
+    llm.add(text("kept for a moment"))
+    session_id = _first_session(home, workspace)
+
+    async def go() -> list[int]:
+        codes = []
+        async with connect(home, RecordingClient()) as (conn, _):
+            await conn.resume_session(cwd=str(workspace), session_id=session_id, mcp_servers=[])
+            await conn.close_session(session_id=session_id)
+            for call in (
+                conn.prompt(session_id=session_id, prompt=[text_block("closed?")]),
+                conn.close_session(session_id=session_id),
+            ):
+                with pytest.raises(RequestError) as closed:
+                    await call
+                codes.append(closed.value.code)
+            await conn._conn.send_request("session/delete", {"sessionId": session_id})
+            for call in (
+                conn._conn.send_request("session/delete", {"sessionId": session_id}),
+                conn.load_session(cwd=str(workspace), session_id=session_id, mcp_servers=[]),
+                conn._conn.send_request("session/delete", {}),
+            ):
+                with pytest.raises(RequestError) as gone:
+                    await call
+                codes.append(gone.value.code)
+        return codes
+
+    assert run(go()) == [-32002, -32002, -32002, -32002, -32602]
+    assert SQLiteSessionStore(home / "sessions.db").get_session(session_id) is None
