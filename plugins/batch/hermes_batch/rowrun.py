@@ -184,6 +184,8 @@ def run_row(
         status, error = "error", f"the row ran out of time ({settings.get('row_timeout')} s)"
     elif status == "interrupted":
         status, error = "error", "the run was interrupted"
+    elif status not in ("completed", "max_iterations", "error"):  # a spend cap, say
+        status, error = "error", outcome.error or f"the run ended with {status}"
     output = row_output(
         messages=messages,
         system=session.system_prompt if session is not None else None,

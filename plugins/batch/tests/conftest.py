@@ -33,7 +33,8 @@ def _first_user_text(body: dict[str, Any]) -> str:
 def scripted_answer(request: Any, delay: float = 0.0) -> Any:
     """The fake model: a prompt with ``FAIL`` gets a provider error; ``TOOL`` makes one
     ``todo`` call and then answers; ``GHOST`` calls a tool that does not exist; ``THINK``
-    answers with reasoning; anything else is answered at once. ``SLOW`` rows take 1.5 s."""
+    answers with reasoning; ``TERMINAL CMD`` runs CMD with the terminal tool and answers with
+    what it saw; anything else is answered at once. ``SLOW`` rows take 1.5 s."""
     body = request.json or {}
     messages = body.get("messages") or []
     prompt = _first_user_text(body)
@@ -55,6 +56,12 @@ def scripted_answer(request: Any, delay: float = 0.0) -> Any:
             "usage": usage,
             "delay": pause,
         }
+    if prompt.startswith("TERMINAL ") and not answered_tool:
+        command = prompt.removeprefix("TERMINAL ")
+        call = {"name": "terminal", "arguments": {"command": command}, "id": "call_1"}
+        return {"calls": [call], "usage": usage, "delay": pause}
+    if prompt.startswith("TERMINAL ") and answered_tool:
+        return {"text": f"saw: {messages[-1].get('content')}", "usage": usage}
     if "GHOST" in prompt and not answered_tool:
         return {
             "calls": [{"name": "no_such_tool", "arguments": {}, "id": "call_1"}],
