@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import os
 
 import click
 
 from hermes_hookspecs import CommandContext, HermesError
 
 from .core import GatewayCore
-from .hookspecs import PLATFORM_ADAPTERS_HOOK
+from .hookspecs import PLATFORM_ADAPTERS_HOOK, TURN_QUEUES_HOOK
 from .people_cli import people_group
 from .serve import build, serve
+from .team import drop_secrets, secret_variables
 
 
 def _context() -> CommandContext:
@@ -38,7 +40,14 @@ gateway_group.add_command(people_group)
     type=click.IntRange(min=1),
     help="Processes serving the platforms' addresses, sharing the sessions (gateway.workers, 1).",
 )
-def run(drain_timeout: float | None, workers: int | None) -> None:
+@click.option(
+    "--role",
+    type=click.Choice(["all", "front", "worker"]),
+    default="all",
+    show_default=True,
+    help="With gateway.queue: serve the platforms (front), run the queued turns (worker), or both.",
+)
+def run(drain_timeout: float | None, workers: int | None, role: str) -> None:
     """Serve every configured platform until SIGTERM or Ctrl-C."""
     context = _context()
     config = dict(context.config)
@@ -53,13 +62,25 @@ def run(drain_timeout: float | None, workers: int | None) -> None:
         click.echo(line, err=True)
 
     runner, factories = context.agent_runner(), context.registered(PLATFORM_ADAPTERS_HOOK)
+    queues = context.registered(TURN_QUEUES_HOOK) if section.get("queue") or role != "all" else {}
+    if not queues and os.environ.get("HERMES_QUEUE_URL"):
+        queues = context.registered(TURN_QUEUES_HOOK)
 
     def make() -> GatewayCore:
         return build(
-            context.home, config, runner, factories, log, session_store=context.session_store
+            context.home,
+            config,
+            runner,
+            factories,
+            log,
+            session_store=context.session_store,
+            role=role,
+            queues=queues,
         )
 
     gateway = make()
+    if role == "worker":  # a worker holds no platform's secret
+        drop_secrets(secret_variables(gateway.settings))
     if gateway.settings.workers > 1:
         from .workers import Supervisor
 

@@ -68,6 +68,12 @@ def hermes_register_config(register: Callable[[ConfigSection], None]) -> None:
                 ),
                 ConfigKey("platforms", ("object", "null"), doc="the platforms to serve, by name"),
                 ConfigKey(
+                    "queue",
+                    ("object", "null"),
+                    doc="a team's work queue: turns become jobs that workers on any machine "
+                    "run (engine, url; docs/team.md)",
+                ),
+                ConfigKey(
                     "users",
                     ("object", "null"),
                     doc="the people, by person id: their platform ids (PLATFORM:USER_ID), "

@@ -30,6 +30,7 @@ from .records import read_record, remember_ids
 from .routes import RouteStore, route_key
 from .session_locks import SessionLocks
 from .settings import GatewaySettings
+from .turn_queue import TurnQueue
 from .workspaces import PEOPLE_WORKSPACES, workspace_name
 
 NOT_FOR_GATEWAY = ("clarify",)
@@ -102,6 +103,9 @@ class GatewayCore:
         anything runs; ``None`` leaves that to the runner (the turn then fails).
     :param home: the hermes home, where what the gateway learns of each person (the platform
         ids they wrote from, their workspace) is kept for ``hermes gateway people``.
+    :param queue: the team's work queue (``gateway.queue``): each turn is then a job that a
+        worker, in this process or another, runs (:mod:`hermes_gateway.team`); ``None`` runs
+        the turns here.
     """
 
     def __init__(
@@ -115,8 +119,12 @@ class GatewayCore:
         session_locks: SessionLocks | None = None,
         session_store: Callable[[], SessionStore] | None = None,
         home: Path | None = None,
+        queue: TurnQueue | None = None,
     ) -> None:
         self.runner = runner
+        self.queue = queue
+        self.role = "all"
+        """``hermes gateway run --role``: ``all``, ``front`` or ``worker``."""
         self.people = settings.people
         self.home = home
         self._store_of = session_store
@@ -199,7 +207,8 @@ class GatewayCore:
         )
         raise PermissionError(f"user {message.user_id!r} is not allowed on {message.platform}")
 
-    def _session_store(self) -> SessionStore | None:
+    def session_store(self) -> SessionStore | None:
+        """The home's session store (opened on first need); ``None`` when none was given."""
         if self._store is None and self._store_of is not None:
             self._store = self._store_of()
         return self._store
@@ -207,7 +216,7 @@ class GatewayCore:
     def _owns(self, person: str, session_id: str) -> bool:
         """Whether ``session_id`` is ``person``'s or new (unknown without a session store:
         the runner refuses then)."""
-        store = self._session_store()
+        store = self.session_store()
         if store is None:
             return True
         found = store.get_session(session_id)
@@ -255,6 +264,10 @@ class GatewayCore:
         instructions: str | None,
         on_delta: Callable[[str], None] | None,
     ) -> AgentOutcome:
+        if self.queue is not None:
+            from .team import queued_turn
+
+            return await queued_turn(self, session_id, message, person, instructions, on_delta)
         lane = self._lane(session_id)
         interrupts = lane.lock.locked() and self.settings.busy == "interrupt"
         if interrupts:
@@ -296,7 +309,7 @@ class GatewayCore:
             cancel_event=cancel,
             on_text_delta=deltas,
             exclude_toolsets=NOT_FOR_GATEWAY,
-            config_overrides=self._workspace(message, person),
+            config_overrides=self.workspace_overrides(message, person),
             join_unanswered=interrupts,
             person=person,
         )
@@ -341,7 +354,7 @@ class GatewayCore:
     ) -> contextlib.AbstractContextManager[bool]:
         """The lock of one turn of ``session_id`` across processes: the store's own when it
         holds locks, else the fallback lock file."""
-        store = self._session_store()
+        store = self.session_store()
         if isinstance(store, LockingSessionStore):
             return store.hold_session(session_id, cancel)
         assert self.session_locks is not None
@@ -375,7 +388,9 @@ class GatewayCore:
             name = f"{PEOPLE_WORKSPACES}/{person}"
         return os.path.join(self.workspace_root, name)
 
-    def _workspace(self, message: InboundMessage, person: str | None = None) -> dict[str, Any]:
+    def workspace_overrides(
+        self, message: InboundMessage, person: str | None = None
+    ) -> dict[str, Any]:
         """The configuration that puts this person's commands in their own workspace."""
         if person is None:
             person = self.person_of(message) or guest_id(message.platform, message.user_id)
@@ -444,6 +459,10 @@ class GatewayCore:
         session_id = self.routes.session_of(key)
         if session_id is not None and not self._owns(person, session_id):
             session_id = None
+        if self.queue is not None:
+            reply = await self._queue_command(name, key, person, session_id)
+            await adapter.send(message.chat_id, reply, reply_to=message.message_id or None)
+            return
         if name in ("new", "reset"):
             stopped = self._stop(session_id)
             self.routes.forget(key)
@@ -467,6 +486,27 @@ class GatewayCore:
                 f"State: {state}\nWhen busy: {self.settings.busy}"
             )
         await adapter.send(message.chat_id, reply, reply_to=message.message_id or None)
+
+    async def _queue_command(self, name: str, key: str, person: str, session_id: str | None) -> str:
+        """A command's answer when the turns run on the team's workers, wherever they run."""
+        from .team import describe
+
+        assert self.queue is not None
+        if name in ("new", "reset", "stop"):
+            stopped = await self.queue.stop(session_id) if session_id else False
+            if name == "stop":
+                return "Stopped." if stopped else "Nothing is running."
+            self.routes.forget(key)
+            return "Started a new conversation." + (
+                " The running turn was stopped." if stopped else ""
+            )
+        state = describe(await self.queue.state(session_id)) if session_id else "idle"
+        who = f"{person} (a guest)" if is_guest(person) else person
+        return (
+            f"Person: {who}\n"
+            f"Session: {session_id or 'none yet (the next message starts one)'}\n"
+            f"State: {state}\nWhen busy: {self.settings.busy}"
+        )
 
     # --- shutdown --------------------------------------------------------------------------------
 

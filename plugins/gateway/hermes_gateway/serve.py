@@ -20,6 +20,7 @@ from .platforms import AdapterFactory, PlatformAdapter
 from .routes import RouteStore
 from .session_locks import SessionLocks, shares_sessions
 from .settings import GatewaySettingsError, load_settings
+from .turn_queue import QueueFactory
 
 
 def build(
@@ -30,6 +31,8 @@ def build(
     log: Callable[[str], None],
     *,
     session_store: Callable[[], SessionStore] | None = None,
+    role: str = "all",
+    queues: Mapping[str, QueueFactory] | None = None,
 ) -> GatewayCore:
     """The gateway of ``config`` with one (unconnected) adapter per configured platform;
     :class:`HermesError` for a configuration that cannot be served. ``session_store`` gives
@@ -37,12 +40,21 @@ def build(
     message naming another person's session is then refused before anything runs. When other
     processes may run turns of the same sessions (``gateway.workers`` above 1, or a
     ``store.url`` other than SQLite), each turn holds its session's lock: the store's own
-    (``hold_session``), else a lock file in ``gateway/locks``."""
+    (``hold_session``), else a lock file in ``gateway/locks``.
+
+    With ``gateway.queue`` the turns go through the team's work queue (from ``queues``, the
+    registered ones): ``role`` ``front`` serves the platforms and runs no turn, ``worker``
+    runs the queued turns and serves no platform, ``all`` does both (see
+    :mod:`hermes_gateway.team`)."""
+    from .team import check_role, make_queue
+
     try:
         settings = load_settings(config)
     except GatewaySettingsError as exc:
         raise HermesError(str(exc)) from None
-    if not settings.platforms:
+    check_role(role, settings)
+    queue = make_queue(settings, queues or {}, log) if settings.queue is not None else None
+    if not settings.platforms and role != "worker":
         raise HermesError(
             "no platform is configured: add one under gateway.platforms (see docs/gateway.md)"
         )
@@ -63,8 +75,10 @@ def build(
         session_locks=locks,
         session_store=session_store,
         home=home,
+        queue=queue,
     )
-    for name, platform in settings.platforms.items():
+    gateway.role = role
+    for name, platform in settings.platforms.items() if role != "worker" else ():
         factory = factories.get(platform.adapter)
         if factory is None:
             installed = ", ".join(sorted(factories)) or "none"
@@ -99,8 +113,11 @@ async def serve(
     connected: list[PlatformAdapter] = []
     signals: list[signal.Signals] = []
     outbox: asyncio.Task[None] | None = None
+    working: asyncio.Task[None] | None = None
+    worker_stop = asyncio.Event()
     frozen = False
     try:
+        working = await _start_queue(gateway, worker_stop, stop)
         for name, adapter in gateway.adapters.items():
             await adapter.connect(gateway)
             connected.append(adapter)
@@ -110,7 +127,7 @@ async def serve(
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, stop.set)
                 signals.append(sig)
-        if gateway.settings.outbox_interval > 0:
+        if gateway.settings.outbox_interval > 0 and gateway.adapters:
             outbox = asyncio.ensure_future(
                 keep_delivering(
                     home / "cron" / "outbox",
@@ -129,6 +146,8 @@ async def serve(
         log(f"gateway: stopping; waiting for {gateway.running_turns} running turn(s)")
         return await gateway.close(gateway.settings.drain_timeout)
     finally:
+        worker_stop.set()
+        await _stop_queue(gateway, working)
         if outbox is not None:
             outbox.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -144,8 +163,47 @@ async def serve(
                 log(f"gateway: error while disconnecting: {exc}")
         if frozen:
             memory.release()
-        if connected:  # a gateway whose first platform could not start never ran
+        if connected or working is not None:  # a gateway that could not start never ran
             log("gateway: stopped")
+
+
+async def _start_queue(
+    gateway: GatewayCore, worker_stop: asyncio.Event, stop: asyncio.Event
+) -> asyncio.Task[None] | None:
+    """Connect the team's queue (when configured) and, for a worker, start running its turns
+    until ``worker_stop`` is set; a worker whose queue fails sets ``stop``."""
+    if gateway.queue is None:
+        return None
+    await gateway.queue.open()
+    if gateway.role not in ("all", "worker"):
+        return None
+    from .team import work
+
+    log = gateway.log
+    working = asyncio.ensure_future(work(gateway, worker_stop))
+    working.add_done_callback(lambda done: _worker_ended(done, log, stop))
+    log("gateway: running the queued turns")
+    return working
+
+
+async def _stop_queue(gateway: GatewayCore, working: asyncio.Task[None] | None) -> None:
+    """Wait for the worker's running turns, then disconnect the queue."""
+    if working is not None:
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await working
+    if gateway.queue is not None:
+        with contextlib.suppress(Exception):
+            await gateway.queue.close()
+
+
+def _worker_ended(
+    done: asyncio.Task[None], log: Callable[[str], None], stop: asyncio.Event
+) -> None:
+    """A worker whose queue failed stops the process (its supervisor or operator restarts it)."""
+    if not done.cancelled() and done.exception() is not None:
+        exc = done.exception()
+        log(f"gateway: the worker stopped: {type(exc).__name__}: {exc}")
+    stop.set()
 
 
 class GatewayThread:

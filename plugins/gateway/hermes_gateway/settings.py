@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +43,22 @@ class PlatformSettings:
 
 
 @dataclass(frozen=True)
+class QueueSettings:
+    """``gateway.queue``: the team's work queue (see :mod:`hermes_gateway.turn_queue`).
+
+    :param engine: the registered queue (``hermes_register_turn_queues``); ``None``: the only
+        one installed.
+    :param url: where it lives: ``gateway.queue.url``, else ``HERMES_QUEUE_URL``, else a
+        PostgreSQL ``store.url``.
+    :param options: the whole section, for the engine.
+    """
+
+    engine: str | None
+    url: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class GatewaySettings:
     """The checked ``gateway`` section (``people``: ``gateway.users``, ``groups`` and
     ``guests``)."""
@@ -57,6 +74,7 @@ class GatewaySettings:
     workspaces: str = "per-user"
     workers: int = 1
     people: People = field(default_factory=People)
+    queue: QueueSettings | None = None
 
 
 def _number(section: Mapping[str, Any], key: str, default: float, low: float) -> float:
@@ -136,7 +154,37 @@ def load_settings(config: Mapping[str, Any]) -> GatewaySettings:
         workspaces=workspaces,
         workers=_count(section, "workers", 1),
         people=load_people(section),
+        queue=_queue(config, section),
     )
+
+
+def _queue(config: Mapping[str, Any], section: Mapping[str, Any]) -> QueueSettings | None:
+    """``gateway.queue`` checked; ``None`` when no queue is configured (nor
+    ``HERMES_QUEUE_URL`` set): the single-machine gateway."""
+    entry = section.get("queue")
+    env_url = os.environ.get("HERMES_QUEUE_URL", "").strip()
+    if entry is None and not env_url:
+        return None
+    if entry is None:
+        entry = {}
+    if not isinstance(entry, Mapping):
+        raise GatewaySettingsError(f"config gateway.queue must be a mapping, not {entry!r}")
+    engine = entry.get("engine")
+    if engine is not None and (not isinstance(engine, str) or not engine):
+        raise GatewaySettingsError("config gateway.queue.engine must be a queue's name")
+    url = entry.get("url") or env_url
+    if not url:
+        store = config.get("store")
+        store_url = store.get("url") if isinstance(store, Mapping) else None
+        store_url = store_url or os.environ.get("HERMES_STORE_URL", "")
+        if str(store_url).startswith(("postgresql:", "postgres:")):
+            url = store_url
+    if not isinstance(url, str) or not url:
+        raise GatewaySettingsError(
+            "config gateway.queue needs a url (gateway.queue.url, HERMES_QUEUE_URL, or a "
+            "PostgreSQL store.url)"
+        )
+    return QueueSettings(engine=engine, url=url, options=dict(entry))
 
 
 def _count(section: Mapping[str, Any], key: str, default: int) -> int:
@@ -154,5 +202,6 @@ __all__ = [
     "GatewaySettings",
     "GatewaySettingsError",
     "PlatformSettings",
+    "QueueSettings",
     "load_settings",
 ]

@@ -892,7 +892,7 @@ def test_each_user_gets_a_workspace_of_their_own(tmp_path, receiver):
     gateway = build(tmp_path, {"gateway": {"platforms": platforms}}, Recording(), factories, print)
     assert gateway.workspace_root == tmp_path / "workspaces"
     folders = [
-        gateway._workspace(_message(user))["terminal"]["cwd"]
+        gateway.workspace_overrides(_message(user))["terminal"]["cwd"]
         for user in ("alice", "bob", "a/b", "a_b", "alice")
     ]
     assert len(set(folders)) == 4 and folders[0] == folders[4]
@@ -905,7 +905,7 @@ def test_each_user_gets_a_workspace_of_their_own(tmp_path, receiver):
         factories,
         print,
     )
-    assert shared._workspace(_message("alice")) == {}
+    assert shared.workspace_overrides(_message("alice")) == {}
     with pytest.raises(HermesError, match="gateway.workspaces"):
         build(
             tmp_path,
