@@ -6,7 +6,7 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,10 +14,11 @@ import click
 
 from hermes_hookspecs import API_MODES, HermesError
 
+from ..chat_commands import SLASH_COMMANDS
 from .chat_agent import make_agent
 from .display import Display, read_line
 from .helpers import current_state
-from .slash import SLASH_COMMANDS, handle_slash
+from .slash import handle_slash
 from .state import CliState
 
 if TYPE_CHECKING:
@@ -250,7 +251,8 @@ def _interactive(
     agent = new_agent(session_id)
     # Import the provider's SDK while the user types, so the first answer does not wait for it.
     threading.Thread(target=_prepare_quietly, args=(agent,), daemon=True).start()
-    prompt = _prompter(state.home, fancy=render and sys.stdin.isatty())
+    extra = [f"/{name}" for name in agent.registry.slash_commands]
+    prompt = _prompter(state.home, fancy=render and sys.stdin.isatty(), commands=extra)
     display.line(
         f"hermes: {agent.model} via {agent.provider_name}; /help for commands, Ctrl-D to quit",
         "bold",
@@ -389,7 +391,7 @@ def _turn(agent: Agent, display: Display, line: str | list[dict[str, Any]]) -> N
         display.answer(result["final_response"])
 
 
-def _prompter(home: Path, fancy: bool) -> Any:
+def _prompter(home: Path, fancy: bool, commands: Sequence[str] = ()) -> Any:
     """The function that reads the person's next line: prompt_toolkit on a terminal (line
     editing, history search, completion of slash commands), else ``readline``'s ``input``.
     What was typed is kept in ``$HERMES_HOME/.chat_history`` (owner only: it may hold a key)."""
@@ -402,7 +404,9 @@ def _prompter(home: Path, fancy: bool) -> Any:
 
         session: Any = PromptSession(
             history=FileHistory(str(path)),
-            completer=WordCompleter([name.split()[0] for name, _ in SLASH_COMMANDS], sentence=True),
+            completer=WordCompleter(
+                [name.split()[0] for name, _ in SLASH_COMMANDS] + list(commands), sentence=True
+            ),
             complete_while_typing=False,
         )
 

@@ -9,29 +9,24 @@ import click
 
 from hermes_hookspecs import HermesError
 
+from ..chat_commands import SLASH_COMMANDS
 from .display import Display
+from .slash_plugins import run_plugin_command
 
 if TYPE_CHECKING:
     from ..loop.agent import Agent
 
 
-SLASH_COMMANDS: tuple[tuple[str, str], ...] = (
-    ("/tools", "enabled tools"),
-    ("/usage", "token usage and estimated cost"),
-    ("/prompt", "the system prompt"),
-    ("/compress [FOCUS]", "compress the conversation now, keeping FOCUS in detail"),
-    ("/context", "the context engine's figures"),
-    ("/resume [ID]", "list recent sessions, or continue one"),
-    ("/new", "start a new session"),
-    ("/help", "this list"),
-    ("/exit", "leave (or Ctrl-D)"),
-)
-
-
-def help_table() -> str:
-    """The slash commands in two aligned columns."""
-    width = max(len(name) for name, _ in SLASH_COMMANDS)
-    return "\n".join(f"  {name:<{width}}  {text}" for name, text in SLASH_COMMANDS)
+def help_table(agent: Agent | None = None) -> str:
+    """The slash commands in two aligned columns: the chat's own, then those of ``agent``'s
+    plugins."""
+    rows = list(SLASH_COMMANDS)
+    if agent is not None:
+        for name, entry in sorted(agent.registry.slash_commands.items()):
+            usage = f"/{name} {entry.value.usage}".strip()
+            rows.append((usage, f"{entry.value.summary} ({entry.plugin})"))
+    width = max(len(name) for name, _ in rows)
+    return "\n".join(f"  {name:<{width}}  {text}" for name, text in rows)
 
 
 def handle_slash(line: str, agent: Agent, store: Any, display: Display | None = None) -> bool | str:
@@ -67,9 +62,9 @@ def handle_slash(line: str, agent: Agent, store: Any, display: Display | None = 
         engine = agent.engine
         click.echo(figures_table(engine.status()) if engine else "  no context engine")
     elif command == "/help":
-        click.echo(help_table())
+        click.echo(help_table(agent))
     else:
-        click.echo(f"  unknown command {command}; /help lists the commands")
+        return run_plugin_command(line, agent, store)
     return False
 
 

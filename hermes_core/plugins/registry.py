@@ -15,11 +15,13 @@ from hermes_hookspecs import (
     ContextEngine,
     HermesError,
     Provider,
+    SlashCommand,
     Tool,
     Toolset,
 )
 from hermes_runtime.secrets import mark_secret
 
+from ..chat_commands import BUILTIN_NAMES
 from ..config.schema import ConfigSchema
 from .manager import PluginManager, PluginRecord
 
@@ -86,6 +88,7 @@ class Registry:
         self._providers: dict[str, Registered[Provider]] | None = None
         self._engines: dict[str, Registered[type[ContextEngine]]] | None = None
         self._named: dict[str, dict[str, Registered[Any]]] = {}
+        self._slash: dict[str, Registered[SlashCommand]] | None = None
         self._config_schema: ConfigSchema | None = None
 
     def _collect(self, hook: str, accept: Callable[..., None], **arguments: Any) -> None:
@@ -316,6 +319,32 @@ class Registry:
         self._unique(self._engines, "context engine", engine.name, record)
         self._engines[engine.name] = Registered(engine.name, engine, record.name)
 
+    # --- slash commands of the chat ----------------------------------------------------------
+
+    @property
+    def slash_commands(self) -> dict[str, Registered[SlashCommand]]:
+        """Registered slash commands of the chat by name; the name of one of the chat's own
+        (:data:`hermes_core.chat_commands.BUILTIN_NAMES`) is refused like a clash."""
+        if self._slash is None:
+            self._slash = {}
+
+            def accept(record: PluginRecord, command: SlashCommand) -> None:
+                assert self._slash is not None
+                if not isinstance(command, SlashCommand):
+                    raise RegistrationError(
+                        f"expected a SlashCommand, got {type(command).__name__}"
+                    )
+                if command.name in BUILTIN_NAMES:
+                    raise RegistrationError(
+                        f"slash command /{command.name} is the chat's own; {record.name!r} "
+                        "cannot replace it"
+                    )
+                self._unique(self._slash, "slash command", command.name, record)
+                self._slash[command.name] = Registered(command.name, command, record.name)
+
+            self._collect("hermes_register_slash_commands", accept)
+        return self._slash
+
     # --- registration hooks that plugins declare -------------------------------------------
 
     def named(self, hook: str) -> dict[str, Registered[Any]]:
@@ -349,7 +378,7 @@ class Registry:
     def collect_all(self) -> None:
         """Run every registration hook now (the contract's and those plugins declare), so that
         every plugin's registration errors are recorded (``hermes plugins list``, ``doctor``)."""
-        _ = self.toolsets, self.providers, self.environments, self.engines
+        _ = self.toolsets, self.providers, self.environments, self.engines, self.slash_commands
         for hook in self.plugins.registration_hooks():
             self.named(hook)
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # annotations only: importing the spec module stays cheap at 
     from .providers import ModelRequest, ModelResponse, Provider, ProviderSettings
     from .reports import PluginReport
     from .sessions import SessionInfo, SessionStoreFactory
+    from .slash import SlashCommand
     from .tools import Toolset
 
 # --- registration -------------------------------------------------------------------------
@@ -122,6 +123,20 @@ def hermes_register_session_stores(register: Callable[[str, SessionStoreFactory]
         ``None``), raising :class:`~hermes_hookspecs.HermesError` with one readable line when
         it cannot (the host then refuses to run; it never falls back to another store). A
         scheme registered twice is an error naming both plugins.
+    :return: nothing; return values are ignored.
+    """
+
+
+@hookspec
+def hermes_register_slash_commands(register: Callable[[SlashCommand], None]) -> None:
+    """Register slash commands of the interactive chat (``/rollback``...).
+
+    Called once per process, when the interactive chat starts. The chat runs a command between
+    turns, never while one runs, and shows it in ``/help``.
+
+    :param register: call ``register(SlashCommand(...))`` once per command. A name a builtin
+        command has, or another plugin registered, is refused and recorded against the later
+        plugin, naming both.
     :return: nothing; return values are ignored.
     """
 

@@ -21,7 +21,14 @@ from .config_schema import hermes_register_config  # noqa: F401 - a hook of this
 if TYPE_CHECKING:  # annotations only: nothing more is imported while hermes starts
     from collections.abc import Callable
 
-    from hermes_hookspecs import Block, PluginReport, ToolCall, ToolContext, ToolResult
+    from hermes_hookspecs import (
+        Block,
+        PluginReport,
+        SlashCommand,
+        ToolCall,
+        ToolContext,
+        ToolResult,
+    )
 
 __version__ = "0.1.0"
 
@@ -68,6 +75,15 @@ def hermes_register_commands(cli: Any) -> None:
             "restore.",
         )
     )
+
+
+@hookimpl
+def hermes_register_slash_commands(register: Callable[[SlashCommand], None]) -> None:
+    """Add ``/rollback`` to the chat: list the checkpoints, or restore one and rewind the
+    conversation to where its turn began."""
+    from .slash import ROLLBACK
+
+    register(ROLLBACK)
 
 
 @hookimpl

@@ -12,7 +12,7 @@ import functools
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -24,6 +24,9 @@ from .paths import relative_to_workspace, show_path
 from .settings import Settings
 from .snapshot import Workspace
 from .store import Store
+
+if TYPE_CHECKING:
+    from .operations import RestoreReport
 
 
 def _context() -> CommandContext:
@@ -184,26 +187,32 @@ def restore_command(
     if not workspace.store.exists():
         raise HermesError("this workspace has no checkpoints yet")
     report = restore(workspace, _settings(), checkpoint, _only(workspace, paths), dry_run)
-    target = report.target
-    checkpoints = list_checkpoints(workspace)
-    click.echo(
+    for line in restore_lines(report, list_checkpoints(workspace)):
+        click.echo(line)
+
+
+def restore_lines(report: RestoreReport, checkpoints: list[Checkpoint]) -> list[str]:
+    """What a restore did (``report``), for people: the checkpoint, each change, the nested
+    repositories, a summary and how to undo it (``checkpoints``: the workspace's after it)."""
+    target, dry_run = report.target, report.dry_run
+    lines = [
         f"{'dry run: ' if dry_run else ''}checkpoint {target.id} of {_when(target.time)} "
         f"({_what(target)})"
-    )
-    for change in report.changes:
-        click.echo(change.line(dry_run))
-    for nested in report.nested:
-        click.echo(
-            f"nested repository: {show_path(nested)} (not restored: it has a history of its own)"
-        )
+    ]
+    lines += [change.line(dry_run) for change in report.changes]
+    lines += [
+        f"nested repository: {show_path(nested)} (not restored: it has a history of its own)"
+        for nested in report.nested
+    ]
     summary = (
         f"{report.count('restore')} restored, {report.count('remove')} removed, "
         f"{report.count('keep')} kept, {report.count('skip')} skipped"
     )
-    click.echo(summary + (" (dry run: nothing changed)" if dry_run else ""))
+    lines.append(summary + (" (dry run: nothing changed)" if dry_run else ""))
     if report.before is not None:
         number = _number(checkpoints, report.before)
-        click.echo(
+        lines.append(
             f"the state before this restore is checkpoint {number} ({report.before.id}): "
             f"`hermes checkpoints restore {report.before.id}` undoes it"
         )
+    return lines

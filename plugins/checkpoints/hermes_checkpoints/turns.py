@@ -25,6 +25,7 @@ from hermes_hookspecs import Block, ToolCall, ToolContext
 
 from .catalog import Checkpoint
 from .operations import checkpoint_before_turn, open_workspace, record_after
+from .rewind import messages_so_far
 from .running import mark, unmark
 from .settings import Settings, backend_of, may_change_workspace, workspace_of
 from .snapshot import Workspace
@@ -127,7 +128,14 @@ def _settle(turn: Turn, call: ToolCall, context: ToolContext) -> Block | None:
         return None
     try:
         workspace = open_workspace(context.data_home, root)
-        meta = {"session": context.session_id, "task": context.task_id, "tool": call.name}
+        meta: dict[str, object] = {
+            "session": context.session_id,
+            "task": context.task_id,
+            "tool": call.name,
+        }
+        count = messages_so_far(context)
+        if count is not None:  # where the turn began: /rollback can rewind the conversation
+            meta["messages"] = count
         turn.checkpoint = checkpoint_before_turn(workspace, turn.settings, meta)
     except (CheckpointError, OSError) as exc:
         return Block(

@@ -29,6 +29,7 @@ def test_loads_through_its_entry_point():
         "hermes_pre_tool_call",
         "hermes_register_commands",
         "hermes_register_config",
+        "hermes_register_slash_commands",
     ]
 
 
