@@ -45,6 +45,9 @@ HEAVY = (
     "playwright",
     "psycopg",
     "psycopg_pool",
+    # the tracing plugin's SDK and exporters: imported when the first traced turn starts
+    "opentelemetry",
+    "google",
 )
 
 PROBE = """

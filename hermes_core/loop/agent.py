@@ -348,6 +348,7 @@ class Agent:
         *,
         cancel_event: threading.Event | None = None,
         join_unanswered: bool = False,
+        trace_context: Mapping[str, str] | None = None,
     ) -> TurnResult:
         """Run one user turn to the end and return its result, a
         :class:`~hermes_hookspecs.TurnResult`: ``final_response`` (str or None), ``messages``
@@ -370,12 +371,25 @@ class Agent:
         assistant note before ``user_message`` is added, so the model answers the new message
         and not the old one again; ``join_unanswered`` joins the two messages instead (the
         gateway's ``busy: interrupt``).
+
+        ``trace_context`` is the W3C trace context the turn belongs to (``traceparent``,
+        ``tracestate``), handed to the ``hermes_turn_start`` hooks.
         """
         task_id = task_id or new_id("task")
         self._cancel = cancel_event if cancel_event is not None else threading.Event()
         self.connection.start_turn()
         switches_before = len(self.connection.switches)
         turn = Turn(task_id)
+        self.plugins.call_each(
+            "hermes_turn_start",
+            session_id=self.session_id,
+            task_id=task_id,
+            source=self.platform,
+            model=self.model,
+            provider=self.provider_name,
+            config=self.tool_contexts.config,
+            trace_context=MappingProxyType(dict(trace_context or {})),
+        )
         try:
             self._start_session()
             self.budget.start_turn(self.session_id)
@@ -417,7 +431,11 @@ class Agent:
         if len(self.connection.switches) > switches_before and self.session is not None:
             self._store("update_session", self.session.id, fallbacks=list(self.connection.switches))
         self._writes.flush()  # the turn's last step, its usage and fallbacks: one transaction
-        return turn.result(self.messages, self.session_id, self.model, self.provider_name)
+        result = turn.result(self.messages, self.session_id, self.model, self.provider_name)
+        self.plugins.call_each(
+            "hermes_turn_end", session_id=self.session_id, task_id=task_id, result=result
+        )
+        return result
 
     # --- the loop --------------------------------------------------------------------------
 
@@ -529,7 +547,9 @@ class Agent:
                     key_id=self.connection.key_id,
                 )
                 self._store("record_usage", record)
-            self.plugins.call_each("hermes_after_response", response=response)
+            self.plugins.call_each(
+                "hermes_after_response", response=response, request=make_request.last
+            )
             self.compactor.after_response(response)
             return response
 

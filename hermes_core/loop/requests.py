@@ -18,6 +18,19 @@ MakeRequest = Callable[[str, threading.Event], ModelRequest]
 """``make(model, cancel)``: the request of one attempt (the connection picks the model)."""
 
 
+class Attempts:
+    """The request maker of one model call (``make(model, cancel)``), which keeps the request
+    of its latest attempt: the one a response answers."""
+
+    def __init__(self, make: MakeRequest) -> None:
+        self.make = make
+        self.last: ModelRequest | None = None
+
+    def __call__(self, model: str, cancel: threading.Event) -> ModelRequest:
+        """The request of the next attempt."""
+        return self.make(model, cancel)
+
+
 class RequestMaker:
     """Makes the model requests of one agent.
 
@@ -52,9 +65,9 @@ class RequestMaker:
         tools: list[dict[str, Any]],
         session_id: str,
         task_id: str,
-    ) -> MakeRequest:
+    ) -> Attempts:
         """How the request for ``messages`` (made from ``source``) and ``tools`` is made at
-        each attempt of the call."""
+        each attempt of the call (the attempts' ``last`` request is kept on it)."""
 
         def make(model: str, cancel: threading.Event) -> ModelRequest:
             active = self.connection.active
@@ -76,9 +89,11 @@ class RequestMaker:
                 api_mode=settings.api_mode if settings is not None else "",
             )
             self.plugins.call_each("hermes_before_request", request=request)
+            attempts.last = request
             return request
 
-        return make
+        attempts = Attempts(make)
+        return attempts
 
     def sink(self, event: str, data: dict[str, Any]) -> None:
         """Where a streaming client reports progress: turned into the agent's events."""

@@ -62,6 +62,7 @@ class CallingAgent:
     :param charge: counts a subagent's usage and cost towards the calling turn.
     :param person: the person the calling agent acts for; its subagents act for them too.
     :param shared_people: the people whose sessions the calling agent may search.
+    :param call_id: the tool call that starts the subagents (``""`` when unknown).
     """
 
     session_id: str
@@ -69,6 +70,7 @@ class CallingAgent:
     charge: Callable[[AgentOutcome], None]
     person: str | None = None
     shared_people: tuple[str, ...] = ()
+    call_id: str = ""
 
 
 class HostRunner:
@@ -122,6 +124,7 @@ class HostRunner:
             system_message=task.system_context,
             cancel_event=cancel,
             join_unanswered=task.join_unanswered,
+            trace_context=task.trace_context,
         )
         status = _STATUS.get(result["exit_reason"], "error")
         if status == "completed" and result["final_response"] is None:
@@ -343,6 +346,7 @@ class ChildRunner(HostRunner):
             child_session_id=child_id,
             goal=task.prompt,
             source=task.source,
+            parent_call_id=caller.call_id,
         )
         outcome = super().run(task)
         caller.charge(outcome)

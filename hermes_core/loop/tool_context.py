@@ -92,6 +92,7 @@ class ToolContexts:
                 charge=turn.charge,
                 person=self.person,
                 shared_people=self.shared_people,
+                call_id=call.id,
             )
         )
         return ctx

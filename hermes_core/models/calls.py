@@ -154,7 +154,7 @@ class ModelConnection:
             request_cancel = cancel if direct else threading.Event()
             request = make_request(self.active.model, request_cancel)
             try:
-                return self._call_once(request, request_cancel, cancel, direct)
+                return self._attempt(request, request_cancel, cancel, direct)
             except ProviderError as exc:
                 if exc.provider is None:
                     exc.provider = self.active.provider
@@ -179,6 +179,20 @@ class ModelConnection:
                     attempt = 0
                     continue
                 raise
+
+    def _attempt(
+        self,
+        request: ModelRequest,
+        request_cancel: threading.Event,
+        cancel: threading.Event,
+        direct: bool,
+    ) -> ModelResponse:
+        """One attempt (:meth:`_call_once`); a failure is told to ``hermes_request_failed``."""
+        try:
+            return self._call_once(request, request_cancel, cancel, direct)
+        except BaseException as exc:
+            self.plugins.call_each("hermes_request_failed", request=request, error=exc)
+            raise
 
     def _name_endpoint(self, exc: ProviderError) -> None:
         """Put the endpoint in a connection or timeout error's message, so the user sees which

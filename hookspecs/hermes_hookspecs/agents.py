@@ -76,6 +76,9 @@ class AgentTask:
         given: what a front end needs to show the run as it goes.
     :param images: image files attached to ``prompt`` (copied into the home's ``images/``
         folder and referenced from the user message, as the chat attaches them).
+    :param trace_context: the W3C trace context the run belongs to, as text headers
+        (``traceparent``, ``tracestate``; e.g. those of the HTTP request that asked for it);
+        handed to ``hermes_turn_start`` so that a tracer makes the run part of that trace.
     """
 
     prompt: str
@@ -100,6 +103,7 @@ class AgentTask:
     only_toolsets: Sequence[str] | None = None
     on_event: Callable[[str, Mapping[str, Any]], None] | None = None
     images: Sequence[str] = ()
+    trace_context: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass

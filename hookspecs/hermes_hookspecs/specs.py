@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # annotations only: importing the spec module stays cheap at 
     from .sessions import SessionInfo, SessionStoreFactory
     from .slash import SlashCommand
     from .tools import Toolset
+    from .turns import TurnResult
 
 # --- registration -------------------------------------------------------------------------
 
@@ -290,10 +291,79 @@ def hermes_before_request(request: ModelRequest) -> None:
 
 
 @hookspec
-def hermes_after_response(response: ModelResponse) -> None:
+def hermes_after_response(response: ModelResponse, request: ModelRequest) -> None:
     """A model response arrived, before the loop acts on it.
 
     :param response: the converted response (message, finish reason, usage).
+    :param request: the request it answers (the attempt that succeeded, as
+        ``hermes_before_request`` saw it).
+    :return: nothing; return values are ignored.
+    """
+
+
+@hookspec
+def hermes_request_failed(request: ModelRequest, error: BaseException) -> None:
+    """An attempt of a model call failed: the provider answered with an error, the connection
+    broke, the call timed out or was interrupted.
+
+    Called for every failed attempt (side requests such as compression summaries included),
+    on the thread that made the request, before the host retries, refreshes the key, moves to
+    a fallback provider or gives up: a request ``hermes_before_request`` saw gets either this
+    hook or ``hermes_after_response``.
+
+    :param request: the request of the failed attempt.
+    :param error: what it failed with: a :class:`~hermes_hookspecs.ProviderError` (its ``kind``
+        and ``status`` say why), :class:`~hermes_hookspecs.Cancelled` for an interrupt, or
+        another exception.
+    :return: nothing; return values are ignored.
+    """
+
+
+# --- turns -----------------------------------------------------------------------------------
+
+
+@hookspec
+def hermes_turn_start(
+    session_id: str,
+    task_id: str,
+    source: str,
+    model: str,
+    provider: str,
+    config: Mapping[str, Any],
+    trace_context: Mapping[str, str],
+) -> None:
+    """A turn (one user message, run until the model answers) starts.
+
+    Called on the thread that runs the turn, before the session is opened and before the
+    turn's first model call; every ``hermes_turn_start`` is followed by one
+    ``hermes_turn_end`` with the same ``task_id``, however the turn ends.
+
+    :param session_id: the session the turn runs in (a compression during the turn may move it
+        to a child session: ``hermes_turn_end`` names the session it ended in).
+    :param task_id: the turn's task id; the turn's model requests and tool contexts carry it.
+    :param source: where the turn comes from (``cli``, ``library``, ``cron``, ``subagent``,
+        a gateway platform...).
+    :param model: the model the turn starts with.
+    :param provider: that model's provider.
+    :param config: the effective configuration (read-only mapping of nested dicts).
+    :param trace_context: the W3C trace context the turn was started under, as text headers
+        (``traceparent``, ``tracestate``), e.g. from the HTTP request that asked for it; empty
+        when there is none.
+    :return: nothing; return values are ignored.
+    """
+
+
+@hookspec
+def hermes_turn_end(session_id: str, task_id: str, result: TurnResult) -> None:
+    """A turn ended: answered, stopped by its budget, interrupted or failed.
+
+    Called once for every ``hermes_turn_start``, on the thread that started the turn, after
+    the turn's last step is stored.
+
+    :param session_id: the session the turn ended in.
+    :param task_id: as for ``hermes_turn_start``.
+    :param result: the :class:`~hermes_hookspecs.TurnResult` the turn returns (exit reason,
+        error, usage, estimated cost, model and provider after any fallback).
     :return: nothing; return values are ignored.
     """
 
@@ -340,7 +410,7 @@ def hermes_person_scope(
 
 @hookspec
 def hermes_subagent_start(
-    parent_session_id: str, child_session_id: str, goal: str, source: str
+    parent_session_id: str, child_session_id: str, goal: str, source: str, parent_call_id: str
 ) -> None:
     """Observe a subagent starting: a run a tool started through ``ToolContext.agents``.
 
@@ -351,6 +421,8 @@ def hermes_subagent_start(
     :param child_session_id: the child's own session (linked to the parent's).
     :param goal: the child's task (the prompt it was given).
     :param source: the child session's source, e.g. ``subagent``.
+    :param parent_call_id: the id of the tool call that started the child (``""`` when the
+        runner was not made for a tool call).
     :return: nothing; return values are ignored.
     """
 
