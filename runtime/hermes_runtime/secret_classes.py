@@ -13,8 +13,9 @@ import tomllib
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from typing import Any
 
-__all__ = ["SecretClass", "home_paths", "secret_classes"]
+__all__ = ["SecretClass", "home_paths", "secret_classes", "toolchain_paths"]
 
 
 @dataclass(frozen=True)
@@ -35,12 +36,17 @@ class SecretClass:
 
 
 @cache
+def _data() -> dict[str, Any]:
+    text = (resources.files(__package__) / "secret_classes.toml").read_text("utf-8")
+    return tomllib.loads(text)
+
+
+@cache
 def secret_classes() -> tuple[SecretClass, ...]:
     """Every class of ``secret_classes.toml``, in the file's order (read once; a malformed
     entry is a :class:`ValueError`)."""
-    text = (resources.files(__package__) / "secret_classes.toml").read_text("utf-8")
     out: list[SecretClass] = []
-    for i, item in enumerate(tomllib.loads(text).get("class", [])):
+    for i, item in enumerate(_data().get("class", [])):
         name, about, home, pattern = (item.get(k) for k in ("name", "about", "home", "pattern"))
         where = f"secret_classes.toml: class {i + 1}"
         if not isinstance(name, str) or not name or not isinstance(about, str):
@@ -59,3 +65,20 @@ def secret_classes() -> tuple[SecretClass, ...]:
 def home_paths() -> tuple[str, ...]:
     """Every path of the home folder (without ``~/``) that holds a known secret, each once."""
     return tuple(dict.fromkeys(p for c in secret_classes() for p in c.home))
+
+
+@cache
+def toolchain_paths() -> tuple[str, ...]:
+    """The paths of the home folder (without ``~/``; ``*`` a pattern) a command may see besides
+    the workspace: the toolchains and package caches ordinary work reads, none holding a secret
+    of :func:`secret_classes` (a :class:`ValueError` when one does)."""
+    paths = _data().get("toolchains", {}).get("home", [])
+    if not isinstance(paths, list) or not all(isinstance(p, str) and p for p in paths):
+        raise ValueError("secret_classes.toml: toolchains.home must be a list of paths")
+    for path in paths:
+        for c in secret_classes():
+            if re.search(c.pattern, "~/" + path) or any(
+                h == path or h.startswith(path.rstrip("*") + "/") for h in c.home
+            ):
+                raise ValueError(f"secret_classes.toml: toolchain path {path} holds {c.name}")
+    return tuple(paths)

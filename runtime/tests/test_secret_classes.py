@@ -37,3 +37,11 @@ def test_the_pattern_leaves_ordinary_files_alone():
                 ".env.example", "README.md"]  # fmt: skip
     for path in ordinary:
         assert not any(re.search(c.pattern, path) for c in secret_classes()), path
+
+
+def test_the_toolchain_paths_hold_no_secret_class():
+    from hermes_runtime.secret_classes import toolchain_paths
+
+    paths = toolchain_paths()
+    assert ".cargo/bin" in paths and ".local/lib/python*" in paths and ".rustup" in paths
+    assert ".cargo" not in paths and ".config" not in paths

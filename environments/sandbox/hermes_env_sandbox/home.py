@@ -22,7 +22,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-from hermes_runtime.secret_classes import home_paths
+from hermes_runtime.secret_classes import home_paths, toolchain_paths
 
 from .settings import SandboxSettings
 
@@ -38,44 +38,17 @@ __all__ = [
     "workspace_problem",
 ]
 
-DEFAULT_HOME_ALLOW = (
-    # git: the user's ignore and attribute files (~/.gitconfig and ~/.config/git/config are
-    # shown as filtered copies, see GIT_CONFIG_FILES; ~/.config/git/credentials never)
-    ".config/git/ignore",
-    ".config/git/attributes",
-    # Python: interpreters (pyenv, uv), user-installed programs and packages, pipx's programs
-    ".pyenv",
-    ".local/bin",
-    ".local/lib/python*",
-    ".local/share/pipx/venvs",
-    ".local/share/pipx/shared",
-    ".local/share/uv/python",
-    ".local/share/uv/tools",
-    ".cache/pip",
-    ".cache/uv",
-    # Rust: rustup's toolchains and cargo's programs and downloaded crates (not ~/.cargo's
-    # credentials.toml nor its config.toml, which may hold registry tokens)
-    ".rustup",
-    ".cargo/bin",
-    ".cargo/registry",
-    ".cargo/git",
-    # Node: nvm's versions, npm's and yarn's package caches (not ~/.npmrc)
-    ".nvm",
-    ".npm/_cacache",
-    ".cache/yarn",
-    # Go: installed programs, the module and build caches (not ~/.config/go/env)
-    "go/bin",
-    "go/pkg/mod",
-    ".cache/go-build",
-    # Java: SDKMAN's JDKs, the Maven and Gradle caches (not settings.xml, gradle.properties)
-    ".sdkman/candidates",
-    ".m2/repository",
-    ".gradle/caches",
-    ".gradle/wrapper",
+GIT_CONFIG_FILES = (".gitconfig", ".config/git/config")
+"""The user's git configuration, shown as a filtered copy (:func:`sanitized_git_config`)."""
+
+DEFAULT_HOME_ALLOW: tuple[str, ...] = tuple(
+    p for p in toolchain_paths() if p not in GIT_CONFIG_FILES
 )
 """Paths of the home folder commands see read-only (``*`` expands when the sandbox is made):
 the toolchains and package caches that building, testing, git and package installs into the
-workspace read, none of which holds credentials. Missing ones are skipped."""
+workspace read, none of which holds credentials. Missing ones are skipped. The list is
+``hermes_runtime/secret_classes.toml``'s ``[toolchains]``, which the command policy reads too (a
+command reading elsewhere in the home folder asks)."""
 
 HIDDEN_IN_HOME: tuple[str, ...] = home_paths()
 """Credential folders and files of the home folder that no sandboxed command sees: the ``home``
@@ -83,8 +56,6 @@ paths of hermes's secret classes (``hermes_runtime/secret_classes.toml``, the li
 policy reads too). The home folder is hidden anyway; these stay hidden where the workspace holds
 the home folder, and no allowed path may hold one."""
 
-GIT_CONFIG_FILES = (".gitconfig", ".config/git/config")
-"""The user's git configuration, shown as a filtered copy (:func:`sanitized_git_config`)."""
 
 OFF_LIMITS = ("/proc", "/sys", "/dev", "/run", "/var/run", "/tmp")
 """Where no allowed path may lead: what the sandbox replaces (``/tmp`` is the task's own,

@@ -20,12 +20,12 @@ import posixpath
 import re
 import tomllib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache, cached_property, lru_cache
 from importlib import resources
 from typing import Any, NamedTuple
 
-from hermes_runtime.secret_classes import secret_classes
+from hermes_runtime.secret_classes import secret_classes, toolchain_paths
 
 from .tables import TABLES
 from .words import UNKNOWN, Arguments, Simple
@@ -112,6 +112,9 @@ class Rule:
     command: re.Pattern[str] | None = None
     via: frozenset[str] = frozenset()
     notes: frozenset[str] = frozenset()
+    not_notes: frozenset[str] = frozenset()
+    contained_by: frozenset[str] = frozenset()
+    contained: str = ""
     max_args: int | None = None
     match: tuple[str, ...] = ()
     not_match: tuple[str, ...] = ()
@@ -124,6 +127,7 @@ class Rule:
         words, given = self.subcommand, facts.positional
         return (
             (not self.notes or not self.notes.isdisjoint(simple.notes))
+            and self.not_notes.isdisjoint(simple.notes)
             and (not self.via or not self.via.isdisjoint(simple.via))
             and (self.max_args is None or len(simple.argv) - 1 <= self.max_args)
             and (not words or len(given) >= len(words) and all(map(_word_matches, words, given)))
@@ -153,11 +157,16 @@ def _word_matches(patterns: tuple[str, ...], word: str) -> bool:
 
 
 class Context(NamedTuple):
-    """Where a command runs: the home folder (``~``), the workspace, hermes's home."""
+    """Where a command runs: the home folder (``~``), the workspace, hermes's home, the walls
+    of the sandbox around it (``sandbox``: the parent's environment, hidden home and secrets;
+    ``offline``: no network) and the paths of the home folder besides the toolchains' that
+    commands may see (``~/...``)."""
 
     home: str = ""
     workspace: str = ""
     hermes_home: str = ""
+    walls: frozenset[str] = frozenset()
+    home_allow: tuple[str, ...] = ()
 
 
 class Facts(Arguments):
@@ -206,19 +215,19 @@ class Facts(Arguments):
 
 
 def _lexical(path: str, cwd: str | None, context: Context) -> str:
-    home = context.home.rstrip("/")
-    if home and (path == home or path.startswith(home + "/")):
-        path = "~" + path[len(home) :]
     workspace = context.workspace.rstrip("/")
     if workspace and (path == workspace or path.startswith(workspace + "/")):
         path = "." + path[len(workspace) :]
+    home = context.home.rstrip("/")
+    if home and (path == home or path.startswith(home + "/")):
+        path = "~" + path[len(home) :]
     if path.startswith("~") and _OTHER_HOME.match(path):
         user, _, rest = path[1:].partition("/")
         path = ("/root" if user == "root" else "/home/" + user) + ("/" + rest if rest else "")
     if not path.startswith(("/", "~")) and cwd:
         path = posixpath.join(_folder(cwd, context), path)
     if path.startswith("~"):
-        return "~" + posixpath.normpath("/" + path[1:]).rstrip("/") if path != "~" else "~"
+        return ("~" + posixpath.normpath("/" + path[1:].lstrip("/"))).rstrip("/")
     path = posixpath.normpath(path) if path else "."
     return "/" + path.lstrip("/") if path.startswith("//") else path
 
@@ -238,7 +247,8 @@ def classify(path: str, cwd: str | None = None, context: Context | None = None) 
         cwd = (cwd or "").replace(UNKNOWN, "") or None
         empty = classify(path.replace(UNKNOWN, ""), cwd, context)
         secret = classify(path.replace(UNKNOWN, "1"), cwd, context) & _SECRETS  # /proc/$$/environ
-        return (empty & (_CATASTROPHIC | {"device"})) | secret | {"unknown", "nonbuild"}
+        anywhere = {"unknown-place"} if path.startswith(UNKNOWN) else set()  # "$f", not "src/$f"
+        return (empty & (_CATASTROPHIC | {"device"})) | secret | anywhere | {"unknown", "nonbuild"}
     head, _, last = path.rpartition("/")
     if _GLOB.search(last) and not _BUILD.match(last):  # not a lone [ (cat "[" once recursed)
         inner = classify(head or ("/" if path.startswith("/") else "."), cwd, context)
@@ -266,6 +276,8 @@ def _classify_plain(p: str, context: Context) -> frozenset[str]:
     hermes_home = context.hermes_home.rstrip("/")
     if hermes_home and (p == hermes_home or p.startswith(hermes_home + "/")):
         classes.add("hermes")
+    if p[:2] == "~/" and not _home_shown(p[2:], context.home_allow):
+        classes.add("home-private")
     probe = _probe(p)
     if probe and _ANY_CLASS.search(probe):
         classes |= {name for name, rx in _CLASS_RE.items() if rx.search(p)}
@@ -274,14 +286,27 @@ def _classify_plain(p: str, context: Context) -> frozenset[str]:
     return frozenset(classes)
 
 
+@lru_cache(maxsize=64)
+def _shown(extra: tuple[str, ...]) -> re.Pattern[str]:
+    """The paths of the home folder commands may see: the toolchains' and ``extra``."""
+    patterns = [*toolchain_paths(), *(p.removeprefix("~/") for p in extra)]
+    parts = (fnmatch.translate(p).removeprefix("(?s:").removesuffix(r")\Z") for p in patterns)
+    return re.compile(r"(?s:(?:" + "|".join(parts) + r"))(?:/|\Z)")
+
+
+def _home_shown(rest: str, extra: tuple[str, ...]) -> bool:
+    return _shown(extra).match(rest) is not None
+
+
 # --- rules as data ------------------------------------------------------------------------
 
 _LISTS = ("program", "options", "all_options", "not_options", "match", "not_match")
-_SETS = ("operands", "writes", "reads", "via", "notes")
+_SETS = ("operands", "writes", "reads", "via", "notes", "not_notes", "contained_by")
 _STRINGS: dict[str, type] = {**dict.fromkeys(_LISTS, tuple), **dict.fromkeys(_SETS, frozenset)}
 """The keys whose value is a string or a list of strings, and the collection each becomes."""
 _REGEXES = ("args", "not_args", "text", "command")
-_KNOWN = {"id", "decision", "justification", "subcommand", "max_args", *_STRINGS, *_REGEXES}
+_KNOWN = {"id", "decision", "justification", "subcommand", "max_args", "contained", *_STRINGS,
+          *_REGEXES}  # fmt: skip
 
 
 def _strings(value: Any, where: str, key: str) -> tuple[str, ...]:
@@ -312,6 +337,10 @@ def rule_from_mapping(data: Mapping[str, Any], where: str, source: str = "builti
         if not isinstance(words, list):
             raise RuleError(f"{where}: subcommand must be a string or a list")
         fields["subcommand"] = tuple(_strings(w, where, "subcommand") for w in words)
+    if "contained" in data or "contained_by" in data:
+        if not isinstance(data.get("contained"), str) or not fields.get("contained_by"):
+            raise RuleError(f"{where}: contained (one line) goes with contained_by (walls)")
+        fields["contained"] = data["contained"].strip()
     if "max_args" in data:
         if not isinstance(data["max_args"], int):
             raise RuleError(f"{where}: max_args must be an integer")
@@ -392,8 +421,16 @@ def judge(simples: Sequence[Simple], index: Index, context: Context) -> list[Fin
         facts = Facts(simple, context)
         for rule in index[facts.program]:
             if rule.matches(simple, facts) and (rule.id, facts.target) not in found:
+                if rule.contained_by and rule.contained_by <= context.walls:
+                    rule = _contained(rule)
                 found[rule.id, facts.target] = Finding(rule, facts.target)
     return list(found.values())
+
+
+@lru_cache(maxsize=256)
+def _contained(rule: Rule) -> Rule:
+    """``rule`` where the sandbox's walls contain what it is about: it allows, and says why."""
+    return replace(rule, decision="allow", justification=rule.contained)
 
 
 def _path_words(simple: Simple) -> Iterator[str]:

@@ -18,6 +18,8 @@ _FOREIGN = TABLES["foreign"]
 _STRING = re.compile(_FOREIGN["string"])
 _RUN, _CODE, _FILES = _FOREIGN["run"], _FOREIGN["code"], _FOREIGN["files"]
 _COMMANDS: dict[str, list[str]] = _FOREIGN["commands"]
+_SINKS: dict[str, str] = _FOREIGN["sinks"]
+_CLOSE = {"(": ")", "{": "}", "[": "]", "<": ">"}  # qx{...}: else the same character closes
 _TOKEN = re.compile(_FOREIGN["string"] + "|.", re.S)  # a string or one character
 
 
@@ -45,12 +47,17 @@ def lower_foreign(lang: str, code: str) -> Iterator[Item]:
     """The items the ``lang`` program ``code`` lowers to."""
     if re.search(_CODE[lang], code):
         yield ("note", "script-dynamic-code")
-    runs = re.finditer(_RUN[lang], code) if lang != "node" or "child_process" in code else ()
+    read = lang != "node" or "child_process" in code
+    runs = list(re.finditer(_RUN[lang], code)) if read else []
+    bare = code if lang == "php" else _STRING.sub(lambda m: " " * len(m.group()), code)
+    named = {m.start() for m in re.finditer(_SINKS[lang], bare)} if read else set()
+    if named - {m.start() for m in runs}:  # a command runner named but not called as read
+        yield ("note", "script-dynamic-command")
     for m in runs:
         token = m.group(0)
-        if token.startswith(("`", "qx", "%x")):  # a command in quotes, run by the shell
-            body = code[m.end() :].partition({"`": "`", "(": ")", "{": "}", "/": "/"}[token[-1]])[0]
-            args = None if re.search(r"[$#]\{|\$\w", body) else [body]
+        if token.startswith(("`", "qx", "%x")):  # a command in quotes (any delimiter), run by sh
+            body = code[m.end() :].partition(_CLOSE.get(token[-1], token[-1]))[0]
+            args = None if re.search(r"[$#@]\{|[$@]\w", body) else [body]
         else:
             args = _literals(_argument(code, m.end()))
         if not args:

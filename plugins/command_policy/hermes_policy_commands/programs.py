@@ -6,19 +6,22 @@ that take a value; ``skip``: positional words before the command (``timeout 10 C
 ``prefix``: words that must come first (``uv run CMD``); ``code``: options whose value is shell
 code; ``assignments``: ``NAME=value`` words are skipped. ``lang``: the program runs code of that
 language (``code``: the options that take the code inline). ``writes``: which operands it writes
-(``all``, ``last``, ``last-or-only`` when one operand is written too, ``in-place``: all but the
+(``all``, ``after-first``: all but the mode or owner, ``last``, ``last-or-only`` when one
+operand is written too, ``in-place``: all but the
 first with ``-i``, ``NAME=``: the value of such words, ``-o``: the value of that option,
 ``download``: where curl or wget save);
 ``fills``: whether what it writes gets new content. ``manifests``: the files whose scripts it
 runs (a command that writes one and then runs the program asks). ``joined``: the wrapped words
-are one shell command (``ssh host CMD``).
+are one shell command (``ssh host CMD``). ``local_tools``: the program runs a tool of the
+workspace's ``node_modules/.bin`` when there is one (``npx TOOL``), else downloads it.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-__all__ = ["PROGRAMS"]
+__all__ = ["PROGRAMS", "canonical"]
 
 _W: dict[str, dict[str, Any]] = {
     "sudo": {"options": ["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "--user"]},
@@ -182,9 +185,9 @@ _CHANGES: dict[str, str] = {
     "unlink": "all",
     "rmdir": "all",
     "mkdir": "all",
-    "chmod": "all",
-    "chown": "all",
-    "chgrp": "all",
+    "chmod": "after-first",
+    "chown": "after-first",
+    "chgrp": "after-first",
     "mkfs": "all",
     "wipefs": "all",
     "blkdiscard": "all",
@@ -213,7 +216,9 @@ _REMOTE: dict[str, dict[str, Any]] = {
 PROGRAMS: dict[str, dict[str, Any]] = {}
 for _name, _spec in {**_W, **_REMOTE}.items():
     PROGRAMS[_name] = {**_spec, "wraps": True, "name": _name}
-for _shell in ("sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "fish"):
+_SHELLS = ("sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "fish", "hush", "yash", "posh",
+           "lksh", "oksh", "pdksh", "loksh", "bosh")  # fmt: skip
+for _shell in _SHELLS:
     PROGRAMS[_shell] = {"lang": "", "code": ["-c"], "options": ["-o", "+o"], "name": _shell}
 _VERSIONS = ("2", "3", *(f"3.{n}" for n in range(6, 15)))
 for _base, _spec in _LANGS.items():
@@ -234,8 +239,34 @@ for _name, _values in _VALUES.items():
     PROGRAMS.setdefault(_name, {})["values"] = _values
 for _name, _how in {**_FILLS, **_CHANGES}.items():
     PROGRAMS.setdefault(_name, {}).update(writes=_how, fills=_name in _FILLS)
+for _name in ("npx", "pnpx", "bunx"):  # runs node_modules/.bin/TOOL when the workspace has it
+    PROGRAMS.setdefault(_name, {})["local_tools"] = True
 _MANIFESTS = {"make": ["Makefile", "makefile", "GNUmakefile"], "npm": ["package.json"]}
 for _name in ("yarn", "pnpm", "bun"):
     _MANIFESTS[_name] = _MANIFESTS["npm"]
 for _name, _files in _MANIFESTS.items():
     PROGRAMS.setdefault(_name, {})["manifests"] = _files
+
+_FAMILIES = [
+    (re.compile(r"(?:python|pypy|ipython|jython|graalpy|micropython|bpython|cpython)"
+                r"[\d.]*(?:-dbg|-config)?[mdtu]?"), "python3"),
+    (re.compile(r"(?:node|nodejs)[\d.]*|tsx|ts-node|esno|esr|vite-node|ts-node-esm"), "node"),
+    (re.compile(r"perl[\d.]*"), "perl"),
+    (re.compile(r"ruby[\d.]*|jruby|truffleruby"), "ruby"),
+    (re.compile(r"php[\d.]*(?:-cli)?"), "php"),
+    (re.compile(r"(" + "|".join(_SHELLS) + r")-?[\d.]+(?:-static)?"), ""),
+]  # fmt: skip
+"""Names a program goes by besides its own (versions, other implementations): the program the
+policy reads them as (``""``: the shell of that name without its version)."""
+
+
+def canonical(name: str) -> str:
+    """The program the policy knows ``name`` (a command's base name) as: itself, or the program
+    it is a version or another implementation of (``pypy3`` and ``python2.7`` are ``python3``,
+    ``tsx`` is ``node``, ``bash5.2`` is ``bash``)."""
+    if name in PROGRAMS or not name[:1].isalpha():
+        return name
+    for pattern, known in _FAMILIES:
+        if m := pattern.fullmatch(name):
+            return known or m.group(1)
+    return name

@@ -206,6 +206,8 @@ class _Values:
     def exported(self, name: str) -> str:
         """``name`` (``helper.run``) with what a local module re-exports under it followed
         (``os.system`` when ``helper.py`` says ``from os import system as run``)."""
+        if name.startswith("builtins."):  # builtins.exec is exec
+            return name[9:]
         for _ in range(4):
             module, _, attr = name.rpartition(".")
             if not module or self.read_module is None or module.partition(".")[0] in _STDLIB:

