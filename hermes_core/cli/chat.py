@@ -20,6 +20,7 @@ from .display import Display, read_line
 from .helpers import current_state
 from .slash import handle_slash
 from .state import CliState
+from .workspace_check import settle_workspace
 
 if TYPE_CHECKING:
     from hermes_hookspecs import TurnResult
@@ -43,6 +44,13 @@ if TYPE_CHECKING:
 @click.option("-c", "--continue", "continue_", is_flag=True, help="Continue the latest session.")
 @click.option("--plain", is_flag=True, help="No markdown rendering, no colours.")
 @click.option(
+    "-w",
+    "--workdir",
+    metavar="DIR",
+    type=click.Path(exists=True, file_okay=False),
+    help="The folder to work in (terminal.cwd; default: the current folder).",
+)
+@click.option(
     "--image",
     "image_paths",
     multiple=True,
@@ -65,6 +73,7 @@ def chat(
     continue_: bool = False,
     plain: bool = False,
     image_paths: tuple[str, ...] = (),
+    workdir: str | None = None,
 ) -> None:
     """Chat with the agent (interactive), or answer one query with -q. In the interactive chat,
     paste or drop an image file's path into a message to send the image."""
@@ -84,9 +93,15 @@ def chat(
             "model.api_mode": api_mode,
             "toolsets": [t.strip() for t in toolsets.split(",") if t.strip()] if toolsets else None,
             "agent.max_turns": max_turns,
+            "terminal.cwd": os.path.realpath(workdir) if workdir else None,
         }
     )
     state.reload_config()
+    interactive = query is None and sys.stdin.isatty()
+    folder = settle_workspace(state.config, read_line if interactive else None)
+    if folder is not None:
+        state.overrides["terminal.cwd"] = folder
+        state.reload_config()
     if query is None and not sys.stdin.isatty():
         query = sys.stdin.read().strip()
         if not query:
