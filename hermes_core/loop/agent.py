@@ -117,7 +117,7 @@ class Agent:
         )
 
         self.connection = ModelConnection(
-            self.registry, self.plugins, cfg, self.events, host.client
+            self.registry, self.plugins, cfg, self.events, host.client, store=host.session_store
         )
         self.auxiliary = AuxiliaryModels(
             self.registry, self.plugins, cfg, self.events, self.connection

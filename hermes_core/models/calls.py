@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import dataclasses
+import functools
 import random
 import threading
 import time
@@ -25,6 +26,7 @@ from hermes_hookspecs import (
 from hermes_runtime.secrets import mark_secret
 from hermes_runtime.threads import Workers
 
+from ..credentials import KeyRouter, PooledKey, make_pool
 from ..loop import transcript
 from ..loop.events import Events
 from ..plugins.manager import PluginManager
@@ -56,6 +58,8 @@ class ActiveModel:
     settings: ProviderSettings | None = None
     create_client: Callable[[ProviderSettings], ModelClient] | None = None
     refreshed: bool = False
+    router: KeyRouter | None = None
+    """The provider's credential pool, when ``providers.<name>.keys`` configures one."""
 
 
 class ModelConnection:
@@ -66,6 +70,7 @@ class ModelConnection:
     :param config: the effective configuration.
     :param events: status messages about retries and switches go here.
     :param client: a model client to use directly instead of resolving a provider.
+    :param store: the session store, where credential pools share their keys' state.
     """
 
     def __init__(
@@ -75,7 +80,9 @@ class ModelConnection:
         config: Mapping[str, Any],
         events: Events,
         client: ModelClient | None = None,
+        store: object = None,
     ) -> None:
+        self.store = store
         self.registry = registry
         self.plugins = plugins
         self.config = config
@@ -100,16 +107,33 @@ class ModelConnection:
         self._fallbacks_left: list[dict[str, Any]] | None = None
 
     def _connect(self, model_config: Mapping[str, Any]) -> ActiveModel:
+        name = str(model_config.get("provider") or "")
+        pool = make_pool(self.config, name, self.store) if name else None
+        if pool is not None:  # each request leases its key; this one only resolves
+            first = next((k.value for k in pool.keys if k.value), None)
+            model_config = {**model_config, "api_key": first or "unset-pooled-key"}
         provider, settings = resolve_provider(self.registry, model_config)
         settings.config = self.config
         create = client_factory(self.registry, provider, settings.api_mode)
-        return ActiveModel(create(settings), settings.model, settings.provider, settings, create)
+        active = ActiveModel(create(settings), settings.model, settings.provider, settings, create)
+        if pool is not None:
+            say = functools.partial(self.events.emit, "status")
+            active.router = KeyRouter(pool, settings, create, lambda t: say(text=t))
+        return active
+
+    @property
+    def rotations(self) -> int:
+        """How many times the primary provider's pooled key changed."""
+        router = self.primary.router
+        return router.rotations if router is not None else 0
 
     def start_turn(self) -> None:
         """Go back to the primary provider: a fallback switch lasts one turn."""
         self.active = self.primary
         self.primary.refreshed = False
         self._fallbacks_left = None
+        if self.primary.router is not None:
+            self.primary.router.start_turn()
 
     def downshift(self, model: str) -> bool:
         """Use ``model`` on the primary provider for the rest of the turn (a spend cap is
@@ -153,14 +177,39 @@ class ModelConnection:
             direct = self._client_watches_cancel(watched)
             request_cancel = cancel if direct else threading.Event()
             request = make_request(self.active.model, request_cancel)
+            router, lease = self.active.router, None
             try:
-                return self._attempt(request, request_cancel, cancel, direct)
+                if router is not None:  # the request carries the key it goes out with
+                    lease, self.active.client = router.take()
+                    request.key_id = lease.key.id
+                self.key_id = request.key_id
+                response = self._attempt(request, request_cancel, cancel, direct)
+                if router is not None and lease is not None:
+                    router.succeeded(lease)
+                return response
             except ProviderError as exc:
                 if exc.provider is None:
                     exc.provider = self.active.provider
                 self._name_endpoint(exc)
                 if exc.kind == "context_overflow":
                     raise
+                if router is not None and lease is not None:
+                    step = router.after_error(
+                        lease,
+                        exc,
+                        retries_left=attempt < self.max_retries,
+                        refresh=self._refresh_key,
+                    )
+                    if step == "again":  # the next key: not a retry
+                        continue
+                    if step == "exhausted":
+                        exc = ProviderError(
+                            router.pool.cooling_message(),
+                            kind=exc.kind if exc.kind in FALLBACK_KINDS else "rate_limit",
+                            status=exc.status,
+                            retryable=False,
+                            provider=exc.provider,
+                        )
                 if exc.retryable and attempt < self.max_retries:
                     attempt += 1
                     delay = self.backoff(attempt, exc.retry_after)
@@ -172,13 +221,13 @@ class ModelConnection:
                     if cancel.wait(delay):
                         raise Cancelled(INTERRUPTED) from None
                     continue
-                if exc.kind == "auth" and self._refresh_credentials():
+                if exc.kind == "auth" and router is None and self._refresh_credentials():
                     attempt = 0
                     continue
                 if exc.kind in FALLBACK_KINDS and self._switch_to_fallback(exc):
                     attempt = 0
                     continue
-                raise
+                raise exc from None
 
     def _attempt(
         self,
@@ -266,6 +315,23 @@ class ModelConnection:
                         f"no response within {self.stale_timeout:g}s (agent.stale_timeout)",
                         kind="timeout",
                     ) from None
+
+    def _refresh_key(self, key: PooledKey) -> str | None:
+        """A new value for the pooled ``key`` from ``hermes_refresh_credentials``, if any."""
+        settings = self.active.settings
+        if settings is None:
+            return None
+        answer = self.plugins.call_first(
+            "hermes_refresh_credentials",
+            provider=self.active.provider,
+            settings=dataclasses.replace(settings, api_key=key.value),
+        )
+        if answer is None or not answer.value:
+            return None
+        self.events.emit(
+            "status", text=f"{self.active.provider}: key {key.id} refreshed by {answer.record.name}"
+        )
+        return str(answer.value)
 
     def _refresh_credentials(self) -> bool:
         active = self.active
@@ -393,7 +459,9 @@ class AuxiliaryModels:
                 {"provider": self.main.active.provider, "model": self.main.active.model}
             ]
             try:
-                connection = ModelConnection(self.registry, self.plugins, derived, self.events)
+                connection = ModelConnection(
+                    self.registry, self.plugins, derived, self.events, store=self.main.store
+                )
             except HermesError as exc:
                 self.events.emit(
                     "status", text=f"auxiliary.{task} unusable ({exc}); using the main model"

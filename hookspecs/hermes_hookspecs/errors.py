@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 
 class HermesError(Exception):
     """Base class of every error hermes raises on purpose; its message is one readable line."""
@@ -92,6 +94,10 @@ class ProviderError(HermesError):
         ``kind`` (rate limits, overload, 5xx, timeouts, dropped connections).
     :param retry_after: seconds the provider asked us to wait (``Retry-After``), if any.
     :param provider: the provider's name, filled in by the host when missing.
+    :param headers: the answer's HTTP headers, names in lower case (rate-limit resets, for
+        the credential pool's classification of the error); empty when unknown.
+    :ivar key_id: the id of the pooled key whose request failed, set by the host ("" when the
+        provider has no pool).
     """
 
     default_kind = "other"
@@ -105,8 +111,11 @@ class ProviderError(HermesError):
         retryable: bool | None = None,
         retry_after: float | None = None,
         provider: str | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(message)
+        self.headers = {str(k).lower(): str(v) for k, v in (headers or {}).items()}
+        self.key_id = ""
         self.status = status
         self.kind = kind or self.default_kind
         self.retryable = self.kind in RETRYABLE_KINDS if retryable is None else retryable

@@ -72,6 +72,8 @@ class ModelRequest:
         before ``hermes_before_request`` (empty when unknown).
     :param base_url: the endpoint it goes to (empty when unknown or the client's default).
     :param api_mode: its wire format (empty when unknown).
+    :param key_id: the id of the pooled key the request goes out with, set by the host (empty
+        when the provider has no credential pool); an error of this request is charged to it.
     """
 
     model: str
@@ -88,6 +90,7 @@ class ModelRequest:
     provider: str = ""
     base_url: str = ""
     api_mode: str = ""
+    key_id: str = ""
 
     @property
     def system_prompt(self) -> str | None:

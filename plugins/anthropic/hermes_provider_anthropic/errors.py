@@ -96,12 +96,18 @@ def from_status(
     message: str,
     *,
     retry_after_s: float | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> ProviderError:
-    """The hermes error for an HTTP ``status`` (or an in-stream ``error`` event's type)."""
+    """The hermes error for an HTTP ``status`` (or an in-stream ``error`` event's type) and
+    the answer's ``headers`` (kept on the error for the credential pool)."""
     label = f"HTTP {status}" if status and status != 200 else "stream error"
     text = f"{label}{f' ({err_type})' if err_type else ''}: {message}"
     lowered = message.lower()
-    kw: dict[str, Any] = {"status": status if status != 200 else None, "provider": PROVIDER}
+    kw: dict[str, Any] = {
+        "status": status if status != 200 else None,
+        "provider": PROVIDER,
+        "headers": headers,
+    }
     if status == 429 or err_type == "rate_limit_error":
         return RateLimitError(text, retry_after=retry_after_s, **kw)
     if status in (529, 503) or err_type == "overloaded_error":
@@ -149,6 +155,7 @@ def map_exception(exc: BaseException, sdk: Any) -> ProviderError:
             err_type,
             message,
             retry_after_s=retry_after(getattr(response, "headers", None)),
+            headers=dict(getattr(response, "headers", None) or {}),
         )
     if isinstance(exc, sdk.APIResponseValidationError):
         return ProviderError(

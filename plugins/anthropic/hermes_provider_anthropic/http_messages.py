@@ -185,7 +185,13 @@ class AnthropicFailures:
         if isinstance(body, str):
             body = body.strip()
         err_type, message = status_fields(body, status_message(status, body))
-        return from_status(status, err_type, message, retry_after_s=retry_after(headers))
+        return from_status(
+            status,
+            err_type,
+            message,
+            retry_after_s=retry_after(headers),
+            headers={str(k): str(v) for k, v in (headers or {}).items()},
+        )
 
     def network(self, exc: OSError | http.client.HTTPException, streaming: bool) -> BaseException:
         """The error of a failure to talk to the server; while streaming, a broken stream."""

@@ -44,6 +44,14 @@ def _header(headers: Any, name: str) -> str | None:
     return None if value is None else str(value)
 
 
+def _plain_headers(headers: Any) -> dict[str, str]:
+    """``headers`` as a plain dict (an SDK's, a mapping, or ``None``)."""
+    try:
+        return {str(k): str(v) for k, v in (headers or {}).items()}
+    except (AttributeError, TypeError):
+        return {}
+
+
 def retry_after(headers: Any) -> float | None:
     """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
     millis = _header(headers, "retry-after-ms")
@@ -97,6 +105,7 @@ def classify(
         "status": None if in_stream else status,
         "retry_after": wait,
         "provider": provider,
+        "headers": _plain_headers(headers),
     }
     if code_text in _BILLING_CODES or status == 402:
         return ProviderError(line, kind="billing", **common)
