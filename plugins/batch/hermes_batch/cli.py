@@ -20,7 +20,7 @@ from .sampling import parse_probabilities
 from .schema import STATES, Counts
 from .table import RunTable
 
-EXECUTORS = ("local",)
+EXECUTORS = ("local", "ray")
 
 
 def _context() -> CommandContext:
@@ -182,15 +182,23 @@ def _execute(
         raise HermesError(f"batch run {name!r} is being run by {present}")
     table.set_run(name, state="running", stop_reason=None)
     progress = Progress(enabled=not as_json)
+    context = _context()
+    env = dict(os.environ, HERMES_HOME=str(context.home))
+    log = run_dir(context.home, name) / "workers.log"
     try:
-        from .local import LocalWorkers, coordinate
+        if executor == "ray":
+            from .ray_executor import coordinate_ray
 
-        context = _context()
-        env = dict(os.environ, HERMES_HOME=str(context.home))
-        log = run_dir(context.home, name) / "workers.log"
-        counts = coordinate(
-            table, name, LocalWorkers(name, env, log), count, on_progress=progress.update
-        )
+            address = ray_address or config.get("ray_address")
+            counts = coordinate_ray(
+                table, name, env, log, count, address=address, on_progress=progress.update
+            )
+        else:
+            from .local import LocalWorkers, coordinate
+
+            counts = coordinate(
+                table, name, LocalWorkers(name, env, log), count, on_progress=progress.update
+            )
     finally:
         progress.close()
     run = table.run(name)
@@ -358,10 +366,15 @@ def export_command(name: str, fmt: str, only: tuple[str, ...], output: str | Non
 
 @batch_group.command("worker", hidden=True)
 @click.argument("name")
-def worker_command(name: str) -> None:
-    """Run rows of NAME until none is pending (the coordinator starts this)."""
+@click.option("--serve", is_flag=True, help="Run the rows named on standard input.")
+def worker_command(name: str, serve: bool) -> None:
+    """Run rows of NAME until none is pending (the local coordinator starts this), or, with
+    --serve, the rows a Ray task names on standard input, one at a time."""
+    import sys
+
     from .filters import chosen_filters
-    from .worker import orphaned, work
+    from .worker import exit_with_parent, orphaned, work
+    from .worker import serve as serve_rows
 
     context = _context()
     table = _table()
@@ -369,12 +382,21 @@ def worker_command(name: str) -> None:
     filters = chosen_filters(
         run.settings.get("filters") or [], context.registered("hermes_register_batch_filters")
     )
-    work(
-        table=table,
-        name=name,
-        runner=context.agent_runner(),
-        store=context.session_store(),
-        run_dir=run_dir(context.home, name),
-        filters=filters,
-        should_stop=orphaned(os.getppid()),
-    )
+    common: dict[str, Any] = {
+        "table": table,
+        "name": name,
+        "runner": context.agent_runner(),
+        "store": context.session_store(),
+        "run_dir": run_dir(context.home, name),
+        "filters": filters,
+    }
+    if not serve:
+        work(**common, should_stop=orphaned(os.getppid()))
+        return
+    exit_with_parent(os.getppid())
+
+    def reply(line: str) -> None:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+    serve_rows(**common, lines=sys.stdin, reply=reply)

@@ -66,7 +66,7 @@ def release_dead_workers(table: RunTable, name: str) -> int:
     here = socket.gethostname()
     released = 0
     for worker in table.running_workers(name):
-        host, _, pid = worker.rpartition(":")
+        host, _, pid = worker.removeprefix("ray:").rpartition(":")
         if host == here and pid.isdigit() and not process_alive(int(pid)):
             released += table.release_worker(name, worker, f"worker {pid} is gone")
     return released

@@ -9,8 +9,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from .attempts import Cursor
 from .schema import TABLES
-from .table import Cursor, RunTable
+from .table import RunTable
 
 SCHEMES = ("postgresql", "postgres")
 

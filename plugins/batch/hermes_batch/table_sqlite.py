@@ -10,8 +10,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from .attempts import Cursor
 from .schema import TABLES
-from .table import Cursor, RunTable
+from .table import RunTable
 
 FILE_NAME = "batch.db"
 """The run table's file in the home folder."""

@@ -3,9 +3,12 @@ until none is pending, the run stops (budget, interrupt) or its coordinator is g
 
 from __future__ import annotations
 
+import json
 import os
 import socket
-from collections.abc import Callable, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from hermes_hookspecs import AgentRunner, SessionStore
@@ -65,3 +68,58 @@ def orphaned(parent: int) -> Callable[[], bool]:
     """A ``should_stop`` that says yes once the process that started this one is gone (its
     coordinator was killed: finish the row in hand, take no other)."""
     return lambda: os.getppid() != parent
+
+
+REPLY = "@@hermes-batch "
+"""How a served row's answer starts on standard output (anything else there is not one)."""
+
+
+def serve(
+    *,
+    table: RunTable,
+    name: str,
+    runner: AgentRunner,
+    store: SessionStore,
+    run_dir: Path,
+    filters: Sequence[tuple[str, Filter]] = (),
+    lines: Iterable[str],
+    reply: Callable[[str], None],
+) -> int:
+    """Run the rows a coordinator hands out one at a time: each line of ``lines`` is
+    ``{"key": …, "attempt": …}`` (a row the coordinator claimed), each answer a line
+    ``@@hermes-batch {"key": …, "state": …}``. Returns how many rows ran."""
+    done = 0
+    settings = table.run(name).settings
+    for line in lines:
+        if not line.strip():
+            continue
+        asked = json.loads(line)
+        claim = table.claimed(name, str(asked["key"]), int(asked["attempt"]))
+        state = "lost"
+        if claim is not None and table.adopt(claim, worker_id()):
+            result = run_row(
+                runner=runner,
+                store=store,
+                table=table,
+                claim=claim,
+                settings=settings,
+                run_dir=run_dir,
+                filters=filters,
+            )
+            state = result.state
+            done += 1
+        reply(REPLY + json.dumps({"key": asked["key"], "state": state}))
+    return done
+
+
+def exit_with_parent(parent: int, interval: float = 0.2) -> None:
+    """End this process at once when ``parent`` (the Ray worker serving rows through it) is
+    gone: the row in hand is abandoned, and the coordinator gives it to another attempt."""
+
+    def watch() -> None:
+        while True:
+            time.sleep(interval)
+            if os.getppid() != parent:
+                os._exit(70)
+
+    threading.Thread(target=watch, name="hermes-batch-parent", daemon=True).start()
