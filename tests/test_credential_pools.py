@@ -347,3 +347,53 @@ def test_the_store_and_the_process_fallback_are_key_state_stores(store):
 
     assert isinstance(store, KeyStateStore) and isinstance(MemoryKeyStates(), KeyStateStore)
     assert isinstance(make_pool({"providers": {"p": {"keys": ["${X}"]}}}, "p", object()), KeyPool)
+
+
+# --- hermes keys -----------------------------------------------------------------------------
+
+
+def test_hermes_keys_add_list_reset_remove(hermes_home, hermes_cli, env):
+    assert hermes_cli("keys", "add", "custom", "KEY_A", "--label", "team").exit_code == 0
+    added = hermes_cli("keys", "add", "custom", "KEY_B", "--id", "spare")
+    assert added.exit_code == 0 and "added key spare" in added.output
+    config = (hermes_home / "config.yaml").read_text()
+    assert "KEY_A" in config and "sk-aaaa" not in config  # a reference, never the value
+    with SQLiteSessionStore(hermes_home / "sessions.db") as db:
+        pool = make_pool({"providers": {"custom": {"keys": [{"env": "KEY_A"}]}}}, "custom", db)
+        assert pool is not None
+        pool.cool(pool.keys[0], time.time() + 600, "usage_limit")
+    listed = hermes_cli("keys", "list", "--json")
+    rows = {r["id"]: r for r in __import__("json").loads(listed.output)}
+    assert rows["key_a"]["state"].startswith("usage_limit until") and rows["spare"]["state"] == "ok"
+    assert "sk-" not in listed.output
+    assert hermes_cli("keys", "reset", "custom", "key_a").exit_code == 0
+    rows = {
+        r["id"]: r for r in __import__("json").loads(hermes_cli("keys", "list", "--json").output)
+    }
+    assert rows["key_a"]["state"] == "ok"
+    assert hermes_cli("keys", "remove", "custom", "spare").exit_code == 0
+    assert "spare" not in hermes_cli("keys", "list").output
+
+
+def test_hermes_keys_errors_are_one_line(hermes_home, hermes_cli, env):
+    for args, said in [
+        (("keys", "add", "custom", "sk-literal-value"), "is not a variable name"),
+        (("keys", "remove", "custom", "nope"), "has no keys"),
+        (("keys", "list", "custom"), "has no keys"),
+    ]:
+        result = hermes_cli(*args)
+        assert result.exit_code != 0 and said in result.stderr, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+    hermes_cli("keys", "add", "custom", "KEY_A")
+    duplicate = hermes_cli("keys", "add", "custom", "KEY_A")
+    assert duplicate.exit_code != 0 and "used twice" in duplicate.stderr
+
+
+def test_hermes_doctor_shows_each_keys_state_without_its_value(hermes_home, hermes_cli, env):
+    hermes_cli("keys", "add", "custom", "KEY_A")
+    hermes_cli("keys", "add", "custom", "KEY_UNSET")
+    result = hermes_cli("doctor", "--no-network")
+    out = result.stdout + result.stderr
+    assert "key custom/key_a ($KEY_A): ok, 0 uses, 0 errors" in out
+    assert "key custom/key_unset ($KEY_UNSET): missing" in out
+    assert "sk-aaaa" not in out

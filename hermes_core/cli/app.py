@@ -75,6 +75,7 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str, str]] = {
     "providers": ("commands", "providers_group", "Model providers."),
     "tools": ("commands", "tools_group", "Tools and toolsets the model can use."),
     "version": ("commands", "version", "Print the versions of hermes, its contract and Python."),
+    "keys": ("keys_cmd", "keys_group", "Credential pools: list, add, remove and reset keys."),
     "usage": (
         "usage_cmd",
         "usage",

@@ -67,6 +67,7 @@ def doctor(network: bool = True) -> None:
     _check_plugins(state, report)
     _check_tools(registry, config, report)
     _check_provider(registry, config, report, network)
+    _check_key_pools(config, state.host.session_store, report)
     _check_backend(registry, config, report)
     if report.problems:
         click.echo(f"{report.problems} problem(s) found")
@@ -166,6 +167,26 @@ def _check_provider(registry: Registry, config: Config, report: Report, network:
             report.check(*probe_provider(registry, config.data))
     except HermesError as exc:
         report.check(False, f"provider: {exc}")
+
+
+def _check_key_pools(config: Config, store: object, report: Report) -> None:
+    """Each pooled key's state (``providers.<name>.keys``), never its value."""
+    from ..credentials import make_pool
+    from .keys_cmd import key_rows
+
+    for name in sorted(config.get("providers") or {}):
+        try:
+            pool = make_pool(config.data, name, store)
+            rows = key_rows([pool]) if pool is not None else []
+        except HermesError as exc:
+            report.check(False, f"keys of {name}: {exc}")
+            continue
+        for row in rows:
+            report.check(
+                not row["state"].startswith(("missing", "revoked")),
+                f"key {name}/{row['id']} (${row['env']}): {row['state']}, "
+                f"{row['uses']} uses, {row['errors']} errors",
+            )
 
 
 def _check_backend(registry: Registry, config: Config, report: Report) -> None:
