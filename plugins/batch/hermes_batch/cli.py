@@ -235,6 +235,11 @@ def _status(name: str, state: str, reason: str | None, counts: Counts) -> dict[s
 @workers_option
 @click.option("--retry-failed", is_flag=True, help="Run the failed rows again too.")
 @click.option("--retry-discarded", is_flag=True, help="Run the discarded rows again too.")
+@click.option(
+    "--budget-usd",
+    type=click.FloatRange(min=0),
+    help="A new dollar budget for the whole run (what was spent counts towards it).",
+)
 @executor_option
 @ray_address_option
 @json_option
@@ -243,6 +248,7 @@ def resume_command(
     workers: int | None,
     retry_failed: bool,
     retry_discarded: bool,
+    budget_usd: float | None,
     executor: str | None,
     ray_address: str | None,
     as_json: bool,
@@ -257,6 +263,8 @@ def resume_command(
                 f"the dataset {run.dataset} changed or is gone since run {name!r} started"
             )
         _load(table, name, path, run.dataset_hash)
+    if budget_usd is not None:
+        table.update_settings(name, budget_usd=budget_usd)
     table.requeue(
         name, [s for s, on in (("failed", retry_failed), ("discarded", retry_discarded)) if on]
     )

@@ -79,6 +79,17 @@ class RunTable(AttemptTable):
                 (*(fields[n] for n in names), name),
             )
 
+    def update_settings(self, name: str, **changes: Any) -> dict[str, Any]:
+        """Change settings of run ``name`` (``budget_usd`` on resume); returns them all."""
+        with self.transaction() as cur:
+            cur.execute("SELECT settings FROM batch_runs WHERE name = ?", (name,))
+            settings: dict[str, Any] = {**json.loads(cur.fetchone()[0]), **changes}
+            cur.execute(
+                "UPDATE batch_runs SET settings = ? WHERE name = ?",
+                (json.dumps(settings, sort_keys=True), name),
+            )
+        return settings
+
     def take_coordinator(self, name: str, who: str, alive: Any) -> str | None:
         """Make ``who`` the coordinator of run ``name`` unless ``alive(coordinator,
         heartbeat_at)`` says the present one still runs; ``None`` when taken, else the

@@ -1,0 +1,80 @@
+"""Quality filters (discarded rows recorded with why, not run again unless asked, a plugin's
+own filter through the hook) and the run's dollar budget (rows stop starting once it is
+spent; resume with a larger one goes on)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hermes_batch.filters import chosen_filters, no_reasoning, over_turns, unknown_tool
+from hermes_batch.table_sqlite import SQLiteRunTable
+
+from hermes_hookspecs import HermesError
+
+
+def test_the_builtin_filters():
+    think = {"messages": [{"role": "assistant", "content": "x", "reasoning": "because"}]}
+    plain = {"messages": [{"role": "assistant", "content": "x"}]}
+    assert no_reasoning({}, think) is None and "no reasoning" in str(no_reasoning({}, plain))
+    ghost = {"messages": [{"role": "tool", "content": "Error: unknown tool 'zap'. Available: a."}]}
+    assert unknown_tool({}, ghost) == "unknown tool 'zap'" and unknown_tool({}, think) is None
+    assert over_turns({}, {"status": "max_iterations"}) and not over_turns(
+        {}, {"status": "completed"}
+    )
+    with pytest.raises(HermesError, match="installed: a, b"):
+        chosen_filters(["c"], {"b": None, "a": None})
+
+
+def test_discarded_rows_are_recorded_and_not_run_again(tmp_path, fake_model, kit: Any):
+    folder = tmp_path / "home"
+    env = kit.make_home(folder, fake_model)
+    rows = [
+        {"id": "ghost", "prompt": "GHOST call it"},
+        {"id": "fine", "prompt": "TOOL plan"},
+        {"id": "think", "prompt": "THINK it"},
+    ]
+    dataset = kit.write_dataset(tmp_path / "d.jsonl", rows)
+    args = ("--name", "f", "--workers", "1", "--filter", "tool-names", "--toolsets", "todo")
+    ran = kit.hermes("batch", "run", str(dataset), *args, env=env)
+    assert ran.returncode == 0, ran.stderr
+    assert "2 completed, 0 failed, 1 discarded" in ran.stdout
+    table = SQLiteRunTable(folder / "batch.db")
+    [ghost] = table.rows("f", ["discarded"])
+    assert (
+        ghost.key == "ghost" and ghost.discard_reason == "tool-names: unknown tool 'no_such_tool'"
+    )
+    asked = len(fake_model.model_requests)
+    again = kit.hermes("batch", "resume", "f", env=env)
+    assert again.returncode == 0 and len(fake_model.model_requests) == asked  # nothing re-paid
+    retried = kit.hermes("batch", "resume", "f", "--retry-discarded", env=env)
+    assert retried.returncode == 0 and len(fake_model.model_requests) == asked + 2
+    assert [a["outcome"] for a in table.attempts("f", "ghost")] == ["discarded", "discarded"]
+    exported = tmp_path / "all.jsonl"
+    assert (
+        kit.hermes(
+            "batch", "export", "f", "--only", "discarded", "-o", str(exported), env=env
+        ).returncode
+        == 0
+    )
+    assert [json.loads(line)["id"] for line in exported.read_text().splitlines()] == ["ghost"]
+    unknown = kit.hermes("batch", "run", str(dataset), "--name", "g", "--filter", "nope", env=env)
+    assert unknown.returncode == 1 and "no batch filter named 'nope'" in unknown.stderr
+
+
+def test_the_budget_stops_new_rows_and_resume_can_raise_it(tmp_path, fake_model, kit: Any):
+    folder = tmp_path / "home"
+    pricing = "pricing:\n  fake-model: {input: 1000.0, output: 1000.0}\n"  # $0.11 a row
+    env = kit.make_home(folder, fake_model, pricing)
+    dataset = kit.write_dataset(tmp_path / "d.jsonl", [{"prompt": f"row {n}"} for n in range(6)])
+    args = ("--name", "b", "--workers", "1", "--budget-usd", "0.25", "--json")
+    ran = kit.hermes("batch", "run", str(dataset), *args, env=env)
+    assert ran.returncode == 0, ran.stderr
+    status = json.loads(ran.stdout)
+    assert (status["state"], status["completed"], status["pending"]) == ("stopped", 3, 3)
+    assert status["stop_reason"] == "budget of $0.25 spent"
+    assert status["cost_usd"] == pytest.approx(0.33)
+    more = kit.hermes("batch", "resume", "b", "--budget-usd", "10", "--json", env=env)
+    status = json.loads(more.stdout)
+    assert (status["state"], status["completed"], status["pending"]) == ("finished", 6, 0)
