@@ -131,6 +131,8 @@ def test_rotations_do_not_count_against_the_retry_budget(fake, env, store):
     assert script.seen == ["KEY_A", "KEY_B", "KEY_C", "KEY_D"]
     assert agent.connection.rotations == 3
     assert sum("rotation" in s for s in statuses) == 3
+    stored = store.get_session(result["session_id"])
+    assert stored is not None and stored.metadata["key_rotations"] == 3
 
 
 def test_every_healthy_key_is_tried_before_the_fallback_and_all_cooling_names_them(

@@ -379,6 +379,7 @@ class Agent:
         self._cancel = cancel_event if cancel_event is not None else threading.Event()
         self.connection.start_turn()
         switches_before = len(self.connection.switches)
+        rotations_before = self.connection.rotations
         turn = Turn(task_id)
         self.plugins.call_each(
             "hermes_turn_start",
@@ -428,6 +429,11 @@ class Agent:
             self.cost_usd += turn.cost_usd
         if hasattr(self.session_store, "add_usage") and self.session is not None and turn.api_calls:
             self._store("add_usage", self.session.id, turn.usage.as_dict(), turn.cost_usd)
+        rotated = self.connection.rotations - rotations_before
+        if rotated and self.session is not None:  # each cost a full-price prompt read
+            total = int(self.session.metadata.get("key_rotations") or 0) + rotated
+            self.session.metadata["key_rotations"] = total
+            self._store("update_session", self.session.id, key_rotations=total)
         if len(self.connection.switches) > switches_before and self.session is not None:
             self._store("update_session", self.session.id, fallbacks=list(self.connection.switches))
         self._writes.flush()  # the turn's last step, its usage and fallbacks: one transaction
