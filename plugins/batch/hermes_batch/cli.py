@@ -151,7 +151,11 @@ def run_command(
     table = _table()
     digest = dataset_hash(path)
     table.create_run(name, str(path), digest, settings)
-    _load(table, name, path, digest)
+    try:
+        _load(table, name, path, digest)
+    except HermesError:  # a bad dataset leaves no run behind: fix it and run again
+        table.delete_run(name)
+        raise
     _execute(table, name, workers, executor, ray_address, as_json)
 
 
@@ -160,6 +164,11 @@ def _load(table: RunTable, name: str, path: Path, digest: str) -> None:
         total = table.add_rows(name, read_rows(path, digest))
     except OSError as exc:
         raise HermesError(f"the dataset cannot be read: {exc}") from None
+    except HermesError as exc:
+        message = str(exc)
+        if message.startswith("line "):  # a repeated id, found by the table
+            message = f"{path.name}:{message.removeprefix('line ')}"
+        raise HermesError(message) from None
     table.set_run(name, state="ready", total_rows=total)
 
 

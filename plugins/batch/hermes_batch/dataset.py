@@ -3,7 +3,8 @@
 A row's id is its own ``id`` field when it has one, else ``line-N@HASH``: its line number in
 the file and the first 12 hex digits of the file's SHA-256. Two rows with the same prompt are
 two rows: nothing is ever de-duplicated by content. Two rows with the same ``id`` are an
-error (the second could never be told apart from the first on resume).
+error (the second could never be told apart from the first on resume): the run table finds
+them as it reads the rows in, so that reading a dataset keeps no row in memory.
 """
 
 from __future__ import annotations
@@ -71,9 +72,8 @@ def check_row(data: Any, where: str) -> dict[str, Any]:
 
 def read_rows(path: Path, digest: str) -> Iterator[Row]:
     """The rows of the dataset at ``path`` (whose hash is ``digest``), one at a time: blank
-    lines are skipped (they keep their line numbers), a malformed line or a repeated ``id`` is
-    a :class:`HermesError` naming the line."""
-    seen: set[str] = set()
+    lines are skipped (they keep their line numbers), a malformed line is a
+    :class:`HermesError` naming the line."""
     short = digest[:12]
     with path.open("r", encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
@@ -86,7 +86,4 @@ def read_rows(path: Path, digest: str) -> Iterator[Row]:
                 raise HermesError(f"{where}: not valid JSON ({exc.msg})") from None
             data = check_row(data, where)
             key = str(data["id"]) if "id" in data else f"line-{number}@{short}"
-            if key in seen:
-                raise HermesError(f"{where}: the id {key!r} is used by an earlier row")
-            seen.add(key)
             yield Row(key=key, line=number, data=data)

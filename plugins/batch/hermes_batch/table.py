@@ -79,6 +79,13 @@ class RunTable(AttemptTable):
                 (*(fields[n] for n in names), name),
             )
 
+    def delete_run(self, name: str) -> None:
+        """Remove run ``name``: its rows, attempts and outputs."""
+        with self.transaction() as cur:
+            for table in ("batch_attempts", "batch_rows"):
+                cur.execute(f"DELETE FROM {table} WHERE run = ?", (name,))
+            cur.execute("DELETE FROM batch_runs WHERE name = ?", (name,))
+
     def update_settings(self, name: str, **changes: Any) -> dict[str, Any]:
         """Change settings of run ``name`` (``budget_usd`` on resume); returns them all."""
         with self.transaction() as cur:
@@ -109,23 +116,38 @@ class RunTable(AttemptTable):
         """Add ``rows`` to run ``name`` as ``pending`` (rows it has already are left as they
         are: reading a dataset again after an interrupted load adds only what is missing);
         returns how many rows were read."""
-        sql = (
-            "INSERT INTO batch_rows (run, key, line, data) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (run, key) DO NOTHING"
-        )
         count = 0
         chunk: list[tuple[str, str, int, str]] = []
         for row in rows:
             chunk.append((name, row.key, row.line, json.dumps(row.data, ensure_ascii=False)))
             count += 1
             if len(chunk) >= INSERT_BATCH:
-                with self.transaction() as cur:
-                    cur.executemany(sql, chunk)
+                self._insert(name, chunk)
                 chunk = []
         if chunk:
-            with self.transaction() as cur:
-                cur.executemany(sql, chunk)
+            self._insert(name, chunk)
         return count
+
+    def _insert(self, name: str, chunk: list[tuple[str, str, int, str]]) -> None:
+        """Insert ``chunk``; a :class:`HermesError` when an id is already another line's."""
+        lines: dict[str, int] = {}
+        for _run, key, line, _data in chunk:
+            if lines.setdefault(key, line) != line:
+                raise HermesError(f"line {line}: the id {key!r} is used by line {lines[key]}")
+        with self.transaction() as cur:
+            marks = ", ".join("?" for _ in lines)
+            cur.execute(
+                f"SELECT key, line FROM batch_rows WHERE run = ? AND key IN ({marks})",
+                (name, *lines),
+            )
+            for key, line in cur.fetchall():
+                if line != lines[key]:
+                    raise HermesError(f"line {lines[key]}: the id {key!r} is used by line {line}")
+            cur.executemany(
+                "INSERT INTO batch_rows (run, key, line, data) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (run, key) DO NOTHING",
+                chunk,
+            )
 
     def requeue(self, name: str, states: Sequence[str]) -> int:
         """Put the rows of run ``name`` in ``states`` (``failed``, ``discarded``) back to

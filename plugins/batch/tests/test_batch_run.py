@@ -142,6 +142,14 @@ def test_bad_input_is_one_line(tmp_path, home, kit):
     bad = kit.hermes("batch", "run", str(broken), "--name", "x", env=env)
     assert bad.returncode == 1 and "b.jsonl:2: not valid JSON" in bad.stderr
     assert "Traceback" not in bad.stderr
+    twice = kit.write_dataset(
+        tmp_path / "t.jsonl", [{"id": 1, "prompt": "a"}, {"id": "1", "prompt": "b"}]
+    )
+    repeated = kit.hermes("batch", "run", str(twice), "--name", "x", env=env)
+    assert repeated.returncode == 1
+    assert repeated.stderr.strip().endswith("t.jsonl:2: the id '1' is used by line 1")
+    fixed = kit.write_dataset(tmp_path / "t.jsonl", [{"id": 1, "prompt": "a"}])
+    assert kit.hermes("batch", "run", str(fixed), "--name", "x", env=env).returncode == 0
     unknown = kit.hermes("batch", "status", "ghost", env=env)
     assert unknown.returncode == 1 and "no batch run named 'ghost'" in unknown.stderr
     name = kit.hermes("batch", "run", str(broken), "--name", "../x", env=env)

@@ -126,3 +126,12 @@ def test_discarded_and_retried_rows_and_streamed_reads(opener):
     assert table.counts(name)["discarded"] == 0
     loaded_again = table.add_rows(name, (Row(f"k{n}", n + 1, {"prompt": "x"}) for n in range(451)))
     assert loaded_again == 451 and table.counts(name).total == 451  # only the missing one added
+
+
+def test_a_repeated_id_is_refused_wherever_it_is(opener):
+    table = opener()
+    name = _run(table, 3)
+    with pytest.raises(HermesError, match="line 700: the id 'k1' is used by line 2"):
+        table.add_rows(name, [Row("k1", 700, {"prompt": "again"})])
+    with pytest.raises(HermesError, match="line 9: the id 'z' is used by line 8"):
+        table.add_rows(name, [Row("z", 8, {"prompt": "a"}), Row("z", 9, {"prompt": "b"})])
