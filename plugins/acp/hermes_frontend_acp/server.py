@@ -327,6 +327,12 @@ class HermesAgent:
             config_overrides=self.settings.overrides(session),
             exclude_toolsets=["clarify"],
             only_toolsets=self.settings.toolsets,
+            # W3C trace context in the request's _meta (the SDK hands its keys over as keywords)
+            trace_context={
+                name: kwargs[name]
+                for name in ("traceparent", "tracestate")
+                if isinstance(kwargs.get(name), str)
+            },
         )
         runner = self.context.agent_runner()
         session.turn = asyncio.ensure_future(loop.run_in_executor(None, runner.run, task))

@@ -217,6 +217,11 @@ class ApiServerAdapter(PlatformAdapter):
             text=prompt,
             message_id=request.headers.get("X-Request-Id", ""),
             person=person,
+            trace_context={
+                name: request.headers[name]
+                for name in ("traceparent", "tracestate")
+                if request.headers.get(name)
+            },
         )
 
     def _session_header(self, request: web.Request) -> str | None:

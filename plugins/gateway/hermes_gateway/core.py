@@ -312,6 +312,7 @@ class GatewayCore:
             config_overrides=self.workspace_overrides(message, person),
             join_unanswered=interrupts,
             person=person,
+            trace_context=message.trace_context,
         )
         try:
             future = loop.run_in_executor(self._pool, self._run, task)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -53,6 +53,8 @@ class InboundMessage:
     :param person: the person the adapter itself authenticated the sender as (the API server's
         per-person keys: ``gateway.users.<id>.api_key_env``), a configured person id; ``None``
         (every other message): the gateway finds the person from ``platform`` and ``user_id``.
+    :param trace_context: the W3C trace context the message came with (``traceparent``,
+        ``tracestate``; the API server's request headers), handed to the turn it starts.
     """
 
     platform: str
@@ -64,6 +66,7 @@ class InboundMessage:
     attachments: Sequence[Attachment] = ()
     user_name: str | None = None
     person: str | None = None
+    trace_context: Mapping[str, str] = field(default_factory=dict)
 
 
 @runtime_checkable

@@ -38,8 +38,12 @@ class Providers:
 
     def close(self) -> None:
         """Send what is queued and stop, waiting at most ``exit_timeout`` seconds: the rest
-        is left to the daemon threads, which end with the process."""
+        is left to the daemon threads, which end with the process. Only the first call
+        does anything."""
+        if self.health.closing:
+            return
         self.health.closing = True
+        atexit.unregister(self.close)
 
         def stop() -> None:
             self.tracer_provider.shutdown()

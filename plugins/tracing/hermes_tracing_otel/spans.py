@@ -204,6 +204,11 @@ class Tracing:
                 tool.span.set_attribute(c.ERROR_TYPE, "cancelled")
                 tool.span.set_status(Status(StatusCode.ERROR, "the turn ended before the tool"))
                 tool.span.end()
+        for request_key, chat in list(self.chats.items()):
+            if chat.turn is turn and self.chats.pop(request_key, None) is not None:
+                chat.span.set_attribute(c.ERROR_TYPE, "cancelled")
+                chat.span.set_status(Status(StatusCode.ERROR, "the turn ended before the answer"))
+                chat.span.end()
         span = turn.span
         usage = result["usage"]
         span.set_attributes(

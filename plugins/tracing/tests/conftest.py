@@ -4,8 +4,10 @@ whose in-memory exporter and reader hold what the plugin emitted."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import hermes_tracing_otel
@@ -17,6 +19,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from hermes_core.testing import Agent, FakeLLM, plugin_manager
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from otlp_receiver import Receiver  # noqa: E402
 
 MODEL = "gpt-test"
 
@@ -119,3 +125,13 @@ def make_agent() -> Any:
     provider whose endpoint is ``server``, with the tracing plugin loaded (the test modules
     cannot import this one: ``--import-mode=importlib``)."""
     return _agent
+
+
+@pytest.fixture
+def collector() -> Iterator[Receiver]:
+    """An OTLP/HTTP receiver on 127.0.0.1 (see ``otlp_receiver``)."""
+    found = Receiver()
+    try:
+        yield found
+    finally:
+        found.close()
