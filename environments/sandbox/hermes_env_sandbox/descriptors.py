@@ -4,7 +4,7 @@ checked by hermes, so that swapping a path for a link after the check changes no
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .home import HomeEntry, entry_problem
 from .paths import inside
@@ -32,14 +32,11 @@ def data_fd(data: bytes) -> int:
     return fd
 
 
-def open_checked(entry: HomeEntry, home: str, hidden: Sequence[str]) -> int | None:
-    """An ``O_PATH`` descriptor of what the allowed ``entry`` of the home folder leads to, when
-    that is still where it led when the sandbox was made and
-    :func:`hermes_env_sandbox.home.entry_problem` finds nothing wrong with it; ``None`` when it
-    is missing or may not be shown. The check is made on the open descriptor, so swapping the
-    path for a link afterwards changes nothing."""
+def _open_where(path: str, keep: Callable[[str], bool]) -> tuple[int, str] | None:
+    """An ``O_PATH`` descriptor of what ``path`` leads to, with that place, when ``keep`` says
+    yes to the place (read from the open descriptor); ``None`` when it is missing or refused."""
     try:
-        fd = os.open(entry.path, os.O_PATH | os.O_CLOEXEC)
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
     except OSError:
         return None
     try:
@@ -47,10 +44,24 @@ def open_checked(entry: HomeEntry, home: str, hidden: Sequence[str]) -> int | No
     except OSError:
         os.close(fd)
         return None
-    if target != entry.target or entry_problem(entry.path, target, home, hidden):
+    if not keep(target):
         os.close(fd)
         return None
-    return fd
+    return fd, target
+
+
+def open_checked(entry: HomeEntry, home: str, hidden: Sequence[str]) -> int | None:
+    """An ``O_PATH`` descriptor of what the allowed ``entry`` of the home folder leads to, when
+    that is still where it led when the sandbox was made and
+    :func:`hermes_env_sandbox.home.entry_problem` finds nothing wrong with it; ``None`` when it
+    is missing or may not be shown. The check is made on the open descriptor, so swapping the
+    path for a link afterwards changes nothing."""
+
+    def keep(target: str) -> bool:
+        return target == entry.target and not entry_problem(entry.path, target, home, hidden)
+
+    opened = _open_where(entry.path, keep)
+    return opened[0] if opened else None
 
 
 def existing_depth(path: str) -> int:
@@ -64,16 +75,4 @@ def open_inside(path: str, root: str) -> tuple[int, str] | None:
     """An ``O_PATH`` descriptor of what ``path`` leads to, with that place, when it is strictly
     inside ``root``; ``None`` when it is missing or leads elsewhere. The check is made on the
     open descriptor, so swapping ``path`` for a link afterwards changes nothing."""
-    try:
-        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        target = os.readlink(f"/proc/self/fd/{fd}")
-    except OSError:
-        os.close(fd)
-        return None
-    if target == root or not inside(target, root):
-        os.close(fd)
-        return None
-    return fd, target
+    return _open_where(path, lambda target: target != root and inside(target, root))
