@@ -14,6 +14,7 @@ from hermes_hookspecs import HermesError
 
 from .helpers import current_state, show_json
 from .session_refs import open_store, resolve_session
+from .sessions_migrate import sessions_migrate
 from .state import CliState
 
 
@@ -352,3 +353,6 @@ def sessions_import_hermes(path: Path | None, as_json: bool) -> None:
         show_json({**report.__dict__, "source": str(report.source)})
         return
     click.echo(report.line())
+
+
+sessions_group.add_command(sessions_migrate)
