@@ -186,6 +186,13 @@ def core_sections() -> list[ConfigSection]:
                     minimum=0,
                 ),
                 ConfigKey("timeouts", "object", doc="a timeout per tool name"),
+                ConfigKey(
+                    "defer",
+                    ("object", "boolean"),
+                    doc="tool search: which tools are deferred behind a catalogue "
+                    "(mode, toolsets, tools, keep, mcp, min_tools, min_share, backend; "
+                    "docs/tool-search.md)",
+                ),
             ],
         ),
         ConfigSection(

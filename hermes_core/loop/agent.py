@@ -40,6 +40,7 @@ from ..models.calls import AuxiliaryModels, ModelConnection
 from ..models.pricing import PriceBook
 from ..plugins.manager import PluginManager
 from ..session_store.personal_view import PersonalView
+from ..tools.bridge import install_bridge
 from ..tools.environments import EnvironmentManager
 from ..tools.toolsets import build_toolbox
 from . import images, transcript
@@ -137,6 +138,10 @@ class Agent:
             extra_tools=self.engine.tools() if self.engine else (),
             report=self._tool_problem,
         )
+        self.bridge = install_bridge(
+            self.toolbox, cfg, self._context_window(self.connection.primary.model)
+        )
+        """Tool search over the deferred tools (``tools.defer``), if any are deferred."""
         self.dispatcher = make_dispatcher(
             self.toolbox, self.plugins, self.approvals, self.events, cfg
         )
@@ -455,6 +460,8 @@ class Agent:
                 return
             response = yield from self._request(turn, self.toolbox.schemas)
             message = assistant_message(response, self.events)
+            if self.bridge is not None and message.get("tool_calls"):
+                message["tool_calls"] = [self.bridge.unwrap(c) for c in message["tool_calls"]]
             calls = message.get("tool_calls") or []
             self._append(message)
             if not calls:
@@ -631,6 +638,11 @@ class Agent:
         )
         self.prompt_layers = collect_layers(self.plugins, context)
         self.system_prompt = join_layers(self.prompt_layers) or None
+        if self.bridge is not None:  # the catalogue, fixed for the session like the tools
+            catalogue = self.bridge.prompt_text()
+            self.system_prompt = (
+                f"{self.system_prompt}\n\n{catalogue}" if self.system_prompt else catalogue
+            )
         if self.session is not None:
             self.session.system_prompt = self.system_prompt
             self.session.metadata["system_message"] = system_message

@@ -7,7 +7,22 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-__all__ = ["inspect_calls", "scan"]
+__all__ = ["VIA_FIELD", "inspect_calls", "scan", "wire_function"]
+
+VIA_FIELD = "_via"
+"""Internal field of a stored tool call made through a bridge tool (tool search): the bridge
+call as the model wrote it (``{"name", "arguments"}``), which the wire shows in place of the
+direct call the loop ran, so the history sent back holds the model's own bytes."""
+
+
+def wire_function(call: dict[str, Any], name: str, arguments: str) -> dict[str, str]:
+    """The ``function`` of ``call`` as sent: the bridge call it went through, if any."""
+    via = call.get(VIA_FIELD)
+    if type(via) is dict:
+        via_name, via_arguments = via.get("name"), via.get("arguments")
+        if type(via_name) is str and via_name and type(via_arguments) is str:
+            return {"name": via_name, "arguments": via_arguments}
+    return {"name": name, "arguments": arguments}
 
 
 # --- validation -------------------------------------------------------------------------------
@@ -234,7 +249,7 @@ def inspect_calls(
                     {
                         "id": call_id,
                         "type": "function",
-                        "function": {"name": name, "arguments": arguments},
+                        "function": wire_function(call, name, arguments),
                     }
                 )
         else:
@@ -280,7 +295,7 @@ def _diagnose_calls(
                     {
                         "id": call_id,
                         "type": "function",
-                        "function": {"name": function["name"], "arguments": function["arguments"]},
+                        "function": wire_function(call, function["name"], function["arguments"]),
                     }
                 )
             continue

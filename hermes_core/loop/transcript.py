@@ -18,7 +18,7 @@ from typing import Any
 
 from hermes_hookspecs import CONTEXT_SUMMARY_FLAG, HermesError
 
-from .scan import inspect_calls, scan
+from .scan import inspect_calls, scan, wire_function
 from .text import clean_text, clean_value
 
 __all__ = [
@@ -105,6 +105,9 @@ def _strip_call(call: Any) -> Any:
     function = out.get("function")
     if isinstance(function, dict):
         out["function"] = {key: function[key] for key in _FUNCTION_FIELDS if key in function}
+        name, arguments = out["function"].get("name"), out["function"].get("arguments")
+        if isinstance(name, str) and isinstance(arguments, str):
+            out["function"] = wire_function(call, name, arguments)
     return out
 
 

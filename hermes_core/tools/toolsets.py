@@ -120,14 +120,38 @@ class ToolBox:
     :param tools: the selected tools; unavailable ones are left out by :func:`build_toolbox`.
     """
 
-    def __init__(self, tools: Sequence[Tool], toolsets: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        tools: Sequence[Tool],
+        toolsets: Sequence[str] = (),
+        toolset_of: Mapping[str, str] | None = None,
+    ) -> None:
         self.tools: dict[str, Tool] = {t.name: t for t in sorted(tools, key=lambda t: t.name)}
         self.toolsets = tuple(toolsets)
+        self.toolset_of: dict[str, str] = dict(toolset_of or {})
+        """The toolset of each tool (tools added by the caller have none)."""
         # A deep copy taken once: plugins mutating their dicts later cannot change the bytes sent.
         self.schemas: list[dict[str, Any]] = [
             copy.deepcopy(t.schema()) for t in self.tools.values()
         ]
         self.names: tuple[str, ...] = tuple(self.tools)
+        """The tools whose schemas are sent (all of them unless some are deferred)."""
+        self.deferred: tuple[str, ...] = ()
+        """The tools reached through tool search instead (see :meth:`defer`)."""
+
+    def defer(self, names: Iterable[str], bridge: Sequence[Tool]) -> None:
+        """Send the schemas of ``bridge`` instead of those of the tools ``names``, which stay
+        callable; done once, when the agent is built, so the tool array never changes after."""
+        hidden = set(names)
+        for tool in bridge:
+            self.tools[tool.name] = tool
+        offered = sorted(n for n in self.tools if n not in hidden)
+        by_name = dict(zip(self.names, self.schemas, strict=True))
+        self.schemas = [
+            by_name[n] if n in by_name else copy.deepcopy(self.tools[n].schema()) for n in offered
+        ]
+        self.names = tuple(offered)
+        self.deferred = tuple(sorted(hidden & set(self.tools)))
 
     def get(self, name: str) -> Tool | None:
         """The tool called ``name``, if offered."""
@@ -154,17 +178,19 @@ def build_toolbox(
     found = registry.discover(names, report)
     off = set(config.get("disabled_tools") or ())
     tools: list[Tool] = []
+    toolset_of: dict[str, str] = {}
     for name in names:
         discovered = found[name].tools if name in found else ()
         for tool in [*registry.toolsets[name].value.tools, *discovered]:
             if tool.name not in off and availability(tool, environ)[0]:
                 tools.append(tool)
+                toolset_of.setdefault(tool.name, name)
     taken = {t.name for t in tools}
     for tool in extra_tools:
         if tool.name in taken:
             raise ToolsetError(f"tool {tool.name!r} is offered twice")
         tools.append(tool)
-    return ToolBox(tools, names)
+    return ToolBox(tools, names, toolset_of)
 
 
 def describe_tools(

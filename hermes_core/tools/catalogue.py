@@ -1,0 +1,161 @@
+"""The catalogue of deferred tools: a compact listing for the model (name and one line each)
+and a ranked search over names, descriptions and parameter names (BM25, built once)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hermes_hookspecs import Tool
+
+LINE_CHARS = 60
+"""The longest one-line description the listing shows for a tool."""
+
+_WORD = re.compile(r"[A-Z]{2,}(?![a-z])|[A-Za-z][a-z]*|\d+")
+_STOP = frozenset(
+    "a an and are as at be by for from in into is it its of on or that the this to with "
+    "you your will can may".split()
+)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One deferred tool as the catalogue holds it."""
+
+    name: str
+    line: str
+    """Its one-line description."""
+    toolset: str
+    tool: Tool
+
+
+def words(text: str) -> list[str]:
+    """The search words of ``text``: lower case, names split at ``_``, ``-`` and case changes,
+    common short words left out."""
+    found = (w.lower() for w in _WORD.findall(text))
+    return [_singular(w) for w in found if w not in _STOP]
+
+
+def _singular(word: str) -> str:
+    """``issues`` and ``issue`` are one search word (a plural ``s`` dropped)."""
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def one_line(description: str, limit: int = LINE_CHARS) -> str:
+    """The first sentence of ``description`` on one line, cut at a word to ``limit`` chars."""
+    text = " ".join(description.split())
+    match = re.search(r"(?<=[.!?])\s", text)
+    if match is not None:
+        text = text[: match.start()]
+    if len(text) <= limit:
+        return text.rstrip(".")
+    cut = text[: limit - 1].rsplit(" ", 1)[0]
+    return cut.rstrip(",;:.") + "…"
+
+
+def parameter_names(schema: Any) -> list[str]:
+    """The property names of a JSON schema, nested objects and array items included."""
+    names: list[str] = []
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        props = node.get("properties")
+        if isinstance(props, dict):
+            names.extend(str(k) for k in props)
+            stack.extend(props.values())
+        stack.append(node.get("items"))
+    return names
+
+
+class Catalogue:
+    """The deferred tools of one agent, searchable; built once per agent (session).
+
+    :param entries: the tools, each with its toolset; listed and searched in name order.
+    """
+
+    def __init__(self, entries: Iterable[tuple[Tool, str]]) -> None:
+        ordered = sorted(entries, key=lambda pair: pair[0].name)
+        self.entries: dict[str, Entry] = {
+            tool.name: Entry(tool.name, one_line(tool.description), toolset, tool)
+            for tool, toolset in ordered
+        }
+        self._names: list[str] = list(self.entries)
+        self._index: Any = None
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.entries
+
+    def get(self, name: str) -> Entry | None:
+        """The entry of tool ``name``, if deferred."""
+        return self.entries.get(name)
+
+    def listing(self) -> str:
+        """The compact listing the model reads: per toolset, one line per tool."""
+        lines: list[str] = []
+        by_toolset: dict[str, list[Entry]] = {}
+        for entry in self.entries.values():
+            by_toolset.setdefault(entry.toolset, []).append(entry)
+        for toolset in sorted(by_toolset):
+            lines.append(f"[{toolset}]")
+            lines.extend(f"{e.name}: {e.line}" if e.line else e.name for e in by_toolset[toolset])
+        return "\n".join(lines)
+
+    def _bm25(self) -> Any:
+        if self._index is None:
+            from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]  # lazily: start-up
+
+            corpus = []
+            for entry in self.entries.values():
+                tool = entry.tool
+                doc = words(tool.name) * 2 + words(entry.toolset) + words(tool.description)
+                doc += words(" ".join(parameter_names(tool.parameters)))
+                corpus.append(doc or ["_"])
+            self._index = BM25Okapi(corpus) if corpus else None
+        return self._index
+
+    def search(self, query: str, limit: int = 5) -> list[Entry]:
+        """The tools best matching ``query`` (words), best first; an exact tool name comes
+        first. The same catalogue gives the same order for the same query."""
+        exact = [self.entries[q] for q in query.split() if q in self.entries]
+        terms = words(query)
+        index = self._bm25()
+        ranked: list[Entry] = []
+        if terms and index is not None:
+            scores = index.get_scores(terms)
+            order = sorted(
+                (i for i, score in enumerate(scores) if score > 0),
+                key=lambda i: (-float(scores[i]), self._names[i]),
+            )
+            ranked = [self.entries[self._names[i]] for i in order]
+        result: list[Entry] = []
+        for entry in [*exact, *ranked]:
+            if entry not in result:
+                result.append(entry)
+            if len(result) >= limit:
+                break
+        return result
+
+    def near(self, name: str, limit: int = 3) -> list[Entry]:
+        """The tools whose names are closest to ``name`` (a misspelt name), best first."""
+        import difflib
+
+        close = difflib.get_close_matches(name, self._names, n=limit, cutoff=0.75)
+        found = [self.entries[n] for n in close]
+        for entry in self.search(name.replace("_", " "), limit):
+            if entry not in found and len(found) < limit:
+                found.append(entry)
+        return found
+
+    def restricted(self, names: Sequence[str]) -> Catalogue:
+        """A catalogue of only the tools named ``names`` (a toolset restriction)."""
+        keep = set(names)
+        return Catalogue((e.tool, e.toolset) for e in self.entries.values() if e.name in keep)
