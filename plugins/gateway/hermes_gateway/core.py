@@ -30,11 +30,10 @@ from .records import read_record, remember_ids
 from .routes import RouteStore, route_key
 from .session_locks import SessionLocks
 from .settings import GatewaySettings
+from .team import NOT_FOR_GATEWAY, describe, queued_turn
 from .turn_queue import TurnQueue
 from .workspaces import PEOPLE_WORKSPACES, workspace_name
 
-NOT_FOR_GATEWAY = ("clarify",)
-"""Toolsets a gateway session never gets: the model cannot stop to ask the user a question."""
 SEND_WAIT = 30.0
 """Seconds a streamed answer's last send or edit may take once the turn is over."""
 COMMANDS = ("new", "reset", "stop", "status")
@@ -265,9 +264,10 @@ class GatewayCore:
         on_delta: Callable[[str], None] | None,
     ) -> AgentOutcome:
         if self.queue is not None:
-            from .team import queued_turn
-
-            return await queued_turn(self, session_id, message, person, instructions, on_delta)
+            prompt = prompt_of(message)
+            return await queued_turn(
+                self, session_id, message, prompt, person, instructions, on_delta
+            )
         lane = self._lane(session_id)
         interrupts = lane.lock.locked() and self.settings.busy == "interrupt"
         if interrupts:
@@ -490,8 +490,6 @@ class GatewayCore:
 
     async def _queue_command(self, name: str, key: str, person: str, session_id: str | None) -> str:
         """A command's answer when the turns run on the team's workers, wherever they run."""
-        from .team import describe
-
         assert self.queue is not None
         if name in ("new", "reset", "stop"):
             stopped = await self.queue.stop(session_id) if session_id else False

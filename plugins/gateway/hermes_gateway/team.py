@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,8 @@ from .turn_queue import ROLES, QueueFactory, TurnQueue, TurnRequest
 if TYPE_CHECKING:
     from .core import GatewayCore
 
+NOT_FOR_GATEWAY = ("clarify",)
+"""Toolsets a gateway session never gets: the model cannot stop to ask the user a question."""
 PLATFORM_SECRET_KEYS = ("key_env", "secret_env", "token_env")
 """Keys of a platform's settings that name the variable holding its secret."""
 PLATFORM_SECRET_DEFAULTS = {
@@ -105,22 +108,23 @@ async def queued_turn(
     gateway: GatewayCore,
     session_id: str,
     message: InboundMessage,
+    prompt: str,
     person: str,
     instructions: str | None,
     on_delta: Callable[[str], None] | None,
 ) -> AgentOutcome:
-    """One turn as a job of the team's queue, run by whichever worker takes it."""
-    from .core import prompt_of
-
+    """One turn (``prompt``, from ``message``) as a job of the team's queue, run by whichever
+    worker takes it."""
     assert gateway.queue is not None
     request = TurnRequest(
         turn_id=TurnRequest.new_id(),
         session_id=session_id,
-        prompt=prompt_of(message),
+        prompt=prompt,
         platform=message.platform,
         person=person,
         system_context=instructions,
         config_overrides=gateway.workspace_overrides(message, person),
+        queued_at=time.time(),
     )
     try:
         return await gateway.queue.submit(request, gateway.settings.busy, on_delta)
@@ -139,7 +143,6 @@ def run_request(
 ) -> AgentOutcome:
     """Run a queued turn on this worker (a turn thread), holding the session's lock in the
     store as well: a turn the queue thought stalled never runs beside its first attempt."""
-    from .core import NOT_FOR_GATEWAY
 
     cwd = (request.config_overrides.get("terminal") or {}).get("cwd")
     if isinstance(cwd, str) and not os.path.isdir(cwd):

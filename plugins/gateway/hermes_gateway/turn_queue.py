@@ -37,6 +37,7 @@ class TurnRequest:
     :param system_context: context for a new session's system prompt.
     :param config_overrides: the person's workspace and similar per-turn configuration.
     :param join_unanswered: join the prompt to an unanswered user message (``busy: interrupt``).
+    :param queued_at: when the front end queued it (``time.time()``), for the pickup delay.
     :param repeat: an earlier attempt of this turn started on a worker that died: the turn
         continues from what the store recorded of it.
     """
@@ -49,6 +50,7 @@ class TurnRequest:
     system_context: str | None = None
     config_overrides: Mapping[str, Any] = field(default_factory=dict)
     join_unanswered: bool = False
+    queued_at: float = 0.0
     repeat: bool = False
 
     @staticmethod

@@ -276,7 +276,12 @@ class ProcrastinateTurnQueue:
             request.turn_id,
             seq,
             "started",
-            {"worker": self.name, "attempt": context.job.attempts, "repeat": repeat},
+            {
+                "worker": self.name,
+                "attempt": context.job.attempts,
+                "repeat": repeat,
+                "pickup": max(0.0, time.time() - request.queued_at) if request.queued_at else None,
+            },
         )
         sender = _TextSender(connector, request.turn_id, seq)
         loop = asyncio.get_running_loop()
