@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import psycopg
 
 from .connections import Connection, PostgresStoreError, one_line
+from .ledger import migrate_to_v2
 
 VERSIONS_TABLE = "hermes_schema_versions"
 """The table that records which migrations a database has."""
@@ -164,6 +165,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         1,
         "sessions and messages; word (tsvector) and substring (pg_trgm) search indexes",
         _migrate_to_v1,
+    ),
+    Migration(
+        2,
+        "usage_records (one row per model call) and key_state (credential pools)",
+        migrate_to_v2,
     ),
 )
 """Every migration, in order; append only (a released one is never changed)."""

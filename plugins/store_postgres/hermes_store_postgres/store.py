@@ -34,6 +34,7 @@ from hermes_hookspecs import SearchHit, SessionInfo, check_person
 from . import listing
 from .batches import Appends, Batch, Write, run_all, unknown_session
 from .connections import Connection, Connections, PostgresStoreError
+from .ledger import PostgresLedger
 from .query import parse_query
 from .rows import decode_bodies, encode_message, session_json
 from .schema import COUNTER_COLUMNS, SESSION_FIELDS, TOKEN_COLUMNS, MigrationReport, migrate
@@ -52,10 +53,11 @@ def _storable(value: Any) -> Any:
     return column_text(replace_surrogates(value)) if isinstance(value, str) else value
 
 
-class PostgresSessionStore:
+class PostgresSessionStore(PostgresLedger):
     """Sessions and messages in a PostgreSQL database, with search (implements
     :class:`hermes_hookspecs.PersonalSessionStore` and
-    :class:`hermes_hookspecs.LockingSessionStore`).
+    :class:`hermes_hookspecs.LockingSessionStore`, and the spend ledger and pooled keys' state,
+    :class:`hermes_hookspecs.UsageLedger` and :class:`hermes_hookspecs.KeyStateStore`).
 
     Safe to share between threads (a pool of connections) and between processes and machines
     (each call is a transaction; a forked child makes its own connections). Opening it checks

@@ -101,7 +101,7 @@ def database(make_database: Callable[[], str]) -> str:
 def empty(url: str) -> None:
     """Remove every session and message of the store at ``url`` (the schema stays)."""
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("TRUNCATE messages, sessions RESTART IDENTITY")
+        conn.execute("TRUNCATE messages, sessions, usage_records, key_state RESTART IDENTITY")
 
 
 @pytest.fixture(scope="session")
