@@ -6,13 +6,10 @@ from __future__ import annotations
 
 import os
 import posixpath
-import shlex
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hermes_hookspecs import ApprovalRequest, ToolContext, ToolError, blocked, hookimpl
-
-from .config_schema import section
 
 if TYPE_CHECKING:  # the policy is imported on first use: `hermes --help` loads this plugin
     from hermes_policy_commands import Finding, Policy
@@ -108,29 +105,6 @@ def refuse(rule: str, reason: str, command: str) -> ToolError:
     return ToolError(blocked(rule, reason, command))
 
 
-def _working_folder(ctx: ToolContext, env: Any, workdir: str | None) -> str | None:
-    """The folder the command starts in, when relative paths there are *not* the user's
-    working folder (the session moved to ``/``, the home folder, a system folder or outside
-    ``terminal.cwd``); ``None`` when relative paths stay inside the working folder."""
-    from hermes_policy_commands import decide
-
-    current = getattr(env, "cwd", None)
-    base = current if isinstance(current, str) else None
-    if workdir:
-        base = posixpath.normpath(posixpath.join(base or "", os.path.expanduser(str(workdir))))
-    if not base or not base.startswith("/"):
-        return None if not workdir else str(workdir)
-    root = section(ctx.config, "terminal").get("cwd")
-    home = os.environ.get("HOME", "")
-    if base in ("/", home.rstrip("/")) or decide(f"rm -r {base}", home=home).decision == "never":
-        return base
-    if isinstance(root, str) and root:
-        root = posixpath.normpath(os.path.expanduser(root))
-        if base != root and not base.startswith(root.rstrip("/") + "/"):
-            return base
-    return None
-
-
 def _script_reader(env: Any, base: str | None) -> Callable[[str], str | None]:
     def read(path: str) -> str | None:
         if path.startswith("~"):
@@ -148,72 +122,31 @@ def _script_reader(env: Any, base: str | None) -> Callable[[str], str | None]:
     return read
 
 
-def _delete_operands(commands: Sequence[Any]) -> list[str]:
-    """The paths the recursive deletes of a command name (``rm -r``, ``find -delete``,
-    ``rsync --delete``), from the folder the command starts in; a part only known at run time
-    is cut off (``find build/ -delete`` deletes under ``build/``)."""
-    from hermes_policy_commands.shell import UNKNOWN
-
-    out: list[str] = []
-    for simple in commands:
-        argv = simple.argv
-        name = posixpath.basename(argv[0]) if argv else ""
-        flags = [a for a in argv[1:] if a.startswith("-")]
-        recursive = name in ("rm", "rmdir") and any(
-            a.startswith("--rec") or (not a.startswith("--") and ("r" in a or "R" in a))
-            for a in flags
-        )
-        if not (recursive or (name == "rsync" and any(a.startswith("--del") for a in flags))):
-            continue
-        operands = [a for a in argv[1:] if not a.startswith("-")]
-        for path in operands[-1:] if name == "rsync" else operands:
-            path = path.split(UNKNOWN, 1)[0]
-            cwd = simple.cwd
-            if path and cwd and UNKNOWN not in cwd and not path.startswith(("/", "~")):
-                path = posixpath.join(cwd, path)
-            if path:
-                out.append(path)
-    return list(dict.fromkeys(out))
-
-
 def _findings(command: str, ctx: ToolContext, env: Any, workdir: str | None) -> list[Finding]:
-    """The findings that decide ``command``: the policy's, and again for every delete operand
-    a symlink leads elsewhere (``rm -rf build/`` with ``build`` a link to the home folder)."""
-    from hermes_policy_commands import decide
-    from hermes_policy_commands.engine import Finding, builtin_rules
-    from hermes_policy_commands.paths import resolve_deletes
+    """The findings that decide ``command``, worked out by the policy's one code path for a
+    command in its situation (:func:`hermes_policy_commands.situated.judge_command`, which
+    ``hermes approvals check`` uses too): the home folder, the workspace, the start folder,
+    the sandbox's walls, and the real paths of recursive deletes."""
+    from hermes_policy_commands.situated import judge_command, situation
 
-    policy = _policy(ctx.config)
-    start = _working_folder(ctx, env, workdir)
     current = getattr(env, "cwd", None)
-    base = start or (workdir if workdir else current if isinstance(current, str) else None)
-    home = os.environ.get("HOME", "")
-    hermes_home = os.environ.get("HERMES_HOME", "")
-    options: dict[str, Any] = {"home": home, "cwd": start, "hermes_home": hermes_home}
-    verdict = decide(command, policy, read_script=_script_reader(env, base), **options)
-    findings = list(verdict.asked)
-    deletes = _delete_operands(verdict.commands)
-    if verdict.decision == "never" or not deletes:
-        return findings
-    if len(deletes) > 64:
-        return findings + [_uncheckable(builtin_rules(), command)]
-    resolved = resolve_deletes(env, deletes, workdir, ctx.config)
-    for path in deletes:
-        if path not in resolved:
-            return findings + [_uncheckable(builtin_rules(), command)]
-        real = resolved[path]
-        if real is not None:
-            again = decide("rm -rf -- " + shlex.quote(real), policy, **options)
-            findings += [Finding(f.rule, f.text) for f in again.asked]
-    never = [f for f in findings if f.hard]
-    return never or [f for f in findings if f.decision == "ask"]
-
-
-def _uncheckable(rules: Sequence[Any], command: str) -> Finding:
-    from hermes_policy_commands.engine import Finding
-
-    rule = next(r for r in rules if r.id == "uncheckable")
-    return Finding(rule, command)
+    where = situation(
+        ctx.config,
+        env_cwd=current if isinstance(current, str) else None,
+        workdir=workdir,
+        sandboxed=bool(getattr(env, "sandbox_summary", "")),
+    )
+    reader = _script_reader(env, where.base)
+    verdict = judge_command(
+        command,
+        where,
+        _policy(ctx.config),
+        read_script=reader,
+        env=env,
+        workdir=workdir,
+        config=ctx.config,
+    )
+    return list(verdict.asked)
 
 
 def guard(command: str, ctx: ToolContext, env: Any, workdir: str | None) -> None:

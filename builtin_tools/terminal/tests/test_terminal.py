@@ -186,15 +186,15 @@ def refusal(result):
 
 
 def test_dangerous_command_denied_without_anyone_to_ask(tmp_path):
-    (tmp_path / "build").mkdir()
-    [out] = run({"command": f"rm -r {tmp_path}/build"}, tmp_path=tmp_path)
+    (tmp_path / "src").mkdir()
+    [out] = run({"command": f"rm -r {tmp_path}/src"}, tmp_path=tmp_path)
     assert refusal(out) == (
         "BLOCKED: not approved (denied, or no one was available to approve it): recursive "
         "delete (other than build output inside the working folder) (rule recursive-delete). "
-        f"Target: rm -r {tmp_path}/build."
+        f"Target: rm -r {tmp_path}/src."
         " Do not retry this call or a variant of it; ask the user, or do something else."
     )
-    assert (tmp_path / "build").is_dir()
+    assert (tmp_path / "src").is_dir()
 
 
 def test_deleting_build_output_in_the_working_folder_needs_no_approval(tmp_path):
@@ -221,21 +221,21 @@ def test_approval_once_and_session(tmp_path):
 
     def approve(request):
         asked.append(request)
-        return "session" if "build" in request.action else "once"
+        return "session" if "src" in request.action else "once"
 
     for name in ("a", "b"):
-        (tmp_path / name / "build").mkdir(parents=True)
+        (tmp_path / name / "src").mkdir(parents=True)
     out = run(
-        {"command": f"rm -rf {tmp_path}/a/build"},
-        {"command": f"rm -rf '{tmp_path}/a/build'"},
-        {"command": f"rm -rf {tmp_path}/b/build"},
+        {"command": f"rm -rf {tmp_path}/a/src"},
+        {"command": f"rm -rf '{tmp_path}/a/src'"},
+        {"command": f"rm -rf {tmp_path}/b/src"},
         {"command": "git reset --hard 2>/dev/null; true"},
         tmp_path=tmp_path,
         approval_callback=approve,
     )
     assert [r.key for r in asked] == [
-        f"terminal:recursive-delete=rm -rf {tmp_path}/a/build",
-        f"terminal:recursive-delete=rm -rf {tmp_path}/b/build",
+        f"terminal:recursive-delete=rm -rf {tmp_path}/a/src",
+        f"terminal:recursive-delete=rm -rf {tmp_path}/b/src",
         "terminal:git-reset-hard=git reset --hard > /dev/null",
     ]
     assert asked[0].reason == (
@@ -243,7 +243,7 @@ def test_approval_once_and_session(tmp_path):
         "(rule recursive-delete)"
     )
     assert asked[0].tool == "terminal" and asked[0].details["rules"] == ["recursive-delete"]
-    assert not (tmp_path / "a" / "build").exists() and not (tmp_path / "b" / "build").exists()
+    assert not (tmp_path / "a" / "src").exists() and not (tmp_path / "b" / "src").exists()
     assert all("[exit code: 0" in r for r in out)
 
 

@@ -26,10 +26,20 @@ def hermes_register_commands(cli: Any) -> None:
     @approvals.command("check")
     @click.argument("command", required=False)
     @click.option("--json", "as_json", is_flag=True, help="One JSON object per command.")
-    def check(command: str | None, as_json: bool) -> None:
-        """Decide COMMAND, or with --json and no COMMAND each JSON string line of stdin."""
+    @click.option(
+        "--workdir",
+        help="The folder the command runs in (default: terminal.cwd, else this folder).",
+    )
+    @click.option("--home", help="The home folder (default: $HOME).")
+    def check(command: str | None, as_json: bool, workdir: str | None, home: str | None) -> None:
+        """Decide COMMAND, or with --json and no COMMAND each JSON string line of stdin, exactly
+        as the terminal tool would in that folder: the same workspace, home folder, sandbox and
+        script files."""
+        import os
+
         from .engine import RuleError
-        from .policy import decide, policy_from_config
+        from .policy import policy_from_config
+        from .situated import judge_command, local_files, situation
 
         context = click.get_current_context().obj
         config = getattr(context, "config", {}) or {}
@@ -41,8 +51,17 @@ def hermes_register_commands(cli: Any) -> None:
             ) from None
         if command is None and not as_json:
             raise click.UsageError("give a COMMAND, or --json to read commands from stdin")
+        folder = os.path.abspath(os.path.expanduser(workdir)) if workdir else None
+        if folder is not None and not os.path.isdir(folder):
+            raise click.BadParameter(f"{workdir} is not a folder", param_hint="--workdir")
+        where = situation(config, env_cwd=folder, home=home)
+        reader = local_files(where.base)
+
+        def decide(text: str) -> Any:
+            return judge_command(text, where, policy, read_script=reader)
+
         if command is not None:
-            verdict = decide(command, policy)
+            verdict = decide(command)
             if as_json:
                 click.echo(json.dumps(verdict.as_json(command)))
                 return
@@ -63,7 +82,7 @@ def hermes_register_commands(cli: Any) -> None:
                        "justification": "the line is not one JSON string"}  # fmt: skip
             else:
                 try:
-                    row = decide(text, policy).as_json(text)
+                    row = decide(text).as_json(text)
                 except Exception:  # fail closed: a command it cannot decide asks
                     row = {"command": text, "decision": "ask", "rule": "uncheckable",
                            "justification": "the command could not be decided"}  # fmt: skip

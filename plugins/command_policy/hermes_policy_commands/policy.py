@@ -133,6 +133,8 @@ def decide(
     workspace: str = "",
     hermes_home: str = "",
     read_script: ScriptReader | None = None,
+    walls: frozenset[str] = frozenset(),
+    home_allow: tuple[str, ...] = (),
 ) -> Verdict:
     """Decide ``command``: parse it, lower it, match the rules, apply the allow patterns.
 
@@ -141,10 +143,14 @@ def decide(
     :param workspace: the workspace folder (absolute paths under it are inside).
     :param hermes_home: hermes's home folder (writes there are ``never``).
     :param read_script: reads the script files the command runs; ``None`` reads none.
+    :param walls: the sandbox's walls around the command (``sandbox``, ``offline``): rules
+        about what they contain allow, saying so.
+    :param home_allow: paths of the home folder (``~/...``) commands may see besides the
+        toolchains'.
     """
     policy = policy or default_policy()
     simples = lower(command, cwd=cwd, read_script=read_script)
-    context = Context(home, workspace, hermes_home)
+    context = Context(home, workspace, hermes_home, walls, tuple(home_allow))
     findings = judge(simples, policy.index, context)
     searched = [rule for rule in policy.rules if rule.command is not None]
     views = [command] + [s.render() for s in simples] if searched else []

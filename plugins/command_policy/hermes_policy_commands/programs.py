@@ -239,6 +239,8 @@ for _name, _values in _VALUES.items():
     PROGRAMS.setdefault(_name, {})["values"] = _values
 for _name, _how in {**_FILLS, **_CHANGES}.items():
     PROGRAMS.setdefault(_name, {}).update(writes=_how, fills=_name in _FILLS)
+# long options that are whole names, not abbreviations of a longer one (--checkpoint-action)
+PROGRAMS.setdefault("tar", {})["exact"] = ["--checkpoint", "--to-stdout", "--totals"]
 for _name in ("npx", "pnpx", "bunx"):  # runs node_modules/.bin/TOOL when the workspace has it
     PROGRAMS.setdefault(_name, {})["local_tools"] = True
 _MANIFESTS = {"make": ["Makefile", "makefile", "GNUmakefile"], "npm": ["package.json"]}

@@ -92,7 +92,11 @@ class Arguments:
         """Whether the option ``wanted`` is given (``-r`` in ``-rf``, ``--force=x``, ``--forc``)."""
         if wanted.startswith("--"):  # --force=x, or --forc: a prefix of 5 characters or more
             names = [o.partition("=")[0] for o in self.options]
-            return any(n == wanted or len(n) >= 4 and wanted.startswith(n) for n in names)
+            exact = self.spec.get("exact", ())  # names that are options of their own
+            return any(
+                n == wanted or len(n) >= 4 and wanted.startswith(n) and n not in exact
+                for n in names
+            )
         if len(wanted) == 2:  # -e, -eVALUE, -xe: a letter of the flags
             return wanted[1] in self.flags
         return wanted in self.options or any(o.startswith(wanted + "=") for o in self.options)
@@ -221,6 +225,7 @@ class Words:
     # the statements, the simple commands and the shell code run by wrappers: shell.Lowering
     stmt: Callable[[Any, Output], Output]
     run: Callable[[list[str], Redirects, Output, Via], Output]
+    redirect: Callable[[Any, Redirects, Output], Output]
     nested: Callable[..., Output]  # (text, via, stdin=("", None))
 
     def assignment(self, node: Any) -> tuple[str, str]:
@@ -340,7 +345,11 @@ class Words:
             self.note("uncheckable")
         stdin: Output = ("other", None) if text[:1] == ">" else ("", None)  # >(...)
         for child in node.named_children:
-            out = self.stmt(child, stdin)
+            if child.type == "file_redirect":  # $(< FILE) reads FILE, as cat would
+                redirects: Redirects = []
+                out = self.run(["cat"], redirects, self.redirect(child, redirects, stdin), ())
+            else:
+                out = self.stmt(child, stdin)
         self.in_pipeline = outer
         if node.type == "process_substitution":
             name = f"/dev/fd/{60 + len(self.files)}"

@@ -46,3 +46,24 @@ def test_check_json_batch_in_order_and_undecidable_asks(tmp_path):
 def test_no_command_without_json_is_one_readable_error(tmp_path):
     done = _hermes("approvals", "check", home=str(tmp_path))
     assert done.returncode != 0 and "give a COMMAND" in done.stderr
+
+
+def test_check_decides_in_the_folder_and_home_given(tmp_path):
+    home, project = tmp_path / "home", tmp_path / "home" / "proj"
+    project.mkdir(parents=True)
+    (project / "node_modules/.bin").mkdir(parents=True)
+    (project / "node_modules/.bin/tsc").write_text("#!/usr/bin/env node\n")
+    lines = [f'"cat {project}/src/a.py"', f'"cat {home}/notes.txt"', '"npx tsc"']
+    args = ("approvals", "check", "--json", "--workdir", str(project), "--home", str(home))
+    done = _hermes(*args, stdin="\n".join(lines) + "\n", home=str(tmp_path / "hermes"))
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["decision"] for r in rows] == ["allow", "ask", "allow"]
+    assert rows[1]["rule"] == "read-private-home"
+
+
+def test_a_workdir_that_is_no_folder_is_one_readable_error(tmp_path):
+    done = _hermes("approvals", "check", "--workdir", str(tmp_path / "nope"), "ls",
+                   home=str(tmp_path))  # fmt: skip
+    assert done.returncode != 0 and "is not a folder" in done.stderr
+    assert "Traceback" not in done.stderr
