@@ -20,6 +20,7 @@ from .display import Display, read_line
 from .helpers import current_state
 from .slash import handle_slash
 from .state import CliState
+from .turn_hold import hold_turn
 from .workspace_check import settle_workspace
 
 if TYPE_CHECKING:
@@ -201,9 +202,16 @@ def run_turn(agent: Agent, display: Display, line: str | list[dict[str, Any]]) -
     done = threading.Event()
     holder: dict[str, Any] = {}
 
+    cancel = threading.Event()
+
     def work() -> None:
         try:
-            holder["result"] = agent.run_conversation(line)
+            notice = display.status
+            with hold_turn(agent.session_store, agent.session_id, cancel, notice) as held:
+                if held:
+                    holder["result"] = agent.run_conversation(line)
+                else:
+                    holder["result"] = _not_run(agent, "interrupted while waiting for the turn")
         except BaseException as exc:  # reported on the main thread
             holder["error"] = exc
         finally:
@@ -219,6 +227,7 @@ def run_turn(agent: Agent, display: Display, line: str | list[dict[str, Any]]) -
             if asked is not None and asked.interrupted:
                 raise KeyboardInterrupt
     except KeyboardInterrupt:
+        cancel.set()
         agent.interrupt()
         display.refuse_questions()
         while not done.wait(0.05):
@@ -228,6 +237,25 @@ def run_turn(agent: Agent, display: Display, line: str | list[dict[str, Any]]) -
         raise holder["error"]
     result: TurnResult = holder["result"]
     return result
+
+
+def _not_run(agent: Agent, why: str) -> TurnResult:
+    """The result of a turn that never started (Ctrl-C while it waited for its session)."""
+    return {
+        "final_response": None,
+        "messages": list(agent.messages),
+        "session_id": agent.session_id,
+        "task_id": "",
+        "api_calls": 0,
+        "usage": {},
+        "estimated_cost_usd": None,
+        "completed": False,
+        "interrupted": True,
+        "exit_reason": "interrupted",
+        "error": why,
+        "model": agent.model,
+        "provider": agent.provider_name,
+    }
 
 
 def _sandbox_off(config: Mapping[str, Any]) -> bool:
