@@ -73,9 +73,10 @@ class _Turn:
 
 @dataclass
 class _Chat:
-    span: Span
     turn: _Turn
-    started: float
+    started: int
+    model: str
+    attributes: dict[str, Any]
     metric_attributes: dict[str, Any] = field(default_factory=dict)
 
 
@@ -206,9 +207,7 @@ class Tracing:
                 tool.span.end()
         for request_key, chat in list(self.chats.items()):
             if chat.turn is turn and self.chats.pop(request_key, None) is not None:
-                chat.span.set_attribute(c.ERROR_TYPE, "cancelled")
-                chat.span.set_status(Status(StatusCode.ERROR, "the turn ended before the answer"))
-                chat.span.end()
+                self._failed_chat(chat, "cancelled", "the turn ended before the answer")
         span = turn.span
         usage = result["usage"]
         span.set_attributes(
@@ -217,13 +216,17 @@ class Tracing:
                 c.PROVIDER: result["provider"],
                 c.USAGE_INPUT_TOKENS: usage.get("input_tokens", 0),
                 c.USAGE_OUTPUT_TOKENS: usage.get("output_tokens", 0),
-                c.USAGE_CACHE_READ: usage.get("cache_read_tokens", 0),
-                c.USAGE_CACHE_CREATION: usage.get("cache_write_tokens", 0),
-                c.USAGE_REASONING: usage.get("reasoning_tokens", 0),
                 c.EXIT_REASON: result["exit_reason"],
                 c.API_CALLS: result["api_calls"],
             }
         )
+        for key, name in (
+            ("cache_read_tokens", c.USAGE_CACHE_READ),
+            ("cache_write_tokens", c.USAGE_CACHE_CREATION),
+            ("reasoning_tokens", c.USAGE_REASONING),
+        ):
+            if usage.get(key):
+                span.set_attribute(name, usage[key])
         if session_id != turn.session_id:  # continued in a child session by a compression
             span.set_attribute(c.PARENT_SESSION_ID, turn.session_id)
         if result["estimated_cost_usd"] is not None:
@@ -236,7 +239,8 @@ class Tracing:
     # --- model calls ---------------------------------------------------------------------------
 
     def request_start(self, request: ModelRequest) -> None:
-        """Open a ``chat`` span for a request of a traced turn."""
+        """Note the start of a request of a traced turn. Its ``chat`` span is made in one go
+        when the outcome is known (with this start time): one attribute set, not two."""
         turn = self.turns.get(request.task_id)
         if turn is None:
             return
@@ -247,25 +251,20 @@ class Tracing:
             c.REQUEST_MODEL: request.model,
             **_server(request.base_url),
         }
-        attributes: dict[str, Any] = {
-            **metric_attributes,
-            c.CONVERSATION_ID: request.session_id,
-            c.OUTPUT_TYPE: "text",
-        }
+        attributes: dict[str, Any] = {**metric_attributes, c.CONVERSATION_ID: request.session_id}
         if request.provider and request.provider != provider:
             attributes[c.PROVIDER] = request.provider
-        if request.api_mode:
-            attributes[c.API_MODE] = request.api_mode
         if request.max_tokens:
             attributes[c.REQUEST_MAX_TOKENS] = request.max_tokens
-        for key, name in (
-            ("temperature", c.REQUEST_TEMPERATURE),
-            ("top_p", c.REQUEST_TOP_P),
-            ("seed", c.REQUEST_SEED),
-        ):
-            value = request.options.get(key)
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                attributes[name] = value
+        if request.options:
+            for key, name in (
+                ("temperature", c.REQUEST_TEMPERATURE),
+                ("top_p", c.REQUEST_TOP_P),
+                ("seed", c.REQUEST_SEED),
+            ):
+                value = request.options.get(key)
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    attributes[name] = value
         if turn.capture:
             attributes[c.INPUT_MESSAGES] = content.input_messages(request.messages)
             instructions = content.system_instructions(request.system_prompt)
@@ -273,63 +272,71 @@ class Tracing:
                 attributes[c.SYSTEM_INSTRUCTIONS] = instructions
             if request.tools:
                 attributes[c.TOOL_DEFINITIONS] = content.tool_definitions(request.tools)
-        span = self.tracer.start_span(
-            f"{c.OP_CHAT} {request.model}",
-            context=turn.context,
-            kind=SpanKind.CLIENT,
-            attributes=attributes,
+        self.chats[id(request)] = _Chat(
+            turn, time.time_ns(), request.model, attributes, metric_attributes
         )
-        self.chats[id(request)] = _Chat(span, turn, time.perf_counter(), metric_attributes)
+
+    def _chat_span(self, chat: _Chat) -> Span:
+        return self.tracer.start_span(
+            f"{c.OP_CHAT} {chat.model}",
+            context=chat.turn.context,
+            kind=SpanKind.CLIENT,
+            attributes=chat.attributes,
+            start_time=chat.started,
+        )
 
     def request_end(self, response: ModelResponse, request: ModelRequest | None) -> None:
-        """Close the request's ``chat`` span with the response, and record the metrics."""
+        """Make the request's ``chat`` span with the response, and record the metrics."""
         chat = self.chats.pop(id(request), None) if request is not None else None
         if chat is None:
             return
         usage = response.usage
-        model = response.model or chat.metric_attributes[c.REQUEST_MODEL]
-        span = chat.span
-        span.set_attributes(
-            {
-                c.RESPONSE_MODEL: model,
-                c.RESPONSE_FINISH_REASONS: [response.finish_reason],
-                c.USAGE_INPUT_TOKENS: usage.input_tokens,
-                c.USAGE_OUTPUT_TOKENS: usage.output_tokens,
-                c.USAGE_CACHE_READ: usage.cache_read_tokens,
-                c.USAGE_CACHE_CREATION: usage.cache_write_tokens,
-                c.USAGE_REASONING: usage.reasoning_tokens,
-            }
-        )
+        model = response.model or chat.model
+        attributes = chat.attributes
+        attributes[c.RESPONSE_MODEL] = model
+        attributes[c.RESPONSE_FINISH_REASONS] = [response.finish_reason]
+        attributes[c.USAGE_INPUT_TOKENS] = usage.input_tokens
+        attributes[c.USAGE_OUTPUT_TOKENS] = usage.output_tokens
+        # the provider-dependent counts only when there are some (most calls have none)
+        if usage.cache_read_tokens:
+            attributes[c.USAGE_CACHE_READ] = usage.cache_read_tokens
+        if usage.cache_write_tokens:
+            attributes[c.USAGE_CACHE_CREATION] = usage.cache_write_tokens
+        if usage.reasoning_tokens:
+            attributes[c.USAGE_REASONING] = usage.reasoning_tokens
         response_id = getattr(response.raw, "id", None)
         if isinstance(response_id, str) and response_id:
-            span.set_attribute(c.RESPONSE_ID, response_id)
+            attributes[c.RESPONSE_ID] = response_id
         if chat.turn.capture:
-            span.set_attribute(
-                c.OUTPUT_MESSAGES, content.output_messages(response.message, response.finish_reason)
+            attributes[c.OUTPUT_MESSAGES] = content.output_messages(
+                response.message, response.finish_reason
             )
-        span.end()
+        ended = time.time_ns()
+        self._chat_span(chat).end(ended)
         if self.duration is not None:
-            attributes = {**chat.metric_attributes, c.RESPONSE_MODEL: model}
-            self.duration.record(time.perf_counter() - chat.started, attributes)
-            self.token_usage.record(usage.input_tokens, {**attributes, c.TOKEN_TYPE: "input"})
-            self.token_usage.record(usage.output_tokens, {**attributes, c.TOKEN_TYPE: "output"})
+            measured = chat.metric_attributes
+            measured[c.RESPONSE_MODEL] = model
+            self.duration.record((ended - chat.started) / 1e9, measured)
+            self.token_usage.record(usage.input_tokens, {**measured, c.TOKEN_TYPE: "input"})
+            self.token_usage.record(usage.output_tokens, {**measured, c.TOKEN_TYPE: "output"})
 
     def request_failed(self, request: ModelRequest, error: BaseException) -> None:
-        """Close the request's ``chat`` span as failed, and record its duration."""
+        """Make the request's ``chat`` span as failed, and record its duration."""
         chat = self.chats.pop(id(request), None)
-        if chat is None:
-            return
-        kind = error_type(error)
-        span = chat.span
-        span.set_attribute(c.ERROR_TYPE, kind)
-        status = getattr(error, "status", None)
+        if chat is not None:
+            self._failed_chat(chat, error_type(error), str(error), getattr(error, "status", None))
+
+    def _failed_chat(self, chat: _Chat, kind: str, description: str, status: object = None) -> None:
+        chat.attributes[c.ERROR_TYPE] = kind
         if isinstance(status, int):
-            span.set_attribute(c.HTTP_STATUS, status)
-        span.set_status(Status(StatusCode.ERROR, str(error)[:500]))
-        span.end()
+            chat.attributes[c.HTTP_STATUS] = status
+        ended = time.time_ns()
+        span = self._chat_span(chat)
+        span.set_status(Status(StatusCode.ERROR, description[:500]))
+        span.end(ended)
         if self.duration is not None:
             self.duration.record(
-                time.perf_counter() - chat.started, {**chat.metric_attributes, c.ERROR_TYPE: kind}
+                (ended - chat.started) / 1e9, {**chat.metric_attributes, c.ERROR_TYPE: kind}
             )
 
     # --- tool calls ----------------------------------------------------------------------------

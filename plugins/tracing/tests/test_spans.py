@@ -83,7 +83,6 @@ def test_the_conventions_names_are_the_packages_constants() -> None:
     assert c.RESPONSE_MODEL == genai.GEN_AI_RESPONSE_MODEL
     assert c.RESPONSE_ID == genai.GEN_AI_RESPONSE_ID
     assert c.RESPONSE_FINISH_REASONS == genai.GEN_AI_RESPONSE_FINISH_REASONS
-    assert c.OUTPUT_TYPE == genai.GEN_AI_OUTPUT_TYPE
     assert c.USAGE_INPUT_TOKENS == genai.GEN_AI_USAGE_INPUT_TOKENS
     assert c.USAGE_OUTPUT_TOKENS == genai.GEN_AI_USAGE_OUTPUT_TOKENS
     assert c.USAGE_CACHE_READ == genai.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS
