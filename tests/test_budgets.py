@@ -283,3 +283,22 @@ def test_since_spans_and_dates():
     assert parse_since("2w", now) == now - 14 * 86400
     assert parse_since(None, now) == now - 30 * 86400
     assert parse_since("today", now) <= now
+
+
+def test_a_resumed_session_is_estimated_from_its_last_recorded_call(fake, store):
+    fake.add({"text": "ok", "usage": {"input_tokens": 300, "output_tokens": 10}}, ANSWER)
+    with make(fake, store, {"session_usd": 0.5}) as first:
+        first.run_conversation("one")  # $0.31
+        session_id = first.session_id
+    assert store.last_call_tokens(session_id) == 310
+    assert store.last_call_tokens("no-such-session") == 0
+    resumed = Agent.from_config(
+        config(fake, {"session_usd": 0.5}),
+        plugins=plugin_manager(["openai"]),
+        session_store=store,
+        session_id=session_id,
+    )
+    with resumed:
+        result = resumed.run_conversation("two")  # a prompt of 310+ tokens: up to $0.32
+    assert result["exit_reason"] == "budget_exhausted"
+    assert len(fake.model_requests) == 1

@@ -77,6 +77,8 @@ class SpendGuard:
         self._turn_tokens = 0
         if not self.caps:
             return
+        if self.ledger is not None and not self.prompt_tokens:  # a resumed session
+            self.prompt_tokens = self.ledger.last_call_tokens(session_id)
         since = day_start()
         for i, cap in enumerate(self.caps):
             if self.ledger is None:

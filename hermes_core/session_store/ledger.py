@@ -86,6 +86,15 @@ class LedgerTables:
         )
         return Spent(usd=float(usd), unpriced_tokens=int(tokens))
 
+    def last_call_tokens(self, session_id: str) -> int:
+        """Prompt and answer tokens of the session's last recorded call (0 when none)."""
+        row = self._run(
+            lambda conn: conn.execute(sql.LAST_CALL, (session_id,)).fetchone(),
+            write=False,
+            what="read usage",
+        )
+        return int(row[0]) if row else 0
+
     def usage_rows(self, since: float, by: str) -> list[dict[str, Any]]:
         """Totals since ``since`` grouped ``by`` ``day``, ``model``, ``user``, ``job`` or
         ``key``."""

@@ -53,6 +53,11 @@ SPENT = (
     "FROM usage_records WHERE at >= ?"
 )
 
+LAST_CALL = (
+    "SELECT input_tokens + output_tokens FROM usage_records WHERE session_id = ? "
+    "ORDER BY at DESC, id DESC LIMIT 1"
+)
+
 GROUPS = {
     "day": "date(at, 'unixepoch', 'localtime')",
     "model": "model",

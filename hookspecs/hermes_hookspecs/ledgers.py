@@ -77,6 +77,11 @@ class UsageLedger(Protocol):
         (``owner``: the owner's records, whose person is ``None``) or one job."""
         ...
 
+    def last_call_tokens(self, session_id: str) -> int:
+        """Prompt and answer tokens of the session's last recorded call (0 when none): the
+        least the next call's prompt will be."""
+        ...
+
     def usage_rows(self, since: float, by: str) -> list[dict[str, Any]]:
         """Totals since ``since`` grouped ``by`` ``day``, ``model``, ``user``, ``job`` or
         ``key``: dicts with ``group``, ``calls``, the token counts, ``cost_usd`` and

@@ -128,6 +128,18 @@ class PostgresLedger:
         usd, tokens = row if row is not None else (0.0, 0)  # an aggregate always has one
         return Spent(usd=float(usd), unpriced_tokens=int(tokens))
 
+    def last_call_tokens(self, session_id: str) -> int:
+        """Prompt and answer tokens of the session's last recorded call (0 when none)."""
+        row = self._db.run(
+            lambda conn: conn.execute(
+                "SELECT input_tokens + output_tokens FROM usage_records WHERE session_id = %s "
+                "ORDER BY at DESC, id DESC LIMIT 1",
+                (session_id,),
+            ).fetchone(),
+            "read usage",
+        )
+        return int(row[0]) if row else 0
+
     def usage_rows(self, since: float, by: str) -> list[dict[str, Any]]:
         """Totals since ``since`` grouped ``by`` ``day``, ``model``, ``user``, ``job`` or
         ``key``."""

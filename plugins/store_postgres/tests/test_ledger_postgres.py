@@ -33,6 +33,7 @@ def test_usage_records_add_up_by_scope_and_group(pg_store: PostgresSessionStore)
     assert pg_store.spent(0.0, person="alice").usd == pytest.approx(0.5)
     assert pg_store.spent(0.0, job="j1").usd == pytest.approx(0.5)
     assert pg_store.spent(0.0, session_id="s2").usd == 0.0
+    assert pg_store.last_call_tokens("s1") == 110 and pg_store.last_call_tokens("x") == 0
     by_model = {r["group"]: r for r in pg_store.usage_rows(0.0, "model")}
     assert by_model["m"]["calls"] == 2 and by_model["local"]["unpriced_calls"] == 1
     assert [r["group"] for r in pg_store.usage_rows(0.0, "key")] == ["p:k1"]
