@@ -248,6 +248,7 @@ def run(job: str, person: str | None) -> None:
 def tick_command() -> None:
     """Run every due job (the owner's and every person's) once and exit (for a system
     scheduler calling hermes)."""
+    from .claims import run_claims
     from .scheduler import tick
 
     config = _context().config
@@ -255,6 +256,7 @@ def tick_command() -> None:
         _stores(),
         _context().agent_runner(),
         max_parallel=int(setting(config, "max_parallel", 3, 1)),
+        claims=run_claims(config),
     )
     for job, outcome in done:
         whose = f" (person {job['person']})" if job.get("person") else ""
@@ -272,6 +274,7 @@ def tick_command() -> None:
 def daemon(interval: float | None) -> None:
     """Run due jobs (the owner's and every person's) until stopped (SIGTERM or Ctrl-C); one
     daemon per home."""
+    from .claims import run_claims
     from .daemon import run_daemon
 
     config = _context().config
@@ -282,6 +285,7 @@ def daemon(interval: float | None) -> None:
         interval=every,
         max_parallel=int(setting(config, "max_parallel", 3, 1)),
         log=lambda line: click.echo(line, err=True),
+        claims=run_claims(config),
     )
 
 

@@ -15,6 +15,7 @@ from typing import Any, TextIO
 
 from hermes_hookspecs import AgentRunner
 
+from .claims import RunClaims
 from .jobs import JobError, JobStore, all_stores
 from .scheduler import tick
 
@@ -82,11 +83,13 @@ def run_daemon(
     stop: threading.Event | None = None,
     log: Callable[[str], None] = print,
     once: bool = False,
+    claims: RunClaims | None = None,
 ) -> int:
     """Tick every ``interval`` seconds until ``stop`` is set or SIGTERM/SIGINT arrives; jobs
     running then are interrupted and recorded as such. With the owner's ``store``, every tick
     runs the due jobs of the owner and of every person of the home (people added meanwhile
-    included); with a person's, that person's only. Returns the number of runs."""
+    included); with a person's, that person's only. ``claims``: one run per due time across
+    the machines of a team (:mod:`.claims`). Returns the number of runs."""
     stop = stop or threading.Event()
     cancel = threading.Event()
     previous: dict[signal.Signals, Any] = {}
@@ -113,6 +116,7 @@ def run_daemon(
                     max_parallel=max_parallel,
                     cancel=cancel,
                     on_start=lambda job: log(f"cron: running {_label(job)}"),
+                    claims=claims,
                 )
                 for job, outcome in done:
                     runs += 1

@@ -22,6 +22,7 @@ from typing import Any
 
 from hermes_hookspecs import AgentOutcome, AgentRunner, AgentTask
 
+from .claims import ClaimError, RunClaims
 from .jobs import JobError, JobStore, cron_dir, find, schedule_of
 
 SOURCE = "cron"
@@ -50,12 +51,16 @@ def _claim() -> dict[str, Any]:
     return {"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()}
 
 
-def due_jobs(store: JobStore, now: float | None = None) -> list[dict[str, Any]]:
+def due_jobs(
+    store: JobStore, now: float | None = None, claims: RunClaims | None = None
+) -> list[dict[str, Any]]:
     """Claim every job due at ``now`` and return copies of them.
 
     A claimed job's next run is moved past ``now`` before it runs, so a job missed for a long
     time (nothing was running) runs once, not once per missed time, and another process
-    ticking meanwhile does not run it again.
+    ticking meanwhile does not run it again. With ``claims`` (a team's machines sharing a
+    database), a due job runs here only when its due time is claimed here; one whose claim
+    cannot be decided waits for the next tick (it fails closed: never run twice).
     """
     now = time.time() if now is None else now
     claimed = []
@@ -65,6 +70,15 @@ def due_jobs(store: JobStore, now: float | None = None) -> list[dict[str, Any]]:
                 continue
             if float(job["next_run_at"]) > now or _alive(job.get("running")):
                 continue
+            if claims is not None:
+                try:
+                    key = f"{store.person or ''}/{job['id']}"
+                    ours = claims.claim(key, float(job["next_run_at"]), now)
+                except ClaimError:
+                    continue
+                if not ours:  # another machine runs it for this due time
+                    job["next_run_at"] = schedule_of(job).next_after(now)
+                    continue
             job["running"] = _claim()
             job["next_run_at"] = schedule_of(job).next_after(now)
             claimed.append(dict(job))
@@ -89,14 +103,16 @@ def tick(
     max_parallel: int = 3,
     cancel: threading.Event | None = None,
     on_start: Callable[[dict[str, Any]], None] | None = None,
+    claims: RunClaims | None = None,
 ) -> list[tuple[dict[str, Any], AgentOutcome]]:
     """Run every due job of ``stores`` (one store, or several: :func:`~.jobs.all_stores` gives
     the owner's and every person's) once, up to ``max_parallel`` at a time; return each job
     with its outcome, in the order of the stores and of their jobs files. Each job returned
-    carries ``person``: whose job it is (``None``: the owner's)."""
+    carries ``person``: whose job it is (``None``: the owner's). ``claims``: see
+    :func:`due_jobs`."""
     if isinstance(stores, JobStore):
         stores = [stores]
-    claimed = [(store, job) for store in stores for job in due_jobs(store, now)]
+    claimed = [(store, job) for store in stores for job in due_jobs(store, now, claims)]
     if not claimed:
         return []
 
