@@ -12,6 +12,9 @@ answer counts.
 from __future__ import annotations
 
 import os
+import threading
+import time
+import weakref
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -27,7 +30,30 @@ __all__ = ["path_sight"]
 _STRICTNESS = {sight: rank for rank, sight in enumerate(PATH_SIGHTS)}
 
 
+DECIDERS_FOR = 1.0
+"""Seconds the folders that decide are reused (resolving every hidden path costs about 3 ms):
+a link swapped in the home folder counts within a second, as it does for the next command."""
+
+_decided: weakref.WeakKeyDictionary[Sandbox, tuple[float, list[tuple[str, PathSight]]]] = (
+    weakref.WeakKeyDictionary()
+)
+_decided_lock = threading.Lock()
+
+
 def _deciders(sandbox: Sandbox) -> list[tuple[str, PathSight]]:
+    """:func:`_deciders_now`, reused for :data:`DECIDERS_FOR` seconds."""
+    now = time.monotonic()
+    with _decided_lock:
+        kept = _decided.get(sandbox)
+    if kept is not None and now - kept[0] < DECIDERS_FOR:
+        return kept[1]
+    found = _deciders_now(sandbox)
+    with _decided_lock:
+        _decided[sandbox] = (now, found)
+    return found
+
+
+def _deciders_now(sandbox: Sandbox) -> list[tuple[str, PathSight]]:
     """Each folder that decides what commands see below it, with what they see there."""
     found: list[tuple[str, PathSight]] = [(sandbox.tmp, "write")]
     found += [(folder, "read") for folder in sandbox.programs]
