@@ -220,13 +220,13 @@ class Tracing:
                 c.API_CALLS: result["api_calls"],
             }
         )
-        for key, name in (
+        for count, name in (
             ("cache_read_tokens", c.USAGE_CACHE_READ),
             ("cache_write_tokens", c.USAGE_CACHE_CREATION),
             ("reasoning_tokens", c.USAGE_REASONING),
         ):
-            if usage.get(key):
-                span.set_attribute(name, usage[key])
+            if usage.get(count):
+                span.set_attribute(name, usage[count])
         if session_id != turn.session_id:  # continued in a child session by a compression
             span.set_attribute(c.PARENT_SESSION_ID, turn.session_id)
         if result["estimated_cost_usd"] is not None:
