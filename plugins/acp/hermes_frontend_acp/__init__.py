@@ -16,8 +16,7 @@ from typing import Any
 from hermes_hookspecs import hookimpl
 
 from .config_schema import hermes_register_config  # noqa: F401 - a hook of this plugin
-
-__version__ = "0.1.0"
+from .handshake import VERSION as __version__  # noqa: F401 - the plugin's version
 
 
 @hookimpl

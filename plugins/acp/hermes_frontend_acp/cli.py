@@ -33,17 +33,31 @@ def _claim_stdout() -> int:
     return private
 
 
+class _NoTraceback(logging.Filter):
+    """Log records keep their message and lose their traceback (shown with ``--debug``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info:
+            exc = record.exc_info[1]
+            record.msg = f"{record.getMessage()}: {exc}" if exc else record.getMessage()
+            record.args = ()
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
 def _log_to_stderr(debug: bool) -> None:
+    """Every log line to stderr, one line each (tracebacks with ``--debug`` only)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("hermes acp: %(levelname)s %(name)s: %(message)s"))
+    if not debug:
+        handler.addFilter(_NoTraceback())
     root = logging.getLogger()
     for old in list(root.handlers):  # nothing may log to stdout
         if getattr(old, "stream", None) is sys.__stdout__:
             root.removeHandler(old)
-    logger = logging.getLogger("hermes")
-    logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG if debug else logging.WARNING)
-    logger.propagate = False
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG if debug else logging.WARNING)
 
 
 @click.command("acp")
@@ -69,9 +83,15 @@ def run_acp(check: bool) -> None:
         settings = Settings.from_config(context.config)
     except (TypeError, ValueError) as exc:
         raise HermesError(f"acp: {exc}") from None
+    from .handshake import answer_initialize
+
+    try:  # answered before the SDK loads: the editor hears from hermes at once
+        prelude = answer_initialize(sys.stdin.fileno(), private)
+    except OSError as exc:
+        raise HermesError(f"acp: {exc}") from None
     from .serve import serve
 
     try:
-        asyncio.run(serve(context, settings, private))
+        asyncio.run(serve(context, settings, private, prelude))
     except KeyboardInterrupt:
         pass

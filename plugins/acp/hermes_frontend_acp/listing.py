@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from acp.schema import SessionInfo as AcpSessionInfo
 
 from hermes_hookspecs import SessionInfo, SessionStore
 
+from .listing_store import ListingStore
 from .session_state import METADATA_KEY, OpenSession
 
 PAGE = 50
@@ -18,21 +19,6 @@ PAGE = 50
 
 HIDDEN_SOURCES = frozenset({"subagent"})
 """Sessions no one talks to directly are not listed."""
-
-
-@runtime_checkable
-class ListingStore(SessionStore, Protocol):
-    """A store that can list and delete sessions (the SQLite and PostgreSQL stores can)."""
-
-    def list_sessions(
-        self, limit: int = 50, offset: int = 0, source: str | None = None
-    ) -> list[SessionInfo]:
-        """Sessions, newest first."""
-        ...
-
-    def delete_session(self, session_id: str) -> bool:
-        """Delete a session and its messages; ``False`` when unknown."""
-        ...
 
 
 def _iso(timestamp: float | None) -> str | None:

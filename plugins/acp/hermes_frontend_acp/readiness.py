@@ -8,7 +8,7 @@ from typing import Any
 
 from hermes_hookspecs import CommandContext
 
-from .listing import ListingStore
+from .listing_store import ListingStore
 from .settings import Settings
 
 

@@ -30,9 +30,13 @@ class _Drain(asyncio.streams.FlowControlMixin, asyncio.Protocol):
     """Write protocol of the private stdout (``drain`` waits when the pipe is full)."""
 
 
-async def _streams(private: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+async def _streams(
+    private: int, prelude: bytes
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=STDIN_LIMIT)
+    if prelude:
+        reader.feed_data(prelude)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     transport, protocol = await loop.connect_write_pipe(_Drain, os.fdopen(private, "wb", 0))
     return reader, asyncio.StreamWriter(transport, protocol, None, loop)
@@ -71,9 +75,12 @@ def _prompt_tracker(prompts: dict[Any, str]) -> Callable[[StreamEvent], None]:
     return observe
 
 
-async def serve(context: CommandContext, settings: Settings, private: int) -> None:
-    """Serve one client until it closes stdin; turns still running are interrupted."""
-    reader, writer = await _streams(private)
+async def serve(
+    context: CommandContext, settings: Settings, private: int, prelude: bytes = b""
+) -> None:
+    """Serve one client until it closes stdin (``prelude``: bytes of it already read);
+    turns still running are interrupted."""
+    reader, writer = await _streams(private, prelude)
     agent = HermesAgent(context, settings)
     prompts: dict[Any, str] = {}
     conn = AgentSideConnection(

@@ -7,41 +7,31 @@ import logging
 import os
 import time
 from collections.abc import Mapping, Sequence
-from importlib.metadata import version
 from typing import Any
 
-from acp import PROTOCOL_VERSION, RequestError
+from acp import RequestError
 from acp.interfaces import Client
 from acp.schema import (
-    AgentCapabilities,
     AuthenticateResponse,
     CloseSessionResponse,
     CurrentModeUpdate,
     ForkSessionResponse,
-    Implementation,
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
-    McpCapabilities,
     NewSessionResponse,
-    PromptCapabilities,
     PromptResponse,
     ResumeSessionResponse,
-    SessionCapabilities,
-    SessionCloseCapabilities,
-    SessionDeleteCapabilities,
     SessionInfoUpdate,
-    SessionListCapabilities,
-    SessionResumeCapabilities,
     SetSessionConfigOptionResponse,
     SetSessionModeResponse,
     StopReason,
-    TerminalAuthMethod,
     Usage,
 )
 
 from hermes_hookspecs import AgentTask, CommandContext
 
+from .handshake import SETUP_METHOD, initialize_result
 from .listing import SessionCatalog
 from .permissions import approver
 from .prompt import user_message
@@ -51,9 +41,6 @@ from .settings import Settings
 from .turn_stream import TurnStream
 
 log = logging.getLogger("hermes.acp")
-
-SETUP_METHOD = "hermes-setup"
-"""The terminal auth method: the editor runs ``hermes setup`` in a terminal."""
 
 STOP_REASONS: dict[str, StopReason] = {
     "completed": "end_turn",
@@ -91,38 +78,11 @@ class HermesAgent:
         client_info: Any = None,
         **kwargs: Any,
     ) -> InitializeResponse:
-        """Agree on protocol version 1 and say what hermes offers."""
+        """Agree on protocol version 1 and say what hermes offers (the answer the handshake
+        gives before the SDK has loaded, when the client's first frame is ``initialize``)."""
         who = getattr(client_info, "name", None) or "an unnamed client"
         log.info("initialize from %s (protocol %s)", who, protocol_version)
-        return InitializeResponse(
-            protocol_version=min(int(protocol_version), PROTOCOL_VERSION),
-            agent_info=Implementation(
-                name="hermes", title="hermes", version=version("hermes-frontend-acp")
-            ),
-            auth_methods=[
-                TerminalAuthMethod(
-                    type="terminal",
-                    id=SETUP_METHOD,
-                    name="hermes setup",
-                    description="Choose a provider and model and store its key (runs "
-                    "`hermes setup` in a terminal)",
-                    args=["setup"],
-                )
-            ],
-            agent_capabilities=AgentCapabilities(
-                load_session=True,
-                prompt_capabilities=PromptCapabilities(
-                    image=True, audio=False, embedded_context=True
-                ),
-                mcp_capabilities=McpCapabilities(http=False, sse=False),
-                session_capabilities=SessionCapabilities(
-                    list=SessionListCapabilities(),
-                    resume=SessionResumeCapabilities(),
-                    close=SessionCloseCapabilities(),
-                    delete=SessionDeleteCapabilities(),
-                ),
-            ),
-        )
+        return InitializeResponse.model_validate(initialize_result(protocol_version))
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
         """After ``hermes setup`` ran in the editor's terminal: ready when a model is set."""

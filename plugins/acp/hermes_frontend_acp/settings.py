@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config_schema import PERMISSION_TIMEOUT
-from .session_state import OpenSession
+
+if TYPE_CHECKING:  # the SDK's models load only when a session needs them
+    from .session_state import OpenSession
 
 
 def _section(config: Mapping[str, Any], name: str) -> Mapping[str, Any]:

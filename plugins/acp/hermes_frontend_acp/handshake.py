@@ -1,0 +1,85 @@
+"""The answer to ``initialize``, as plain data: written before the protocol SDK has finished
+loading, so an editor hears from hermes at once (the SDK's models take most of a second to
+build). The same data makes the SDK's answer when ``initialize`` arrives later."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+PROTOCOL_VERSION = 1
+"""The protocol version hermes speaks."""
+
+SETUP_METHOD = "hermes-setup"
+"""The terminal auth method: the editor runs ``hermes setup`` in a terminal."""
+
+MAX_FIRST_FRAME = 1024 * 1024
+"""A first frame longer than this is left to the SDK."""
+
+
+VERSION = "0.1.0"
+"""The version of this plugin (its distribution's, checked by a test)."""
+
+
+def initialize_result(requested: Any) -> dict[str, Any]:
+    """The ``initialize`` result for a client asking for protocol version ``requested``."""
+    try:
+        wanted = int(requested)
+    except (TypeError, ValueError):
+        wanted = PROTOCOL_VERSION
+    return {
+        "protocolVersion": max(0, min(wanted, PROTOCOL_VERSION)),
+        "agentInfo": {"name": "hermes", "title": "hermes", "version": VERSION},
+        "authMethods": [
+            {
+                "type": "terminal",
+                "id": SETUP_METHOD,
+                "name": "hermes setup",
+                "description": "Choose a provider and model and store its key (runs "
+                "`hermes setup` in a terminal)",
+                "args": ["setup"],
+            }
+        ],
+        "agentCapabilities": {
+            "loadSession": True,
+            "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
+            "mcpCapabilities": {"http": False, "sse": False},
+            "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {}},
+        },
+    }
+
+
+def _first_line(fd: int) -> bytes:
+    """Bytes read from ``fd`` up to and including the first newline (or all of them at the
+    end of input, or once :data:`MAX_FIRST_FRAME` is passed)."""
+    data = b""
+    while b"\n" not in data and len(data) <= MAX_FIRST_FRAME:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def answer_initialize(stdin: int, stdout: int) -> bytes:
+    """Read the first frame from ``stdin``; when it is ``initialize``, answer it on ``stdout``.
+    Returns the bytes read that the SDK must still handle (all of them when the first frame
+    was something else)."""
+    data = _first_line(stdin)
+    line, newline, rest = data.partition(b"\n")
+    if not newline:
+        return data
+    try:
+        frame = json.loads(line)
+    except ValueError:
+        return data
+    if not isinstance(frame, dict) or frame.get("method") != "initialize" or "id" not in frame:
+        return data
+    params = frame.get("params")
+    result = initialize_result(params.get("protocolVersion") if isinstance(params, dict) else None)
+    answer = {"jsonrpc": "2.0", "id": frame["id"], "result": result}
+    out = (json.dumps(answer, separators=(",", ":")) + "\n").encode()
+    while out:
+        out = out[os.write(stdout, out) :]
+    return rest
