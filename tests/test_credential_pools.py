@@ -399,3 +399,24 @@ def test_hermes_doctor_shows_each_keys_state_without_its_value(hermes_home, herm
     assert "key custom/key_a ($KEY_A): ok, 0 uses, 0 errors" in out
     assert "key custom/key_unset ($KEY_UNSET): missing" in out
     assert "sk-aaaa" not in out
+
+
+def test_the_fallback_provider_comes_after_every_key_and_has_its_own_pool(fake, env, store):
+    fallback = [{"provider": "openai", "model": "m2", "base_url": fake.openai_base_url}]
+    config = pooled(fake, ("KEY_A", "KEY_B"), fallback=fallback)
+    config["providers"]["openai"] = {"keys": [{"id": "c", "env": "KEY_C"}]}
+    script = PerKey(KEY_A=[PAYMENT], KEY_B=[PAYMENT])
+    statuses: list[str] = []
+    result, _ = run(config, store, script, fake, statuses=statuses)
+    assert result["exit_reason"] == "completed" and result["provider"] == "openai"
+    assert script.seen == ["KEY_A", "KEY_B", "KEY_C"]  # both keys before the fallback
+    assert any("switching to openai" in s for s in statuses)
+    stored = store.get_session(result["session_id"])
+    assert stored is not None
+    [switch] = stored.metadata["fallbacks"]
+    assert "every key of provider 'custom' is out of use" in switch["reason"]
+    assert store.key_states("openai")["c"].uses == 1
+    assert {k: s.reason for k, s in store.key_states("custom").items()} == {
+        "a": "usage_limit",
+        "b": "usage_limit",
+    }
