@@ -3,8 +3,11 @@
 - a 20,000-character command (cd, pipes, redirections, git, deletes) and one with a long run of
   spaces inside a quoted SQL string (goal: each at most 20 ms);
 - ``x=a; x=$x$x;`` repeated 22 times (goal: at most 10 ms);
-- p50 and p95 over every command of the corpora (goal: p50 at most 0.5 ms);
-- the lines of code of the engine, the parser glue and the front ends (goal: at most 1,500).
+- p50 and p95 over every command of the corpora (goal: p50 at most 0.2 ms);
+- the false-alarm rate over the everyday corpus (goal: at most 2 %) and the ask rate over the
+  generated dangerous families (goal: 100 %), both decided in a project workspace;
+- the lines of code of the engine, the parser glue and the front ends (the ceiling of
+  plugins/command_policy/tests/test_size.py).
 
 Each figure is the median of several runs. Usage: python benchmarks/danger_checker.py [--runs 7]
 """
@@ -23,9 +26,10 @@ from hermes_policy_commands import decide
 
 ROOT = Path(__file__).resolve().parent.parent
 SIZE = ROOT / "plugins/command_policy/tests/test_size.py"
+TESTS = ROOT / "plugins/command_policy/tests"
 CORPORA = [
     ROOT / "builtin_tools/terminal/tests/test_danger_corpus.py",
-    ROOT / "plugins/command_policy/tests/test_corpus_families.py",
+    TESTS / "test_corpus_families.py",
 ]
 
 
@@ -46,7 +50,35 @@ def _corpus() -> list[str]:
             value = getattr(module, name)
             if name.isupper() and isinstance(value, list):
                 commands += [c if isinstance(c, str) else c[0] for c in value]
+    families = _load(TESTS / "dangerous_families.py")
+    commands += (
+        families.dangerous() + families.look_alikes() + _load(TESTS / "test_unreadable.py").EVERYDAY
+    )
     return list(dict.fromkeys(c for c in commands if isinstance(c, str)))
+
+
+def _rates() -> tuple[float, int, float, int]:
+    """The false-alarm rate over the everyday corpus and the ask rate over the dangerous
+    families, each with its size, decided in a workspace holding the corpus's scripts."""
+    import tempfile
+
+    from hermes_policy_commands.situated import judge_command, local_files, situation
+
+    everyday = _load(TESTS / "test_unreadable.py")
+    families = _load(TESTS / "dangerous_families.py")
+    with tempfile.TemporaryDirectory() as folder:
+        for name, text in everyday.SCRIPTS.items():
+            path = Path(folder) / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        where = situation({}, env_cwd=folder, home=families.HOME, sandboxed=False)
+        reader = local_files(where.base)
+        alarms = [c for c in everyday.EVERYDAY
+                  if judge_command(c, where, read_script=reader).decision != "allow"]  # fmt: skip
+        bad = families.dangerous()
+        asked = [c for c in bad if judge_command(c, where, read_script=reader).decision != "allow"]
+    total = len(everyday.EVERYDAY)
+    return len(alarms) / total, total, len(asked) / len(bad), len(bad)
 
 
 def _median_ms(command: str, runs: int) -> float:
@@ -75,10 +107,14 @@ def main() -> None:
     per = sorted(_median_ms(c, max(3, runs // 2)) for c in corpus)
     p50 = per[len(per) // 2]
     p95 = per[int(len(per) * 0.95)]
-    print(f"corpora ({len(per)} commands): p50 {p50:.3f} ms, p95 {p95:.3f} ms (goal p50 <= 0.5)")
+    print(f"corpora ({len(per)} commands): p50 {p50:.3f} ms, p95 {p95:.3f} ms (goal p50 <= 0.2)")
+    alarms, everyday, asked, bad = _rates()
+    print(f"false alarms, everyday corpus ({everyday} commands): {alarms:.1%} (goal <= 2 %)")
+    print(f"asked, generated dangerous families ({bad} spellings): {asked:.1%} (goal 100 %)")
     size = _load(SIZE)
     print(
-        f"lines of code ({', '.join(size.COUNTED)}): {size.counted_lines()} (goal <= {size.GOAL})"
+        f"lines of code ({', '.join(size.COUNTED)}): {size.counted_lines()} "
+        f"(ceiling {size.CEILING})"
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 from .engine import (
@@ -98,15 +98,11 @@ class Policy:
     rules: tuple[Rule, ...]
     allow: tuple[re.Pattern[str], ...] = ()
 
-    @property
+    @cached_property
     def index(self) -> Index:
-        """The rules grouped by program (built once per policy)."""
-        return _index(self.rules)
-
-
-@lru_cache(maxsize=16)
-def _index(rules: tuple[Rule, ...]) -> Index:
-    return Index(rules)
+        """The rules grouped by program (built once per policy, kept on it: hashing every
+        rule at each decision would cost more than the decision)."""
+        return Index(self.rules)
 
 
 def lower(

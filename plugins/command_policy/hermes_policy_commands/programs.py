@@ -19,6 +19,7 @@ workspace's ``node_modules/.bin`` when there is one (``npx TOOL``), else downloa
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 __all__ = ["PROGRAMS", "canonical"]
@@ -262,6 +263,7 @@ _FAMILIES = [
 policy reads them as (``""``: the shell of that name without its version)."""
 
 
+@lru_cache(maxsize=4096)
 def canonical(name: str) -> str:
     """The program the policy knows ``name`` (a command's base name) as: itself, or the program
     it is a version or another implementation of (``pypy3`` and ``python2.7`` are ``python3``,
