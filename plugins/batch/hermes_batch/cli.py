@@ -205,9 +205,8 @@ def _execute(
         else:
             from .local import LocalWorkers, coordinate
 
-            counts = coordinate(
-                table, name, LocalWorkers(name, env, log), count, on_progress=progress.update
-            )
+            local = LocalWorkers(name, env, log, target=lambda: _work(name))
+            counts = coordinate(table, name, local, count, on_progress=progress.update)
     finally:
         progress.close()
     run = table.run(name)
@@ -381,6 +380,33 @@ def export_command(name: str, fmt: str, only: tuple[str, ...], output: str | Non
     click.echo(f"{written} rows written to {target}; statistics in {stats_path}")
 
 
+def _work(name: str) -> None:
+    """Run rows of run ``name`` until none is pending: the body of a local worker (forked
+    from the coordinator, or started as ``hermes batch worker NAME``); it opens its own
+    connections and builds its own runner."""
+    from .filters import chosen_filters
+    from .worker import orphaned, work
+
+    context = _context()
+    table = _table()
+    try:
+        filters = chosen_filters(
+            table.run(name).settings.get("filters") or [],
+            context.registered("hermes_register_batch_filters"),
+        )
+        work(
+            table=table,
+            name=name,
+            runner=context.agent_runner(),
+            store=context.session_store(),
+            run_dir=run_dir(context.home, name),
+            filters=filters,
+            should_stop=orphaned(os.getppid()),
+        )
+    finally:
+        table.close()
+
+
 @batch_group.command("worker", hidden=True)
 @click.argument("name")
 @click.option("--serve", is_flag=True, help="Run the rows named on standard input.")
@@ -390,9 +416,12 @@ def worker_command(name: str, serve: bool) -> None:
     import sys
 
     from .filters import chosen_filters
-    from .worker import exit_with_parent, orphaned, work
+    from .worker import exit_with_parent
     from .worker import serve as serve_rows
 
+    if not serve:
+        _work(name)
+        return
     context = _context()
     table = _table()
     run = table.run(name)
@@ -407,9 +436,6 @@ def worker_command(name: str, serve: bool) -> None:
         "run_dir": run_dir(context.home, name),
         "filters": filters,
     }
-    if not serve:
-        work(**common, should_stop=orphaned(os.getppid()))
-        return
     exit_with_parent(os.getppid())
 
     def reply(line: str) -> None:

@@ -53,7 +53,7 @@ def export(
 
 def statistics(table: RunTable, name: str) -> dict[str, Any]:
     """The run's figures: rows by state, success rate, tool use, tokens, cost and time per
-    row (read row by row: flat in memory whatever the run's size)."""
+    row (read a few hundred rows at a time; only each row's duration is kept)."""
     counts = table.counts(name)
     finished = counts["completed"] + counts["failed"] + counts["discarded"]
     tools: dict[str, dict[str, int]] = {}

@@ -1,4 +1,4 @@
-"""The coordinator of a run on this machine: starts worker processes (``hermes batch worker``),
+"""The coordinator of a run on this machine: starts worker processes (forked from it),
 replaces one that dies (its row goes back to pending), declares lost the rows of workers that
 are gone or silent, stops at the budget, and reports progress until no row is left.
 
@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Protocol
 
 from hermes_hookspecs import HermesError
 
@@ -72,22 +73,92 @@ def release_dead_workers(table: RunTable, name: str) -> int:
     return released
 
 
-class LocalWorkers:
-    """Starts ``hermes batch worker RUN`` processes with the environment ``env``, their
-    output appended to ``log``."""
+class Worker(Protocol):
+    """A started worker process, as the coordinator watches it."""
 
-    def __init__(self, name: str, env: Mapping[str, str], log: Path) -> None:
-        self.name, self.env, self.log = name, dict(env), log
+    pid: int
+
+    def poll(self) -> int | None:
+        """Its exit code once it ended, else ``None``."""
+        ...
+
+    def wait(self) -> int:
+        """Wait for it to end; its exit code."""
+        ...
+
+
+class ForkedWorker:
+    """A worker forked from the coordinator: it starts with the plugins and the configuration
+    the coordinator loaded, so a row starts without a new interpreter's start-up."""
+
+    def __init__(self, target: Callable[[], None], folder: Path, log: Path) -> None:
+        self._code: int | None = None
+        pid = os.fork()
+        if pid == 0:  # the child: a session of its own, output to the log, never returns
+            code = 1
+            try:
+                os.setsid()
+                os.chdir(folder)
+                fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                for stream in (1, 2):
+                    os.dup2(fd, stream)
+                target()
+                code = 0
+            except BaseException:
+                import traceback
+
+                traceback.print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        self.pid = pid
+
+    def poll(self) -> int | None:
+        """Its exit code once it ended (reaped), else ``None``."""
+        if self._code is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self._code = os.waitstatus_to_exitcode(status)
+        return self._code
+
+    def wait(self) -> int:
+        """Wait for it to end; its exit code."""
+        if self._code is None:
+            _pid, status = os.waitpid(self.pid, 0)
+            self._code = os.waitstatus_to_exitcode(status)
+        return self._code
+
+
+class LocalWorkers:
+    """Starts the workers of run ``name`` on this machine, in the run's folder (so that a
+    row's system prompt is the same on every attempt), their output appended to ``log``:
+    forked from this process running ``target`` where processes can fork, else as
+    ``hermes batch worker RUN`` processes with the environment ``env``."""
+
+    def __init__(
+        self,
+        name: str,
+        env: Mapping[str, str],
+        log: Path,
+        target: Callable[[], None] | None = None,
+    ) -> None:
+        self.name, self.env, self.log, self.target = name, dict(env), log, target
         self.command = [*hermes_command(), "batch", "worker", name]
 
-    def start(self) -> subprocess.Popen[bytes]:
+    def start(self) -> Worker:
         """Start one worker."""
-        self.log.parent.mkdir(parents=True, exist_ok=True)
+        folder = self.log.parent
+        folder.mkdir(parents=True, exist_ok=True)
+        if self.target is not None and hasattr(os, "fork"):
+            sys.stdout.flush()
+            sys.stderr.flush()
+            return ForkedWorker(self.target, folder, self.log)
         with self.log.open("ab") as out:
             return subprocess.Popen(
                 self.command,
                 env=self.env,
-                cwd=self.log.parent,  # the run's folder: the same for every attempt of a row
+                cwd=folder,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=out,
@@ -114,7 +185,7 @@ def coordinate(
 ) -> Counts:
     """Run the pending rows of run ``name`` on ``count`` local workers until none is left (or
     the budget is spent); returns where the run stands at the end."""
-    procs: dict[int, subprocess.Popen[bytes]] = {}
+    procs: dict[int, Worker] = {}
     here = socket.gethostname()
     deaths = 0
     try:

@@ -60,22 +60,22 @@ def workspace_of(run_dir: Path, key: str) -> Path:
     return run_dir / "workspaces" / f"{tag}-{digest}"
 
 
-def _inside(root: Path, relative: str) -> Path:
+def _inside(root: Path, relative: str, what: str = "the row's workspace") -> Path:
     target = (root / relative).resolve()
     if os.path.isabs(relative) or not target.is_relative_to(root.resolve()):
-        raise ValueError(f"the file {relative!r} is outside the row's workspace")
+        raise ValueError(f"{relative!r} is outside {what}")
     return target
 
 
 def prepare_workspace(run_dir: Path, claim: Claim, dataset_dir: Path) -> Path:
     """A fresh workspace for ``claim``: emptied of any earlier attempt, filled with a copy of
-    the row's ``cwd`` folder (relative to the dataset's folder) and its ``files``."""
+    the row's ``cwd`` folder (in the dataset's folder) and its ``files``."""
     root = workspace_of(run_dir, claim.key)
     if root.exists():
         shutil.rmtree(root)
     source = claim.data.get("cwd")
-    if source:
-        folder = (dataset_dir / os.path.expanduser(str(source))).resolve()
+    if source:  # only from the dataset's own folder: a row never copies the person's files
+        folder = _inside(dataset_dir, str(source), "the dataset's folder")
         if not folder.is_dir():
             raise ValueError(f"the row's cwd {source!r} is not a folder")
         shutil.copytree(folder, root, symlinks=True)
@@ -90,7 +90,7 @@ def prepare_workspace(run_dir: Path, claim: Claim, dataset_dir: Path) -> Path:
 def _images(claim: Claim, dataset_dir: Path) -> list[str]:
     found = []
     for image in claim.data.get("images") or []:
-        path = (dataset_dir / os.path.expanduser(image)).resolve()
+        path = _inside(dataset_dir, image, "the dataset's folder")
         if not path.is_file():
             raise ValueError(f"the row's image {image!r} is not a file")
         found.append(str(path))

@@ -105,15 +105,23 @@ def test_a_row_cannot_see_another_rows_workspace_or_the_home(tmp_path, fake_mode
     assert len(sessions) == 4
 
 
-def test_files_outside_the_workspace_are_refused(tmp_path, fake_model, kit: Any):
+def test_files_and_folders_outside_their_place_are_refused(tmp_path, fake_model, kit: Any):
     folder = tmp_path / "home"
     env = kit.make_home(folder, fake_model)
-    rows = [{"id": "x", "prompt": "hi", "files": {"../escape.txt": "no"}}]
-    dataset = kit.write_dataset(tmp_path / "d.jsonl", rows)
-    ran = kit.hermes("batch", "run", str(dataset), "--name", "f", env=env)
+    (tmp_path / "data").mkdir()
+    rows = [
+        {"id": "x", "prompt": "hi", "files": {"../escape.txt": "no"}},
+        {"id": "y", "prompt": "hi", "cwd": str(folder)},
+        {"id": "z", "prompt": "hi", "images": ["../home/config.yaml"]},
+    ]
+    dataset = kit.write_dataset(tmp_path / "data" / "d.jsonl", rows)
+    ran = kit.hermes("batch", "run", str(dataset), "--name", "f", "--max-attempts", "1", env=env)
     assert ran.returncode == 0, ran.stderr
-    [row] = SQLiteRunTable(folder / "batch.db").rows("f")
-    assert row.state == "failed" and "outside the row's workspace" in str(row.error)
+    x, y, z = SQLiteRunTable(folder / "batch.db").rows("f")
+    assert x.state == "failed" and "outside the row's workspace" in str(x.error)
+    assert y.state == "failed" and "outside the dataset's folder" in str(y.error)
+    assert z.state == "failed" and "outside the dataset's folder" in str(z.error)
+    assert fake_model.model_requests == []  # nothing of it reached the model
     assert not (folder / "batch" / "f" / "workspaces" / "escape.txt").exists()
     assert not Path(folder / "batch" / "f" / "escape.txt").exists()
 

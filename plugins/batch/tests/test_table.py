@@ -135,3 +135,33 @@ def test_a_repeated_id_is_refused_wherever_it_is(opener):
         table.add_rows(name, [Row("k1", 700, {"prompt": "again"})])
     with pytest.raises(HermesError, match="line 9: the id 'z' is used by line 8"):
         table.add_rows(name, [Row("z", 8, {"prompt": "a"}), Row("z", 9, {"prompt": "b"})])
+
+
+def test_one_coordinator_at_a_time(opener):
+    table = opener()
+    name = _run(table, 1)
+    assert table.take_coordinator(name, "here:1", lambda holder, beat: True) is None
+    assert table.take_coordinator(name, "here:2", lambda holder, beat: True) == "here:1"
+    seen: list[tuple[str, Any]] = []
+
+    def gone(holder: str, beat: Any) -> bool:
+        seen.append((holder, beat))
+        return False
+
+    assert table.take_coordinator(name, "here:2", gone) is None  # the first one is gone
+    assert seen[0][0] == "here:1" and seen[0][1] is not None
+    assert table.run(name).coordinator == "here:2"
+
+
+def test_holder_alive_by_pid_here_and_by_heartbeat_elsewhere():
+    import os
+    import socket
+    import time
+
+    from hermes_batch.local import holder_alive
+
+    here = socket.gethostname()
+    assert holder_alive(f"{here}:{os.getpid()}", None)
+    assert not holder_alive(f"{here}:999999999", time.time())
+    assert holder_alive("elsewhere:1", time.time() - 5)
+    assert not holder_alive("elsewhere:1", time.time() - 300)
