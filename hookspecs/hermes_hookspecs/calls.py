@@ -98,6 +98,11 @@ class ToolContext:
     :param person: the person the call acts for (see :mod:`hermes_hookspecs.people`);
         ``None`` for the home's owner. A tool that stores data keeps it under
         :attr:`data_home` (or otherwise scoped by this), so no person reads another's.
+    :param trace_context: the W3C trace context of this call as text headers (``traceparent``,
+        ``tracestate``), filled in by a tracing plugin's ``hermes_pre_tool_call``; empty when
+        nothing traces the turn. A tool that calls out (an HTTP request, a program) may send
+        it along so that what it calls joins the trace; one that schedules work keeps it as
+        the work's origin.
     """
 
     task_id: str
@@ -114,6 +119,7 @@ class ToolContext:
     hermes_home: Path | None = None
     session_store: SessionStore | None = None
     person: str | None = None
+    trace_context: dict[str, str] = field(default_factory=dict)
 
     @property
     def data_home(self) -> Path | None:

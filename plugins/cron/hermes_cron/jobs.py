@@ -115,8 +115,10 @@ class JobStore:
         provider: str | None = None,
         deliver: str | None = None,
         now: float | None = None,
+        origin: dict[str, str] | None = None,
     ) -> dict[str, Any]:
-        """Add a job and return it. Raises ``ScheduleError`` / :class:`JobError`."""
+        """Add a job and return it; ``origin`` is the trace context of the call that created
+        it (its runs are linked to that trace). Raises ``ScheduleError`` / :class:`JobError`."""
         now = time.time() if now is None else now
         schedule = parse(schedule_text, now)
         if not prompt.strip():
@@ -142,6 +144,8 @@ class JobStore:
             "runs": 0,
             "running": None,
         }
+        if origin:
+            job["origin"] = dict(origin)
         with self.transaction() as jobs:
             jobs.append(job)
         return job

@@ -153,6 +153,7 @@ def run_claimed(
                 exclude_toolsets=NOT_FOR_JOBS,
                 person=store.person,
                 config_overrides={"agent.job": str(job["id"])},  # spend per job
+                trace_context=job.get("origin") or {},  # a tracer links the run to it
             )
         )
     except Exception as exc:  # a runner must not raise; if one does, the job records it

@@ -95,6 +95,7 @@ def cronjob(args: dict[str, Any], ctx: ToolContext) -> str:
                 name=args.get("name"),
                 toolsets=args.get("toolsets"),
                 deliver=args.get("deliver"),
+                origin=dict(ctx.trace_context),
             )
             return json.dumps({"created": _brief(job)}, ensure_ascii=False)
         ref = args.get("job_id")

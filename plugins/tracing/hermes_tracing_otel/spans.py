@@ -368,6 +368,9 @@ class Tracing:
             return
         span = self._tool_span(call, context, turn)
         self.tools[(context.session_id, call.id)] = _Tool(span, context.task_id)
+        carrier = getattr(context, "trace_context", None)
+        if isinstance(carrier, dict):  # what the tool sends along, or keeps as an origin
+            _PROPAGATOR.inject(carrier, trace.set_span_in_context(span, Context()))
 
     def tool_end(self, call: ToolCall, result: ToolResult, context: ToolContext) -> None:
         """Close the call's span with how it went (``error.type`` when refused or failed)."""
@@ -410,14 +413,6 @@ class Tracing:
     def subagent_stop(self, child_session_id: str) -> None:
         """Forget a subagent's parent (its turn may never have started)."""
         self.children.pop(child_session_id, None)
-
-    def trace_headers(self, context: ToolContext) -> dict[str, str]:
-        """The W3C trace context of a tool call's span (or its turn's), as headers."""
-        tool = self.tools.get((context.session_id, context.call_id))
-        carrier: dict[str, str] = {}
-        if tool is not None:
-            _PROPAGATOR.inject(carrier, trace.set_span_in_context(tool.span, Context()))
-        return carrier
 
 
 __all__ = ["Tracing", "error_type"]

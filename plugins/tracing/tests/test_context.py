@@ -173,3 +173,62 @@ def test_the_api_servers_traceparent_header_is_the_turns_parent(
     assert trace_id(root) == TRACE_ID and parent_id(root) == PARENT_ID
     assert root.parent is not None and root.parent.trace_state.to_header() == "vendor=1"
     assert (root.attributes or {})["hermes.source"] == "api"
+
+
+def test_a_tool_gets_the_trace_context_of_its_call_to_send_along(
+    server: FakeLLM, telemetry: Any, make_agent: Any
+) -> None:
+    from hermes_core.testing import toolset_plugin
+    from hermes_hookspecs import Tool
+
+    seen: list[dict[str, str]] = []
+
+    def call_out(args: dict[str, Any], ctx: Any) -> str:
+        seen.append(dict(ctx.trace_context))  # what an HTTP call would send as headers
+        return "sent"
+
+    tools = toolset_plugin(
+        Tool("call_out", "Calls a service", {"type": "object", "properties": {}}, call_out),
+        name="outbound",
+    )
+    server.add(tool_call("call_out", {}, id="call_o"), text("ok"))
+    bot = make_agent(server, tools)
+    bot.run_conversation("go", trace_context={"traceparent": TRACEPARENT})
+    bot.close()
+    [span] = telemetry.named("execute_tool call_out")
+    [headers] = seen
+    assert headers["traceparent"] == f"00-{TRACE_ID}-{span.context.span_id:016x}-01"
+
+
+def test_a_job_scheduled_in_a_traced_turn_runs_linked_to_that_call(
+    tmp_path: Path, telemetry: Any
+) -> None:
+    pytest.importorskip("hermes_cron")
+    from hermes_cron.jobs import JobStore
+    from hermes_cron.scheduler import claim_now, run_claimed
+
+    runner = make_runner(
+        tool_call(
+            "cronjob",
+            {"action": "create", "schedule": "every 1h", "prompt": "Post the report"},
+            id="call_cron",
+        ),
+        text("Scheduled."),
+        text("Report posted."),
+        plugins=["cron", "tracing"],
+        home=tmp_path,
+    )
+    created = runner.run(AgentTask(prompt="post the report hourly", toolsets=["cron"]))
+    assert created.text == "Scheduled."
+    store = JobStore(tmp_path)
+    [job] = store.load()
+    assert job["origin"]["traceparent"].startswith("00-")
+    outcome = run_claimed(store, runner, claim_now(store, job["id"]))
+    assert outcome.text == "Report posted."
+    scheduling, run = telemetry.named("invoke_agent")
+    [cron_call] = telemetry.named("execute_tool cronjob")
+    assert (run.attributes or {})["hermes.source"] == "cron"
+    assert run.parent is None and trace_id(run) != trace_id(scheduling)
+    [link] = run.links
+    assert link.context.span_id == cron_call.context.span_id
+    assert link.context.trace_id == scheduling.context.trace_id
