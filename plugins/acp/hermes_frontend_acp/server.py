@@ -50,6 +50,11 @@ STOP_REASONS: dict[str, StopReason] = {
 """Outcome status -> ACP stop reason (``error`` is an error answer)."""
 
 
+def trace_context(meta: Mapping[str, Any]) -> dict[str, str]:
+    """The W3C trace context a request's ``_meta`` carries (``traceparent``, ``tracestate``)."""
+    return {k: v for k in ("traceparent", "tracestate") if isinstance(v := meta.get(k), str)}
+
+
 class HermesAgent:
     """One connection's ACP agent: the sessions an editor has open, each a hermes session."""
 

@@ -8,8 +8,11 @@ from typing import Any
 
 from acp.schema import (
     AgentMessageChunk,
+    AgentPlanUpdate,
     AgentThoughtChunk,
     FileEditToolCallContent,
+    PlanEntry,
+    PlanEntryStatus,
     TextContentBlock,
     ToolCallProgress,
     ToolCallStart,
@@ -24,7 +27,7 @@ from .tools import (
     title_of,
 )
 
-Update = AgentMessageChunk | AgentThoughtChunk | ToolCallStart | ToolCallProgress
+Update = AgentMessageChunk | AgentThoughtChunk | ToolCallStart | ToolCallProgress | AgentPlanUpdate
 """One ``session/update`` this module makes."""
 
 _MAX_BEFORE_BYTES = 1024 * 1024
@@ -43,6 +46,32 @@ def thought_chunk(text: str) -> AgentThoughtChunk:
     return AgentThoughtChunk(
         session_update="agent_thought_chunk", content=TextContentBlock(type="text", text=text)
     )
+
+
+_PLAN_MARKS: dict[str, PlanEntryStatus | None] = {
+    "[ ]": "pending",
+    "[>]": "in_progress",
+    "[x]": "completed",
+    "[-]": None,  # cancelled: not part of the plan any more
+}
+"""The todo tool's marks (its rendered list, one ``MARK id: text`` line per item)."""
+
+
+def plan_of(result: Any) -> AgentPlanUpdate | None:
+    """The plan the todo tool's answer shows (the whole list after each call), or ``None``
+    when the answer is not a list."""
+    if not isinstance(result, str) or not result.startswith(("Todo list", "Todo list is empty")):
+        return None
+    entries = []
+    for line in result.splitlines()[1:]:
+        mark, rest = line[:3], line[4:]
+        if mark not in _PLAN_MARKS or ": " not in rest:
+            continue
+        status = _PLAN_MARKS[mark]
+        if status is not None:
+            content = rest.split(": ", 1)[1]
+            entries.append(PlanEntry(content=content, priority="medium", status=status))
+    return AgentPlanUpdate(session_update="plan", entries=entries)
 
 
 def _read_before(path: str) -> str | None:
@@ -87,7 +116,11 @@ class TurnUpdates:
         if name == "tool_start":
             return [self._start(data)]
         if name == "tool_end":
-            return [self._end(data)]
+            updates: list[Update] = [self._end(data)]
+            plan = plan_of(data.get("result")) if data.get("name") == "todo" else None
+            if plan is not None:
+                updates.append(plan)
+            return updates
         return []
 
     def _start(self, data: Mapping[str, Any]) -> ToolCallStart:

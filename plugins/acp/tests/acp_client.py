@@ -34,15 +34,31 @@ def hermes_env(home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def write_config(home: Path, base_url: str, extra: str = "") -> None:
-    """A configuration with the fake model, the terminal and file tools, no sandbox."""
+def write_config(home: Path, base_url: str, extra: str = "", sandbox: str = "off") -> None:
+    """A configuration with the fake model and the terminal, file and todo tools (no command
+    sandbox unless ``sandbox`` names a profile)."""
     (home / "config.yaml").write_text(
         "model:\n  default: fake-model\n  provider: custom\n"
         f"  base_url: {base_url}\n"
         "toolsets: [terminal, file, todo]\n"
-        "terminal:\n  sandbox: off\n" + extra,
+        f"terminal:\n  sandbox: {sandbox}\n" + extra,
         encoding="utf-8",
     )
+
+
+def install_plugin(folder: Path, name: str, source: str) -> str:
+    """A plugin module ``name`` found through its ``hermes`` entry point, as pip installs one,
+    in ``folder`` (put it on ``PYTHONPATH``); returns ``folder``."""
+    folder.mkdir(exist_ok=True)
+    (folder / f"{name}.py").write_text(source, encoding="utf-8")
+    info = folder / f"{name}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {name.replace('_', '-')}\nVersion: 0.1\n",
+        encoding="utf-8",
+    )
+    (info / "entry_points.txt").write_text(f"[hermes]\n{name} = {name}\n", encoding="utf-8")
+    return str(folder)
 
 
 Answer = Callable[[Any, list[str]], Any]
@@ -92,7 +108,11 @@ class RecordingClient:
 
 @asynccontextmanager
 async def connect(
-    home: Path, client: RecordingClient, cwd: Path | None = None, **env: str
+    home: Path,
+    client: RecordingClient,
+    cwd: Path | None = None,
+    observers: list[Any] | None = None,
+    **env: str,
 ) -> AsyncIterator[tuple[ClientSideConnection, Any]]:
     """A connection to a fresh ``hermes acp``, initialized."""
     with open(home / "acp-stderr.log", "ab") as stderr:
@@ -103,6 +123,7 @@ async def connect(
             env=hermes_env(home, **env),
             cwd=str(cwd or home),
             transport_kwargs={"stderr": stderr},
+            observers=observers or [],
         ) as (conn, process):
             await asyncio.wait_for(conn.initialize(protocol_version=1), 30)
             yield conn, process

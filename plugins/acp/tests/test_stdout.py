@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from acp_client import HERMES, hermes_env
+from acp_client import HERMES, hermes_env, install_plugin
 from frames import SchemaCheck
 
 from hermes_core.testing import FakeLLM, text, tool_call
@@ -30,28 +30,15 @@ def hermes_pre_tool_call(call, context):
 """
 
 
-def _noisy_plugin(folder: Path) -> Path:
-    """A plugin found through its entry point, as pip would install it."""
-    folder.mkdir()
-    (folder / "noisy_plugin.py").write_text(NOISY, encoding="utf-8")
-    info = folder / "noisy_plugin-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: noisy-plugin\nVersion: 0.1\n", encoding="utf-8"
-    )
-    (info / "entry_points.txt").write_text("[hermes]\nnoisy = noisy_plugin\n", encoding="utf-8")
-    return folder
-
-
 def test_stdout_holds_only_protocol_frames(
     home: Path, llm: FakeLLM, workspace: Path, tmp_path: Path
 ) -> None:
     (workspace / "a.txt").write_text("A\n", encoding="utf-8")
     llm.add(tool_call("read_file", {"path": "a.txt"}), text("it says A"))
-    plugin = _noisy_plugin(tmp_path / "site")
+    plugin = install_plugin(tmp_path / "site", "noisy", NOISY)
     env = hermes_env(home)
     env["HERMES_PLUGINS"] += ",noisy"
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(plugin), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [plugin, env.get("PYTHONPATH")]))
     sent: list[dict[str, Any]] = [
         {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}},
         {

@@ -1,0 +1,135 @@
+"""What a turn shows besides text and tools: the todo list as a plan, the trace context it runs
+under, a cancelled request, and an escalation beyond the sandbox asked and denied."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from acp import text_block
+from acp.connection import StreamDirection, StreamEvent
+from acp_client import RecordingClient, connect, install_plugin, run, write_config
+
+from hermes_core.testing import FakeLLM, text, tool_call
+
+RECORDER = """
+import json, os
+from hermes_hookspecs import hookimpl
+
+@hookimpl
+def hermes_turn_start(session_id, task_id, source, model, provider, config, trace_context):
+    with open(os.environ["RECORD_TO"], "a") as out:
+        out.write(json.dumps({"source": source, "trace": dict(trace_context)}) + "\\n")
+"""
+
+TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+def test_the_todo_list_is_shown_as_a_plan(home: Path, llm: FakeLLM, workspace: Path) -> None:
+    todos = [
+        {"id": "1", "content": "write the tests", "status": "in_progress"},
+        {"id": "2", "content": "ship it", "status": "pending"},
+        {"id": "3", "content": "an idea dropped", "status": "cancelled"},
+    ]
+    llm.add(tool_call("todo", {"todos": todos}), text("planned"))
+    client = RecordingClient()
+
+    async def go() -> None:
+        async with connect(home, client) as (conn, _):
+            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            await conn.prompt(session_id=new.session_id, prompt=[text_block("plan it")])
+
+    run(go())
+    [plan] = [u for _s, u in client.updates if u.session_update == "plan"]
+    assert [(e.content, e.status) for e in plan.entries] == [
+        ("write the tests", "in_progress"),
+        ("ship it", "pending"),
+    ]
+    [start] = [u for _s, u in client.updates if u.session_update == "tool_call"]
+    assert start.kind == "think"
+
+
+def test_a_traceparent_in_meta_is_carried_into_the_turn(
+    home: Path, llm: FakeLLM, workspace: Path, tmp_path: Path
+) -> None:
+    record = tmp_path / "turns.jsonl"
+    plugin = install_plugin(tmp_path / "site", "recorder", RECORDER)
+    env = {
+        "RECORD_TO": str(record),
+        "PYTHONPATH": os.pathsep.join(filter(None, [plugin, os.environ.get("PYTHONPATH")])),
+        "HERMES_PLUGINS": "acp,openai,local,terminal,file,approvals,todo,recorder",
+    }
+    llm.add(text("traced"), text("untraced"))
+
+    async def go() -> None:
+        async with connect(home, RecordingClient(), **env) as (conn, _):
+            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            await conn.prompt(
+                session_id=new.session_id, prompt=[text_block("a")], traceparent=TRACEPARENT
+            )
+            await conn.prompt(session_id=new.session_id, prompt=[text_block("b")])
+
+    run(go())
+    turns = [json.loads(line) for line in record.read_text(encoding="utf-8").splitlines()]
+    assert turns == [
+        {"source": "acp", "trace": {"traceparent": TRACEPARENT}},
+        {"source": "acp", "trace": {}},
+    ]
+
+
+def test_cancel_request_of_a_prompt_cancels_its_turn(
+    home: Path, llm: FakeLLM, workspace: Path
+) -> None:
+    llm.add({"text": "far too slow an answer", "chunks": 20, "chunk_delay": 0.5})
+    client = RecordingClient()
+    prompts: list[Any] = []
+
+    def watch(event: StreamEvent) -> None:
+        message = event.message
+        if event.direction is StreamDirection.OUTGOING and message.get("method") == (
+            "session/prompt"
+        ):
+            prompts.append(message["id"])
+
+    async def go() -> str:
+        async with connect(home, client, observers=[watch]) as (conn, _):
+            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            turn = asyncio.ensure_future(
+                conn.prompt(session_id=new.session_id, prompt=[text_block("talk")])
+            )
+            while not client.updates:
+                await asyncio.sleep(0.05)
+            await conn._conn.send_notification("$/cancel_request", {"requestId": prompts[0]})
+            return (await turn).stop_reason
+
+    assert run(go()) == "cancelled"
+
+
+def test_an_escalation_shows_the_command_offers_once_only_and_a_denial_runs_nothing(
+    home: Path, llm: FakeLLM, workspace: Path
+) -> None:
+    write_config(home, llm.openai_base_url, sandbox="workspace")
+    llm.add(
+        tool_call("terminal", {"command": "touch escaped.txt", "escalate": True}),
+        text("stayed inside"),
+    )
+    client = RecordingClient(answer=lambda call, options: "reject_once")
+
+    async def go() -> str:
+        async with connect(home, client) as (conn, _):
+            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            done = await conn.prompt(session_id=new.session_id, prompt=[text_block("touch")])
+            return done.stop_reason
+
+    assert run(go()) == "end_turn"
+    [(call, options)] = client.asked
+    assert options == ["allow_once", "reject_once", "reject_always"]
+    assert call.title == "touch escaped.txt"
+    question = call.content[0].content.text
+    assert "touch escaped.txt" in question and "OUTSIDE the sandbox" in question
+    assert not (workspace / "escaped.txt").exists()
+    result = llm.model_requests[1].json["messages"][-1]["content"]
+    assert "BLOCKED" in result
