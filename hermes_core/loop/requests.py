@@ -65,9 +65,11 @@ class RequestMaker:
         tools: list[dict[str, Any]],
         session_id: str,
         task_id: str,
+        deferred: list[dict[str, Any]] | None = None,
     ) -> Attempts:
-        """How the request for ``messages`` (made from ``source``) and ``tools`` is made at
-        each attempt of the call (the attempts' ``last`` request is kept on it)."""
+        """How the request for ``messages`` (made from ``source``) and ``tools`` (and the
+        ``deferred`` tools behind tool search) is made at each attempt of the call (the
+        attempts' ``last`` request is kept on it)."""
 
         def make(model: str, cancel: threading.Event) -> ModelRequest:
             active = self.connection.active
@@ -87,6 +89,7 @@ class RequestMaker:
                 provider=active.provider or "",
                 base_url=(settings.base_url or "") if settings is not None else "",
                 api_mode=settings.api_mode if settings is not None else "",
+                deferred_tools=deferred or [],
             )
             self.plugins.call_each("hermes_before_request", request=request)
             attempts.last = request

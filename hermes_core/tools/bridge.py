@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from hermes_hookspecs import Tool, ToolError
+from hermes_hookspecs.providers import FOUND_TOOLS_FIELD
 
 from ..loop.scan import VIA_FIELD
 from .catalogue import Catalogue, Entry
@@ -71,6 +72,8 @@ class Bridge:
         self.catalogue = catalogue
         self.disabled: dict[str, str] = {}
         """Tools switched off during the session, with why."""
+        self._found: dict[str, list[str]] = {}
+        """The tools each search call found, by call id, until its answer is annotated."""
 
     def tools(self) -> list[Tool]:
         """The three bridge tools."""
@@ -124,6 +127,14 @@ class Bridge:
             return f"Error: tool '{name}' is not available now: {reason}."
         return None
 
+    def annotate(self, answer: dict[str, Any]) -> None:
+        """Add to the tool result ``answer`` of a search the names it found
+        (:data:`~hermes_hookspecs.providers.FOUND_TOOLS_FIELD`), for a provider that turns
+        them into tool references."""
+        found = self._found.pop(str(answer.get("tool_call_id")), None)
+        if found:
+            answer[FOUND_TOOLS_FIELD] = found
+
     def unwrap(self, raw: dict[str, Any]) -> dict[str, Any]:
         """The direct call of the tool a well-formed ``call_tool`` call names (the bridge call
         kept in :data:`VIA_FIELD`); any other call as it is."""
@@ -149,6 +160,9 @@ class Bridge:
                 f'No catalogue tool matches "{query}". Try other words, or read the catalogue '
                 "in the system prompt."
             )
+        call_id = getattr(ctx, "call_id", None)
+        if call_id:
+            self._found[str(call_id)] = [entry.name for entry in hits]
         lines = [f'{len(hits)} tool(s) for "{query}"; call one with {CALL}:']
         for rank, entry in enumerate(hits):
             lines.append(f"- {entry.name} [{entry.toolset}]: {entry.tool.description.strip()}")

@@ -47,6 +47,11 @@ class Usage:
         }
 
 
+FOUND_TOOLS_FIELD = "_found_tools"
+"""Internal field of a tool result message of a tool search: the names of the deferred tools
+it found, best first (see :attr:`ModelRequest.deferred_tools`)."""
+
+
 @dataclass
 class ModelRequest:
     """One call to a model, in hermes's OpenAI-style format.
@@ -74,6 +79,12 @@ class ModelRequest:
     :param api_mode: its wire format (empty when unknown).
     :param key_id: the id of the pooled key the request goes out with, set by the host (empty
         when the provider has no credential pool); an error of this request is charged to it.
+    :param deferred_tools: schemas (as in ``tools``) of the tools the model reaches through
+        tool search (``tools.defer``), sorted by name, the same for the whole session. A
+        provider whose API defers tools natively may send them marked deferred and turn the
+        names a search found (:data:`FOUND_TOOLS_FIELD` of a tool result in
+        ``source_messages``) into references; any other ignores them: the bridge tools in
+        ``tools`` reach them.
     """
 
     model: str
@@ -91,6 +102,7 @@ class ModelRequest:
     base_url: str = ""
     api_mode: str = ""
     key_id: str = ""
+    deferred_tools: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def system_prompt(self) -> str | None:

@@ -158,6 +158,13 @@ class _Handler(BaseHTTPRequestHandler):
             owner._log_request(recorded, "404")
             self._not_found(recorded)
             return
+        from .tool_search import problem
+
+        refused = problem(recorded.wire, recorded.json, owner.native_tool_search)
+        if refused is not None:  # as the API would: a 400, no step consumed
+            owner._log_request(recorded, f"400 {refused}")
+            self._send_error(recorded, ErrorStep(400, refused))
+            return
         number, step = owner._take(recorded)
         self._answer(recorded, number, step)
 
@@ -370,6 +377,9 @@ class FakeLLM:
     :param host: a loopback address; anything else is refused with ``ValueError``.
     :param port: the port; ``0`` picks a free one.
     :param log: called with one line per request (``hermes dev fake-llm`` prints them).
+    :param native_tool_search: whether the server knows deferred tools and tool references
+        (checked as the API checks them); without, it refuses them with a 400
+        (:mod:`~hermes_core.testing.fake_llm.tool_search`).
     """
 
     def __init__(
@@ -378,7 +388,9 @@ class FakeLLM:
         host: str = "127.0.0.1",
         port: int = 0,
         log: Callable[[str], None] | None = None,
+        native_tool_search: bool = True,
     ) -> None:
+        self.native_tool_search = native_tool_search
         self._bind_host, self._family = _loopback(host)
         self._port = port
         self._log_fn = log

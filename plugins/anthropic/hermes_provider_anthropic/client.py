@@ -103,6 +103,8 @@ class AnthropicClient:
         self._sdk: Any = None
         self._client: Any = None
         self._lock = threading.Lock()
+        self._no_native_search = False
+        """The server refused native tool search once: send the portable request."""
 
     def prepare(self) -> None:
         """Make what the first request needs now (e.g. in the background at start-up): the
@@ -150,8 +152,21 @@ class AnthropicClient:
             client.close()
 
     def complete(self, request: ModelRequest) -> ModelResponse:
-        """Send ``request``; stream deltas to ``request.emit`` when ``request.stream`` is set."""
-        body = build_params(request, self.settings.config)
+        """Send ``request``; stream deltas to ``request.emit`` when ``request.stream`` is set.
+        A server that refuses native tool search gets the portable request, from then on."""
+        from .tool_search import refuses_native
+
+        native = bool(request.deferred_tools) and not self._no_native_search
+        try:
+            return self._send(request, native=native)
+        except ProviderError as exc:
+            if not native or not refuses_native(exc):
+                raise
+            self._no_native_search = True
+            return self._send(request, native=False)
+
+    def _send(self, request: ModelRequest, *, native: bool) -> ModelResponse:
+        body = build_params(request, self.settings.config, native=native)
         poster = shared_poster(self.settings)
         if poster is None:
             return self._complete_with_sdk(sdk_arguments(body), request)

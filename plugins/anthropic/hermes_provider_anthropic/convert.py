@@ -63,18 +63,27 @@ def field(obj: Any, name: str, default: Any = None) -> Any:
 # --- request ------------------------------------------------------------------------------
 
 
-def build_params(request: ModelRequest, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def build_params(
+    request: ModelRequest, config: Mapping[str, Any] | None = None, *, native: bool = True
+) -> dict[str, Any]:
     """The keyword arguments of ``client.messages.create`` for ``request``.
 
     ``config`` is the effective hermes configuration (``ProviderSettings.config``): it supplies
-    ``model.max_tokens`` and ``prompt_caching`` (``enabled``, default true; ``cache_ttl``,
-    ``"5m"`` or ``"1h"``).
+    ``model.max_tokens``, ``prompt_caching`` (``enabled``, default true; ``cache_ttl``,
+    ``"5m"`` or ``"1h"``) and ``tools.defer.backend``. With ``native``, the request's deferred
+    tools go with ``defer_loading`` and searches' results with ``tool_reference`` blocks
+    (:mod:`.tool_search`).
     """
+    from . import tool_search
+
     config = config or {}
     system, messages = convert_messages(
         request.messages, request.source_messages, tools_offered=bool(request.tools)
     )
     tools = convert_tools(request.tools)
+    if native and request.tools and tool_search.wanted(request, config):
+        tools += tool_search.deferred_definitions(request)
+        tool_search.add_references(messages, request)
     caching = config.get("prompt_caching") or {}
     if caching.get("enabled", True):
         apply_cache_control(system, messages, caching.get("cache_ttl") or "5m")
