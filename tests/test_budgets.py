@@ -4,6 +4,7 @@ a cheaper model. Calls go through the real ``openai`` SDK to the fake LLM server
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from pathlib import Path
@@ -302,3 +303,35 @@ def test_a_resumed_session_is_estimated_from_its_last_recorded_call(fake, store)
         result = resumed.run_conversation("two")  # a prompt of 310+ tokens: up to $0.32
     assert result["exit_reason"] == "budget_exhausted"
     assert len(fake.model_requests) == 1
+
+
+DOT_PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
+
+
+def test_side_requests_count_towards_the_turn_the_session_and_the_ledger(fake, store, tmp_path):
+    image = tmp_path / "dot.png"
+    image.write_bytes(DOT_PNG)
+    fake.add(
+        {"text": "a red dot", "usage": {"input_tokens": 200, "output_tokens": 10}},  # vision
+        {"text": "It is a dot.", "usage": {"input_tokens": 100, "output_tokens": 10}},
+        {"text": "summary", "usage": {"input_tokens": 50, "output_tokens": 5}},  # compression
+    )
+    vision = {"provider": "custom", "base_url": fake.openai_base_url, "model": "m"}
+    settings = config(fake, {}, auxiliary={"vision": vision})
+    settings["model"]["vision"] = False
+    agent = Agent.from_config(
+        settings, plugins=plugin_manager(["openai"]), session_store=store, home=tmp_path / "h"
+    )
+    with agent:
+        result = agent.run_conversation(agent.user_content("what is this?", [image]))
+        assert result["final_response"] == "It is a dot."
+        assert result["estimated_cost_usd"] == pytest.approx(0.21 + 0.11)
+        agent.side_request("compression", [{"role": "user", "content": "sum up"}])  # no turn
+        session_id = agent.session_id
+    stored = store.get_session(session_id)
+    assert stored is not None
+    assert stored.metadata["estimated_cost_usd"] == pytest.approx(0.21 + 0.11 + 0.055)
+    assert store.spent(0.0, session_id=session_id).usd == pytest.approx(0.375)
+    assert sum(r["calls"] for r in store.usage_rows(0.0, "model")) == 3

@@ -143,6 +143,12 @@ class SpendGuard:
         if cost is None:
             self._turn_tokens += usage.input_tokens + usage.output_tokens
 
+    def charge_side(self, usage: Usage, cost: float | None) -> None:
+        """Count a side request (its cost reaches the caps through the turn's cost; an
+        unpriced one's tokens are counted here)."""
+        if cost is None:
+            self._turn_tokens += usage.input_tokens + usage.output_tokens
+
     def record(
         self,
         usage: Usage,

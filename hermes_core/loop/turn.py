@@ -44,6 +44,14 @@ class Turn:
             if outcome.cost_usd:
                 self.cost_usd = (self.cost_usd or 0.0) + outcome.cost_usd
 
+    def add_side(self, usage: Usage, cost: float | None) -> None:
+        """Count a side request's usage and cost (a compression summary, an image
+        description) towards this turn."""
+        with self._charge_lock:
+            self.usage.add(usage)
+            if cost is not None:
+                self.cost_usd = (self.cost_usd or 0.0) + cost
+
     def finish(self, exit_reason: ExitReason, error: str | None = None) -> None:
         """Record how the turn ended (and its error, in one line)."""
         self.exit_reason = exit_reason

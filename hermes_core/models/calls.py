@@ -403,6 +403,8 @@ class AuxiliaryModels:
         self.events = events
         self.main = main
         self._connections: dict[str, ModelConnection] = {}
+        self.last_call = ("", "", "")
+        """The model, provider and pooled key id of the last side request that answered."""
 
     def request(
         self,
@@ -433,7 +435,10 @@ class AuxiliaryModels:
                 session_id=session_id,
             )
 
-        return connection.call(make_request, cancel)
+        response = connection.call(make_request, cancel)
+        active = connection.active
+        self.last_call = (response.model or active.model, active.provider, connection.key_id)
+        return response
 
     def close(self) -> None:
         """Close the connections set up for side tasks (not the main one)."""
