@@ -190,6 +190,7 @@ class Agent:
         self.usage = Usage()
         self.cost_usd = 0.0
         self._cancel = threading.Event()
+        self._turn: Turn | None = None  # the turn going on, which side requests count towards
         self._ask_lock = threading.Lock()
         self._wire_cache = WireCache()
         self.compactor.sync_window()
@@ -297,9 +298,31 @@ class Agent:
         :raises Cancelled: :meth:`interrupt` was called meanwhile.
         :raises HermesError: the call failed.
         """
-        return self.auxiliary.request(
+        response = self.auxiliary.request(
             task, messages, max_tokens, session_id=self.session_id, cancel=self._cancel
         )
+        self._count_side_request(response)
+        return response
+
+    def _count_side_request(self, response: ModelResponse) -> None:
+        """A side request's usage and cost: in the turn going on (so the caps see it), else
+        in the session's totals at once; and its ledger record."""
+        model, provider, key_id = self.auxiliary.last_call
+        cost = self.prices.cost(response.usage, model)
+        self.budget.charge_side(response.usage, cost)
+        turn, session = self._turn, self.session
+        if turn is not None:
+            turn.add_side(response.usage, cost)
+        elif session is not None and hasattr(self.session_store, "add_usage"):
+            self._store("add_usage", session.id, response.usage.as_dict(), cost)
+            if cost is not None:
+                self.cost_usd += cost
+        if self.budget.ledger is not None and session is not None:
+            record = self.budget.record(
+                response.usage, cost, session_id=session.id, model=model, provider=provider,
+                key_id=key_id,
+            )  # fmt: skip
+            self._store("record_usage", record)
 
     def compress(self, focus: str | None = None) -> dict[str, Any]:
         """Compress the transcript now with the context engine (``/compress [focus]``).
@@ -385,7 +408,7 @@ class Agent:
         self.connection.start_turn()
         switches_before = len(self.connection.switches)
         rotations_before = self.connection.rotations
-        turn = Turn(task_id)
+        turn = self._turn = Turn(task_id)
         self.plugins.call_each(
             "hermes_turn_start",
             session_id=self.session_id,
@@ -428,11 +451,13 @@ class Agent:
         except Exception as exc:  # the result shape holds on every path, bugs included
             log.exception("unexpected error in the agent loop")
             turn.finish("error", f"{type(exc).__name__}: {exc}")
+        self._turn = None
         self.usage.add(turn.usage)
         self.budget.finish_turn(turn.cost_usd)
         if turn.cost_usd is not None:
             self.cost_usd += turn.cost_usd
-        if hasattr(self.session_store, "add_usage") and self.session is not None and turn.api_calls:
+        counted = turn.api_calls or turn.cost_usd is not None or turn.usage.input_tokens
+        if hasattr(self.session_store, "add_usage") and self.session is not None and counted:
             self._store("add_usage", self.session.id, turn.usage.as_dict(), turn.cost_usd)
         rotated = self.connection.rotations - rotations_before
         if rotated and self.session is not None:  # each cost a full-price prompt read
