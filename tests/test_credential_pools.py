@@ -420,3 +420,13 @@ def test_the_fallback_provider_comes_after_every_key_and_has_its_own_pool(fake, 
         "a": "usage_limit",
         "b": "usage_limit",
     }
+
+
+def test_fill_first_goes_back_to_the_first_key_once_the_cache_is_cold(env, store):
+    keys = [{"id": "a", "env": "KEY_A"}, {"id": "b", "env": "KEY_B"}]
+    pool = make_pool({"providers": {"p": {"keys": keys, "warm_seconds": 60}}}, "p", store)
+    assert pool is not None
+    now = time.time()
+    pool.used(type(pool.lease())(pool, pool.keys[1]), now=now)  # b answered a moment ago
+    assert pool.lease(current="b", now=now + 10).key.id == "b"  # warm: stay
+    assert pool.lease(current="b", now=now + 120).key.id == "a"  # cold: the first again

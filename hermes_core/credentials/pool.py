@@ -262,10 +262,7 @@ class KeyPool:
         states = self._states
         if current is not None:
             for key in usable:
-                if key.id == current and (
-                    self.strategy == "fill_first"
-                    or when - states[key.id].last_used <= self.warm_seconds
-                ):
+                if key.id == current and when - states[key.id].last_used <= self.warm_seconds:
                     return Lease(self, key)
         if self.strategy == "fill_first":
             chosen = usable[0]
