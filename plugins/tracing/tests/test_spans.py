@@ -301,3 +301,48 @@ def test_the_configuration_can_opt_out_of_a_configured_tracer(
     assert bot.chat("hello") == "hi"
     bot.close()
     assert telemetry.spans() == []
+
+
+class EarlyGuard:
+    """A guard that runs before the tracer's hook and refuses ``forbidden``."""
+
+    @hookimpl(tryfirst=True)
+    def hermes_pre_tool_call(self, call: Any, context: Any) -> Block | None:
+        return Block("refused early") if call.name == "forbidden" else None
+
+
+def test_a_call_refused_before_the_tracer_saw_it_still_has_its_span(
+    server: FakeLLM, telemetry: Any, make_agent: Any
+) -> None:
+    server.add(
+        {"calls": [{"name": "forbidden", "arguments": {"country": "X"}, "id": "call_f"}]},
+        "ok",
+    )
+    bot = make_agent(server, TOOLS, EarlyGuard())
+    bot.run_conversation("try it")
+    bot.close()
+    [root] = telemetry.named("invoke_agent")
+    [refused] = telemetry.named("execute_tool forbidden")
+    assert refused.parent is not None and refused.parent.span_id == root.context.span_id
+    assert (refused.attributes or {})[error_attributes.ERROR_TYPE] == "refused"
+    assert (refused.attributes or {})[genai.GEN_AI_TOOL_CALL_ID] == "call_f"
+
+
+def test_an_interrupted_model_call_and_turn_say_so(
+    server: FakeLLM, telemetry: Any, make_agent: Any
+) -> None:
+    import threading
+
+    server.add({"hang": True})
+    bot = make_agent(server)
+    timer = threading.Timer(0.3, bot.interrupt)
+    timer.start()
+    result = bot.run_conversation("wait forever")
+    timer.join()
+    bot.close()
+    assert result["exit_reason"] == "interrupted"
+    [chat] = telemetry.named("chat ")
+    assert (chat.attributes or {})[error_attributes.ERROR_TYPE] == "cancelled"
+    [root] = telemetry.named("invoke_agent")
+    assert (root.attributes or {})[error_attributes.ERROR_TYPE] == "interrupted"
+    assert root.status.status_code is StatusCode.ERROR
