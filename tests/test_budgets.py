@@ -335,3 +335,21 @@ def test_side_requests_count_towards_the_turn_the_session_and_the_ledger(fake, s
     assert stored.metadata["estimated_cost_usd"] == pytest.approx(0.21 + 0.11 + 0.055)
     assert store.spent(0.0, session_id=session_id).usd == pytest.approx(0.375)
     assert sum(r["calls"] for r in store.usage_rows(0.0, "model")) == 3
+
+
+def test_hermes_chat_prints_the_cap_in_one_line_and_fails(hermes_home, hermes_cli, tmp_path):
+    from hermes_core.testing import ScriptedModel, text
+
+    (hermes_home / "config.yaml").write_text(
+        "pricing:\n  scripted: {input: 1000, output: 1000}\nbudgets:\n  session_usd: 0.0001\n"
+    )
+    model = ScriptedModel(text("should not be asked"))
+    project = tmp_path / "project"
+    project.mkdir()
+    result = hermes_cli(
+        "chat", "-q", "hi", "--provider", "scripted", "-w", str(project), model=model
+    )
+    assert result.exit_code == 1
+    assert result.stderr.startswith("hermes: error: spend cap reached: budgets.session_usd")
+    assert result.stderr.count("\n") == 1
+    assert model.requests == []
