@@ -114,7 +114,18 @@ async def connect(
     observers: list[Any] | None = None,
     **env: str,
 ) -> AsyncIterator[tuple[ClientSideConnection, Any]]:
-    """A connection to a fresh ``hermes acp``, initialized."""
+    """A connection to a fresh ``hermes acp``, initialized; every frame hermes writes is
+    checked against the protocol's schema when the block ends."""
+    from acp.connection import StreamDirection
+    from frames import SchemaCheck
+
+    sent: list[dict[str, Any]] = []
+    received: list[dict[str, Any]] = []
+
+    def record(event: Any) -> None:
+        into = received if event.direction is StreamDirection.INCOMING else sent
+        into.append(event.message)
+
     with open(home / "acp-stderr.log", "ab") as stderr:
         async with spawn_agent_process(
             client,
@@ -123,10 +134,12 @@ async def connect(
             env=hermes_env(home, **env),
             cwd=str(cwd or home),
             transport_kwargs={"stderr": stderr},
-            observers=observers or [],
+            observers=[record, *(observers or [])],
         ) as (conn, process):
             await asyncio.wait_for(conn.initialize(protocol_version=1), 30)
             yield conn, process
+    assert received, "no frame from hermes was seen"
+    SchemaCheck().agent_frames(sent, received)
 
 
 def run(coroutine: Any, timeout: float = 60) -> Any:
