@@ -253,6 +253,7 @@ def classify(path: str, cwd: str | None = None, context: Context | None = None) 
     if _GLOB.search(last) and not _BUILD.match(last):  # not a lone [ (cat "[" once recursed)
         inner = classify(head or ("/" if path.startswith("/") else "."), cwd, context)
         inner |= classify(_GLOB.sub("", path), cwd, context) & _SECRETS  # id_*
+        inner |= {"home-private"} if "home-top" in inner else set()  # ~/*: any file of home
         return inner | ({"workspace-self"} if "workspace" in inner and not head else set())
     return _classify_plain(_lexical(path, cwd, context), context)
 

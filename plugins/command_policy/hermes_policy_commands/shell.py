@@ -172,7 +172,9 @@ class Lowering(Unwrapping):
         for child in node.named_children:
             if child.type == "variable_assignment":
                 self.visit_variable_assignment(child)
-                argv.append(node_text(child.child_by_field_name("name") or child))
+                argv.append(name := node_text(child.child_by_field_name("name") or child))
+                if any(a[:1] == "-" and "n" in a for a in argv[1:]):  # a name reference
+                    self.vars[name] = UNKNOWN
             else:
                 argv += self.fields(child)
         if len(argv) > 1 or argv[0] in ("export", "declare", "typeset", "set"):

@@ -55,10 +55,8 @@ class Unwrapping(Words):
         if not re.fullmatch(r"[\w.-]+", tool) or {"-y", "--yes", "-p", "--package"} & set(args):
             return False
         folder = self.cwd if self.cwd and UNKNOWN not in self.cwd else ""
-        return self.source(posixpath.join(folder, "node_modules/.bin", tool))[0] in (
-            "text",
-            "other",
-        )
+        found = self.source(posixpath.join(folder, "node_modules/.bin", tool))[0]
+        return found in ("text", "other")
 
     def linked(self, word: str) -> str:
         """``word`` with a symbolic link the command made followed to its target."""
@@ -106,12 +104,9 @@ class Unwrapping(Words):
             for key, _, value in (a.partition("=") for a in args if "=" in a):
                 self.aliases[key] = value
         elif base == "echo":
+            flags = "".join(a for a in args if _ECHO_FLAGS.fullmatch(a))
             words = " ".join(a for a in args if not _ECHO_FLAGS.fullmatch(a))
-            words = (
-                c_escapes(words)
-                if any("e" in a for a in args if _ECHO_FLAGS.fullmatch(a))
-                else words
-            )
+            words = c_escapes(words) if "e" in flags else words
             return ("text", words + "\n") if UNKNOWN not in words else ("other", None)
         elif base in ("env", "printenv") and not args:
             self.dumped = self.out[-1]
