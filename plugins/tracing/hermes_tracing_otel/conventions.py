@@ -73,7 +73,7 @@ SOURCE = "hermes.source"
 API_CALLS = "hermes.api_calls"
 PARENT_SESSION_ID = "hermes.parent_session_id"
 PROVIDER = "hermes.provider"
-ATTEMPT = "hermes.attempt"
+LINK_KIND = "hermes.link"
 
 PROVIDERS = {
     "openai": "openai",

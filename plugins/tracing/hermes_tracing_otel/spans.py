@@ -10,19 +10,15 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
-from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode, TracerProvider
-from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
 
 from hermes_hookspecs import (
-    Cancelled,
     ModelRequest,
     ModelResponse,
-    ProviderError,
     ToolCall,
     ToolContext,
     ToolResult,
@@ -31,36 +27,10 @@ from hermes_hookspecs import (
 
 from . import content
 from . import conventions as c
+from .trace_context import error_type, inject, server_attributes, turn_parent
 
 _FINE_EXITS = frozenset({"completed", "max_turns"})
 """Exit reasons of a turn that are not errors."""
-_LINKED_SOURCES = frozenset({"cron"})
-"""Turns that start a trace of their own, linked to the trace context they were given (a job
-runs long after the turn that scheduled it)."""
-_PROPAGATOR = TraceContextTextMapPropagator()
-
-
-def error_type(error: BaseException) -> str:
-    """A low-cardinality ``error.type`` of a failed model call: hermes's error kind for a
-    provider error, ``cancelled`` for an interrupt, else the exception's qualified name."""
-    if isinstance(error, ProviderError) and error.kind != "other":
-        return error.kind
-    if isinstance(error, Cancelled):
-        return "cancelled"
-    kind = type(error)
-    if kind.__module__ == "builtins":
-        return kind.__qualname__
-    return f"{kind.__module__}.{kind.__qualname__}"
-
-
-def _server(base_url: str) -> dict[str, Any]:
-    if not base_url:
-        return {}
-    parts = urlsplit(base_url)
-    if not parts.hostname:
-        return {}
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    return {c.SERVER_ADDRESS: parts.hostname, c.SERVER_PORT: port}
 
 
 @dataclass
@@ -135,35 +105,6 @@ class Tracing:
 
     # --- turns -------------------------------------------------------------------------------
 
-    def _parent(
-        self, session_id: str, source: str, carrier: Mapping[str, str]
-    ) -> tuple[Context | None, list[Link]]:
-        """The parent of a turn's span (``None``: the caller's current context) and its
-        links."""
-        child_of = self.children.pop(session_id, None)
-        if child_of is not None:
-            return child_of, []
-        if not carrier.get("traceparent"):
-            if trace.get_current_span().get_span_context().is_valid:
-                return None, []
-            carrier = {
-                k: v
-                for k, v in (
-                    ("traceparent", self.environ.get("TRACEPARENT", "")),
-                    ("tracestate", self.environ.get("TRACESTATE", "")),
-                )
-                if v
-            }
-        if not carrier.get("traceparent"):
-            return Context(), []
-        extracted = _PROPAGATOR.extract(dict(carrier))
-        remote = trace.get_current_span(extracted).get_span_context()
-        if not remote.is_valid:
-            return Context(), []
-        if source in _LINKED_SOURCES:
-            return Context(), [Link(remote, {"hermes.link": "origin"})]
-        return extracted, []
-
     def turn_start(
         self,
         session_id: str,
@@ -175,7 +116,9 @@ class Tracing:
         trace_context: Mapping[str, str],
     ) -> None:
         """Open the turn's ``invoke_agent`` span."""
-        parent, links = self._parent(session_id, source, trace_context)
+        parent, links = turn_parent(
+            self.children.pop(session_id, None), source, trace_context, self.environ
+        )
         span = self.tracer.start_span(
             f"{c.OP_INVOKE_AGENT} {c.AGENT_NAME}",
             context=parent,
@@ -249,7 +192,7 @@ class Tracing:
             c.OPERATION_NAME: c.OP_CHAT,
             c.PROVIDER_NAME: provider,
             c.REQUEST_MODEL: request.model,
-            **_server(request.base_url),
+            **server_attributes(request.base_url),
         }
         attributes: dict[str, Any] = {**metric_attributes, c.CONVERSATION_ID: request.session_id}
         if request.provider and request.provider != provider:
@@ -370,7 +313,7 @@ class Tracing:
         self.tools[(context.session_id, call.id)] = _Tool(span, context.task_id)
         carrier = getattr(context, "trace_context", None)
         if isinstance(carrier, dict):  # what the tool sends along, or keeps as an origin
-            _PROPAGATOR.inject(carrier, trace.set_span_in_context(span, Context()))
+            inject(carrier, span)
 
     def tool_end(self, call: ToolCall, result: ToolResult, context: ToolContext) -> None:
         """Close the call's span with how it went (``error.type`` when refused or failed)."""
@@ -415,4 +358,4 @@ class Tracing:
         self.children.pop(child_session_id, None)
 
 
-__all__ = ["Tracing", "error_type"]
+__all__ = ["Tracing"]

@@ -12,7 +12,7 @@ import pytest
 from hermes_tracing_otel import content, settings
 from hermes_tracing_otel.conventions import provider_name
 from hermes_tracing_otel.health import GuardedSpanExporter, Health
-from hermes_tracing_otel.spans import error_type
+from hermes_tracing_otel.trace_context import error_type
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from hermes_core.testing import ConfigError, make_agent
