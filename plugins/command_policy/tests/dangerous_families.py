@@ -56,6 +56,9 @@ def computed_names(argv: list[str]) -> list[str]:
         f"builtin exec {name} {rest}",
         f'x=({name} {rest}); "${{x[@]}}"',
         f'set -- {name} {rest}; "$@"',
+        f"declare -n r=c; c={name}; $r {rest}",
+        f"c=x{name}; ${{c:1}} {rest}",
+        f"c={name.upper()}; ${{c,,}} {rest}",
     ]
 
 
@@ -281,6 +284,9 @@ READS = [
     "cat $(echo ~/.ssh/id_rsa)",
     f"cat {HOME}/.bash_history",
     f"python3 -c 'print(open(\"{HOME}/.config/x/token\").read())'",
+    "find ~ -name '*.key' -exec cat {} \\;",
+    "cat ~/*.txt",
+    "cat /mnt/backup/passwords.txt",
     'cat "$1"',
     "cat $(cat list.txt)",
     "jq -n env",
