@@ -353,3 +353,33 @@ def test_hermes_chat_prints_the_cap_in_one_line_and_fails(hermes_home, hermes_cl
     assert result.stderr.startswith("hermes: error: spend cap reached: budgets.session_usd")
     assert result.stderr.count("\n") == 1
     assert model.requests == []
+
+
+def test_the_session_cap_follows_a_conversation_through_compression(fake, store):
+    from hermes_hookspecs import SessionInfo
+
+    now = time.time()
+    store.create_session(SessionInfo(id="root", source="cli", started_at=now - 60))
+    store.create_session(
+        SessionInfo(id="child", source="cli", parent_session_id="root", started_at=now - 30)
+    )
+    store.create_session(
+        SessionInfo(id="helper", source="subagent", parent_session_id="child", started_at=now)
+    )
+    store.record_usage(_record("root", "m", 0.3, at=now - 50))
+    store.record_usage(_record("child", "m", 0.1, at=now - 20))
+    fake.add(ANSWER, ANSWER)
+    caps = {"session_usd": 0.45}
+    results = {}
+    for session_id in ("child", "helper"):
+        agent = Agent.from_config(
+            config(fake, caps),
+            plugins=plugin_manager(["openai"]),
+            session_store=store,
+            session_id=session_id,
+        )
+        with agent:
+            results[session_id] = agent.run_conversation("go on")
+    assert results["child"]["exit_reason"] == "budget_exhausted"
+    assert "this session has spent $0.40" in results["child"]["error"]  # root's $0.30 too
+    assert results["helper"]["exit_reason"] == "completed"  # a subagent keeps its own cap

@@ -17,6 +17,9 @@ from hermes_hookspecs import Spent, Usage, UsageLedger, UsageRecord
 from ..models.pricing import PriceBook
 from .caps import BudgetExhausted, Cap, caps_for
 
+MAX_LINEAGE = 100
+"""The most compressions back a session cap follows a conversation."""
+
 
 def day_start(now: float | None = None) -> float:
     """``time.time()`` of the last local midnight."""
@@ -84,13 +87,32 @@ class SpendGuard:
             if self.ledger is None:
                 self._base[i] = self._own
             elif cap.scope == "session":
-                self._base[i] = self.ledger.spent(0.0, session_id=session_id)
+                self._base[i] = self._conversation_spent(session_id)
             elif cap.scope == "person_day":
                 self._base[i] = self.ledger.spent(
                     since, person=self.person, owner=self.person is None
                 )
             else:
                 self._base[i] = self.ledger.spent(since, job=self.job)
+
+    def _conversation_spent(self, session_id: str) -> Spent:
+        """What the conversation of ``session_id`` spent: that session and the sessions it
+        continues after compression (parents of the same source; a subagent's session, whose
+        parent is its caller's, has a source of its own and keeps its own cap)."""
+        assert self.ledger is not None
+        store: Any = self.ledger
+        usd, tokens = 0.0, 0
+        current: str | None = session_id
+        for _ in range(MAX_LINEAGE):
+            if current is None:
+                break
+            spent = self.ledger.spent(0.0, session_id=current)
+            usd, tokens = usd + spent.usd, tokens + spent.unpriced_tokens
+            info = store.get_session(current)
+            parent_id = getattr(info, "parent_session_id", None)
+            parent = store.get_session(parent_id) if parent_id else None
+            current = parent.id if parent is not None and parent.source == info.source else None
+        return Spent(usd, tokens)
 
     def finish_turn(self, turn_cost: float | None) -> None:
         """Count the turn that ended (``turn_cost``: its cost, subagents included)."""
