@@ -93,6 +93,9 @@ class ProcrastinateTurnQueue:
         import psycopg
 
         try:
+            # fail at once, in one line, where the pool would wait for its first connection
+            probe = await psycopg.AsyncConnection.connect(self.url, connect_timeout=10)
+            await probe.close()
             await self.app.open_async()
             if await ensure_schema(self.app, self.url):
                 self.log("gateway: made the work queue's tables")

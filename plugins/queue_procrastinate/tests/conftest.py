@@ -54,9 +54,9 @@ def postgres_url() -> str:
     return url
 
 
-@pytest.fixture
-def database(postgres_url: str) -> Iterator[str]:
-    """A fresh, empty database for one test (its URL), dropped afterwards."""
+@pytest.fixture(scope="module")
+def module_database(postgres_url: str) -> Iterator[str]:
+    """A fresh, empty database for the tests of one module (its URL), dropped afterwards."""
     name = f"hermes_queue_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')

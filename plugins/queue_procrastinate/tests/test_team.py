@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,15 +25,14 @@ from team_kit import Member, ask, team_config
 from hermes_core.testing import FakeLLM, isolated_environ, wait_until
 
 
-def _count_users(request: Any) -> dict[str, Any]:
-    """Answers with how many user messages the model was sent: the session's history so far."""
+def _answer(request: Any) -> dict[str, Any]:
+    """How many user messages the model was sent (the session's history so far); a prompt
+    ending with ``slowly`` takes 3 s."""
     users = [m for m in request.json["messages"] if m["role"] == "user"]
-    return {"text": f"seen {len(users)}: {users[-1]['content']}", "delay": 0.3}
-
-
-def _slow(request: Any) -> dict[str, Any]:
-    users = [m for m in request.json["messages"] if m["role"] == "user"]
-    return {"text": f"slow answer to {users[-1]['content']}", "delay": 3.0}
+    last = users[-1]["content"]
+    if last.endswith("slowly"):
+        return {"text": f"slow answer to {last}", "delay": 3.0}
+    return {"text": f"seen {len(users)}: {last}", "delay": 0.3}
 
 
 def _messages(database: str, session: str) -> list[tuple[str, str]]:
@@ -44,120 +44,129 @@ def _messages(database: str, session: str) -> list[tuple[str, str]]:
     return [(r[0], r[1]) for r in rows]
 
 
-def _team(tmp_path: Path, database: str, server: FakeLLM, workers: int, **gateway: Any) -> Any:
-    config = team_config(database, server.openai_base_url, **gateway)
-    ran = [Member(tmp_path / f"worker{n}", config, "worker") for n in range(1, workers + 1)]
-    front = Member(tmp_path / "front", config, "front")
-    for member in [*ran, front]:
-        member.ready()
-    return front, ran
+class Team:
+    """Two workers, a front end with ``busy: queue`` and one with ``busy: interrupt``."""
+
+    def __init__(self, folder: Path, database: str, server: FakeLLM) -> None:
+        self.database = database
+        self.server = server
+        config = team_config(database, server.openai_base_url)
+        self.workers = [Member(folder / f"worker{n}", config, "worker") for n in (1, 2)]
+        self.front = Member(folder / "front", config, "front")
+        interrupting = team_config(database, server.openai_base_url, busy="interrupt")
+        self.interrupting = Member(folder / "front-interrupt", interrupting, "front")
+        for member in self.members:
+            member.ready()
+
+    @property
+    def members(self) -> list[Member]:
+        return [*self.workers, self.front, self.interrupting]
 
 
-def _stop_all(*members: Member) -> None:
-    for member in members:
-        member.stop()
-
-
-def test_turns_of_one_session_run_one_at_a_time_on_two_workers_and_stream_back(tmp_path, database):
+@pytest.fixture(scope="module")
+def team(tmp_path_factory, module_database) -> Iterator[Team]:
     with FakeLLM() as server:
-        server.add(*([_count_users] * 12))
-        front, workers = _team(tmp_path, database, server, 2)
+        server.add(*([_answer] * 200))
+        made = Team(tmp_path_factory.mktemp("team"), module_database, server)
         try:
-            status, answer, session = ask(front.url, "start")
-            assert (status, answer) == (200, "seen 1: start")
-            answers: list[str] = []
-
-            def one(word: str) -> None:
-                answers.append(ask(front.url, word, session)[1])
-
-            askers = [threading.Thread(target=one, args=(f"w{n}",)) for n in range(4)]
-            for asker in askers:
-                asker.start()
-            for asker in askers:
-                asker.join(60)
-            streamed = ask(front.url, "streamed", session, stream=True)
+            yield made
         finally:
-            _stop_all(front, *workers)
+            for member in made.members:
+                member.stop()
+            for member in made.members:
+                assert "Traceback" not in member.log, member.log
+
+
+def test_turns_of_one_session_run_one_at_a_time_on_two_workers_and_stream_back(team):
+    status, answer, session = ask(team.front.url, "start")
+    assert (status, answer) == (200, "seen 1: start")
+    before = len(team.server.model_requests)
+    answers: list[str] = []
+
+    def one(word: str) -> None:
+        answers.append(ask(team.front.url, word, session)[1])
+
+    askers = [threading.Thread(target=one, args=(f"w{n}",)) for n in range(4)]
+    for asker in askers:
+        asker.start()
+    for asker in askers:
+        asker.join(60)
+    streamed = ask(team.front.url, "streamed", session, stream=True)
     # one at a time: each turn saw every earlier one, so each saw a different history
     assert sorted(int(a.split()[1].rstrip(":")) for a in answers) == [2, 3, 4, 5], answers
-    started = sorted(r.received_at for r in server.model_requests)
+    started = sorted(r.received_at for r in team.server.model_requests[before:])
     assert all(b - a >= 0.25 for a, b in zip(started, started[1:], strict=False)), started
     assert streamed[:2] == (200, "seen 6: streamed")
-    users = [c for role, c in _messages(database, session) if role == "user"]
+    users = [c for role, c in _messages(team.database, session) if role == "user"]
     assert users[0] == "start" and len(users) == 6 and len(set(users)) == 6
-    with psycopg.connect(database) as conn:
+    with psycopg.connect(team.database) as conn:
         left = conn.execute("SELECT count(*) FROM hermes_turn_events").fetchone()
     assert left == (0,)  # each front end forgets a turn's events once it has its outcome
-    for worker in workers:
-        assert "Traceback" not in worker.log, worker.log
 
 
-def test_an_interrupt_and_stop_reach_the_worker_running_the_turn(tmp_path, database):
-    with FakeLLM() as server:
-        server.add(_count_users, _slow, _count_users, _slow)
-        front, workers = _team(tmp_path, database, server, 2, busy="interrupt")
-        try:
-            _, _, session = ask(front.url, "first")
-            results: dict[str, Any] = {}
+def test_an_interrupt_reaches_the_worker_running_the_turn(team):
+    url = team.interrupting.url
+    _, _, session = ask(url, "first")
+    results: dict[str, Any] = {}
 
-            def slow() -> None:
-                began = time.monotonic()
-                results["slow"] = ask(front.url, "long one", session)
-                results["slow_took"] = time.monotonic() - began
+    def slow() -> None:
+        began = time.monotonic()
+        results["slow"] = ask(url, "take it slowly", session)
+        results["slow_took"] = time.monotonic() - began
 
-            asker = threading.Thread(target=slow)
-            asker.start()
-            assert wait_until(lambda: len(server.model_requests) >= 2, timeout=30)
-            sent = time.monotonic()
-            results["next"] = ask(front.url, "instead", session)
-            results["next_took"] = time.monotonic() - sent
-            asker.join(30)
-        finally:
-            _stop_all(front, *workers)
+    count = len(team.server.model_requests)
+    asker = threading.Thread(target=slow)
+    asker.start()
+    assert wait_until(lambda: len(team.server.model_requests) > count, timeout=30)
+    sent = time.monotonic()
+    results["next"] = ask(url, "instead", session)
+    results["next_took"] = time.monotonic() - sent
+    asker.join(30)
     status, body, _ = results["slow"]
     assert status == 409, body
     # the slow model call (3 s) was cut short: the interrupt reached its worker within a second
     assert results["slow_took"] < 2.5, results
     assert results["next_took"] < 2.5, results
-    assert results["next"][:2] == (200, "seen 2: long one\n\ninstead")
+    # the interrupted message and the new one, joined, as one user message
+    assert results["next"][:2] == (200, "seen 2: take it slowly\n\ninstead"), results
 
 
-def test_a_killed_workers_turn_is_run_by_another(tmp_path, database):
-    with FakeLLM() as server:
-        server.add(_count_users, _slow, _slow, _count_users)
-        front, workers = _team(tmp_path, database, server, 2)
-        try:
-            _, _, session = ask(front.url, "first")
-            results: dict[str, Any] = {}
-            asker = threading.Thread(
-                target=lambda: results.update(slow=ask(front.url, "crash here", session))
-            )
-            asker.start()
-            assert wait_until(lambda: len(server.model_requests) >= 2, timeout=30)
-            with psycopg.connect(database) as conn:
-                worker = conn.execute(
-                    "SELECT data->>'worker' FROM hermes_turn_events WHERE kind = 'started'"
-                ).fetchone()
-            assert worker is not None
-            pid = int(worker[0].rsplit(":", 1)[1])
-            victim = next(w for w in workers if w.process.pid == pid)
-            killed = time.monotonic()
-            victim.kill()
-            asker.join(60)
-            resumed_in = time.monotonic() - killed
-            after = ask(front.url, "after", session)
-        finally:
-            _stop_all(front, *workers)
-    assert results["slow"][:2] == (200, "slow answer to crash here"), results
+def test_a_killed_workers_turn_is_run_by_another(team, tmp_path):
+    url = team.front.url
+    _, _, session = ask(url, "first")
+    results: dict[str, Any] = {}
+    count = len(team.server.model_requests)
+    asker = threading.Thread(target=lambda: results.update(slow=ask(url, "crash, slowly", session)))
+    asker.start()
+    assert wait_until(lambda: len(team.server.model_requests) > count, timeout=30)
+    with psycopg.connect(team.database) as conn:
+        worker = conn.execute(
+            "SELECT data->>'worker' FROM hermes_turn_events WHERE kind = 'started'"
+        ).fetchone()
+    assert worker is not None
+    pid = int(worker[0].rsplit(":", 1)[1])
+    victim = next(w for w in team.workers if w.process.pid == pid)
+    killed = time.monotonic()
+    victim.kill()
+    asker.join(60)
+    resumed_in = time.monotonic() - killed
+    after = ask(url, "after", session)
+    assert results["slow"][:2] == (200, "slow answer to crash, slowly"), results
     assert resumed_in < 10, resumed_in
     # the repeat found the first attempt's user message unanswered in the store: the loop closed
     # it with a note, as after any interrupted turn, and answered the repeat (the loop has no
     # way yet to continue a stored turn without adding its message again)
     assert after[:2] == (200, "seen 4: after")
-    transcript = _messages(database, session)
+    transcript = _messages(team.database, session)
     users = [c for role, c in transcript if role == "user"]
-    assert users == ["first", "crash here", "crash here", "after"], users
+    assert users == ["first", "crash, slowly", "crash, slowly", "after"], users
     assert [c for role, c in transcript if role == "assistant"][-1] == "seen 4: after"
+    # a worker started in its place serves the team
+    replacement = Member(
+        tmp_path / "worker3", json.loads((victim.home / "config.yaml").read_text()), "worker"
+    )
+    team.workers[team.workers.index(victim)] = replacement
+    replacement.ready()
 
 
 def test_a_role_needs_a_queue_and_a_worker_holds_no_platform_secret(tmp_path, monkeypatch):
