@@ -119,13 +119,22 @@ def _origin(session: Any) -> str:
 @sessions_group.command("show")
 @click.argument("session_id")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def sessions_show(session_id: str, as_json: bool) -> None:
+@click.option(
+    "--ledger",
+    is_flag=True,
+    help="Print the token ledger instead: each request's estimated tokens by part, and what "
+    "the provider reported as input and as cached.",
+)
+def sessions_show(session_id: str, as_json: bool, ledger: bool) -> None:
     """Show one session and its messages (known secret values redacted)."""
     state = current_state()
     store = open_store(state)
     _mark_known_secrets(state)
     session = _session_or_fail(store, session_id)
     messages = redacted(store.get_messages(session.id))
+    if ledger:
+        _show_ledger(session.id, messages, as_json)
+        return
     if as_json:
         record = redacted(json.loads(json.dumps(session.__dict__, default=str)))
         show_json({"session": record, "messages": messages})
@@ -139,6 +148,21 @@ def sessions_show(session_id: str, as_json: bool) -> None:
     if session.parent_session_id:
         click.echo(f"  continues {session.parent_session_id}")
     click.echo(_as_markdown(messages, headings=False))
+
+
+def _show_ledger(session_id: str, messages: list[dict[str, Any]], as_json: bool) -> None:
+    """The ledger entries kept on the session's messages, as a table or JSON."""
+    from ..loop.request_ledger import rows, table
+
+    entries = rows(messages)
+    if as_json:
+        show_json({"session": session_id, "requests": entries})
+        return
+    if not entries:
+        click.echo(f"session {session_id}: no request ledger (made before hermes kept one)")
+        return
+    click.echo(f"session {session_id}: {len(entries)} request(s), estimated tokens by part")
+    click.echo(table(entries))
 
 
 def _as_markdown(messages: list[dict[str, Any]], headings: bool = True) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import json
 import logging
 import os
 import threading
@@ -19,6 +20,7 @@ from hermes_hookspecs import (
     ContextEngine,
     HermesError,
     ModelClient,
+    ModelRequest,
     ModelResponse,
     PromptContext,
     ProviderError,
@@ -43,7 +45,7 @@ from ..session_store.personal_view import PersonalView
 from ..tools.bridge import install_bridge
 from ..tools.environments import EnvironmentManager
 from ..tools.toolsets import build_toolbox
-from . import images, transcript
+from . import images, request_ledger, transcript
 from .approvals import ApprovalGate
 from .compactable import AgentConversation
 from .compaction import Compactor
@@ -142,6 +144,10 @@ class Agent:
             self.toolbox, cfg, self._context_window(self.connection.primary.model)
         )
         """Tool search over the deferred tools (``tools.defer``), if any are deferred."""
+        self._catalogue_text: str | None = None
+        """The catalogue's text in the system prompt (counted apart in the ledger)."""
+        self._ledger: dict[str, Any] | None = None
+        """The ledger entry of the last request, until its answer is in the transcript."""
         self.dispatcher = make_dispatcher(
             self.toolbox, self.plugins, self.approvals, self.events, cfg
         )
@@ -487,6 +493,7 @@ class Agent:
                 turn, self.toolbox.schemas, deferred=self.toolbox.deferred_schemas
             )
             message = assistant_message(response, self.events)
+            self._keep_ledger(message)
             if self.bridge is not None and message.get("tool_calls"):
                 message["tool_calls"] = [self.bridge.unwrap(c) for c in message["tool_calls"]]
             calls = message.get("tool_calls") or []
@@ -525,6 +532,7 @@ class Agent:
         )
         response = yield from self._request(turn, [], extra_user=BUDGET_SUMMARY_PROMPT)
         message = assistant_message(response, self.events)
+        self._keep_ledger(message)
         message.pop("tool_calls", None)
         self._append(message)
         turn.final_response = message.get("content") or ""
@@ -598,7 +606,28 @@ class Agent:
                 "hermes_after_response", response=response, request=make_request.last
             )
             self.compactor.after_response(response)
+            self._ledger = self._ledger_entry(make_request.last, response, answered_by)
             return response
+
+    def _ledger_entry(
+        self, request: ModelRequest | None, response: ModelResponse, model: str
+    ) -> dict[str, Any] | None:
+        """The token ledger entry of ``request`` (logged at debug level; kept on the message
+        that answers it)."""
+        if request is None:
+            return None
+        entry = request_ledger.with_usage(
+            request_ledger.measure(request, self._catalogue_text), response.usage, model
+        )
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("request ledger: %s", json.dumps(entry, separators=(",", ":")))
+        return entry
+
+    def _keep_ledger(self, message: dict[str, Any]) -> None:
+        """Put the ledger entry of the request ``message`` answers on it."""
+        entry, self._ledger = self._ledger, None
+        if entry is not None:
+            message[request_ledger.LEDGER_FIELD] = entry
 
     def _check_budget(self, turn: Turn, messages: list[dict[str, Any]]) -> None:
         """Before a call: move to ``budgets.downshift_to`` when a cap is nearly spent, and
@@ -673,7 +702,7 @@ class Agent:
         self.prompt_layers = collect_layers(self.plugins, context)
         self.system_prompt = join_layers(self.prompt_layers) or None
         if self.bridge is not None:  # the catalogue, fixed for the session like the tools
-            catalogue = self.bridge.prompt_text()
+            catalogue = self._catalogue_text = self.bridge.prompt_text()
             self.system_prompt = (
                 f"{self.system_prompt}\n\n{catalogue}" if self.system_prompt else catalogue
             )
