@@ -11,12 +11,26 @@ so ``hermes --help`` does not pay for it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes_hookspecs import hookimpl
 
 from .config_schema import hermes_register_config  # noqa: F401 - a hook of this plugin
 from .handshake import VERSION as __version__  # noqa: F401 - the plugin's version
+
+if TYPE_CHECKING:  # annotations only
+    from hermes_hookspecs import ToolCall, ToolContext, ToolResult
+
+
+@hookimpl
+def hermes_post_tool_call(call: ToolCall, result: ToolResult, context: ToolContext) -> str | None:
+    """In an editor session whose client offers its buffers, a ``read_file`` shows the file as
+    the editor has it (unsaved changes included); elsewhere nothing changes."""
+    if call.name != "read_file" or result.is_error:
+        return None
+    from .editor_files import buffer_text
+
+    return buffer_text(dict(call.arguments), context.session_id, result.content)
 
 
 @hookimpl

@@ -86,12 +86,12 @@ def run_acp(check: bool) -> None:
     from .handshake import answer_initialize
 
     try:  # answered before the SDK loads: the editor hears from hermes at once
-        prelude = answer_initialize(sys.stdin.fileno(), private)
+        prelude, hello = answer_initialize(sys.stdin.fileno(), private)
     except OSError as exc:
         raise HermesError(f"acp: {exc}") from None
     from .serve import serve
 
     try:
-        asyncio.run(serve(context, settings, private, prelude))
+        asyncio.run(serve(context, settings, private, prelude, hello))
     except KeyboardInterrupt:
         pass

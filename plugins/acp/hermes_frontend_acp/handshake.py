@@ -62,24 +62,24 @@ def _first_line(fd: int) -> bytes:
     return data
 
 
-def answer_initialize(stdin: int, stdout: int) -> bytes:
+def answer_initialize(stdin: int, stdout: int) -> tuple[bytes, dict[str, Any] | None]:
     """Read the first frame from ``stdin``; when it is ``initialize``, answer it on ``stdout``.
     Returns the bytes read that the SDK must still handle (all of them when the first frame
-    was something else)."""
+    was something else), and the params of the ``initialize`` answered (``None`` when none)."""
     data = _first_line(stdin)
     line, newline, rest = data.partition(b"\n")
     if not newline:
-        return data
+        return data, None
     try:
         frame = json.loads(line)
     except ValueError:
-        return data
+        return data, None
     if not isinstance(frame, dict) or frame.get("method") != "initialize" or "id" not in frame:
-        return data
+        return data, None
     params = frame.get("params")
     result = initialize_result(params.get("protocolVersion") if isinstance(params, dict) else None)
     answer = {"jsonrpc": "2.0", "id": frame["id"], "result": result}
     out = (json.dumps(answer, separators=(",", ":")) + "\n").encode()
     while out:
         out = out[os.write(stdout, out) :]
-    return rest
+    return rest, params if isinstance(params, dict) else {}

@@ -6,7 +6,7 @@ import asyncio
 import logging
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from acp import RequestError
@@ -76,12 +76,19 @@ def _prompt_tracker(prompts: dict[Any, str]) -> Callable[[StreamEvent], None]:
 
 
 async def serve(
-    context: CommandContext, settings: Settings, private: int, prelude: bytes = b""
+    context: CommandContext,
+    settings: Settings,
+    private: int,
+    prelude: bytes = b"",
+    hello: Mapping[str, Any] | None = None,
 ) -> None:
-    """Serve one client until it closes stdin (``prelude``: bytes of it already read);
-    turns still running are interrupted."""
+    """Serve one client until it closes stdin (``prelude``: bytes of it already read;
+    ``hello``: the params of the ``initialize`` already answered); turns still running are
+    interrupted."""
     reader, writer = await _streams(private, prelude)
     agent = HermesAgent(context, settings)
+    if hello is not None:
+        agent.remember_client(hello.get("clientCapabilities"))
     prompts: dict[Any, str] = {}
     conn = AgentSideConnection(
         agent,

@@ -31,6 +31,7 @@ from acp.schema import (
 
 from hermes_hookspecs import AgentTask, CommandContext
 
+from . import editor_files
 from .handshake import SETUP_METHOD, initialize_result
 from .listing import SessionCatalog
 from .permissions import approver
@@ -64,6 +65,15 @@ class HermesAgent:
         self.catalog = SessionCatalog(context.session_store())
         self.sessions: dict[str, OpenSession] = {}
         self.client: Client | None = None
+        self.reads_buffers = False
+        """The client offered ``fs/read_text_file``: file reads see its unsaved buffers."""
+
+    def remember_client(self, capabilities: Any) -> None:
+        """Note what the client offers (``clientCapabilities`` of ``initialize``)."""
+        if hasattr(capabilities, "model_dump"):
+            capabilities = capabilities.model_dump(by_alias=True)
+        fs = capabilities.get("fs") if isinstance(capabilities, Mapping) else None
+        self.reads_buffers = isinstance(fs, Mapping) and fs.get("readTextFile") is True
 
     def on_connect(self, conn: Client) -> None:
         """Remember the client side of the connection (for updates and questions)."""
@@ -85,6 +95,7 @@ class HermesAgent:
     ) -> InitializeResponse:
         """Agree on protocol version 1 and say what hermes offers (the answer the handshake
         gives before the SDK has loaded, when the client's first frame is ``initialize``)."""
+        self.remember_client(client_capabilities)
         who = getattr(client_info, "name", None) or "an unnamed client"
         log.info("initialize from %s (protocol %s)", who, protocol_version)
         return InitializeResponse.model_validate(initialize_result(protocol_version))
@@ -300,11 +311,14 @@ class HermesAgent:
             },
         )
         runner = self.context.agent_runner()
+        if self.reads_buffers:
+            editor_files.open_session(session.id, session.cwd, self._buffer_reader(loop))
         session.turn = asyncio.ensure_future(loop.run_in_executor(None, runner.run, task))
         try:
             outcome = await asyncio.shield(session.turn)
         finally:
             message.discard()
+            editor_files.close_session(session.id)
         await stream.close()
         await self._after_turn(session)
         if outcome.status == "error" and not session.cancel.is_set():
@@ -324,6 +338,23 @@ class HermesAgent:
                 cached_write_tokens=usage.cache_write_tokens or None,
             ),
         )
+
+    def _buffer_reader(self, loop: asyncio.AbstractEventLoop) -> editor_files.Reader:
+        """Reads a file as the editor has it (from the turn's worker thread)."""
+        conn = self._conn()
+
+        def read(session_id: str, path: str) -> str | None:
+            future = asyncio.run_coroutine_threadsafe(
+                conn.read_text_file(path=path, session_id=session_id), loop
+            )
+            try:
+                return str(future.result(editor_files.READ_TIMEOUT).content)
+            except Exception as exc:  # the editor could not: the file as it is on disk
+                future.cancel()
+                log.info("the editor did not give %s (%s); the file on disk is used", path, exc)
+                return None
+
+        return read
 
     async def _after_turn(self, session: OpenSession) -> None:
         """Keep the session's folder and choices with it; show a new title."""

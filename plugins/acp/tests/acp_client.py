@@ -13,11 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from acp import spawn_agent_process
+from acp import RequestError, spawn_agent_process
 from acp.client.connection import ClientSideConnection
 from acp.schema import (
     AllowedOutcome,
+    ClientCapabilities,
     DeniedOutcome,
+    FileSystemCapabilities,
+    ReadTextFileResponse,
     RequestPermissionResponse,
 )
 
@@ -74,6 +77,8 @@ class RecordingClient:
     updates: list[tuple[str, Any]] = field(default_factory=list)
     asked: list[tuple[Any, list[str]]] = field(default_factory=list)
     hold: asyncio.Event | None = None
+    buffers: dict[str, str] = field(default_factory=dict)
+    """Files open in the editor (path -> unsaved text): given to ``fs/read_text_file``."""
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         """Record one update."""
@@ -94,6 +99,19 @@ class RecordingClient:
             outcome=AllowedOutcome(outcome="selected", option_id=chosen)
         )
 
+    async def read_text_file(
+        self,
+        path: str,
+        session_id: str,
+        limit: int | None = None,
+        line: int | None = None,
+        **kwargs: Any,
+    ) -> ReadTextFileResponse:
+        """The editor's text of ``path``."""
+        if path not in self.buffers:
+            raise RequestError.resource_not_found(path)
+        return ReadTextFileResponse(content=self.buffers[path])
+
     def on_connect(self, conn: Any) -> None:
         """Nothing to remember."""
 
@@ -112,6 +130,7 @@ async def connect(
     client: RecordingClient,
     cwd: Path | None = None,
     observers: list[Any] | None = None,
+    reads_buffers: bool = False,
     **env: str,
 ) -> AsyncIterator[tuple[ClientSideConnection, Any]]:
     """A connection to a fresh ``hermes acp``, initialized; every frame hermes writes is
@@ -136,7 +155,12 @@ async def connect(
             transport_kwargs={"stderr": stderr},
             observers=[record, *(observers or [])],
         ) as (conn, process):
-            await asyncio.wait_for(conn.initialize(protocol_version=1), 30)
+            capabilities = ClientCapabilities(
+                fs=FileSystemCapabilities(read_text_file=reads_buffers, write_text_file=False)
+            )
+            await asyncio.wait_for(
+                conn.initialize(protocol_version=1, client_capabilities=capabilities), 30
+            )
             yield conn, process
     assert received, "no frame from hermes was seen"
     SchemaCheck().agent_frames(sent, received)

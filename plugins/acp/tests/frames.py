@@ -34,6 +34,7 @@ RESPONSES = {
 AGENT_CALLS = {
     "session/update": "SessionNotification",
     "session/request_permission": "RequestPermissionRequest",
+    "fs/read_text_file": "ReadTextFileRequest",
 }
 """Each method hermes calls on a client -> the schema of its params."""
 

@@ -133,3 +133,31 @@ def test_an_escalation_shows_the_command_offers_once_only_and_a_denial_runs_noth
     assert not (workspace / "escaped.txt").exists()
     result = llm.model_requests[1].json["messages"][-1]["content"]
     assert "BLOCKED" in result
+
+
+def test_read_file_sees_the_editors_unsaved_buffer_when_offered(
+    home: Path, llm: FakeLLM, workspace: Path
+) -> None:
+    (workspace / "main.py").write_text("print('saved')\n", encoding="utf-8")
+    (workspace / "other.py").write_text("print('only on disk')\n", encoding="utf-8")
+    llm.add(
+        tool_call("read_file", {"path": "main.py"}),
+        tool_call("read_file", {"path": "other.py"}),
+        text("read"),
+        tool_call("read_file", {"path": "main.py"}),
+        text("read again"),
+    )
+    client = RecordingClient(buffers={str(workspace / "main.py"): "print('unsaved')\nx = 1\n"})
+
+    async def turn(reads_buffers: bool) -> None:
+        async with connect(home, client, reads_buffers=reads_buffers) as (conn, _):
+            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            await conn.prompt(session_id=new.session_id, prompt=[text_block("read")])
+
+    run(turn(True))
+    run(turn(False))  # a client that does not offer its buffers: the disk
+    results = [r.json["messages"][-1]["content"] for r in llm.model_requests[1:]]
+    assert "print('unsaved')" in results[0] and "     2\tx = 1" in results[0]
+    assert "unsaved changes included" in results[0] and "print('saved')" not in results[0]
+    assert "only on disk" in results[1]  # not open in the editor: read from disk
+    assert "print('saved')" in results[3] and "unsaved" not in results[3]
