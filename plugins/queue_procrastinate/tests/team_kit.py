@@ -10,7 +10,9 @@ import signal
 import subprocess
 import sys
 import threading
+import urllib.error
 import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -135,3 +137,51 @@ def ask(
             return answer.status, data["choices"][0]["message"]["content"], sid
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode(), exc.headers.get("X-Hermes-Session-Id") or ""
+
+
+class Receiver:
+    """A local HTTP server recording the webhook's deliveries (its ``deliver_url``)."""
+
+    def __init__(self) -> None:
+        self.posts: list[dict[str, Any]] = []
+        self._changed = threading.Condition()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with receiver._changed:
+                    receiver.posts.append(json.loads(body))
+                    receiver._changed.notify_all()
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        """Where the webhook delivers."""
+        return f"http://127.0.0.1:{self.server.server_port}/hook"
+
+    def events(self, kind: str) -> list[dict[str, Any]]:
+        """The deliveries of one ``type``."""
+        with self._changed:
+            return [e for e in self.posts if e.get("type") == kind]
+
+    def wait_for(self, count: int, kind: str = "message", timeout: float = 15) -> list[dict]:
+        """The deliveries of ``kind`` once there are ``count`` (or the timeout passed)."""
+        with self._changed:
+            self._changed.wait_for(
+                lambda: len([e for e in self.posts if e.get("type") == kind]) >= count, timeout
+            )
+        return self.events(kind)
+
+    def close(self) -> None:
+        """Stop serving."""
+        self.server.shutdown()

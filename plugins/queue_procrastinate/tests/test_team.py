@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,9 +21,12 @@ import psycopg
 import pytest
 from hermes_gateway.settings import load_settings
 from hermes_gateway.team import drop_secrets, secret_variables
-from team_kit import Member, ask, team_config
+from hermes_gateway.webhook import sign
+from team_kit import Member, Receiver, ask, team_config
 
 from hermes_core.testing import FakeLLM, isolated_environ, wait_until
+
+SECRET = "team-webhook-secret"
 
 
 def _answer(request: Any) -> dict[str, Any]:
@@ -50,7 +54,15 @@ class Team:
     def __init__(self, folder: Path, database: str, server: FakeLLM) -> None:
         self.database = database
         self.server = server
+        self.receiver = Receiver()
         config = team_config(database, server.openai_base_url)
+        config["gateway"]["platforms"]["hooks"] = {
+            "adapter": "webhook",
+            "port": 0,
+            "secret": SECRET,
+            "deliver_url": self.receiver.url,
+            "allowed_users": ["alice"],
+        }
         self.workers = [Member(folder / f"worker{n}", config, "worker") for n in (1, 2)]
         self.front = Member(folder / "front", config, "front")
         interrupting = team_config(database, server.openai_base_url, busy="interrupt")
@@ -73,6 +85,7 @@ def team(tmp_path_factory, module_database) -> Iterator[Team]:
         finally:
             for member in made.members:
                 member.stop()
+            made.receiver.close()
             for member in made.members:
                 assert "Traceback" not in member.log, member.log
 
@@ -129,6 +142,46 @@ def test_an_interrupt_reaches_the_worker_running_the_turn(team):
     assert results["next_took"] < 2.5, results
     # the interrupted message and the new one, joined, as one user message
     assert results["next"][:2] == (200, "seen 2: take it slowly\n\ninstead"), results
+
+
+def _chat(team: Team, text: str) -> None:
+    """Alice writes ``text`` in the chat ``ops`` of the webhook platform."""
+    data = json.dumps({"chat_id": "ops", "user_id": "alice", "text": text}).encode()
+    headers = {"Content-Type": "application/json", "X-Hermes-Signature": sign(SECRET, data)}
+    found = re.search(r"hooks ready at (\S+)", team.front.log)
+    assert found is not None, team.front.log
+    request = urllib.request.Request(found.group(1), data=data, headers=headers)
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        assert answer.status == 202
+
+
+def _doing(database: str) -> int:
+    with psycopg.connect(database) as conn:
+        row = conn.execute("SELECT count(*) FROM procrastinate_jobs WHERE status = 'doing'")
+        return int(row.fetchone()[0])  # type: ignore[index]
+
+
+def test_status_and_stop_find_the_turn_on_the_worker_that_runs_it(team):
+    _chat(team, "hello")
+    assert team.receiver.wait_for(1)[-1]["text"] == "seen 1: hello"
+    count = len(team.server.model_requests)
+    _chat(team, "take it slowly")
+    assert wait_until(lambda: len(team.server.model_requests) > count, timeout=30)
+    _chat(team, "/status")
+    status = team.receiver.wait_for(2)[-1]["text"]
+    pids = {str(w.process.pid) for w in team.workers}
+    found = re.search(r"State: a turn is running \(\d+s on [^:]+:(\d+)\)", status)
+    assert found is not None and found.group(1) in pids, status
+    asked = time.monotonic()
+    _chat(team, "/stop")
+    assert team.receiver.wait_for(3)[-1]["text"] == "Stopped."
+    assert wait_until(lambda: _doing(team.database) == 0, timeout=5)
+    assert time.monotonic() - asked < 1.5  # the abort reached the worker within a second
+    _chat(team, "/status")
+    assert "State: idle" in team.receiver.wait_for(4)[-1]["text"]
+    time.sleep(0.5)  # the stopped turn sends no answer
+    texts = [e["text"] for e in team.receiver.events("message")]
+    assert not any(t.startswith("slow answer") for t in texts), texts
 
 
 def test_a_killed_workers_turn_is_run_by_another(team, tmp_path):
