@@ -22,35 +22,52 @@ once instead."""
 
 
 class Health:
-    """Whether the collector answers, shared by the span and metric exporters.
+    """Whether the collector takes what is exported, shared by the span and metric exporters:
+    one warning when an export first fails (whichever signal, and however many fail while it
+    lasts), one line when every signal goes through again.
 
     :param where: the collector's URL, for the warning.
     """
 
     def __init__(self, where: str) -> None:
         self.where = where
-        self.down = False
+        self.failing: set[str] = set()
         self.closing = False
         self.warnings = 0
         self._lock = threading.Lock()
 
-    def report(self, ok: bool, detail: str = "") -> None:
-        """Record the outcome of one export: the first failure of an outage warns, the first
-        success after it says the collector is back."""
+    @property
+    def down(self) -> bool:
+        """Whether some signal fails to export now."""
+        return bool(self.failing)
+
+    def report(self, ok: bool, signal: str = "spans", detail: str = "") -> None:
+        """Record the outcome of one export of ``signal`` (``spans`` or ``metrics``)."""
         with self._lock:
-            if ok == (not self.down):
-                return
-            self.down = not ok
-            if not ok:
+            was_down = bool(self.failing)
+            if ok:
+                self.failing.discard(signal)
+            else:
+                self.failing.add(signal)
+            warn = not ok and not was_down
+            recovered = ok and was_down and not self.failing
+            if warn:
                 self.warnings += 1
-        if ok:
-            log.info("tracing: the collector at %s answers again", self.where)
-        else:
+        if recovered:
+            log.info("tracing: the collector at %s takes everything again", self.where)
+        elif warn:
+            hint = (
+                "; a collector that takes traces only needs tracing.metrics: false"
+                if signal == "metrics"
+                else ""
+            )
             log.warning(
-                "tracing: the collector at %s cannot be reached%s; spans and metrics are "
-                "dropped until it answers (the agent is not affected)",
+                "tracing: the collector at %s cannot be reached or refused the %s%s; what "
+                "fails to export is dropped until it answers (the agent is not affected)%s",
                 self.where,
+                signal,
                 f" ({detail})" if detail else "",
+                hint,
             )
 
 
@@ -77,9 +94,9 @@ class GuardedSpanExporter(SpanExporter):
         try:
             result = self.inner.export(spans)
         except Exception as exc:
-            self.health.report(False, f"{type(exc).__name__}: {exc}")
+            self.health.report(False, "spans", f"{type(exc).__name__}: {exc}")
             return SpanExportResult.FAILURE
-        self.health.report(result is SpanExportResult.SUCCESS)
+        self.health.report(result is SpanExportResult.SUCCESS, "spans")
         return result
 
     def shutdown(self) -> None:
@@ -111,9 +128,9 @@ class GuardedMetricExporter(MetricExporter):
         try:
             result = self.inner.export(metrics_data, timeout_millis=timeout_millis, **kwargs)
         except Exception as exc:
-            self.health.report(False, f"{type(exc).__name__}: {exc}")
+            self.health.report(False, "metrics", f"{type(exc).__name__}: {exc}")
             return MetricExportResult.FAILURE
-        self.health.report(result is MetricExportResult.SUCCESS)
+        self.health.report(result is MetricExportResult.SUCCESS, "metrics")
         return result
 
     def force_flush(self, timeout_millis: float = 10_000) -> bool:

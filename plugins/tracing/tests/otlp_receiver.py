@@ -27,10 +27,12 @@ def _value(any_value: Any) -> Any:
 
 
 class Receiver:
-    """Receives ``/v1/traces`` and ``/v1/metrics``; ``spans()`` and ``metric_names()`` say
-    what arrived."""
+    """Receives ``/v1/traces`` and ``/v1/metrics`` (or, with ``metrics=False``, answers 404
+    there, as a traces-only backend does); ``spans()`` and ``metric_names()`` say what
+    arrived."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, metrics: bool = True) -> None:
+        self.takes_metrics = metrics
         self.traces: list[ExportTraceServiceRequest] = []
         self.metrics: list[ExportMetricsServiceRequest] = []
         self.headers: list[dict[str, str]] = []
@@ -51,7 +53,7 @@ class Receiver:
                     if self.path.endswith("/v1/traces"):
                         receiver.traces.append(ExportTraceServiceRequest.FromString(body))
                         answer = ExportTraceServiceResponse().SerializeToString()
-                    elif self.path.endswith("/v1/metrics"):
+                    elif self.path.endswith("/v1/metrics") and receiver.takes_metrics:
                         receiver.metrics.append(ExportMetricsServiceRequest.FromString(body))
                         answer = ExportMetricsServiceResponse().SerializeToString()
                     else:

@@ -132,3 +132,30 @@ def test_a_collector_that_is_down_slows_no_turn_and_warns_once(
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert [r.name for r in warnings] == ["hermes.tracing"], [r.getMessage() for r in warnings]
     assert url in warnings[0].getMessage() and "cannot be reached" in warnings[0].getMessage()
+
+
+def test_a_collector_that_takes_traces_only_gets_them_and_one_hint(
+    server: FakeLLM, make_agent: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    from otlp_receiver import Receiver
+
+    traces_only = Receiver(metrics=False)
+    caplog.set_level(logging.INFO)
+    try:
+        config = {"tracing": {"enabled": True, "endpoint": traces_only.url}}
+        for _ in range(2):
+            server.add("hi")
+            bot = make_agent(server, config=config)
+            assert bot.chat("hello") == "hi"
+            bot.close()
+            providers = hermes_tracing_otel._providers
+            assert providers is not None and providers.meter_provider is not None
+            providers.tracer_provider.force_flush()
+            providers.meter_provider.force_flush()
+        hermes_tracing_otel.reset()
+        assert len(traces_only.wait_for_spans(4)) == 4
+    finally:
+        traces_only.close()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1, warnings
+    assert "refused the metrics" in warnings[0] and "tracing.metrics: false" in warnings[0]

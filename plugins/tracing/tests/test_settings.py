@@ -186,8 +186,16 @@ def test_one_warning_per_outage_and_a_line_when_it_is_over(
     guarded.export([])
     lines = [(r.levelname, r.getMessage()) for r in caplog.records]
     assert [level for level, _ in lines] == ["WARNING", "INFO", "WARNING"]
-    assert "http://collector:4318 cannot be reached" in lines[0][1]
-    assert "answers again" in lines[1][1]
+    assert "http://collector:4318 cannot be reached or refused the spans" in lines[0][1]
+    assert "takes everything again" in lines[1][1]
+    # spans going through do not hide metrics that keep failing (a traces-only collector)
+    health = Health("http://jaeger:4318")
+    health.report(False, "metrics")
+    for _ in range(3):
+        health.report(True, "spans")
+        health.report(False, "metrics")
+    assert health.warnings == 1 and health.down
+    assert "tracing.metrics: false" in caplog.records[-1].getMessage()
     # while leaving, a collector known to be down is not tried again
     guarded.health.closing = True
     inner.down = False
