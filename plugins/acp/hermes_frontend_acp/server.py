@@ -32,6 +32,7 @@ from acp.schema import (
 from hermes_hookspecs import AgentTask, CommandContext
 
 from . import editor_files
+from .checkpoints import CHECKPOINT_METHODS, checkpoints_command
 from .handshake import SETUP_METHOD, initialize_result
 from .listing import SessionCatalog
 from .permissions import approver
@@ -387,8 +388,26 @@ class HermesAgent:
             self.sessions[session_id].cancel.set()
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """No extension methods yet."""
-        raise RequestError.method_not_found(f"_{method}")
+        """``_hermes/checkpoints/list`` and ``_hermes/checkpoints/restore`` (a dry run unless
+        ``dryRun`` is false): the checkpoints of a session's folder, when the checkpoints
+        plugin is installed."""
+        if method not in CHECKPOINT_METHODS:
+            raise RequestError.method_not_found(f"_{method}")
+        session = self._session(str(params.get("sessionId") or ""))
+        if method == "hermes/checkpoints/list":
+            argv = ["list"]
+        else:
+            checkpoint = params.get("checkpoint")
+            if not isinstance(checkpoint, str | int) or isinstance(checkpoint, bool):
+                raise RequestError.invalid_params({"details": "checkpoint is required"})
+            if session.busy:
+                raise RequestError.invalid_request(
+                    {"details": "a turn of this session is under way: restore after it"}
+                )
+            argv = ["restore", str(checkpoint)]
+            if params.get("dryRun", True) is not False:
+                argv.append("--dry-run")
+        return await checkpoints_command(argv, session.cwd)
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         """Extension notifications are ignored."""

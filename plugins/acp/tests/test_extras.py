@@ -9,7 +9,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from acp import text_block
+import pytest
+from acp import RequestError, text_block
 from acp.connection import StreamDirection, StreamEvent
 from acp_client import RecordingClient, connect, install_plugin, run, write_config
 
@@ -161,3 +162,48 @@ def test_read_file_sees_the_editors_unsaved_buffer_when_offered(
     assert "unsaved changes included" in results[0] and "print('saved')" not in results[0]
     assert "only on disk" in results[1]  # not open in the editor: read from disk
     assert "print('saved')" in results[3] and "unsaved" not in results[3]
+
+
+def test_checkpoints_of_the_session_folder_as_extension_methods(
+    home: Path, llm: FakeLLM, workspace: Path
+) -> None:
+    (workspace / "notes.txt").write_text("before\n", encoding="utf-8")
+    llm.add(tool_call("write_file", {"path": "notes.txt", "content": "after\n"}), text("written"))
+    env = {"HERMES_PLUGINS": "acp,openai,local,terminal,file,approvals,todo,checkpoints"}
+    client = RecordingClient()
+
+    async def go() -> tuple[str, str, str, list[int]]:
+        async with connect(home, client, **env) as (conn, _):
+            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            sid = new.session_id
+            await conn.prompt(session_id=sid, prompt=[text_block("write")])
+            listed = await conn.ext_method("hermes/checkpoints/list", {"sessionId": sid})
+            dry = await conn.ext_method(
+                "hermes/checkpoints/restore", {"sessionId": sid, "checkpoint": "1"}
+            )
+            after_dry = (workspace / "notes.txt").read_text(encoding="utf-8")
+            await conn.ext_method(
+                "hermes/checkpoints/restore",
+                {"sessionId": sid, "checkpoint": "1", "dryRun": False},
+            )
+            codes = []
+            for method, params in (
+                ("hermes/checkpoints/restore", {"sessionId": sid}),
+                ("hermes/checkpoints/restore", {"sessionId": sid, "checkpoint": "99"}),
+                ("hermes/checkpoints/list", {"sessionId": "session_unknown"}),
+                ("hermes/unknown", {}),
+            ):
+                with pytest.raises(RequestError) as refused:
+                    await conn.ext_method(method, params)
+                codes.append(refused.value.code)
+            return listed["text"], dry["text"], after_dry, codes
+
+    listed, dry, after_dry, codes = run(go())
+    assert "before a turn (write_file" in listed
+    assert "dry run" in dry and after_dry == "after\n"
+    assert (workspace / "notes.txt").read_text(encoding="utf-8") == "before\n"
+    assert codes == [-32602, -32600, -32002, -32601]
+    [diff] = [
+        c for _s, u in client.updates if u.session_update == "tool_call" for c in (u.content or [])
+    ]
+    assert diff.type == "diff" and diff.old_text == "before\n" and diff.new_text == "after\n"
