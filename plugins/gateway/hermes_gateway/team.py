@@ -125,6 +125,7 @@ async def queued_turn(
         system_context=instructions,
         config_overrides=gateway.workspace_overrides(message, person),
         queued_at=time.time(),
+        trace_context=dict(message.trace_context),
     )
     try:
         return await gateway.queue.submit(request, gateway.settings.busy, on_delta)
@@ -158,6 +159,7 @@ def run_request(
         config_overrides=request.config_overrides,
         join_unanswered=request.join_unanswered,
         person=request.person,
+        trace_context=request.trace_context,
     )
     with _held(gateway, request.session_id, cancel) as held:
         recorded = recorded_answer(gateway, request) if held and request.repeat else None

@@ -40,6 +40,8 @@ class TurnRequest:
     :param queued_at: when the front end queued it (``time.time()``), for the pickup delay.
     :param repeat: an earlier attempt of this turn started on a worker that died: the turn
         continues from what the store recorded of it.
+    :param trace_context: the W3C trace context of the message (``traceparent``,
+        ``tracestate``): the worker's run joins the front end's trace.
     """
 
     turn_id: str
@@ -52,6 +54,7 @@ class TurnRequest:
     join_unanswered: bool = False
     queued_at: float = 0.0
     repeat: bool = False
+    trace_context: Mapping[str, str] = field(default_factory=dict)
 
     @staticmethod
     def new_id() -> str:
@@ -62,6 +65,7 @@ class TurnRequest:
         """The request as JSON values."""
         data = asdict(self)
         data["config_overrides"] = dict(self.config_overrides)
+        data["trace_context"] = dict(self.trace_context)
         return data
 
     @classmethod

@@ -232,3 +232,51 @@ def test_a_job_scheduled_in_a_traced_turn_runs_linked_to_that_call(
     [link] = run.links
     assert link.context.span_id == cron_call.context.span_id
     assert link.context.trace_id == scheduling.context.trace_id
+
+
+def test_a_queued_gateway_turn_carries_the_trace_context_to_its_worker(
+    tmp_path: Path, server: FakeLLM, telemetry: Any
+) -> None:
+    pytest.importorskip("hermes_gateway")
+    import json
+    import threading
+
+    from hermes_gateway.hookspecs import PLATFORM_ADAPTERS_HOOK
+    from hermes_gateway.serve import build
+    from hermes_gateway.team import run_request
+    from hermes_gateway.turn_queue import TurnRequest
+
+    server.add("from a worker")
+    runner = make_runner(
+        scripted=False,
+        plugins=["gateway", "openai", "tracing"],
+        home=tmp_path,
+        config={
+            "model": {
+                "provider": "custom",
+                "base_url": server.openai_base_url,
+                "default": "fake-model",
+                "api_key": "test",
+            },
+            "toolsets": [],
+        },
+    )
+    factories = {
+        name: entry.value
+        for name, entry in runner.host.registry.named(PLATFORM_ADAPTERS_HOOK).items()
+    }
+    platforms = {"api": {"adapter": "api_server", "port": 0, "key": "k-1", "allow_all": True}}
+    gateway = build(tmp_path, {"gateway": {"platforms": platforms}}, runner, factories, print)
+    queued = TurnRequest(
+        turn_id=TurnRequest.new_id(),
+        session_id="team-session",
+        prompt="hi",
+        platform="api",
+        trace_context={"traceparent": TRACEPARENT},
+    )
+    # what travels through the queue: JSON values
+    taken = TurnRequest.from_dict(json.loads(json.dumps(queued.as_dict())))
+    outcome = run_request(gateway, taken, threading.Event(), lambda piece: None)
+    assert outcome.text == "from a worker"
+    [root] = telemetry.named("invoke_agent")
+    assert trace_id(root) == TRACE_ID and parent_id(root) == PARENT_ID
