@@ -162,9 +162,11 @@ def test_a_single_key_pool_is_not_benched_by_a_transient_429(fake, env, store):
     assert result["exit_reason"] == "completed"
 
 
-def test_a_transient_429_moves_on_only_after_the_retries_and_briefly(fake, env, store):
+@pytest.mark.parametrize("strategy", ["fill_first", "round_robin", "least_used"])
+def test_a_transient_429_moves_on_only_after_the_retries_and_briefly(fake, env, store, strategy):
     script = PerKey(KEY_A=[TRANSIENT])
-    result, _ = run(pooled(fake, retries=1), store, script, fake)
+    config = pooled(fake, retries=1, strategy=strategy, warm_seconds=0)
+    result, _ = run(config, store, script, fake)
     assert result["exit_reason"] == "completed"
     assert script.seen == ["KEY_A", "KEY_A", "KEY_B"]
     assert store.key_states("custom")["a"].cooldown_until < time.time() + 61
@@ -204,7 +206,7 @@ def test_a_401_is_refreshed_through_the_hook_then_rotated(fake, env, store):
 def test_an_unknown_error_is_retried_once_then_reported(fake, env, store):
     teapot = {"error": {"status": 418, "message": "I am a teapot"}}
     script = PerKey(KEY_A=[teapot])
-    result, _ = run(pooled(fake), store, script, fake)
+    result, _ = run(pooled(fake, strategy="round_robin", warm_seconds=0), store, script, fake)
     assert result["exit_reason"] == "provider_error" and "teapot" in result["error"]
     assert script.seen == ["KEY_A", "KEY_A"]
 
@@ -430,3 +432,26 @@ def test_fill_first_goes_back_to_the_first_key_once_the_cache_is_cold(env, store
     pool.used(type(pool.lease())(pool, pool.keys[1]), now=now)  # b answered a moment ago
     assert pool.lease(current="b", now=now + 10).key.id == "b"  # warm: stay
     assert pool.lease(current="b", now=now + 120).key.id == "a"  # cold: the first again
+
+
+def test_a_retry_goes_out_with_the_same_key_whatever_the_strategy_prefers(env, store):
+    keys = [{"id": "a", "env": "KEY_A"}, {"id": "b", "env": "KEY_B"}]
+    config = {"providers": {"p": {"keys": keys, "strategy": "least_used", "warm_seconds": 0}}}
+    pool = make_pool(config, "p", store)
+    assert pool is not None
+    router = KeyRouter(pool, ProviderSettings(provider="p", model="m"), lambda s: object(), print)
+    lease, _ = router.take()
+    for _ in range(3):
+        pool.used(lease)  # the strategy now prefers b
+    transient = ProviderError("HTTP 429: slow down", status=429, kind="rate_limit")
+    assert router.after_error(lease, transient, retries_left=True, refresh=lambda k: None) == (
+        "retry"
+    )
+    assert router.take()[0].key.id == "a"  # the retry
+    assert router.take()[0].key.id == "b"  # then the strategy again (a's cache is cold)
+    teapot = ProviderError("teapot", status=418, kind="other", retryable=False)
+    lease_b = router.take()[0]
+    assert router.after_error(lease_b, teapot, retries_left=True, refresh=lambda k: None) == (
+        "again"
+    )
+    assert router.take()[0].key.id == lease_b.key.id  # an unknown error: once on the same key

@@ -59,13 +59,15 @@ class KeyRouter:
         self._clients: dict[str, ModelClient] = {}
         self._refreshed: set[str] = set()
         self._retried_once: str | None = None  # the key an unknown error was retried on
+        self._pinned: str | None = None  # the key the next request must retry with
 
     def take(self) -> tuple[Lease, ModelClient]:
         """The lease and client of the next request.
 
         :raises ProviderError: every key is out of use (the message says which and until when).
         """
-        lease = self.pool.lease(self.current)
+        pinned, self._pinned = self._pinned, None
+        lease = self.pool.lease(pinned or self.current, pinned=pinned is not None)
         if lease is None:
             raise ProviderError(
                 self.pool.cooling_message(),
@@ -118,9 +120,11 @@ class KeyRouter:
                 self._retried_once = None
                 return "normal"
             self._retried_once = key.id
+            self._pinned = key.id
             return "again"
         if verdict == "retry_same":
             if retries_left:
+                self._pinned = key.id  # after Retry-After, on the same key
                 return "retry"
             others = [k for k in self.pool.usable(now) if k.id != key.id]
             if not others:

@@ -252,9 +252,12 @@ class KeyPool:
             k for k in self.keys if k.value and states.get(k.id, KeyState()).cooldown_until <= when
         ]
 
-    def lease(self, current: str | None = None, now: float | None = None) -> Lease | None:
+    def lease(
+        self, current: str | None = None, now: float | None = None, *, pinned: bool = False
+    ) -> Lease | None:
         """The key for the next request; ``current`` (the key of the last request) is kept
-        while its prompt cache is warm. ``None`` when every key is cooling down."""
+        while its prompt cache is warm, or whatever its cache when ``pinned`` (a retry of the
+        same key). ``None`` when every key is cooling down."""
         when = time.time() if now is None else now
         usable = self.usable(when)
         if not usable:
@@ -262,7 +265,8 @@ class KeyPool:
         states = self._states
         if current is not None:
             for key in usable:
-                if key.id == current and when - states[key.id].last_used <= self.warm_seconds:
+                warm = when - states[key.id].last_used <= self.warm_seconds
+                if key.id == current and (pinned or warm):
                     return Lease(self, key)
         if self.strategy == "fill_first":
             chosen = usable[0]
