@@ -269,6 +269,7 @@ def test_hermes_usage_totals_match_the_per_call_records(hermes_home, hermes_cli)
     assert sum(r["cost_usd"] for r in everything) == pytest.approx(10.75)
     table = hermes_cli("usage", "--by", "job")
     assert table.exit_code == 0 and "j1" in table.output and "$1.7500" in table.output
+    assert "list prices as of 20" in table.output
 
 
 def test_hermes_usage_refuses_a_bad_since_in_one_line(hermes_home, hermes_cli):

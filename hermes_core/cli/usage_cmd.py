@@ -92,3 +92,9 @@ def usage(by: str, since: str | None, as_json: bool) -> None:
     )
     header = {"user": "PERSON", "key": "PROVIDER:KEY"}.get(by, by.upper())
     show_table(table, [header, "CALLS", "INPUT", "CACHED", "OUTPUT", "COST", "UNPRICED"])
+    from ..models.pricing import builtin_table
+
+    click.echo(
+        f"costs are estimates: list prices as of {builtin_table()[0]}, and pricing: in "
+        "config.yaml; UNPRICED calls are of models with no price"
+    )
