@@ -5,10 +5,12 @@ request.
 Real processes on this machine: one front end (``hermes gateway run --role front``) and N
 workers (``--role worker``), each with a home of its own, sharing a fresh PostgreSQL database
 (the cluster ``bash .ci/services.sh start postgres`` starts) for the sessions and the queue. The
-model is the test kit's fake server answering after 200 ms. Each run sends ``TURNS`` turns over
-``CONVERSATIONS`` conversations at once; every figure is the median of ``RUNS`` runs.
+model is the test kit's fake server answering after 200 ms. Each run starts ``CONVERSATIONS``
+conversations one at a time (the queue's pickup when idle), then sends ``TURNS`` turns over
+them at once (by default one per conversation: the pickup under load is then the queue's, not
+a wait behind the session's previous turn); every figure is the median of ``RUNS`` runs.
 
-    python benchmarks/team.py [--runs 3] [--conversations 20] [--turns 60]
+    python benchmarks/team.py [--runs 3] [--conversations 40] [--turns 40]
 """
 
 from __future__ import annotations
@@ -123,9 +125,16 @@ def one_run(base: str, workers: int, conversations: int, turns: int) -> dict[str
             try:
                 for member in members:
                     member.ready()
-                sessions = [ask(front.url, "hello")[2] for _ in range(conversations)]
+                paced = Pickups(database)
+                sessions = []
+                for _ in range(conversations):  # one at a time: the queue's own delay
+                    sessions.append(ask(front.url, "hello")[2])
+                    time.sleep(0.05)
+                time.sleep(0.3)
+                paced.stop()
                 pickups = Pickups(database)
                 cpu_before = sum(_cpu_seconds(m.process.pid) for m in members)
+                front_before = _cpu_seconds(front.process.pid)
                 started = time.monotonic()
                 with ThreadPoolExecutor(conversations) as pool:
                     done = list(
@@ -136,6 +145,7 @@ def one_run(base: str, workers: int, conversations: int, turns: int) -> dict[str
                     )
                 took = time.monotonic() - started
                 cpu = sum(_cpu_seconds(m.process.pid) for m in members) - cpu_before
+                front_cpu = _cpu_seconds(front.process.pid) - front_before
                 pickups.stop()
                 assert all(status == 200 for status, _, _ in done), done[:3]
                 interrupt = _interrupt_latency(front, server)
@@ -145,11 +155,15 @@ def one_run(base: str, workers: int, conversations: int, turns: int) -> dict[str
     finally:
         _drop(base, database)
     delays = sorted(pickups.delays) or [float("nan")]
+    alone = sorted(paced.delays) or [float("nan")]
     return {
         "throughput": turns / took,
+        "paced_p50_ms": 1000 * alone[len(alone) // 2],
+        "paced_p95_ms": 1000 * alone[min(len(alone) - 1, int(len(alone) * 0.95))],
         "pickup_p50_ms": 1000 * delays[len(delays) // 2],
         "pickup_p95_ms": 1000 * delays[min(len(delays) - 1, int(len(delays) * 0.95))],
         "cpu_ms_per_request": 1000 * cpu / turns,
+        "front_cpu_ms_per_request": 1000 * front_cpu / turns,
         "interrupt_ms": 1000 * interrupt,
     }
 
@@ -189,8 +203,8 @@ def main() -> None:
     """Print the medians."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--conversations", type=int, default=20)
-    parser.add_argument("--turns", type=int, default=60)
+    parser.add_argument("--conversations", type=int, default=40)
+    parser.add_argument("--turns", type=int, default=40)
     args = parser.parse_args()
     base = _postgres_url()
     results: dict[int, list[dict[str, float]]] = {1: [], 2: []}
@@ -204,9 +218,11 @@ def main() -> None:
     for workers, runs in results.items():
         line = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
         print(
-            f"  {workers} worker(s): {line['throughput']:.1f} turns/s, pickup p50 "
-            f"{line['pickup_p50_ms']:.1f} ms p95 {line['pickup_p95_ms']:.1f} ms, interrupt "
-            f"{line['interrupt_ms']:.0f} ms, hermes CPU {line['cpu_ms_per_request']:.1f} ms/turn"
+            f"  {workers} worker(s): {line['throughput']:.1f} turns/s; pickup one at a time p50 "
+            f"{line['paced_p50_ms']:.1f} ms p95 {line['paced_p95_ms']:.1f} ms, under load p50 "
+            f"{line['pickup_p50_ms']:.1f} ms p95 {line['pickup_p95_ms']:.1f} ms; interrupt "
+            f"{line['interrupt_ms']:.0f} ms; hermes CPU {line['cpu_ms_per_request']:.1f} ms/turn "
+            f"(front end {line['front_cpu_ms_per_request']:.1f})"
         )
 
 
