@@ -213,3 +213,71 @@ def test_cancel_during_a_tool_ends_cancelled_and_answers_the_call(
     messages = SQLiteSessionStore(home / "sessions.db").get_messages(session_id)
     assert [m["role"] for m in messages][-1] == "tool"  # answered, nothing after it
     assert len(llm.model_requests) == 1
+
+
+def test_a_connection_closed_during_a_permission_request_is_a_denial(
+    home: Path, llm: FakeLLM, workspace: Path
+) -> None:
+    import json
+    import subprocess
+
+    from acp_client import HERMES, hermes_env
+
+    canary = _canary(workspace)
+    llm.add(tool_call("terminal", {"command": "rm -rf src"}), text("never seen"))
+    proc = subprocess.Popen(
+        [HERMES, "acp"],
+        env=hermes_env(home),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def send(request_id: int, method: str, params: dict[str, object]) -> None:
+        assert proc.stdin is not None
+        frame = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        proc.stdin.write(json.dumps(frame) + "\n")
+        proc.stdin.flush()
+
+    def until(predicate: object) -> dict[str, object]:
+        assert proc.stdout is not None
+        while True:
+            frame = json.loads(proc.stdout.readline())
+            if predicate(frame):  # type: ignore[operator]
+                return frame
+
+    send(0, "initialize", {"protocolVersion": 1})
+    until(lambda f: f.get("id") == 0)
+    send(1, "session/new", {"cwd": str(workspace), "mcpServers": []})
+    session_id = until(lambda f: f.get("id") == 1)["result"]["sessionId"]  # type: ignore[index]
+    send(2, "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": "x"}]})
+    until(lambda f: f.get("method") == "session/request_permission")
+    proc.stdin.close()  # the editor goes away without answering
+    assert proc.wait(timeout=30) == 0
+    assert canary.exists()
+    messages = SQLiteSessionStore(home / "sessions.db").get_messages(session_id)
+    assert [m["role"] for m in messages][:2] == ["user", "assistant"]
+    assert messages[-1]["role"] == "tool" and messages[-1]["content"].startswith("BLOCKED")
+
+
+def test_two_sessions_run_their_turns_at_once(home: Path, llm: FakeLLM, workspace: Path) -> None:
+    llm.add({"text": "same answer", "delay": 1.0}, {"text": "same answer", "delay": 1.0})
+    client = RecordingClient()
+
+    async def go() -> tuple[list[str], float]:
+        async with connect(home, client) as (conn, _):
+            one = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            two = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            started = time.monotonic()
+            done = await asyncio.gather(
+                conn.prompt(session_id=one.session_id, prompt=[text_block("a")]),
+                conn.prompt(session_id=two.session_id, prompt=[text_block("b")]),
+            )
+            return [d.stop_reason for d in done], time.monotonic() - started
+
+    reasons, took = run(go())
+    assert reasons == ["end_turn", "end_turn"] and took < 1.9  # not one after the other
+    sessions = {s for s, u in client.updates if u.session_update == "agent_message_chunk"}
+    assert len(sessions) == 2
