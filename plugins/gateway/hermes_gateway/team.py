@@ -217,7 +217,10 @@ async def work(gateway: GatewayCore, stop: asyncio.Event) -> None:
     def run(request: TurnRequest, cancel: threading.Event, on_delta: Any) -> AgentOutcome:
         return run_request(gateway, request, cancel, on_delta)
 
-    await gateway.queue.work(run, gateway.settings.max_concurrent_turns, stop.wait())
+    settings = gateway.settings
+    await gateway.queue.work(
+        run, settings.max_concurrent_turns, stop.wait(), settings.drain_timeout
+    )
 
 
 def describe(state: Any) -> str:

@@ -145,9 +145,12 @@ class TurnQueue(Protocol):
         """The session's turns (``/status``)."""
         ...
 
-    async def work(self, run: TurnRunner, concurrency: int, stop: Awaitable[Any]) -> None:
+    async def work(
+        self, run: TurnRunner, concurrency: int, stop: Awaitable[Any], drain: float
+    ) -> None:
         """Run the queued turns with ``run``, ``concurrency`` at a time, until ``stop`` is
-        done; then let the running ones finish (a turn cut short is run again elsewhere)."""
+        done; then take no new one and give the running ones ``drain`` seconds to finish
+        before interrupting them."""
         ...
 
 

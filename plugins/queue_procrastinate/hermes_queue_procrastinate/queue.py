@@ -210,8 +210,11 @@ class ProcrastinateTurnQueue:
 
     # --- the worker ---------------------------------------------------------------------------
 
-    async def work(self, run: TurnRunner, concurrency: int, stop: Awaitable[Any]) -> None:
-        """Run the queued turns until ``stop`` is done, then let the running ones finish."""
+    async def work(
+        self, run: TurnRunner, concurrency: int, stop: Awaitable[Any], drain: float
+    ) -> None:
+        """Run the queued turns until ``stop`` is done, then give the running ones ``drain``
+        seconds before interrupting them (their front ends get an interrupted outcome)."""
         self._run = run
         self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="hermes-turn")
         worker = asyncio.ensure_future(
@@ -225,6 +228,7 @@ class ProcrastinateTurnQueue:
                 fetch_job_polling_interval=5.0,
                 abort_job_polling_interval=1.0,
                 delete_jobs="successful",
+                shutdown_graceful_timeout=drain,
             )
         )
         reaper = asyncio.ensure_future(self._retry_stalled())

@@ -184,6 +184,40 @@ def test_status_and_stop_find_the_turn_on_the_worker_that_runs_it(team):
     assert not any(t.startswith("slow answer") for t in texts), texts
 
 
+def _running_worker(team: Team) -> Member:
+    """The worker whose turn has started (the one ``started`` event in the database)."""
+    with psycopg.connect(team.database) as conn:
+        worker = conn.execute(
+            "SELECT data->>'worker' FROM hermes_turn_events WHERE kind = 'started'"
+        ).fetchone()
+    assert worker is not None
+    pid = int(worker[0].rsplit(":", 1)[1])
+    return next(w for w in team.workers if w.process.pid == pid)
+
+
+def _replace(team: Team, gone: Member, folder: Path) -> None:
+    config = json.loads((gone.home / "config.yaml").read_text())
+    replacement = Member(folder, config, "worker")
+    team.workers[team.workers.index(gone)] = replacement
+    replacement.ready()
+
+
+def test_a_stopped_worker_finishes_its_turn_first(team, tmp_path):
+    url = team.front.url
+    _, _, session = ask(url, "first")
+    results: dict[str, Any] = {}
+    count = len(team.server.model_requests)
+    asker = threading.Thread(target=lambda: results.update(slow=ask(url, "drain, slowly", session)))
+    asker.start()
+    assert wait_until(lambda: len(team.server.model_requests) > count, timeout=30)
+    leaving = _running_worker(team)
+    assert leaving.stop() == 0
+    asker.join(30)
+    assert results["slow"][:2] == (200, "slow answer to drain, slowly"), results
+    assert "gateway: stopped" in leaving.log
+    _replace(team, leaving, tmp_path / "replacement")
+
+
 def test_a_killed_workers_turn_is_run_by_another(team, tmp_path):
     url = team.front.url
     _, _, session = ask(url, "first")
@@ -192,13 +226,7 @@ def test_a_killed_workers_turn_is_run_by_another(team, tmp_path):
     asker = threading.Thread(target=lambda: results.update(slow=ask(url, "crash, slowly", session)))
     asker.start()
     assert wait_until(lambda: len(team.server.model_requests) > count, timeout=30)
-    with psycopg.connect(team.database) as conn:
-        worker = conn.execute(
-            "SELECT data->>'worker' FROM hermes_turn_events WHERE kind = 'started'"
-        ).fetchone()
-    assert worker is not None
-    pid = int(worker[0].rsplit(":", 1)[1])
-    victim = next(w for w in team.workers if w.process.pid == pid)
+    victim = _running_worker(team)
     killed = time.monotonic()
     victim.kill()
     asker.join(60)
@@ -215,11 +243,7 @@ def test_a_killed_workers_turn_is_run_by_another(team, tmp_path):
     assert users == ["first", "crash, slowly", "crash, slowly", "after"], users
     assert [c for role, c in transcript if role == "assistant"][-1] == "seen 4: after"
     # a worker started in its place serves the team
-    replacement = Member(
-        tmp_path / "worker3", json.loads((victim.home / "config.yaml").read_text()), "worker"
-    )
-    team.workers[team.workers.index(victim)] = replacement
-    replacement.ready()
+    _replace(team, victim, tmp_path / "replacement")
 
 
 def test_a_role_needs_a_queue_and_a_worker_holds_no_platform_secret(tmp_path, monkeypatch):
