@@ -160,6 +160,7 @@ _FILLS: dict[str, str] = {
     "scp": "last",
     "truncate": "all",
     "dd": "of=",
+    "git": "--output=",
     "sed": "in-place",
     "perl": "in-place",
     "ruby": "in-place",

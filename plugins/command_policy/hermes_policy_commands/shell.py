@@ -31,6 +31,7 @@ _EXPANDS = re.compile(rb"[$`<>]")
 _LITERAL: dict[bytes, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 """The words of commands without expansions or redirections, by their text."""
 _GLOB = re.compile(r"[*?\[]")
+_HOOKS = frozenset({"command_not_found_handle", "command_not_found_handler"})
 _NAME = re.compile(r"[\w.+@%:,=/~-]+")  # a program's name as written: else it was computed
 
 
@@ -175,6 +176,8 @@ class Lowering(Unwrapping):
                 argv.append(name := node_text(child.child_by_field_name("name") or child))
                 if any(a[:1] == "-" and "n" in a for a in argv[1:]):  # a name reference
                     self.vars[name] = UNKNOWN
+                if any(a[:1] == "-" and "i" in a for a in argv[1:]):  # an integer: arithmetic
+                    self.evaluated(node_text(child.child_by_field_name("value") or child))
             else:
                 argv += self.fields(child)
         if len(argv) > 1 or argv[0] in ("export", "declare", "typeset", "set"):
@@ -188,6 +191,8 @@ class Lowering(Unwrapping):
         name, body = node.child_by_field_name("name"), node.child_by_field_name("body")
         if name is not None and body is not None:
             self.funcs[node_text(name)] = body
+            if node_text(name) in _HOOKS:  # the shell calls it itself: judged as if called
+                self.stmt(body)
         return ("", None)
 
     def visit_for_statement(self, node: Any, stdin: Output) -> Output:

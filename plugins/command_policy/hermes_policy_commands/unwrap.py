@@ -15,6 +15,7 @@ from typing import Any
 from .foreign_code import lower_foreign
 from .programs import PROGRAMS
 from .python_code import lower_python
+from .tables import TABLES
 from .words import MAX_FIELDS, MAX_VALUE, UNKNOWN, Arguments, Output, Simple, Via, Words, c_escapes
 
 __all__ = ["Unwrapping"]
@@ -23,6 +24,8 @@ _ECHO_FLAGS = re.compile(r"-[neE]+")
 _PLAIN = re.compile(r"\^?[\w-]+=?")  # a filter of variables by a plain name (env | grep LANG)
 _SECRET_NAME = re.compile(r"(?i)key|token|secret|pass|auth|cred|cookie|session")
 MAX_CODE = 200_000  # a longer program is not read: it asks
+_LATER = frozenset({"trap", "coproc", "let", "mapfile", "readarray", "read", "getopts"})
+_CODE_MODULES = frozenset(TABLES["python"]["code_modules"])  # python -m M runs code it is given
 _PIPED = {"download": "download-to-shell", "decode": "decode-to-shell"}  # code read from stdin
 
 
@@ -45,6 +48,26 @@ class Unwrapping(Words):
         self.files.update((posixpath.normpath(path), content) for path in args.written())
         if args.program == "ln" and args.has("-s") and args.positional[1:]:
             self.links[args.positional[-1].strip("/").removeprefix("./")] = args.positional[-2]
+
+    def later(self, base: str, args: list[str], stdin: Output, via: Via) -> Output:
+        """Shell builtins whose words run later or set variables from what they read: a
+        ``trap``'s code and a ``coproc`` (judged as if they ran now), ``mapfile -C``'s
+        callback, ``let``'s arithmetic; ``read``, ``mapfile`` and ``getopts`` make their
+        variables unknown."""
+        names = [a for a in args if re.fullmatch(r"[A-Za-z_]\w*", a)]
+        if base == "trap" and (code := args[1:] if args[:1] == ["--"] else args):
+            if code[0][:1] != "-":
+                self.nested(code[0], via)
+        elif base == "coproc" and "{" in args[:2]:  # coproc NAME { CMD; }
+            self.nested(" ".join(args[args.index("{") + 1 :]), via)
+        elif base == "coproc":
+            return self.run(args, [], stdin, via)
+        elif base == "let":
+            self.evaluated(" ".join(args))
+        if base in ("mapfile", "readarray") and "-C" in args[:-1]:  # a callback per line
+            self.nested(args[args.index("-C") + 1], via)
+        self.vars.update(dict.fromkeys(names if base not in ("trap", "let") else [], UNKNOWN))
+        return ("other", None)
 
     def local_tool(self, args: list[str]) -> bool:
         """Whether ``npx TOOL`` runs a tool the workspace holds (``node_modules/.bin/TOOL``)
@@ -75,14 +98,8 @@ class Unwrapping(Words):
             self.xargs(args, stdin, via)
         elif base == "eval":
             return self.nested(" ".join(args), via + (base,))
-        elif base == "trap" and (code := args[1:] if args[:1] == ["--"] else args):
-            if code[0][:1] != "-":  # the code runs on the signal: judged as if it ran now
-                self.nested(code[0], via + (base,))
-        elif base == "coproc":  # coproc NAME { CMD; }, coproc CMD
-            words = args[2:] if args[1:2] == ["{"] else args[1:] if args[:1] == ["{"] else args
-            self.nested(" ".join(words), via + (base,))
-        elif base in ("mapfile", "readarray") and "-C" in args[:-1]:  # a callback per line
-            self.nested(args[args.index("-C") + 1], via + (base,))
+        elif base in _LATER:
+            return self.later(base, args, stdin, via + (base,))
         elif base in ("source", "."):
             self.script(args[:1] or [UNKNOWN], via + (base,))
         elif "lang" in spec:
@@ -108,14 +125,8 @@ class Unwrapping(Words):
             words = " ".join(a for a in args if not _ECHO_FLAGS.fullmatch(a))
             words = c_escapes(words) if "e" in flags else words
             return ("text", words + "\n") if UNKNOWN not in words else ("other", None)
-        elif base in ("env", "printenv") and not args:
-            self.dumped = self.out[-1]
-            return ("environment", None)
-        elif stdin[0] == "environment" and base in ("grep", "egrep", "fgrep", "rg"):
-            pattern = [a for a in args if a[:1] != "-"]
-            if len(pattern) == 1 and not {"-v", "--invert-match"} & set(args):
-                if _PLAIN.fullmatch(pattern[0]) and not _SECRET_NAME.search(pattern[0]):
-                    self.dumped.notes += ("filtered",)  # env | grep LANG shows LANG alone
+        elif base in ("env", "printenv", "grep", "egrep", "fgrep", "rg"):
+            return self.environment(base, args, stdin)
         elif base == "printf":
             return self.printf(args)
         elif base in ("cat", "tee", "tac") and all(a.startswith("-") for a in args):
@@ -142,8 +153,28 @@ class Unwrapping(Words):
         self.cwd = target if len(target) <= 256 else UNKNOWN  # this long: a trick, not a folder
         self.vars["PWD"] = self.cwd or "."
 
+    def environment(self, base: str, args: list[str], stdin: Output) -> Output | None:
+        """An environment dump (``env``, ``printenv``), and a filter of one by a plain name
+        that is no secret's (``env | grep LANG`` shows LANG alone: the dump is noted
+        ``filtered``)."""
+        if base in ("env", "printenv"):
+            self.dumped = self.out[-1] if not args else self.dumped
+            return ("environment", None) if not args else None
+        pattern = [a for a in args if a[:1] != "-"]
+        if stdin[0] != "environment" or len(pattern) != 1 or {"-v", "--invert-match"} & set(args):
+            return None
+        if _PLAIN.fullmatch(pattern[0]) and not _SECRET_NAME.search(pattern[0]):
+            self.dumped.notes += ("filtered",)
+        return None
+
     def printf(self, args: list[str]) -> Output:
-        """What ``printf`` prints when its format and arguments are known."""
+        """What ``printf`` prints when its format and arguments are known (``printf -v NAME``
+        sets the variable instead)."""
+        if "-v" in args[:-1]:
+            i = args.index("-v")
+            kind, text = self.printf(args[:i] + args[i + 2 :])
+            self.vars[args[i + 1]] = text if kind == "text" and text is not None else UNKNOWN
+            return ("", None)
         if not args or UNKNOWN in "".join(args):
             return ("other", None)
         parts = re.split(r"%[-0-9.]*[sdbcq]", c_escapes(args[0].replace("%%", "\x01")))
@@ -306,8 +337,10 @@ class Unwrapping(Words):
         name, kind, text = self.module_file(path)
         if rest is not None and text is not None:
             self.lower_code("python", text, [name, *rest], via)
+        elif rest is not None and path.split("/")[0] in _CODE_MODULES:  # python -m timeit CODE
+            self.note("script-dynamic-code", argv=[path.split("/")[0]])
         elif rest is not None:
-            self.run([path.split("/")[0], *rest], [], ("", None), via)
+            self.run([path.split("/")[0].lower(), *rest], [], ("", None), via)
         elif kind == "other":
             self.note("uncheckable", argv=[name])
         elif text is not None and name not in self.modules:

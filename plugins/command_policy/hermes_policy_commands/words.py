@@ -25,9 +25,7 @@ MAX_VALUE = 4096  # a variable longer than this is unknown (the doubling trick s
 BUDGET = 60_000  # syntax nodes and emitted commands per decision
 MAX_FIELDS = 64  # brace expansion and xargs fields
 Output = tuple[str, str | None]  # (kind, text): kind "", "text", "download", "decode", "other"
-_NAMES = re.compile(r"(?<![\w$#])[A-Za-z_]\w*")  # the variables of an arithmetic expression
-_NUMBERS = frozenset({"RANDOM", "SECONDS", "LINENO", "BASHPID", "EPOCHSECONDS", "SRANDOM", "PPID",
-                      "UID", "EUID", "OPTIND", "COLUMNS", "LINES", "SHLVL"})  # fmt: skip
+_NAMES = re.compile(r"(?<![\w#])\$?\{?([A-Za-z_]\w*)")  # the variables of arithmetic
 _SAFE_WORD = re.compile(r"[\w@%+=:,./~^-]+")
 _EXPANSION = re.compile(r"(#?)([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*])(?:(:?[-=?+]|%%?|##?)(.*))?")
 _C_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "e": "\x1b", "a": "\a", "\\": "\\", "'": "'",
@@ -233,6 +231,7 @@ class Words:
         name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
         if name is not None and name.type == "subscript":  # a[$(id)]=1 runs what its index holds
             self.value(name)
+            self.evaluated(node_text(name.child_by_field_name("index") or name)[:256])
         text = self.value(value) if value is not None else ""
         return node_text(name) if name else "?", text if len(text) <= MAX_VALUE else UNKNOWN
 
@@ -278,18 +277,23 @@ class Words:
         elif kind in ("command_substitution", "process_substitution"):
             yield self.substitution(node), kind == "command_substitution"
         else:
-            if kind == "arithmetic_expansion":  # its variables' values are evaluated too
-                for name in _NAMES.findall(node_text(node)[3:-2]):
-                    self.arithmetic(name)
+            if kind in ("arithmetic_expansion", "subscript"):  # the variables' values run too
+                self.evaluated(node_text(node)[3:-2] if kind[0] == "a" else node_text(node))
             for child in node.named_children:  # $((...)) and the like: what runs inside them
                 self.value(child)
             yield UNKNOWN, False
+
+    def evaluated(self, text: str) -> None:
+        """Arithmetic text (``$((...))``, an array index, ``let``'s words): each variable in it
+        is evaluated as arithmetic in turn (:meth:`arithmetic`)."""
+        for name in _NAMES.findall(text):
+            self.arithmetic(name)
 
     def arithmetic(self, name: str) -> None:
         """A variable read as arithmetic: its value is evaluated as arithmetic in turn, so the
         ``$(...)`` of an array index in it runs (``x='a[$(id)]'; echo $((x))``); one whose value
         is unknown is noted."""
-        value = self.vars.get(name, UNKNOWN if name not in _NUMBERS else "0")
+        value = self.vars.get(name, "0")  # unset: 0 (what the command sets is followed)
         if UNKNOWN in value:
             self.note("computed-arithmetic", argv=["((", name, "))"])
         elif "$(" in value or "`" in value:
@@ -324,6 +328,8 @@ class Words:
             else:
                 self.value(child)
         m = _EXPANSION.fullmatch(node_text(node)[2:-1])
+        if node_text(node).endswith("@P}"):  # a prompt expansion runs the $(...) of the value
+            self.arithmetic(node_text(node)[2:-3].lstrip("!#"))
         if not m or m.group(1):
             return UNKNOWN
         value = self.variable(m.group(2))

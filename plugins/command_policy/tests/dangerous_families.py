@@ -196,6 +196,24 @@ CONSTRUCTS = [
     "x=$(cat f); echo $((x))",
     "read -r x; echo $((x + 1))",
     "let 'x=a[$(rm -rf ~)]'",
+    "x='a[$(rm -rf ~)]'; let y=x",
+    "x='a[$(rm -rf ~)]'; declare -i y=x",
+    "x='a[$(rm -rf ~)]'; arr[x]=1",
+    "x='a[$(rm -rf ~)]'; echo ${arr[x]}",
+    "x='a[$(rm -rf ~)]'; echo $(( $x ))",
+    "c='$(rm -rf ~)'; echo ${c@P}",
+    'printf -v x %s "$(cat f)"; echo $((x))',
+    "coproc bash -c 'rm -rf ~'",
+    "mapfile -C eval -c 1 <<< 'rm -rf ~'",
+    "compgen -C 'rm -rf ~' x",
+    "command_not_found_handle() { rm -rf ~; }; nosuchcmd",
+    "python3 -m timeit -s 'import os' 'os.system(\"rm -rf ~\")'",
+    "python3 -m code <<< 'import os; os.system(\"rm -rf ~\")'",
+    "python3 -m IPython -c '!rm -rf ~'",
+    "find . -fprint ~/.bashrc",
+    "awk '{print > \"/home/user/.bashrc\"}' f",
+    "git log --output=/home/user/.bashrc",
+    "git archive -o ~/.bashrc HEAD",
 ]
 CONSTRUCT_LOOK_ALIKES = [
     "trap 'rm -f /tmp/x.lock' EXIT",
@@ -203,6 +221,12 @@ CONSTRUCT_LOOK_ALIKES = [
     "mapfile -t lines < f.txt",
     "echo $((RANDOM % 6))",
     "coproc cat",
+    "let 'x=a[1]+2'",
+    "printf -v x '%s' hello; echo \"$x\"",
+    "python3 -m unittest discover",
+    "awk '{print > \"out.txt\"}' f",
+    "git archive -o out.zip HEAD",
+    'read -r name < name.txt; echo "$name"',
 ]
 
 GIT = [
@@ -224,6 +248,9 @@ GIT = [
     "git config filter.lfs.smudge 'rm -rf ~'",
     "git config --global alias.st '!rm -rf ~'",
     "git config pager.status 'rm -rf ~'",
+    "git config -f .git/config core.pager 'rm -rf ~'",
+    "git clone --config core.pager='rm -rf ~' https://example.invalid/x",
+    "git clone 'ext::sh -c rm% -rf% ~' x",
 ]
 GIT_LOOK_ALIKES = [
     "git -c color.ui=always log",
