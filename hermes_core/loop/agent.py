@@ -38,7 +38,8 @@ from ..context.engines import make_engine
 from ..context.prompt import collect_layers, join_layers
 from ..context.windows import context_window
 from ..host import Host
-from ..models.calls import AuxiliaryModels, ModelConnection
+from ..models.auxiliary import AuxiliaryModels
+from ..models.calls import ModelConnection
 from ..models.pricing import PriceBook
 from ..plugins.manager import PluginManager
 from ..session_store.personal_view import PersonalView
