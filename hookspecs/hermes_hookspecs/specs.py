@@ -372,7 +372,9 @@ def hermes_turn_end(session_id: str, task_id: str, result: TurnResult) -> None:
 def hermes_refresh_credentials(provider: str, settings: ProviderSettings) -> str | None:
     """Provide a fresh API key after a provider rejected the current one (401/403).
 
-    Called at most once per turn and provider, before the host moves on to a fallback provider.
+    Called at most once per turn and provider, before the host moves on to a fallback provider;
+    for a provider with a credential pool, once per turn and pooled key (``settings.api_key`` is
+    that key's value, and the answer replaces it in this process).
 
     :param provider: the name of the provider whose key was rejected.
     :param settings: what the host resolved for it (model, endpoint, the rejected key).
