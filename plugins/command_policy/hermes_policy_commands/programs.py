@@ -74,7 +74,7 @@ _W: dict[str, dict[str, Any]] = {
     "valgrind": {"options": []},
     "catchsegv": {},
     "parallel": {"options": ["-j", "--jobs", "-S", "--sshlogin", "-a", "--arg-file", "--delay"]},
-    "watch": {"options": ["-n", "-d"]},
+    "watch": {"options": ["-n", "-d", "--interval"], "joined": True},
     "script": {"code": ["-c"], "options": []},
     "strace": {"options": ["-o", "-e", "-p", "-s"]},
     "ltrace": {"options": ["-o", "-e", "-p"]},

@@ -24,6 +24,8 @@ _ECHO_FLAGS = re.compile(r"-[neE]+")
 _PLAIN = re.compile(r"\^?[\w-]+=?")  # a filter of variables by a plain name (env | grep LANG)
 _SECRET_NAME = re.compile(r"(?i)key|token|secret|pass|auth|cred|cookie|session")
 MAX_CODE = 200_000  # a longer program is not read: it asks
+_LISTING = re.compile(r"git (?:ls-files|diff\b.* --name-only|grep\b.* -l)|(?:e|f)?grep .*-\w*[lL]\b"
+                      r"|rg\b.* (?:-\w*[lL]\b|--files)|fdf?i?n?d?\b")  # fmt: skip
 _LATER = frozenset({"trap", "coproc", "let", "mapfile", "readarray", "read", "getopts"})
 _CODE_MODULES = frozenset(TABLES["python"]["code_modules"])  # python -m M runs code it is given
 _PIPED = {"download": "download-to-shell", "decode": "decode-to-shell"}  # code read from stdin
@@ -126,7 +128,9 @@ class Unwrapping(Words):
             words = c_escapes(words) if "e" in flags else words
             return ("text", words + "\n") if UNKNOWN not in words else ("other", None)
         elif base in ("env", "printenv", "grep", "egrep", "fgrep", "rg"):
-            return self.environment(base, args, stdin)
+            return self.environment(base, args, stdin) or self.listing(base, args)
+        elif base in ("git", "fd", "fdfind"):
+            return self.listing(base, args)
         elif base == "printf":
             return self.printf(args)
         elif base in ("cat", "tee", "tac") and all(a.startswith("-") for a in args):
@@ -166,6 +170,16 @@ class Unwrapping(Words):
         if _PLAIN.fullmatch(pattern[0]) and not _SECRET_NAME.search(pattern[0]):
             self.dumped.notes += ("filtered",)
         return None
+
+    def listing(self, base: str, args: list[str]) -> Output | None:
+        """What a program that lists files of the folders it is given prints (``git
+        ls-files``, ``grep -rl PATTERN src``, ``rg --files``, ``fd``): paths under them, names
+        only known when it runs (``None`` for its other uses, and for a folder outside)."""
+        if not _LISTING.match(" ".join([base, *args])):
+            return None
+        operands = [a for a in args[1:] if a[:1] != "-"]
+        outside = any(a.startswith(("/", "~", "..")) or UNKNOWN in a for a in operands)
+        return None if outside else ("text", "./" + UNKNOWN)
 
     def printf(self, args: list[str]) -> Output:
         """What ``printf`` prints when its format and arguments are known (``printf -v NAME``

@@ -23,7 +23,7 @@ COUNTED = (
     *("python_code.py", "python_values.py", "foreign_code.py"),
 )
 GOAL = 1_500
-CEILING = 1_622
+CEILING = 1_632
 _NOT_CODE = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
              tokenize.ENDMARKER}  # fmt: skip
 
