@@ -165,8 +165,12 @@ def test_search_finds_the_expected_tools_and_is_deterministic():
 def test_listing_is_one_short_line_per_tool():
     catalogue = Catalogue((t, "mcp-gh") for t in mcp_tools([], extra=0))
     lines = catalogue.listing().splitlines()
-    assert lines[0] == "[mcp-gh]"
-    assert "mcp_gh_create_issue: Create a new issue in a GitHub repository" in lines
+    assert lines[0] == "[mcp-gh] mcp_gh_*"  # the shared prefix, said once
+    assert "create_issue: Create a new issue in a GitHub repository" in lines
+    assert catalogue.resolve("create_issue") == "mcp_gh_create_issue"
+    assert catalogue.resolve("issue") is None  # ends no name after an underscore
+    mixed = Catalogue([(mcp_tools([])[0], "x"), (Tool("other", "Other.", {}, str), "x")])
+    assert mixed.listing().splitlines()[0] == "[x]"  # no shared prefix
     assert one_line("First. Second sentence.") == "First"
     assert len(one_line("word " * 40)) <= 60
     assert words("getPullRequest mcp_gh-x") == ["get", "pull", "request", "mcp", "gh", "x"]
@@ -183,7 +187,8 @@ def test_deferred_tools_leave_the_tool_array_and_the_catalogue_enters_the_prompt
     names = [t["function"]["name"] for t in request.tools]
     assert names == sorted(["terminal", *BRIDGE_NAMES])
     system = request.messages[0]["content"]
-    assert "# Tool catalogue" in system and "mcp_gh_create_issue: Create a new issue" in system
+    assert "# Tool catalogue" in system and "\ncreate_issue: Create a new issue" in system
+    assert "[mcp-gh] mcp_gh_*" in system
     assert set(agent.toolbox.deferred) == {t.name for t in mcp_tools([])}
 
 
@@ -242,6 +247,23 @@ def test_a_call_through_the_bridge_is_the_real_call_to_hooks_and_transcript():
     sent = agent.client.last_request.messages[4]["tool_calls"][0]["function"]
     assert sent["name"] == CALL and json.loads(sent["arguments"])["name"] == "mcp_gh_create_issue"
     assert_valid_transcript(agent.messages)
+
+
+def test_a_name_read_without_its_prefix_is_the_full_tool_to_every_hook():
+    ran: list[Any] = []
+    recorder = Recorder()
+    args = {"owner": "o", "repo": "r", "title": "t"}
+    agent = agent_with(
+        tool_call("describe_tool", {"name": "create_issue"}),
+        tool_call(CALL, {"name": "create_issue", "arguments": args}),
+        text("done"),
+        ran=ran,
+        plugins=[recorder],
+    )
+    agent.run_conversation("file an issue")
+    assert ran == [("create_issue", args)]
+    assert agent.messages[2]["content"].startswith("mcp_gh_create_issue: Create a new issue")
+    assert [c.name for c in recorder.pre] == ["describe_tool", "mcp_gh_create_issue"]
 
 
 def test_approvals_apply_to_a_bridged_call():

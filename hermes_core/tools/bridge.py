@@ -105,13 +105,19 @@ class Bridge:
             "# Tool catalogue\n"
             f"These tools are not loaded. Find one with {FIND} (words; its parameters come "
             f"with the best hits) or {DESCRIBE}, then run it with {CALL} "
-            '{"name": "<tool>", "arguments": {...}}.\n' + self.catalogue.listing()
+            '{"name": "<tool>", "arguments": {...}}. Each [toolset] line shows the prefix of '
+            "its tools' names, listed below it without it.\n" + self.catalogue.listing()
         )
 
     def disable(self, name: str, reason: str) -> None:
         """Switch tool ``name`` off for the rest of the session (search no longer finds it;
         a call is answered with ``reason``)."""
         self.disabled[name] = reason
+
+    def resolve(self, name: str) -> str:
+        """The full name of tool ``name`` (which may lack its toolset's prefix, as the
+        catalogue lists it); ``name`` itself when it names no catalogue tool."""
+        return self.catalogue.resolve(name) or name
 
     def problem(self, name: str) -> str | None:
         """Why tool ``name`` cannot be called through the bridge now, else ``None``."""
@@ -143,7 +149,10 @@ class Bridge:
             return raw
         original = function.get("arguments")
         name, arguments = _parts(original)
-        if name is None or arguments is None or self.problem(name) is not None:
+        if name is None or arguments is None:
+            return raw
+        name = self.resolve(name)
+        if self.problem(name) is not None:
             return raw
         direct = {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)}
         return {**raw, "function": direct, VIA_FIELD: {"name": CALL, "arguments": original}}
@@ -171,7 +180,7 @@ class Bridge:
         return "\n".join(lines)
 
     def _describe(self, args: Mapping[str, Any], ctx: Any) -> str:
-        name = str(args.get("name") or "")
+        name = self.resolve(str(args.get("name") or ""))
         problem = self.problem(name)
         if problem is not None:
             raise ToolError(problem.removeprefix("Error: "))
@@ -183,7 +192,7 @@ class Bridge:
         name = args.get("name")
         if not isinstance(name, str) or not name:
             raise ToolError(f"{CALL} needs the tool's exact name in 'name'")
-        problem = self.problem(name)
+        problem = self.problem(self.resolve(name))
         if problem is not None:
             raise ToolError(problem.removeprefix("Error: "))
         raise ToolError(

@@ -3,6 +3,7 @@ and a ranked search over names, descriptions and parameter names (BM25, built on
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -10,7 +11,7 @@ from typing import Any
 
 from hermes_hookspecs import Tool
 
-LINE_CHARS = 60
+LINE_CHARS = 56
 """The longest one-line description the listing shows for a tool."""
 
 _WORD = re.compile(r"[A-Z]{2,}(?![a-z])|[A-Za-z][a-z]*|\d+")
@@ -33,13 +34,16 @@ class Entry:
 
 def words(text: str) -> list[str]:
     """The search words of ``text``: lower case, names split at ``_``, ``-`` and case changes,
-    common short words left out."""
-    found = (w.lower() for w in _WORD.findall(text))
-    return [_singular(w) for w in found if w not in _STOP]
+    common short words left out, a plural ``s`` dropped (``issues`` is ``issue``)."""
+    return [term for term in map(_term, _WORD.findall(text)) if term]
 
 
-def _singular(word: str) -> str:
-    """``issues`` and ``issue`` are one search word (a plural ``s`` dropped)."""
+@functools.lru_cache(maxsize=16384)
+def _term(word: str) -> str:
+    """The search word of one word of text; empty for a common short word."""
+    word = word.lower()
+    if word in _STOP:
+        return ""
     if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
         return word[:-1]
     return word
@@ -55,6 +59,18 @@ def one_line(description: str, limit: int = LINE_CHARS) -> str:
         return text.rstrip(".")
     cut = text[: limit - 1].rsplit(" ", 1)[0]
     return cut.rstrip(",;:.") + "…"
+
+
+def shared_prefix(names: Sequence[str]) -> str:
+    """The prefix up to an ``_`` that every name of ``names`` (two or more) starts with."""
+    if len(names) < 2:
+        return ""
+    first, last = min(names), max(names)
+    size = 0
+    while size < min(len(first), len(last)) and first[size] == last[size]:
+        size += 1
+    cut = first[:size].rfind("_")
+    return first[: cut + 1] if cut > 0 else ""
 
 
 def parameter_names(schema: Any) -> list[str]:
@@ -99,15 +115,28 @@ class Catalogue:
         return self.entries.get(name)
 
     def listing(self) -> str:
-        """The compact listing the model reads: per toolset, one line per tool."""
+        """The compact listing the model reads: per toolset, the prefix its tools' names
+        share, then one line per tool (its name without that prefix, and its one line)."""
         lines: list[str] = []
         by_toolset: dict[str, list[Entry]] = {}
         for entry in self.entries.values():
             by_toolset.setdefault(entry.toolset, []).append(entry)
         for toolset in sorted(by_toolset):
-            lines.append(f"[{toolset}]")
-            lines.extend(f"{e.name}: {e.line}" if e.line else e.name for e in by_toolset[toolset])
+            group = by_toolset[toolset]
+            prefix = shared_prefix([e.name for e in group])
+            lines.append(f"[{toolset}] {prefix}*" if prefix else f"[{toolset}]")
+            for e in group:
+                short = e.name[len(prefix) :]
+                lines.append(f"{short}: {e.line}" if e.line else short)
         return "\n".join(lines)
+
+    def resolve(self, name: str) -> str | None:
+        """The full name of the tool ``name`` stands for: itself, or the one tool whose name
+        ends with ``_`` + ``name`` (a name read without its toolset's prefix)."""
+        if name in self.entries:
+            return name
+        found = [n for n in self._names if n.endswith("_" + name)] if name else []
+        return found[0] if len(found) == 1 else None
 
     def _bm25(self) -> Any:
         if self._index is None:
