@@ -24,6 +24,8 @@ from .schema import Counts, RunInfo
 from .table import RunTable
 
 POLL_SECONDS = 0.25
+HEARTBEAT_SECONDS = 5.0
+"""How often a coordinator writes that it is alive."""
 STALE_COORDINATOR = 30.0
 """Seconds without a heartbeat after which a coordinator on another machine counts as gone."""
 
@@ -189,8 +191,11 @@ def coordinate(
     here = socket.gethostname()
     deaths = 0
     try:
+        beat = 0.0
         while True:
-            table.set_run(name, heartbeat_at=time.time())
+            if time.monotonic() - beat > HEARTBEAT_SECONDS:
+                table.set_run(name, heartbeat_at=time.time())
+                beat = time.monotonic()
             for pid, proc in list(procs.items()):
                 code = proc.poll()
                 if code is None:

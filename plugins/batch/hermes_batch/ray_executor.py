@@ -26,7 +26,7 @@ from typing import Any
 
 from hermes_hookspecs import HermesError
 
-from .local import hermes_command, release_dead_workers
+from .local import HEARTBEAT_SECONDS, hermes_command, release_dead_workers
 from .schema import Claim, Counts, RunInfo
 from .table import RunTable
 from .worker import REPLY, budget_left
@@ -94,6 +94,62 @@ def _init(address: str | None) -> Any:
     return ray
 
 
+class _Slots:
+    """The row slots of one run: the actors, which are free, and the tasks in flight."""
+
+    def __init__(self, ray: Any, name: str, home: str, count: int, log: Path) -> None:
+        self.ray, self.name, self.home, self.count, self.log = ray, name, home, count, log
+        self.slot_class = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(RowSlot)
+        self.made: list[Any] = []
+        self.inflight: dict[Any, tuple[Any, Claim]] = {}
+        self.deaths = 0
+        self.free = [self._new() for _ in range(count)]
+        ray.get([slot.ready.remote() for slot in self.free], timeout=START_TIMEOUT)
+
+    def _new(self) -> Any:
+        slot = self.slot_class.remote(self.name, self.home)
+        self.made.append(slot)
+        return slot
+
+    def dispatch(self, table: RunTable, me: str, lease: float) -> None:
+        """Hand a claimed row to every free slot while rows are pending."""
+        while self.free:
+            claim = table.claim(self.name, me, lease)
+            if claim is None:
+                return
+            slot = self.free.pop()
+            self.inflight[slot.run.remote(claim.key, claim.attempt)] = (slot, claim)
+
+    def collect(self, table: RunTable, poll: float) -> None:
+        """Wait up to ``poll`` seconds for a task to end; a failed task's attempt is lost and
+        its slot replaced."""
+        ready, _ = self.ray.wait(list(self.inflight), num_returns=1, timeout=poll)
+        for ref in ready:
+            slot, claim = self.inflight.pop(ref)
+            try:
+                self.ray.get(ref)
+            except Exception as exc:  # the task died with its worker, node or process
+                table.release(claim, f"its Ray task failed ({type(exc).__name__})")
+                self.deaths += 1
+                if self.deaths > 3 * self.count + 5:
+                    raise HermesError(
+                        f"Ray row tasks keep failing ({self.deaths} so far); see {self.log} "
+                        "on each node"
+                    ) from None
+                self.ray.kill(slot)
+                slot = self._new()
+                self.ray.get(slot.ready.remote(), timeout=START_TIMEOUT)
+            self.free.append(slot)
+
+    def close(self) -> None:
+        """End every slot (a row still in flight is abandoned: its lease runs out)."""
+        for slot in self.made:
+            try:
+                self.ray.kill(slot)
+            except Exception:  # gone already
+                pass
+
+
 def coordinate_ray(
     table: RunTable,
     name: str,
@@ -109,67 +165,36 @@ def coordinate_ray(
     left (or the budget is spent); returns where the run stands at the end. ``env`` gives
     the ``HERMES_HOME`` of the nodes; ``log`` is where this machine's slots write."""
     ray = _init(address)
-    home = env["HERMES_HOME"]
-    slot_class = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(RowSlot)
     me = f"ray:{socket.gethostname()}:{os.getpid()}"
-    slots: list[Any] = []
-    inflight: dict[Any, tuple[Any, Claim]] = {}
-    deaths = 0
-
-    def new_slot() -> Any:
-        slot = slot_class.remote(name, home)
-        slots.append(slot)
-        return slot
-
+    slots: _Slots | None = None
     try:
-        free = [new_slot() for _ in range(count)]
-        ray.get([slot.ready.remote() for slot in free], timeout=START_TIMEOUT)
+        slots = _Slots(ray, name, env["HERMES_HOME"], count, log)
+        beat = 0.0
         while True:
-            table.set_run(name, heartbeat_at=time.time())
+            if time.monotonic() - beat > HEARTBEAT_SECONDS:
+                table.set_run(name, heartbeat_at=time.time())
+                beat = time.monotonic()
             table.release_expired(name)
             release_dead_workers(table, name)
             run = table.run(name)
-            lease = float(run.settings.get("lease_seconds") or 60)
             budget = run.settings.get("budget_usd")
             if run.state == "running" and not budget_left(run.settings, run.spent_usd):
                 table.set_run(name, state="stopped", stop_reason=f"budget of ${budget} spent")
                 run = table.run(name)
-            while free and run.state == "running":
-                claim = table.claim(name, me, lease)
-                if claim is None:
-                    break
-                slot = free.pop()
-                inflight[slot.run.remote(claim.key, claim.attempt)] = (slot, claim)
+            if run.state == "running":
+                slots.dispatch(table, me, float(run.settings.get("lease_seconds") or 60))
             counts = table.counts(name)
             if on_progress is not None:
                 on_progress(counts, run)
-            if not inflight:
-                if counts["running"] == 0 and (run.state != "running" or counts["pending"] == 0):
-                    return counts
+            if slots.inflight:
+                slots.collect(table, poll)
+            elif counts["running"] == 0 and (run.state != "running" or counts["pending"] == 0):
+                return counts
+            else:
                 time.sleep(poll)  # rows held elsewhere: wait for them or their leases
-                continue
-            ready, _ = ray.wait(list(inflight), num_returns=1, timeout=poll)
-            for ref in ready:
-                slot, claim = inflight.pop(ref)
-                try:
-                    ray.get(ref)
-                except Exception as exc:  # the task died with its worker, node or process
-                    table.release(claim, f"its Ray task failed ({type(exc).__name__})")
-                    deaths += 1
-                    if deaths > 3 * count + 5:
-                        raise HermesError(
-                            f"Ray row tasks keep failing ({deaths} so far); see {log} on each node"
-                        ) from None
-                    ray.kill(slot)
-                    slot = new_slot()
-                    ray.get(slot.ready.remote(), timeout=START_TIMEOUT)
-                free.append(slot)
     except KeyboardInterrupt:
         table.set_run(name, state="stopped", stop_reason="interrupted")
         raise
     finally:
-        for slot in slots:
-            try:
-                ray.kill(slot)
-            except Exception:  # gone already
-                pass
+        if slots is not None:
+            slots.close()

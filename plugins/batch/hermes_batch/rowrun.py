@@ -113,10 +113,19 @@ class _Lease:
 
     def _beat(self) -> None:
         interval = max(self._lease / 3, 0.05)
-        while not self._stop.wait(interval):
-            if self._deadline is not None and time.monotonic() > self._deadline:
+        renewed = time.monotonic()
+        while True:
+            wait = renewed + interval - time.monotonic()
+            if self._deadline is not None and not self.timed_out:
+                wait = min(wait, self._deadline - time.monotonic())
+            if self._stop.wait(max(wait, 0.0)):
+                return
+            if self._deadline is not None and time.monotonic() >= self._deadline:
                 self.timed_out = True
                 self.cancel.set()
+            if time.monotonic() - renewed < interval:
+                continue
+            renewed = time.monotonic()
             try:
                 if not self._table.renew(self._claim, self._lease):
                     self.lost = True

@@ -78,3 +78,20 @@ def test_the_budget_stops_new_rows_and_resume_can_raise_it(tmp_path, fake_model,
     more = kit.hermes("batch", "resume", "b", "--budget-usd", "10", "--json", env=env)
     status = json.loads(more.stdout)
     assert (status["state"], status["completed"], status["pending"]) == ("finished", 6, 0)
+
+
+def test_a_row_over_its_time_fails_with_why(tmp_path, fake_model, kit: Any):
+    folder = tmp_path / "home"
+    env = kit.make_home(folder, fake_model)
+    rows = [{"id": "slow", "prompt": "HANG row"}, {"id": "quick", "prompt": "quick"}]
+    dataset = kit.write_dataset(tmp_path / "d.jsonl", rows)
+    args = ("--name", "t", "--row-timeout", "3", "--max-attempts", "1")
+    ran = kit.hermes("batch", "run", str(dataset), *args, env=env)
+    assert ran.returncode == 0, ran.stderr
+    table = SQLiteRunTable(folder / "batch.db")
+    slow, quick = table.rows("t")
+    assert slow.state == "failed" and slow.error == "the row ran out of time (3.0 s)"
+    assert slow.duration < 15  # interrupted, not waited for (the model takes 30 s)
+    assert quick.state == "completed"
+    listed = json.loads(kit.hermes("batch", "list", "--json", env=env).stdout)
+    assert [(r["run"], r["completed"], r["failed"]) for r in listed] == [("t", 1, 1)]

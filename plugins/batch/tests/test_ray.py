@@ -83,3 +83,17 @@ def test_rows_as_ray_tasks_through_a_killed_ray_worker(tmp_path, fake_model, kit
         tried = [a["outcome"] for a in table.attempts("ray", record.key)]
         assert tried.count("completed") == (record.state == "completed")
         assert record.output is not None and record.output["id"] == record.key
+
+
+def test_the_cli_joins_a_running_ray_cluster(tmp_path, fake_model, kit, local_ray):
+    folder = tmp_path / "home"
+    env = kit.make_home(folder, fake_model)
+    env.update({k: v for k, v in os.environ.items() if k.startswith("RAY_")})  # its auth mode
+    address = local_ray.get_runtime_context().gcs_address
+    dataset = kit.write_dataset(tmp_path / "d.jsonl", [{"prompt": "a"}, {"prompt": "a"}])
+    args = ("--name", "c", "--executor", "ray", "--ray-address", address, "--workers", "2")
+    ran = kit.hermes("batch", "run", str(dataset), *args, "--json", env=env)
+    assert ran.returncode == 0, ran.stderr
+    assert '"completed": 2' in ran.stdout
+    workers = {r.worker for r in SQLiteRunTable(folder / "batch.db").rows("c")}
+    assert all(w and not w.startswith("ray:") for w in workers)  # the slots' processes ran them
