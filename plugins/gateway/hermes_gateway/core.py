@@ -27,7 +27,7 @@ from . import memory
 from .people import guest_id, is_guest
 from .platforms import InboundMessage, PlatformAdapter
 from .records import read_record, remember_ids
-from .routes import RouteStore, route_key
+from .routes import Routes, route_key
 from .session_locks import SessionLocks
 from .settings import GatewaySettings
 from .team import NOT_FOR_GATEWAY, describe, queued_turn
@@ -110,7 +110,7 @@ class GatewayCore:
     def __init__(
         self,
         runner: AgentRunner,
-        routes: RouteStore,
+        routes: Routes,
         settings: GatewaySettings,
         *,
         log: Callable[[str], None] = print,

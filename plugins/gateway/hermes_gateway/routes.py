@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Collection, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 MAX_RESPONSE_IDS = 10_000
 """Responses API ids remembered (for ``previous_response_id``); the oldest are forgotten first."""
@@ -23,6 +23,34 @@ MAX_RESPONSE_IDS = 10_000
 def route_key(platform: str, chat_id: str, user_id: str) -> str:
     """The key of one conversation: a user in a chat on a platform."""
     return json.dumps([platform, chat_id, user_id], ensure_ascii=False)
+
+
+class Routes(Protocol):
+    """Which session each conversation is in (what the gateway asks of a route store)."""
+
+    def session_of(self, key: str) -> str | None:
+        """The session the conversation ``key`` is in, if any."""
+        ...
+
+    def assign(self, key: str, session_id: str) -> None:
+        """Put the conversation ``key`` in ``session_id``."""
+        ...
+
+    def forget(self, key: str) -> str | None:
+        """Take the conversation out of its session; the session it was in."""
+        ...
+
+    def session_of_response(self, response_id: str) -> str | None:
+        """The session that produced a Responses API ``response_id``."""
+        ...
+
+    def remember_response(self, response_id: str, session_id: str) -> None:
+        """Record that ``response_id`` was an answer in ``session_id``."""
+        ...
+
+    def chats_of(self, platform: str, user_ids: Collection[str]) -> set[str]:
+        """The chats of ``platform`` in which one of ``user_ids`` has a conversation."""
+        ...
 
 
 class RouteStore:

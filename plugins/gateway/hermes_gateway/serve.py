@@ -17,7 +17,7 @@ from . import memory
 from .core import GatewayCore
 from .outbox import keep_delivering
 from .platforms import AdapterFactory, PlatformAdapter
-from .routes import RouteStore
+from .routes import Routes, RouteStore
 from .session_locks import SessionLocks, shares_sessions
 from .settings import GatewaySettingsError, load_settings
 from .turn_queue import QueueFactory
@@ -58,8 +58,9 @@ def build(
         raise HermesError(
             "no platform is configured: add one under gateway.platforms (see docs/gateway.md)"
         )
+    team_routes = queue.routes() if queue is not None else None
     try:
-        routes = RouteStore(home / "gateway" / "sessions.json")
+        routes: Routes = team_routes or RouteStore(home / "gateway" / "sessions.json")
     except ValueError as exc:
         raise HermesError(str(exc)) from None
     # other processes may run turns of these sessions: each turn holds its session's lock (the

@@ -21,6 +21,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from hermes_hookspecs import AgentOutcome, Usage
 
+from .routes import Routes
+
 ROLES = ("all", "front", "worker")
 """``hermes gateway run --role``: both halves in one process (the default), or one of them."""
 
@@ -126,6 +128,11 @@ class TurnQueue(Protocol):
 
     async def close(self) -> None:
         """Disconnect; what is queued stays queued."""
+        ...
+
+    def routes(self) -> Routes | None:
+        """Which session each conversation is in, shared by every front end (``None``: each
+        front end keeps its own ``gateway/sessions.json``)."""
         ...
 
     async def submit(

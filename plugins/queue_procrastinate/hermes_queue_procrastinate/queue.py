@@ -37,6 +37,7 @@ from hermes_gateway.turn_queue import (
 from hermes_hookspecs import AgentOutcome, HermesError
 
 from . import events
+from .routes import PostgresRoutes
 from .schema import ensure_schema
 
 TASK = "hermes.turn"
@@ -82,6 +83,7 @@ class ProcrastinateTurnQueue:
         self.app.task(name=TASK, queue=QUEUE, pass_context=True)(self._job)
         self.name = f"{socket.gethostname()}:{os.getpid()}"
         self.listener = events.Listener(url, log)
+        self._routes = PostgresRoutes(url)
         self._run: TurnRunner | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._opened = False
@@ -106,9 +108,14 @@ class ProcrastinateTurnQueue:
             ) from None
         self._opened = True
 
+    def routes(self) -> PostgresRoutes:
+        """The conversations' sessions, in the queue's database (:mod:`.routes`)."""
+        return self._routes
+
     async def close(self) -> None:
         """Disconnect."""
         await self.listener.stop()
+        self._routes.close()
         if self._opened:
             self._opened = False
             await self.app.close_async()

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .routes import TABLES as ROUTES_TABLES
+
 SCHEMA_LOCK = 0x68657271756575
 """The advisory lock key held while the tables are made ("herqueu")."""
 CHANNEL = "hermes_turn_events"
@@ -62,6 +64,7 @@ async def ensure_schema(app: Any, url: str) -> bool:
                 await app.schema_manager.apply_schema_async()
             await conn.execute(EVENTS_TABLE)
             await conn.execute(WAKE_ON_UNLOCK)
+            await conn.execute(ROUTES_TABLES)
             return made
         finally:
             await conn.execute("SELECT pg_advisory_unlock(%s)", (SCHEMA_LOCK,))

@@ -56,16 +56,18 @@ class Team:
         self.server = server
         self.receiver = Receiver()
         config = team_config(database, server.openai_base_url)
-        config["gateway"]["platforms"]["hooks"] = {
+        hooks = {
             "adapter": "webhook",
             "port": 0,
             "secret": SECRET,
             "deliver_url": self.receiver.url,
             "allowed_users": ["alice"],
         }
+        config["gateway"]["platforms"]["hooks"] = hooks
         self.workers = [Member(folder / f"worker{n}", config, "worker") for n in (1, 2)]
         self.front = Member(folder / "front", config, "front")
         interrupting = team_config(database, server.openai_base_url, busy="interrupt")
+        interrupting["gateway"]["platforms"]["hooks"] = hooks
         self.interrupting = Member(folder / "front-interrupt", interrupting, "front")
         for member in self.members:
             member.ready()
@@ -144,12 +146,14 @@ def test_an_interrupt_reaches_the_worker_running_the_turn(team):
     assert results["next"][:2] == (200, "seen 2: take it slowly\n\ninstead"), results
 
 
-def _chat(team: Team, text: str) -> None:
-    """Alice writes ``text`` in the chat ``ops`` of the webhook platform."""
+def _chat(team: Team, text: str, front: Member | None = None) -> None:
+    """Alice writes ``text`` in the chat ``ops`` of the webhook platform (through ``front``,
+    the queueing front end by default)."""
     data = json.dumps({"chat_id": "ops", "user_id": "alice", "text": text}).encode()
     headers = {"Content-Type": "application/json", "X-Hermes-Signature": sign(SECRET, data)}
-    found = re.search(r"hooks ready at (\S+)", team.front.log)
-    assert found is not None, team.front.log
+    front = front or team.front
+    found = re.search(r"hooks ready at (\S+)", front.log)
+    assert found is not None, front.log
     request = urllib.request.Request(found.group(1), data=data, headers=headers)
     with urllib.request.urlopen(request, timeout=10) as answer:
         assert answer.status == 202
@@ -200,6 +204,19 @@ def _replace(team: Team, gone: Member, folder: Path) -> None:
     replacement = Member(folder, config, "worker")
     team.workers[team.workers.index(gone)] = replacement
     replacement.ready()
+
+
+def test_a_conversation_stays_in_its_session_whichever_front_end_gets_it(team):
+    _chat(team, "/new")
+    already = len(team.receiver.wait_for(1))
+    _chat(team, "one")
+    assert team.receiver.wait_for(already + 1)[-1]["text"] == "seen 1: one"
+    _chat(team, "two", front=team.interrupting)
+    assert team.receiver.wait_for(already + 2)[-1]["text"] == "seen 2: two"
+    with psycopg.connect(team.database) as conn:
+        rows = conn.execute("SELECT platform, chat_id, user_id FROM hermes_gateway_routes")
+        assert ("hooks", "ops", "alice") in rows.fetchall()
+    assert not (team.front.home / "gateway" / "sessions.json").exists()
 
 
 def test_a_stopped_worker_finishes_its_turn_first(team, tmp_path):
