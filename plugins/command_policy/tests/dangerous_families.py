@@ -360,6 +360,15 @@ WRITES = [
     f'python3 -c \'open("{HOME}/.local/bin/git", "w").write("x")\'',
     'echo x > "$TARGET"',
     "cp x /usr/local/bin/git",
+    "tar xf x.tar -C ~/.local/bin",
+    "unzip x.zip -d ~/.local/bin",
+    "cargo install x",
+    "go install example.invalid/x@latest",
+    "uv tool install x",
+    "echo x > .cargo/config.toml",
+    "echo x > .yarnrc.yml",
+    "python3 -c 'import pathlib; pathlib.Path.home().joinpath(\".netrc\").read_text()'",
+    "git diff --no-index ~/.netrc /dev/null",
 ]
 WRITE_LOOK_ALIKES = [
     "cp tool ./bin/tool",

@@ -301,7 +301,6 @@ HARMLESS = [
     "git push",
     "git push origin main",
     "npm install lodash",
-    "cargo install ripgrep",
     'docker run --rm -v "$PWD":/app node:20 npm test',
     "npm config get registry",
     "mongosh --eval 'db.users.find({})'",
