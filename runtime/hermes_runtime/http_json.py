@@ -1,14 +1,14 @@
 """JSON POSTs to a model endpoint over connections kept alive between calls.
 
 A model call is one POST of a JSON body answered with JSON, or with server-sent events when it
-streams. An SDK's path for it builds the request through several layers, and its connection
-pool looks at every pooled connection on each request. :class:`JsonPoster` sends the request
-over a connection taken from a stack of idle ones, sends it once more on a fresh connection
-when the server had closed a reused one, reads a streamed answer's events, and lets another
-thread shut the connection of a call in progress (:func:`shut`). What belongs to a provider is
+streams. :class:`JsonPoster` sends it on the endpoint's ``urllib3`` connection pool
+(:mod:`.http_pool`, made by the first request: importing ``hermes_runtime`` loads no HTTP
+library), through the proxy the environment names for it, verifying TLS with the process's
+context (:mod:`.tls`). A request the server dropped on a reused connection is sent once more,
+a streamed answer's events are read as they arrive (:class:`EventStream`), and another thread
+may shut the connection of a call in progress (:func:`shut`). What belongs to a provider is
 passed in: the headers, and :class:`Failures`, which turns a failed answer or a network error
-into that provider's error. :func:`direct_endpoint` says which base URLs it serves as an
-SDK's client would (no proxy applies, nothing unusual in the URL).
+into that provider's error. :func:`direct_endpoint` says which base URLs it serves.
 """
 
 from __future__ import annotations
@@ -16,12 +16,10 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import select
 import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from email.message import Message
 from typing import Any, NamedTuple, Protocol
 from urllib.parse import urlsplit
 from urllib.request import (  # type: ignore[attr-defined]  # not in the stubs
@@ -29,30 +27,27 @@ from urllib.request import (  # type: ignore[attr-defined]  # not in the stubs
     proxy_bypass_environment,
 )
 
-MAX_IDLE = 64
-"""Idle connections kept per endpoint; more are closed when they come back."""
 READ_SIZE = 65536
 """The most a streamed answer's read takes at once."""
 
-DROPPED = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
-"""What a kept-alive connection the server has closed meanwhile raises (sent again once)."""
-NETWORK = (OSError, http.client.HTTPException)
-"""What a failure to talk to the server raises (handed to :meth:`Failures.network`)."""
-
 Connection = http.client.HTTPConnection
-"""A connection to the endpoint (``HTTPSConnection`` for ``https``)."""
+"""A connection to the endpoint (the pool's connections are the standard library's)."""
+
+PROXY_SCHEMES = ("http", "https")
+"""The proxies a :class:`JsonPoster` goes through (others, such as SOCKS, are the SDK's)."""
 
 
 class Failures(Protocol):
     """A provider's errors for what can go wrong with a POST."""
 
-    def status(self, status: int, body: Any, headers: Message) -> BaseException:
+    def status(self, status: int, body: Any, headers: Mapping[str, str]) -> BaseException:
         """The error of an answer whose status is not 2xx: ``body`` is its JSON value, or its
-        text when it is not JSON."""
+        text when it is not JSON; ``headers`` are looked up without regard to case."""
 
     def network(self, exc: OSError | http.client.HTTPException, streaming: bool) -> BaseException:
         """The error of a failure to talk to the server: while sending the request or reading
-        a whole answer, or (``streaming``) while reading a streamed answer's events."""
+        a whole answer, or (``streaming``) while reading a streamed answer's events. A timeout
+        is a :class:`TimeoutError`."""
 
     def not_json(self, text: str) -> BaseException:
         """The error of a successful answer whose body is not JSON."""
@@ -60,20 +55,22 @@ class Failures(Protocol):
 
 @dataclass(frozen=True)
 class Endpoint:
-    """Where the POSTs go: scheme, host, port and the base URL's path (no trailing ``/``)."""
+    """Where the POSTs go: scheme, host, port, the base URL's path (no trailing ``/``), and
+    the URL of the proxy they go through (``None``: straight to the host)."""
 
     https: bool
     host: str
     port: int
     path: str
+    proxy: str | None = None
 
 
 def direct_endpoint(base_url: str, switch: str | None = None) -> Endpoint | None:
     """The endpoint of ``base_url`` when a :class:`JsonPoster` can serve it as an SDK's client
-    would: ``http`` or ``https``, no user name, query or fragment in the URL, and no
-    ``*_PROXY`` variable that applies to its host (the SDK's client would go through that
-    proxy); else ``None``. Also ``None`` when the environment variable ``switch`` is ``sdk``
-    (the user asks for the SDK's own HTTP client)."""
+    would: ``http`` or ``https``, no user name, query or fragment in the URL, and an HTTP or
+    HTTPS proxy if a ``*_PROXY`` variable applies to its host (``NO_PROXY`` honoured); else
+    ``None``. Also ``None`` when the environment variable ``switch`` is ``sdk`` (the user asks
+    for the SDK's own HTTP client)."""
     if switch and os.environ.get(switch, "").strip().lower() == "sdk":
         return None
     try:
@@ -86,12 +83,20 @@ def direct_endpoint(base_url: str, switch: str | None = None) -> Endpoint | None
     if parts.username or parts.password or parts.query or parts.fragment:
         return None
     proxies = getproxies_environment()
-    if (proxies.get(parts.scheme) or proxies.get("all")) and not (
-        proxy_bypass_environment(parts.hostname, proxies)
-    ):
-        return None
+    proxy = proxies.get(parts.scheme) or proxies.get("all") or None
+    if proxy and proxy_bypass_environment(parts.hostname, proxies):
+        proxy = None
+    if proxy:
+        proxy = proxy if "://" in proxy else f"http://{proxy}"
+        try:
+            scheme, proxy_host = urlsplit(proxy).scheme.lower(), urlsplit(proxy).hostname
+        except ValueError:
+            return None
+        if scheme not in PROXY_SCHEMES or not proxy_host:
+            return None
     https = parts.scheme == "https"
-    return Endpoint(https, parts.hostname, port or (443 if https else 80), parts.path.rstrip("/"))
+    path = parts.path.rstrip("/")
+    return Endpoint(https, parts.hostname, port or (443 if https else 80), path, proxy)
 
 
 class JsonPoster:
@@ -102,7 +107,7 @@ class JsonPoster:
     :param headers: sent with every request (the provider's own, its key among them).
     :param timeout: seconds a connect or a read may take; ``None`` waits as long as it takes.
     :param failures: the provider's errors.
-    :param tls: the verifying TLS context (for ``https``), made when first needed.
+    :param tls: makes the verifying TLS context (for ``https``), called when first needed.
     """
 
     def __init__(
@@ -118,7 +123,9 @@ class JsonPoster:
         self.headers = dict(headers)
         self.failures = failures
         self._tls = tls
-        self._idle: list[Connection] = []
+        self._pool: Any = None
+        self._send: Callable[..., Any] | None = None
+        self._target_prefix = endpoint.path
         self._lock = threading.Lock()
         self._pid = os.getpid()
 
@@ -129,11 +136,10 @@ class JsonPoster:
         on_connection: Callable[[Connection], None] | None = None,
     ) -> Any:
         """POST ``body`` to the base URL's path plus ``path``; the answer's JSON value.
-        ``on_connection`` gets the connection before anything is sent (to :func:`shut` it from
-        another thread). Raises the errors of :attr:`failures`."""
-        connection, answer = self._exchange(path, body, on_connection)
-        data = self._read(connection, answer)
-        return self._decoded(answer, data)
+        ``on_connection`` gets each connection the request uses before anything is sent on it
+        (to :func:`shut` it from another thread). Raises the errors of :attr:`failures`."""
+        answer = self._exchange(path, body, on_connection)
+        return self._decoded(answer, self._read(answer))
 
     def stream(
         self,
@@ -143,67 +149,79 @@ class JsonPoster:
     ) -> EventStream:
         """POST ``body`` (which asks for a stream) and return its events once the server has
         answered with a success; as :meth:`post` otherwise."""
-        connection, answer = self._exchange(path, body, on_connection)
+        answer = self._exchange(path, body, on_connection)
         if not 200 <= answer.status < 300:
-            self._decoded(answer, self._read(connection, answer))  # raises the error
-        return EventStream(connection, answer, self.failures)
+            self._decoded(answer, self._read(answer))  # raises the error
+        return EventStream(answer, self.failures)
 
     def close(self) -> None:
         """Close the idle connections."""
         with self._lock:
-            idle, self._idle = self._idle, []
-        for connection in idle:
-            connection.close()
+            pool, self._pool, self._send = self._pool, None, None
+        if pool is not None:
+            pool.close()
+
+    def _sender(self) -> tuple[Any, Callable[..., Any]]:
+        """The endpoint's pool and its ``urlopen``, made by the first request of this process
+        (a forked child makes its own: the parent's sockets are not its to use)."""
+        with self._lock:
+            if self._send is None or self._pid != os.getpid():
+                from .http_pool import make_pool
+
+                e = self.endpoint
+                self._pool, self._send, absolute = make_pool(
+                    e.https, e.host, e.port, self.timeout, self._tls, e.proxy
+                )
+                self._pid = os.getpid()
+                if absolute:
+                    port = "" if e.port == 80 else f":{e.port}"
+                    self._target_prefix = f"http://{_url_host(e.host)}{port}{e.path}"
+            return self._pool, self._send
 
     def _exchange(
         self,
         path: str,
         body: Any,
         on_connection: Callable[[Connection], None] | None,
-    ) -> tuple[Connection, http.client.HTTPResponse]:
+    ) -> Any:
         """Send the request and read the answer's status and headers."""
         # ASCII with escapes: a few percent longer than UTF-8 where the text is not English,
         # but encoding a long history costs half the time (no wide string to convert).
         payload = json.dumps(body, separators=(",", ":")).encode()
-        target = self.endpoint.path + path
-        for attempt in (1, 2):
-            connection, reused = self._connection()
-            if on_connection is not None:
-                on_connection(connection)
-            try:
-                connection.request("POST", target, payload, self.headers)
-                return connection, connection.getresponse()
-            except DROPPED as exc:
-                connection.close()
-                if reused and attempt == 1:
-                    continue  # the server had closed the idle connection: a fresh one
-                raise self.failures.network(exc, False) from exc
-            except NETWORK as exc:
-                connection.close()
-                raise self.failures.network(exc, False) from exc
-            except BaseException:
-                connection.close()
-                raise
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _read(self, connection: Connection, answer: http.client.HTTPResponse) -> bytes:
-        """The whole body of ``answer``; its connection is then kept for the next call, if
-        it may be."""
+        pool, send = self._sender()
+        call = pool.call
+        call.on_connection = on_connection
         try:
-            data = answer.read()
-        except NETWORK as exc:
-            connection.close()
-            raise self.failures.network(exc, False) from exc
-        except BaseException:
-            connection.close()
+            return send(
+                "POST",
+                self._target_prefix + path,
+                body=payload,
+                headers=self.headers,
+                redirect=False,
+                assert_same_host=False,
+                preload_content=False,
+            )
+        except Exception as exc:
+            if _is_network_error(exc):
+                raise self.failures.network(_standard_error(exc), False) from exc
             raise
-        if answer.will_close:
-            connection.close()
-        else:
-            self._put_back(connection)
+        finally:
+            call.on_connection = None
+
+    def _read(self, answer: Any) -> bytes:
+        """The whole body of ``answer``; its connection then goes back to the pool, if it
+        may be kept."""
+        try:
+            data: bytes = answer.read()
+        except Exception as exc:
+            if _is_network_error(exc):
+                raise self.failures.network(_standard_error(exc), False) from exc
+            raise
+        finally:
+            answer.release_conn()
         return data
 
-    def _decoded(self, answer: http.client.HTTPResponse, data: bytes) -> Any:
+    def _decoded(self, answer: Any, data: bytes) -> Any:
         """The JSON value of a successful answer; raises the error of a failed one."""
         status = answer.status
         try:
@@ -217,43 +235,23 @@ class JsonPoster:
             return value
         raise self.failures.status(status, value, answer.headers)
 
-    def _connection(self) -> tuple[Connection, bool]:
-        """An idle connection still open (and whether it was), or a new one."""
-        with self._lock:
-            if self._pid != os.getpid():  # a forked child: those are its parent's sockets
-                self._idle, self._pid = [], os.getpid()
-            while self._idle:
-                connection = self._idle.pop()
-                if _still_open(connection):
-                    return connection, True
-                connection.close()
-        endpoint = self.endpoint
-        if endpoint.https:
-            context = self._tls() if self._tls is not None else None
-            return http.client.HTTPSConnection(
-                endpoint.host, endpoint.port, timeout=self.timeout, context=context
-            ), False
-        return http.client.HTTPConnection(endpoint.host, endpoint.port, timeout=self.timeout), False
 
-    def _put_back(self, connection: Connection) -> None:
-        with self._lock:
-            if len(self._idle) < MAX_IDLE and self._pid == os.getpid():
-                self._idle.append(connection)
-                return
-        connection.close()
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
-def _still_open(connection: Connection) -> bool:
-    """Whether an idle connection can carry a request: a socket with nothing to read (an idle
-    connection that is readable was closed by the server, or holds stray bytes)."""
-    sock = connection.sock
-    if sock is None:
-        return False
-    try:
-        readable, _, _ = select.select([sock], [], [], 0)
-    except (OSError, ValueError):
-        return False
-    return not readable
+def _is_network_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is a failure to talk to the server (the library's or the socket's)."""
+    if isinstance(exc, OSError | http.client.HTTPException):
+        return True
+    module = type(exc).__module__ or ""
+    return module.split(".")[0] == "urllib3"
+
+
+def _standard_error(exc: BaseException) -> OSError | http.client.HTTPException:
+    from .http_pool import standard_error
+
+    return standard_error(exc)
 
 
 def shut(connection: Connection) -> None:
@@ -276,42 +274,50 @@ class ServerSentEvent(NamedTuple):
 
 class EventStream:
     """The events of a streamed answer, in order. Iterated once; a network error while
-    reading raises the :class:`Failures`' error (``streaming``); :meth:`close` ends it (its
-    connection is not reused)."""
+    reading raises the :class:`Failures`' error (``streaming``); :meth:`close` ends it (a
+    connection whose answer was not read to its end is not reused)."""
 
-    def __init__(
-        self, connection: Connection, answer: http.client.HTTPResponse, failures: Failures
-    ) -> None:
-        self.connection = connection
+    def __init__(self, answer: Any, failures: Failures) -> None:
         self.answer = answer
+        """The answer (``status``, ``headers``) whose body is being read."""
+        self.connection: Connection | None = answer.connection
+        """The answer's connection."""
         self.failures = failures
 
     def __iter__(self) -> Iterator[ServerSentEvent]:
         """Each event of the answer."""
         try:
-            yield from _events(self.answer)
-            missing = self.answer.length  # bytes a Content-Length promised and never came
-            if missing:
-                raise http.client.IncompleteRead(b"", missing)
-        except NETWORK as exc:
-            raise self.failures.network(exc, True) from exc
+            yield from _events(self.answer.read1)
+        except Exception as exc:
+            if _is_network_error(exc):
+                raise self.failures.network(_standard_error(exc), True) from exc
+            raise
         finally:
             self.close()
 
+    def abort(self) -> None:
+        """Shut the connection from another thread, so that a blocked read returns (nothing
+        when the answer was read to its end: its connection may serve another call by now)."""
+        try:
+            self.answer.shutdown()
+        except (ValueError, OSError):
+            pass
+
     def close(self) -> None:
-        """Stop reading: the connection is closed (what is left of the stream is not read)."""
-        self.connection.close()
+        """Stop reading: a connection whose answer is not read to its end is closed."""
+        self.answer.close()
+        self.answer.release_conn()
 
 
-def _events(answer: http.client.HTTPResponse) -> Iterator[ServerSentEvent]:
-    """The events of ``answer``: a blank line ends one that has a name or data; comments and
-    other fields are skipped. The body is read in blocks as they arrive and cut into lines here
-    (a ``readline`` of a chunked body costs several calls a line)."""
+def _events(read1: Callable[[int], bytes]) -> Iterator[ServerSentEvent]:
+    """The events of a body read by ``read1``: a blank line ends one that has a name or data;
+    comments and other fields are skipped. The body is read in blocks as they arrive and cut
+    into lines here (a line may be split across reads)."""
     event: str | None = None
     data: list[str] = []
     pending = b""
     while True:
-        block = answer.read1(READ_SIZE)
+        block = read1(READ_SIZE)
         if block:
             lines = (pending + block).split(b"\n")
             pending = lines.pop()

@@ -1,16 +1,15 @@
-"""The process's TLS contexts for verifying servers: one per way of making it, made once.
+"""The process's TLS context for verifying servers, made once and shared.
 
 Making a verifying context reads the system's certificate bundle (tens of milliseconds of
-parsing) and every HTTP client of an SDK makes its own. A context made here is shared by every
-client that asks for the same one, and a child forked from a resident process inherits those
-its parent made. A context is made anew when what it was made from changes: the
-``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` variables, or the default certificate file or folder.
+parsing), and every HTTP client would make its own. The context made here is shared by the
+process's connection pools (:mod:`.http_pool`) and the SDKs' clients, and a child forked from
+a resident process inherits it. It is made when a first ``https`` connection needs it (a
+one-shot command whose model is a plain ``http`` server on this machine never reads the
+bundle), and made anew when what it was made from changes: the ``SSL_CERT_FILE`` and
+``SSL_CERT_DIR`` variables, or the default certificate file or folder.
 
-Where the SDKs read OpenSSL's certificate paths (all but Windows and macOS), the default context
-is a :class:`DeferredTrustContext`: it trusts the same certificates as the SDKs' own default
-context, but reads the bundle just before its first handshake, so a
-one-shot command whose model is a plain ``http`` server on this machine never reads it, and one
-talking to a ``https`` endpoint reads it once, when it connects.
+It trusts what the SDKs' own default context trusts (:func:`trust_locations`): a custom CA
+bundle named by ``SSL_CERT_FILE`` (or a folder by ``SSL_CERT_DIR``) alone, else the system's.
 """
 
 from __future__ import annotations
@@ -97,68 +96,26 @@ def _is_hashed_name(name: str) -> bool:
     return len(stem) == 8 and number.isdigit() and all(c in "0123456789abcdefABCDEF" for c in stem)
 
 
-class DeferredTrustContext(ssl.SSLContext):
-    """A client TLS context (``PROTOCOL_TLS_CLIENT``: certificates required, host names
-    checked) that trusts what the SDKs' own default context trusts (:func:`trust_locations`),
-    read just before its first handshake, or when asked what it trusts."""
-
-    _trust_lock: threading.Lock
-    _trust_loaded: bool
-
-    def __new__(cls) -> DeferredTrustContext:
-        """A context with no certificates loaded yet."""
-        context = super().__new__(cls, ssl.PROTOCOL_TLS_CLIENT)
-        context._trust_lock = threading.Lock()
-        context._trust_loaded = False
-        return context
-
-    def load_trust(self) -> None:
-        """Load the default trusted certificates now (once; later calls do nothing)."""
-        if self._trust_loaded:
-            return
-        with self._trust_lock:
-            if not self._trust_loaded:
-                cafile, capath, from_environment = trust_locations()
-                if from_environment and sys.version_info >= (3, 13):
-                    # what ssl.create_default_context(cafile=...) adds on these versions
-                    self.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN | ssl.VERIFY_X509_STRICT
-                if cafile or capath:
-                    self.load_verify_locations(cafile, capath)
-                self._trust_loaded = True
-
-    @property
-    def trust_loaded(self) -> bool:
-        """Whether the trusted certificates have been read."""
-        return self._trust_loaded
-
-    def wrap_socket(self, *args: Any, **kwargs: Any) -> ssl.SSLSocket:
-        """As :meth:`ssl.SSLContext.wrap_socket`, with the trusted certificates loaded first."""
-        self.load_trust()
-        return super().wrap_socket(*args, **kwargs)
-
-    def wrap_bio(self, *args: Any, **kwargs: Any) -> ssl.SSLObject:
-        """As :meth:`ssl.SSLContext.wrap_bio`, with the trusted certificates loaded first."""
-        self.load_trust()
-        return super().wrap_bio(*args, **kwargs)
-
-    def get_ca_certs(self, binary_form: bool = False) -> Any:
-        """As :meth:`ssl.SSLContext.get_ca_certs`, with the trusted certificates loaded first."""
-        self.load_trust()
-        return super().get_ca_certs(binary_form)
-
-    def cert_store_stats(self) -> dict[str, int]:
-        """As :meth:`ssl.SSLContext.cert_store_stats`, with the certificates loaded first."""
-        self.load_trust()
-        return super().cert_store_stats()
+def verifying_context() -> ssl.SSLContext:
+    """A client TLS context (certificates required, host names checked) that trusts what the
+    SDKs' own default context trusts (:func:`trust_locations`), read now."""
+    cafile, capath, from_environment = trust_locations()
+    if from_environment:
+        # what the SDKs' HTTP layer makes for SSL_CERT_FILE or SSL_CERT_DIR
+        return ssl.create_default_context(cafile=cafile, capath=capath)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    if cafile or capath:
+        context.load_verify_locations(cafile, capath)
+    return context
 
 
 def default_context_maker() -> Callable[[], ssl.SSLContext]:
-    """The function that makes an SDK's default verifying context: a
-    :class:`DeferredTrustContext` where the SDKs read OpenSSL's certificate paths; on Windows
+    """The function that makes an SDK's default verifying context: :func:`verifying_context`
+    where the SDKs read OpenSSL's certificate paths; on Windows
     and macOS, where they read the system's trust store, that of ``httpx2`` when it is installed
     (the SDKs that use it), else of ``httpx``."""
     if sys.platform not in ("win32", "darwin"):
-        return DeferredTrustContext
+        return verifying_context
     try:
         import httpx2
 
@@ -176,8 +133,6 @@ def process_context() -> ssl.SSLContext:
 
 
 def read_trust_now() -> None:
-    """Make the default shared context and read its trusted certificates now: a process that
-    forks children to serve calls does it once for all of them."""
-    context = process_context()
-    if isinstance(context, DeferredTrustContext):
-        context.load_trust()
+    """Make the shared context now, reading its trusted certificates: a process that forks
+    children to serve calls does it once for all of them."""
+    process_context()

@@ -1,6 +1,6 @@
-"""JSON POSTs over kept-alive connections: reuse, a dropped reused connection sent once more,
-failures handed to the provider's mapping, server-sent events, a call shut from another thread,
-and which URLs are served directly."""
+"""JSON POSTs over kept-alive connections (on urllib3's pool): reuse, a dropped reused
+connection sent once more, failures handed to the provider's mapping, server-sent events, a
+call shut from another thread, and which URLs are served directly."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import http.client
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
-from email.message import Message
+from collections.abc import Callable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -33,7 +32,7 @@ class Failure(Exception):
 
 
 class Failures:
-    def status(self, status: int, body: Any, headers: Message) -> BaseException:
+    def status(self, status: int, body: Any, headers: Mapping[str, str]) -> BaseException:
         return Failure("status", status, body, headers.get("retry-after"))
 
     def network(self, exc: OSError | http.client.HTTPException, streaming: bool) -> BaseException:
@@ -274,10 +273,12 @@ def test_which_urls_are_served_directly(monkeypatch: pytest.MonkeyPatch) -> None
     for unusual in ("ftp://host/x", "https://user:pw@host/v1", "https://host/v1?key=1", "http://"):
         assert direct_endpoint(unusual) is None
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
-    assert direct_endpoint("https://api.example.com") is None  # the proxy applies
-    assert direct_endpoint("http://127.0.0.1:8000") is not None  # to https only
+    assert direct_endpoint("https://api.example.com") == Endpoint(
+        True, "api.example.com", 443, "", "http://127.0.0.1:9"
+    )  # through the proxy
+    assert direct_endpoint("http://127.0.0.1:8000") == Endpoint(False, "127.0.0.1", 8000, "")
     monkeypatch.setenv("NO_PROXY", "api.example.com")
-    assert direct_endpoint("https://api.example.com") is not None
+    assert direct_endpoint("https://api.example.com") == Endpoint(True, "api.example.com", 443, "")
     monkeypatch.setenv("SWITCH", "sdk")
     assert direct_endpoint("http://127.0.0.1:8000", "SWITCH") is None
     assert direct_endpoint("http://127.0.0.1:8000") is not None

@@ -1,5 +1,5 @@
-"""The process's shared verifying TLS contexts (hermes_runtime.tls): made once, verification as
-strict as the default one, certificates read only for a TLS connection."""
+"""The process's shared verifying TLS context (hermes_runtime.tls): made once, verification as
+strict as the default one, trusting what the SDKs' HTTP layer trusts."""
 
 from __future__ import annotations
 
@@ -16,10 +16,11 @@ import certifi
 import pytest
 
 from hermes_runtime.tls import (
-    DeferredTrustContext,
     default_context_maker,
+    process_context,
     read_trust_now,
     shared_context,
+    verifying_context,
 )
 
 pytestmark = pytest.mark.skipif(sys.platform in ("win32", "darwin"), reason="OpenSSL paths")
@@ -95,14 +96,11 @@ def _get(port: int, context: ssl.SSLContext | None) -> bytes:
         connection.close()
 
 
-def test_a_certificate_signed_by_a_trusted_ca_is_accepted_once_read(
+def test_a_certificate_signed_by_a_trusted_ca_is_accepted(
     certificates: Path, https_port: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SSL_CERT_FILE", str(certificates / "ca.pem"))
-    context = DeferredTrustContext()
-    assert not context.trust_loaded
-    assert _get(https_port, context) == b"hello"
-    assert context.trust_loaded
+    assert _get(https_port, verifying_context()) == b"hello"
 
 
 def test_a_certificate_of_an_unknown_ca_is_refused(
@@ -111,7 +109,7 @@ def test_a_certificate_of_an_unknown_ca_is_refused(
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)
     monkeypatch.delenv("SSL_CERT_DIR", raising=False)
     with pytest.raises(ssl.SSLCertVerificationError):
-        _get(https_port, DeferredTrustContext())
+        _get(https_port, verifying_context())
 
 
 def test_a_certificate_file_named_in_the_environment_is_trusted_alone(
@@ -130,9 +128,9 @@ def test_a_certificate_file_named_in_the_environment_is_trusted_alone(
     monkeypatch.setenv("SSL_CERT_DIR", str(folder))
     monkeypatch.setenv("SSL_CERT_FILE", str(other / "other.pem"))
     with pytest.raises(ssl.SSLCertVerificationError):
-        _get(https_port, DeferredTrustContext())
+        _get(https_port, verifying_context())
     monkeypatch.delenv("SSL_CERT_FILE")
-    assert _get(https_port, DeferredTrustContext()) == b"hello"  # the folder alone: trusted
+    assert _get(https_port, verifying_context()) == b"hello"  # the folder alone: trusted
     httpx2 = pytest.importorskip("httpx2")
     with pytest.raises(ssl.SSLCertVerificationError):  # the SDKs' HTTP layer agrees
         monkeypatch.setenv("SSL_CERT_FILE", str(other / "other.pem"))
@@ -140,19 +138,18 @@ def test_a_certificate_file_named_in_the_environment_is_trusted_alone(
 
 
 def test_host_names_and_certificates_are_checked_as_by_the_default_context() -> None:
-    context, default = DeferredTrustContext(), ssl.create_default_context()
+    context, default = verifying_context(), ssl.create_default_context()
     assert context.verify_mode == default.verify_mode == ssl.CERT_REQUIRED
     assert context.check_hostname and default.check_hostname
     assert context.minimum_version == default.minimum_version
 
 
-def test_plain_http_never_reads_the_certificates(http_port: int) -> None:
+def test_the_system_bundle_is_trusted_as_by_the_sdks(monkeypatch: pytest.MonkeyPatch) -> None:
     httpx2 = pytest.importorskip("httpx2")
-
-    context = DeferredTrustContext()
-    with httpx2.Client(verify=context) as client:
-        assert client.get(f"http://127.0.0.1:{http_port}/").text == "hello"
-    assert not context.trust_loaded
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    ours = verifying_context().cert_store_stats()
+    assert ours == httpx2.create_ssl_context().cert_store_stats()
 
 
 def test_a_context_is_made_once_and_shared() -> None:
@@ -161,7 +158,6 @@ def test_a_context_is_made_once_and_shared() -> None:
     assert isinstance(first, ssl.SSLContext)
     assert first.verify_mode == ssl.CERT_REQUIRED and first.check_hostname
     assert shared_context(make) is first
-    assert isinstance(first, DeferredTrustContext) and not first.trust_loaded
 
 
 def test_a_changed_certificate_file_makes_a_new_context(
@@ -183,7 +179,10 @@ def test_a_changed_certificate_file_makes_a_new_context(
     assert shared_context(make) is not second
 
 
-def test_trust_read_ahead_is_that_of_the_shared_context() -> None:
+def test_trust_read_ahead_is_that_of_the_shared_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
     read_trust_now()
     context = shared_context(default_context_maker())
-    assert isinstance(context, DeferredTrustContext) and context.trust_loaded
+    assert process_context() is context
+    assert context.cert_store_stats() == verifying_context().cert_store_stats()

@@ -1,9 +1,10 @@
 """The model client: requests over the process's own connections, or through the SDK.
 
-A request to an endpoint reached directly goes through the process's
-:class:`~hermes_runtime.http_json.JsonPoster` for it (see :mod:`.http_messages`), which never
-imports the SDK; one behind a proxy, with credentials other than an API key, or with
-``HERMES_ANTHROPIC_HTTP=sdk`` goes through one ``anthropic.Anthropic`` built lazily and reused.
+A request with an API key goes through the process's
+:class:`~hermes_runtime.http_json.JsonPoster` for its endpoint (see :mod:`.http_messages`),
+which never imports the SDK; one behind a SOCKS proxy, with credentials other than an API key,
+or with ``HERMES_ANTHROPIC_HTTP=sdk`` goes through one ``anthropic.Anthropic`` built lazily and
+reused.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from hermes_hookspecs import ModelRequest, ModelResponse, ProviderError, ProviderSettings
-from hermes_runtime.http_json import JsonPoster, shut
+from hermes_runtime.http_json import JsonPoster
 from hermes_runtime.kept_clients import KeptClients
 from hermes_runtime.threads import Workers
 
@@ -184,7 +185,7 @@ class AnthropicClient:
         return _consume(
             request,
             stream_events(stream),
-            abort=lambda: shut(stream.connection),
+            abort=stream.abort,
             close=stream.close,
             map_error=_provider_errors,
         )

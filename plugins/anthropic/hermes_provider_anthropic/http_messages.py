@@ -1,8 +1,9 @@
 """What is Anthropic's in model calls sent over the process's own kept-alive connections.
 
 A call is a ``POST {base}/v1/messages`` through :class:`hermes_runtime.http_json.JsonPoster`
-instead of the ``anthropic`` SDK's client, which a one-shot command would have to import (the
-larger part of its start-up) and whose connection pool looks at every pooled connection on each
+(a ``urllib3`` connection pool per endpoint, through the proxy the environment names) instead
+of the ``anthropic`` SDK's client, which a one-shot command would have to import (the larger
+part of its start-up) and whose connection pool costs a busy gateway several times the CPU per
 request. This module holds what the SDK would do for it: its headers (user agent, platform,
 ``anthropic-version``, the API key), which endpoints and credentials are served that way
 (:func:`direct_endpoint`, :func:`direct_key`: the SDK serves the rest), the stream's events as
@@ -18,8 +19,7 @@ import os
 import platform
 import re
 import sys
-from collections.abc import Iterator
-from email.message import Message
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +63,7 @@ _SDK_HEADER_VARIABLES = ("ANTHROPIC_CUSTOM_HEADERS",)
 
 def direct_endpoint(sdk_base_url: str) -> Endpoint | None:
     """The endpoint of the SDK's ``base_url`` when requests to it are sent over the process's
-    own connections: a plain URL no proxy applies to
+    own connections: a plain URL, straight or through an HTTP proxy
     (:func:`hermes_runtime.http_json.direct_endpoint`), an installed SDK whose headers this
     module knows (version 2.16 or later), no :data:`SDK_SWITCH` and no variable that changes the
     SDK's headers; else ``None``: the SDK serves it."""
@@ -180,7 +180,7 @@ class AnthropicFailures:
     """The hermes errors of failed POSTs, as :func:`errors.map_exception` gives them for the
     SDK's."""
 
-    def status(self, status: int, body: Any, headers: Message) -> BaseException:
+    def status(self, status: int, body: Any, headers: Mapping[str, str]) -> BaseException:
         """The error of an answer with a failing ``status`` (``body`` as the SDK reads it)."""
         if isinstance(body, str):
             body = body.strip()

@@ -89,7 +89,9 @@ def test_what_the_sdk_serves(monkeypatch: pytest.MonkeyPatch) -> None:
         assert shared_poster(_settings(url + "/")) is None  # headers only the SDK adds
         monkeypatch.delenv("ANTHROPIC_CUSTOM_HEADERS")
         monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
-        assert shared_poster(_settings(url + "//")) is None  # a proxy applies
+        assert shared_poster(_settings(url + "//")) is not None  # through an HTTP proxy
+        monkeypatch.setenv("HTTP_PROXY", "socks5://127.0.0.1:9")
+        assert shared_poster(_settings(url + "///")) is None  # SOCKS: the SDK's way
         monkeypatch.delenv("HTTP_PROXY")
         monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "token")
         assert shared_poster(_settings(url, api_key=None)) is None  # a token credential

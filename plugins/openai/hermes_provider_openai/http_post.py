@@ -1,13 +1,14 @@
 """What is OpenAI's in requests sent over the process's own kept-alive connections.
 
-A model call goes through :class:`hermes_runtime.http_json.JsonPoster` (connections kept per
-endpoint, a request dropped on a reused connection sent once more, server-sent events read as
-the SDK reads them) rather than the SDK's client, whose connection pool looks at every pooled
-connection on each request: a busy gateway spent most of its CPU per request there. This
-module holds what the ``openai`` SDK would do for it: its headers (its user agent, the API key
-as a bearer token, the organisation and project of ``OPENAI_ORG_ID`` and
-``OPENAI_PROJECT_ID``), which endpoints are served that way (:func:`direct_endpoint`: the SDK
-serves the rest), and failures turned into the same hermes errors as the SDK's.
+A model call goes through :class:`hermes_runtime.http_json.JsonPoster` (a ``urllib3``
+connection pool per endpoint, through the proxy the environment names, a request dropped on a
+reused connection sent once more, server-sent events read as the SDK reads them) rather than
+the SDK's client, whose import a one-shot command would pay and whose connection pool costs a
+busy gateway several times the CPU per request. This module holds what the ``openai`` SDK
+would do for it: its headers (its user agent, the API key as a bearer token, the organisation
+and project of ``OPENAI_ORG_ID`` and ``OPENAI_PROJECT_ID``), which endpoints are served that
+way (:func:`direct_endpoint`: the SDK serves the rest), and failures turned into the same
+hermes errors as the SDK's.
 """
 
 from __future__ import annotations
@@ -17,8 +18,7 @@ import json
 import os
 import platform
 import sys
-from collections.abc import Callable, Iterator
-from email.message import Message
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from hermes_hookspecs import ProviderError
@@ -43,9 +43,9 @@ HTTP client (for an endpoint this module does not serve as the SDK would)."""
 
 
 def direct_endpoint(base_url: str) -> Endpoint | None:
-    """The endpoint of ``base_url`` when it is served over the process's own connections
-    (:func:`hermes_runtime.http_json.direct_endpoint`, with :data:`SDK_SWITCH`); else
-    ``None``: the SDK serves it."""
+    """The endpoint of ``base_url`` when it is served over the process's own connections, with
+    or without an HTTP proxy (:func:`hermes_runtime.http_json.direct_endpoint`, with
+    :data:`SDK_SWITCH`); else ``None``: the SDK serves it."""
     return http_json.direct_endpoint(base_url, SDK_SWITCH)
 
 
@@ -88,7 +88,7 @@ def sdk_headers(api_key: str) -> dict[str, str]:
 class OpenAIFailures:
     """The hermes errors of failed POSTs, as :func:`errors.from_sdk` gives them for the SDK's."""
 
-    def status(self, status: int, body: Any, headers: Message) -> BaseException:
+    def status(self, status: int, body: Any, headers: Mapping[str, str]) -> BaseException:
         """The error of an answer with a failing ``status``."""
         message, code = body_message(body, f"Error code: {status}")
         return classify(status, message, headers=headers, code=code)
@@ -149,7 +149,7 @@ class EventStream:
         self.events = events
 
     @property
-    def connection(self) -> Connection:
+    def connection(self) -> Connection | None:
         """The stream's connection."""
         return self.events.connection
 

@@ -1,5 +1,6 @@
 """Whole answers over kept-alive connections (``http_post``): the SDK's headers, connections
-reused and replaced, proxies left to the SDK, errors as the SDK path gives them."""
+reused and replaced, HTTP proxies served (SOCKS left to the SDK), errors as the SDK path gives
+them."""
 
 from __future__ import annotations
 
@@ -126,17 +127,23 @@ def test_an_answer_that_is_not_json_is_a_server_error(serve: Any) -> None:
     assert info.value.kind == "server" and "not JSON" in str(info.value)
 
 
-def test_a_proxied_endpoint_goes_through_the_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_which_proxied_endpoints_are_served(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
-    assert direct_endpoint("http://127.0.0.1:8000/v1") is None
+    monkeypatch.delenv("ALL_PROXY", raising=False)
+    monkeypatch.delenv("all_proxy", raising=False)
+    endpoint = direct_endpoint("http://127.0.0.1:8000/v1")
+    assert endpoint is not None and endpoint.proxy == "http://127.0.0.1:9"
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-    assert direct_endpoint("http://127.0.0.1:8000/v1") is not None
+    endpoint = direct_endpoint("http://127.0.0.1:8000/v1")
+    assert endpoint is not None and endpoint.proxy is None
+    monkeypatch.setenv("HTTPS_PROXY", "socks5://127.0.0.1:1080")
+    assert direct_endpoint("https://example.invalid/v1") is None  # SOCKS: the SDK's way
     assert direct_endpoint("https://example.invalid/v1?key=1") is None  # a query: the SDK's way
 
 
-def test_with_a_proxy_the_sdk_sends_the_whole_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_with_a_proxy_the_whole_answer_goes_through_it(monkeypatch: pytest.MonkeyPatch) -> None:
     with FakeLLM() as fake:
         fake.add("through the proxy")
         # the "proxy" is the fake server itself, which answers whatever path it is asked for
@@ -144,9 +151,10 @@ def test_with_a_proxy_the_sdk_sends_the_whole_answer(monkeypatch: pytest.MonkeyP
         monkeypatch.delenv("NO_PROXY", raising=False)
         monkeypatch.delenv("no_proxy", raising=False)
         base_url = "http://127.0.0.1:9/proxied/v1"
-        assert shared_poster(base_url, "not-needed", 10.0) is None
+        assert shared_poster(base_url, "not-needed", 10.0) is not None
         assert _ask(_client(base_url)) == "through the proxy"
         assert fake.last_request.path.endswith("/proxied/v1/chat/completions")
+        assert "x-stainless-retry-count" not in fake.last_request.headers  # not the SDK's
 
 
 def _chunk(text: str, finish: str | None = None) -> str:
