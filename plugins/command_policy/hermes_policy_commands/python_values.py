@@ -195,7 +195,7 @@ class _Values:
             if callee == "getattr" and len(node.args) >= 2:
                 attr = self.values(node.args[1])
                 base = self.qualname(node.args[0], depth + 1)
-                return f"{base}.{attr[0]}" if attr and len(attr) == 1 else ""
+                return self.exported(f"{base}.{attr[0]}") if attr and len(attr) == 1 else ""
             return f"{callee}()" if callee in ("ctypes.CDLL", "ctypes.cdll.LoadLibrary") else ""
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):  # a table
             tables = [v for v in self.assigns.get(node.value.id, []) if isinstance(v, ast.Dict)]

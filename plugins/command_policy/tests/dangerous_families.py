@@ -106,6 +106,10 @@ DYNAMIC_PY = [
     "globals()['__builtins__'].exec(input())",
     "import pickle; pickle.loads(open('x', 'rb').read())",
     "import types; types.FunctionType(compile(input(), 'x', 'exec'), {})()",
+    'import builtins; getattr(builtins, "ex" + "ec")(input())',
+    "import yaml; yaml.unsafe_load(open('x.yml'))",
+    "import jinja2; jinja2.Template(input()).render()",
+    "import os; print(os.environb)",
 ]
 PY_LOOK_ALIKES = [
     "python3 -c 'print(1)'",
