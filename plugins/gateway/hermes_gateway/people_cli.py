@@ -13,8 +13,10 @@ from hermes_hookspecs import CommandContext, HermesError, check_person
 
 from .belongings import Belongings, belongings_of, describe, everyone, personal_store
 from .errors import GatewaySettingsError
+from .hookspecs import TURN_QUEUES_HOOK
 from .people import People, load_people
-from .routes import RouteStore
+from .routes import Routes, RouteStore
+from .settings import queue_settings
 
 
 def _context() -> CommandContext:
@@ -37,6 +39,21 @@ def _routes(home: Path) -> RouteStore:
         return RouteStore(home / "gateway" / "sessions.json")
     except ValueError as exc:
         raise HermesError(str(exc)) from None
+
+
+def _team_routes(context: CommandContext) -> Routes | None:
+    """The conversations' sessions a team's front ends share (with ``gateway.queue``)."""
+    from .team import make_queue_from
+
+    section = context.config.get("gateway") or {}
+    try:
+        queue = queue_settings(context.config, section) if isinstance(section, dict) else None
+    except GatewaySettingsError as exc:
+        raise HermesError(str(exc)) from None
+    if queue is None:
+        return None
+    made = make_queue_from(queue, context.registered(TURN_QUEUES_HOOK), lambda line: None)
+    return made.routes()
 
 
 @click.group("people", invoke_without_command=True)
@@ -65,7 +82,7 @@ def list_people() -> None:
 def _plan(owned: Belongings, routes: int) -> list[str]:
     lines = [f"  {len(owned.session_ids)} session(s), with their messages"]
     if routes:
-        lines.append(f"  {routes} conversation route(s) in gateway/sessions.json")
+        lines.append(f"  {routes} conversation route(s) (gateway/sessions.json, the team's)")
     if owned.folder is not None:
         held = ", ".join(owned.parts) or "nothing yet"
         lines.append(f"  {owned.folder} ({held})")
@@ -86,7 +103,10 @@ def forget(person: str, dry_run: bool, yes: bool) -> None:
     home = context.home
     owned = belongings_of(home, store, people, person)
     routes = _routes(home)
+    shared = _team_routes(context)
     routed = routes.leading_to(owned.session_ids)
+    if shared is not None:
+        routed += shared.leading_to(owned.session_ids)
     if owned.empty and not routed:
         raise HermesError(f"nothing is kept for {person}: no session, no folder, no workspace")
     plan = _plan(owned, routed)
@@ -104,6 +124,8 @@ def forget(person: str, dry_run: bool, yes: bool) -> None:
             raise HermesError(f"{person} was not forgotten")
     sessions = store.forget_person(person)
     forgotten = routes.forget_sessions(owned.session_ids)
+    if shared is not None:
+        forgotten += shared.forget_sessions(owned.session_ids)
     for folder in [*([owned.folder] if owned.folder else []), *owned.workspaces]:
         shutil.rmtree(folder)
     folders = len(owned.workspaces) + (1 if owned.folder else 0)

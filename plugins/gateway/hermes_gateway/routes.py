@@ -52,6 +52,15 @@ class Routes(Protocol):
         """The chats of ``platform`` in which one of ``user_ids`` has a conversation."""
         ...
 
+    def leading_to(self, session_ids: Collection[str]) -> int:
+        """How many conversations and response ids lead to one of ``session_ids``."""
+        ...
+
+    def forget_sessions(self, session_ids: Collection[str]) -> int:
+        """Forget every conversation and response id leading to one of ``session_ids``; how
+        many were forgotten."""
+        ...
+
 
 class RouteStore:
     """Conversation -> session id, and Responses API response id -> session id, saved on every

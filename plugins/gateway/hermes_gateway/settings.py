@@ -154,11 +154,11 @@ def load_settings(config: Mapping[str, Any]) -> GatewaySettings:
         workspaces=workspaces,
         workers=_count(section, "workers", 1),
         people=load_people(section),
-        queue=_queue(config, section),
+        queue=queue_settings(config, section),
     )
 
 
-def _queue(config: Mapping[str, Any], section: Mapping[str, Any]) -> QueueSettings | None:
+def queue_settings(config: Mapping[str, Any], section: Mapping[str, Any]) -> QueueSettings | None:
     """``gateway.queue`` checked; ``None`` when no queue is configured (nor
     ``HERMES_QUEUE_URL`` set): the single-machine gateway."""
     entry = section.get("queue")

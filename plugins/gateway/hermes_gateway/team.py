@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from hermes_hookspecs import AgentOutcome, AgentTask, HermesError, LockingSessionStore
 
 from .platforms import InboundMessage
-from .settings import GatewaySettings
+from .settings import GatewaySettings, QueueSettings
 from .turn_queue import ROLES, QueueFactory, TurnQueue, TurnRequest
 
 if TYPE_CHECKING:
@@ -47,7 +47,14 @@ def make_queue(
     """
     if settings.queue is None:
         raise HermesError("no work queue is configured: set gateway.queue (see docs/team.md)")
-    engine = settings.queue.engine
+    return make_queue_from(settings.queue, factories, log)
+
+
+def make_queue_from(
+    queue: QueueSettings, factories: Mapping[str, QueueFactory], log: Callable[[str], None]
+) -> TurnQueue:
+    """The queue of the checked ``gateway.queue`` section (see :func:`make_queue`)."""
+    engine = queue.engine
     if engine is None:
         if len(factories) != 1:
             installed = ", ".join(sorted(factories)) or "none"
@@ -62,7 +69,7 @@ def make_queue(
         raise HermesError(
             f"gateway.queue.engine: no work queue {engine!r} is installed (installed: {installed})"
         )
-    return factory(settings.queue.url, settings.queue.options, log)
+    return factory(queue.url, queue.options, log)
 
 
 def check_role(role: str, settings: GatewaySettings) -> None:

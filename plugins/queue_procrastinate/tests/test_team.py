@@ -19,6 +19,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from hermes_gateway.people import guest_id
 from hermes_gateway.settings import load_settings
 from hermes_gateway.team import drop_secrets, secret_variables
 from hermes_gateway.webhook import sign
@@ -217,6 +218,27 @@ def test_a_conversation_stays_in_its_session_whichever_front_end_gets_it(team):
         rows = conn.execute("SELECT platform, chat_id, user_id FROM hermes_gateway_routes")
         assert ("hooks", "ops", "alice") in rows.fetchall()
     assert not (team.front.home / "gateway" / "sessions.json").exists()
+
+
+def test_forgetting_a_person_forgets_their_shared_routes(team):
+    _chat(team, "remember me")
+    team.receiver.wait_for(len(team.receiver.events("message")) + 1)
+    person = guest_id("hooks", "alice")
+    code = "import sys; from hermes_core.cli import main; sys.exit(main())"
+    done = subprocess.run(
+        [sys.executable, "-c", code, "gateway", "people", "forget", person, "--yes"],
+        env=isolated_environ(team.front.home),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"forgot {person}:" in done.stdout
+    with psycopg.connect(team.database) as conn:
+        left = conn.execute(
+            "SELECT count(*) FROM hermes_gateway_routes WHERE user_id = 'alice'"
+        ).fetchone()
+    assert left == (0,)
 
 
 def test_a_stopped_worker_finishes_its_turn_first(team, tmp_path):
