@@ -25,8 +25,6 @@ from acp.schema import (
     SessionInfoUpdate,
     SetSessionConfigOptionResponse,
     SetSessionModeResponse,
-    StopReason,
-    Usage,
 )
 
 from hermes_hookspecs import AgentTask, CommandContext
@@ -41,20 +39,9 @@ from .replay import replay
 from .session_state import OpenSession, new_session_id
 from .settings import Settings
 from .turn_stream import TurnStream
+from .turns import buffer_reader, prompt_response, trace_context
 
 log = logging.getLogger("hermes.acp")
-
-STOP_REASONS: dict[str, StopReason] = {
-    "completed": "end_turn",
-    "interrupted": "cancelled",
-    "max_iterations": "max_turn_requests",
-}
-"""Outcome status -> ACP stop reason (``error`` is an error answer)."""
-
-
-def trace_context(meta: Mapping[str, Any]) -> dict[str, str]:
-    """The W3C trace context a request's ``_meta`` carries (``traceparent``, ``tracestate``)."""
-    return {k: v for k in ("traceparent", "tracestate") if isinstance(v := meta.get(k), str)}
 
 
 class HermesAgent:
@@ -304,16 +291,12 @@ class HermesAgent:
             config_overrides=self.settings.overrides(session),
             exclude_toolsets=["clarify"],
             only_toolsets=self.settings.toolsets,
-            # W3C trace context in the request's _meta (the SDK hands its keys over as keywords)
-            trace_context={
-                name: kwargs[name]
-                for name in ("traceparent", "tracestate")
-                if isinstance(kwargs.get(name), str)
-            },
+            trace_context=trace_context(kwargs),
         )
         runner = self.context.agent_runner()
         if self.reads_buffers:
-            editor_files.open_session(session.id, session.cwd, self._buffer_reader(loop))
+            reader = buffer_reader(self._conn(), loop)
+            editor_files.open_session(session.id, session.cwd, reader)
         session.turn = asyncio.ensure_future(loop.run_in_executor(None, runner.run, task))
         try:
             outcome = await asyncio.shield(session.turn)
@@ -324,38 +307,7 @@ class HermesAgent:
         await self._after_turn(session)
         if outcome.status == "error" and not session.cancel.is_set():
             raise RequestError.internal_error({"details": outcome.error or "the turn failed"})
-        reason: StopReason = (
-            "cancelled" if session.cancel.is_set() else STOP_REASONS.get(outcome.status, "end_turn")
-        )
-        usage = outcome.usage
-        return PromptResponse(
-            stop_reason=reason,
-            usage=Usage(
-                total_tokens=usage.input_tokens + usage.output_tokens,
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                thought_tokens=usage.reasoning_tokens or None,
-                cached_read_tokens=usage.cache_read_tokens or None,
-                cached_write_tokens=usage.cache_write_tokens or None,
-            ),
-        )
-
-    def _buffer_reader(self, loop: asyncio.AbstractEventLoop) -> editor_files.Reader:
-        """Reads a file as the editor has it (from the turn's worker thread)."""
-        conn = self._conn()
-
-        def read(session_id: str, path: str) -> str | None:
-            future = asyncio.run_coroutine_threadsafe(
-                conn.read_text_file(path=path, session_id=session_id), loop
-            )
-            try:
-                return str(future.result(editor_files.READ_TIMEOUT).content)
-            except Exception as exc:  # the editor could not: the file as it is on disk
-                future.cancel()
-                log.info("the editor did not give %s (%s); the file on disk is used", path, exc)
-                return None
-
-        return read
+        return prompt_response(outcome, cancelled=session.cancel.is_set())
 
     async def _after_turn(self, session: OpenSession) -> None:
         """Keep the session's folder and choices with it; show a new title."""

@@ -16,19 +16,19 @@ from hermes_frontend_acp.handshake import VERSION, answer_initialize, initialize
 from hermes_core.testing import FakeLLM
 
 
-def _through_pipes(first: bytes) -> tuple[bytes, bytes]:
-    """(what answer_initialize wrote, what it left) for ``first`` on stdin."""
+def _through_pipes(first: bytes) -> tuple[bytes, bytes, object]:
+    """(what answer_initialize wrote, what it left, the params it answered) for ``first``."""
     stdin_r, stdin_w = os.pipe()
     out_r, out_w = os.pipe()
     os.write(stdin_w, first)
     os.close(stdin_w)
     try:
-        rest = answer_initialize(stdin_r, out_w)
+        rest, hello = answer_initialize(stdin_r, out_w)
     finally:
         os.close(out_w)
         os.close(stdin_r)
     with os.fdopen(out_r, "rb") as out:
-        return out.read(), rest
+        return out.read(), rest, hello
 
 
 def test_the_answer_is_a_valid_initialize_response_with_the_dist_version() -> None:
@@ -45,7 +45,8 @@ def test_the_answer_is_a_valid_initialize_response_with_the_dist_version() -> No
 def test_initialize_is_answered_and_what_follows_is_kept() -> None:
     frame = {"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": {"protocolVersion": 1}}
     following = b'{"jsonrpc":"2.0","id":8,"method":"session/list","params":{}}\n'
-    written, rest = _through_pipes(json.dumps(frame).encode() + b"\n" + following)
+    written, rest, hello = _through_pipes(json.dumps(frame).encode() + b"\n" + following)
+    assert hello == {"protocolVersion": 1}
     answer = json.loads(written)
     assert answer["id"] == 7 and answer["result"]["protocolVersion"] == 1
     assert written.endswith(b"\n") and written.count(b"\n") == 1
@@ -60,8 +61,7 @@ def test_any_other_first_frame_is_left_whole_to_the_sdk() -> None:
         b'{"jsonrpc":"2.0","id":1,"method":"initialize"',  # input ends mid-frame
         b"",
     ):
-        written, rest = _through_pipes(first)
-        assert (written, rest) == (b"", first)
+        assert _through_pipes(first) == (b"", first, None)
 
 
 def test_a_broken_first_frame_is_skipped_and_the_connection_goes_on(

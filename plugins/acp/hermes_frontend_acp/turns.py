@@ -1,0 +1,65 @@
+"""Pieces of one ``session/prompt``: the trace context it carries, the editor's buffers it may
+read, and the answer that ends it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from acp.interfaces import Client
+from acp.schema import PromptResponse, StopReason, Usage
+
+from hermes_hookspecs import AgentOutcome
+
+from . import editor_files
+
+log = logging.getLogger("hermes.acp")
+
+STOP_REASONS: dict[str, StopReason] = {
+    "completed": "end_turn",
+    "interrupted": "cancelled",
+    "max_iterations": "max_turn_requests",
+}
+"""Outcome status -> ACP stop reason (``error`` is an error answer)."""
+
+
+def trace_context(meta: Mapping[str, Any]) -> dict[str, str]:
+    """The W3C trace context a request's ``_meta`` carries (``traceparent``, ``tracestate``;
+    the SDK hands ``_meta``'s keys over as keywords)."""
+    return {k: v for k in ("traceparent", "tracestate") if isinstance(v := meta.get(k), str)}
+
+
+def prompt_response(outcome: AgentOutcome, cancelled: bool) -> PromptResponse:
+    """The answer to ``session/prompt`` for a turn that ended with ``outcome``."""
+    reason: StopReason = "cancelled" if cancelled else STOP_REASONS.get(outcome.status, "end_turn")
+    usage = outcome.usage
+    return PromptResponse(
+        stop_reason=reason,
+        usage=Usage(
+            total_tokens=usage.input_tokens + usage.output_tokens,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            thought_tokens=usage.reasoning_tokens or None,
+            cached_read_tokens=usage.cache_read_tokens or None,
+            cached_write_tokens=usage.cache_write_tokens or None,
+        ),
+    )
+
+
+def buffer_reader(conn: Client, loop: asyncio.AbstractEventLoop) -> editor_files.Reader:
+    """Reads a file as the editor has it, from the turn's worker thread."""
+
+    def read(session_id: str, path: str) -> str | None:
+        future = asyncio.run_coroutine_threadsafe(
+            conn.read_text_file(path=path, session_id=session_id), loop
+        )
+        try:
+            return str(future.result(editor_files.READ_TIMEOUT).content)
+        except Exception as exc:  # the editor could not: the file as it is on disk
+            future.cancel()
+            log.info("the editor did not give %s (%s); the file on disk is used", path, exc)
+            return None
+
+    return read
