@@ -150,11 +150,11 @@ def search_figures(runs: int) -> dict[str, float]:
 
 
 class NeedsThree:
-    """A scripted model that needs three tools: it searches with words, reads what came back
-    (a tool_reference, or the names in the result's text), and calls what it found."""
+    """A scripted model that needs three tools: it searches with words (the provider's own
+    search where the request offers one), reads what came back (tool references, loaded
+    tools, or the names in the result's text), and calls what it found."""
 
-    def __init__(self, native: bool) -> None:
-        self.native = native
+    def __init__(self) -> None:
         self.todo = list(NEEDED)
         self.calls = 0
 
@@ -163,36 +163,37 @@ class NeedsThree:
         if not self.todo:
             return "all three done"
         words, name, args = self.todo[0]
-        text = json.dumps(request.json)
-        last = self._last_result(request.json)
+        body = request.json
+        tools = json.dumps(body.get("tools"))
+        last = self._last_result(body)
         if last is not None and name in last:
             self.todo.pop(0)
-            if self.native and "tool_reference" in text:
+            if "tool_reference" in last or "tool_search_output" in last:  # loaded natively
                 return {"calls": [{"name": name, "arguments": args}]}
             return {
                 "calls": [{"name": "call_tool", "arguments": {"name": name, "arguments": args}}]
             }
-        return {"calls": [{"name": "find_tools", "arguments": {"query": words}}]}
+        search = "tool_search" if '"type": "tool_search"' in tools else "find_tools"
+        return {"calls": [{"name": search, "arguments": {"query": words}}]}
 
     @staticmethod
     def _last_result(body: dict[str, Any]) -> str | None:
-        """The text of the latest tool result of the request, in any of the three formats."""
+        """The latest tool result of the request, in any of the three formats."""
         items = body.get("messages") or body.get("input") or []
         for item in reversed(items):
-            if item.get("role") == "tool" or item.get("type") == "function_call_output":
+            kind = item.get("type")
+            if item.get("role") == "tool" or kind in ("function_call_output", "tool_search_output"):
                 return json.dumps(item)
             content = item.get("content")
             if isinstance(content, list) and any(
                 isinstance(b, dict) and b.get("type") == "tool_result" for b in content
             ):
                 return json.dumps(item)
-            if item.get("role") in ("assistant",) or item.get("type") == "function_call":
-                continue
         return None
 
 
 def extra_calls(wire: str) -> int:
-    model = NeedsThree(native=wire == "anthropic_messages")
+    model = NeedsThree()
     with FakeLLM(model) as fake:
         fake.add(*[model] * 12)
         with make_agent(fake, wire, mcp=True, defer={}) as agent:

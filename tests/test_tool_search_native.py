@@ -1,7 +1,9 @@
-"""Native tool search on Anthropic's Messages API: deferred tools sent with defer_loading,
-hermes's own search answered with tool_reference blocks, the found tool then called directly;
-the shapes checked against the SDK's own types and by the fake server; a server without the
-feature gets the portable request."""
+"""Native tool search: on Anthropic's Messages API, deferred tools sent with defer_loading and
+hermes's own search answered with tool_reference blocks; on OpenAI's Responses API, deferred
+functions in a namespace per toolset with a client tool_search, whose calls hermes runs and
+answers with tool_search_output. The found tool is then called directly; the shapes are
+checked against the SDKs' own types and by the fake server; a server without the feature gets
+the portable request."""
 
 from __future__ import annotations
 
@@ -143,3 +145,105 @@ def test_the_fake_server_refuses_what_the_api_refuses(body: dict[str, Any], mess
     from hermes_core.testing.fake_llm.tool_search import problem
 
     assert message in (problem("anthropic_messages", body, True) or "")
+
+
+# --- OpenAI Responses ---------------------------------------------------------------------
+
+RESPONSES_SCRIPT = (
+    {"calls": [{"name": "tool_search", "arguments": {"query": "create issue"}}]},
+    {"calls": [{"name": "mcp_gh_create_issue", "arguments": {"repo": "r", "title": "t"}}]},
+    "filed",
+)
+
+
+def run_responses(fake: FakeLLM, ran: list[Any], config: dict[str, Any] | None = None) -> str:
+    agent = Agent.from_config(
+        {"model": {"api_mode": "codex_responses"}, **(config or {})},
+        provider="custom",
+        base_url=fake.openai_base_url,
+        api_key="k",
+        model="gpt-test",
+        plugins=plugin_manager(["openai", toolset_plugin(*mcp_tools(ran), name="mcp-gh")]),
+    )
+    with agent:
+        answer = agent.chat("file an issue")
+        stored = agent.messages
+    assert any(call.get("_tool_search") for m in stored for call in m.get("tool_calls") or []), (
+        "the model's tool_search_call is stored as a call of hermes's search"
+    )
+    return answer
+
+
+def test_tool_search_with_namespaces_on_the_responses_api():
+    responses_types = pytest.importorskip("openai.types.responses")
+    from pydantic import TypeAdapter
+
+    ran: list[Any] = []
+    with FakeLLM(*RESPONSES_SCRIPT) as fake:
+        assert run_responses(fake, ran) == "filed"
+        assert not fake.errors, fake.errors
+        bodies = [r.json for r in fake.model_requests]
+    assert ran == [{"repo": "r", "title": "t"}]
+    assert len({json.dumps(b["tools"]) for b in bodies}) == 1  # byte-stable tool array
+    tools = bodies[0]["tools"]
+    tool_adapter = TypeAdapter(responses_types.ToolParam)
+    for tool in tools:
+        tool_adapter.validate_python(tool, strict=True)
+    (space,) = [t for t in tools if t["type"] == "namespace"]
+    assert space["name"] == "mcp_gh"
+    assert all(fn["defer_loading"] is True for fn in space["tools"])
+    assert {fn["name"] for fn in space["tools"]} == {t.name for t in mcp_tools([])}
+    assert {"type": "tool_search", "execution": "client"}.items() <= [
+        t for t in tools if t["type"] == "tool_search"
+    ][0].items()
+    assert {t["name"] for t in tools if t["type"] == "function"} == set(BRIDGE_NAMES)
+    # the search went back as the model wrote it, with the tool it loaded
+    items = bodies[1]["input"]
+    search = [i for i in items if i.get("type") == "tool_search_call"]
+    output = [i for i in items if i.get("type") == "tool_search_output"]
+    assert search[0]["arguments"] == {"query": "create issue"}
+    assert output[0]["call_id"] == search[0]["call_id"]
+    assert output[0]["tools"][0]["name"] == "mcp_gh"
+    assert output[0]["tools"][0]["tools"][0]["name"] == "mcp_gh_create_issue"
+    item_adapter = TypeAdapter(responses_types.ResponseInputItemParam)
+    for item in (search[0], output[0]):
+        item_adapter.validate_python(item, strict=True)
+    # the direct call of the loaded function keeps its namespace
+    calls = [i for i in bodies[2]["input"] if i.get("type") == "function_call"]
+    assert calls[-1]["name"] == "mcp_gh_create_issue" and calls[-1]["namespace"] == "mcp_gh"
+    item_adapter.validate_python(calls[-1], strict=True)
+
+
+def test_a_responses_server_without_tool_search_gets_the_portable_request():
+    ran: list[Any] = []
+    script = (
+        {"calls": [{"name": FIND, "arguments": {"query": "create issue"}}]},
+        {
+            "calls": [
+                {
+                    "name": "call_tool",
+                    "arguments": {
+                        "name": "mcp_gh_create_issue",
+                        "arguments": {"repo": "r", "title": "t"},
+                    },
+                }
+            ]
+        },
+        "filed",
+    )
+    with FakeLLM(*script, native_tool_search=False) as fake:
+        agent = Agent.from_config(
+            {"model": {"api_mode": "codex_responses"}},
+            provider="custom",
+            base_url=fake.openai_base_url,
+            api_key="k",
+            model="gpt-test",
+            plugins=plugin_manager(["openai", toolset_plugin(*mcp_tools(ran), name="mcp-gh")]),
+        )
+        with agent:
+            assert agent.chat("file it") == "filed"
+        assert not fake.errors, fake.errors
+        bodies = [r.json for r in fake.requests if r.json]
+    assert ran == [{"repo": "r", "title": "t"}]
+    assert "tool_search" in json.dumps(bodies[0]["tools"])  # tried once, refused
+    assert all("defer_loading" not in json.dumps(b) for b in bodies[1:])

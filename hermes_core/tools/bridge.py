@@ -17,14 +17,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from hermes_hookspecs import Tool, ToolError
-from hermes_hookspecs.providers import FOUND_TOOLS_FIELD
+from hermes_hookspecs.providers import FOUND_TOOLS_FIELD, TOOL_SEARCH_NAME
 
 from ..loop.scan import VIA_FIELD
 from .catalogue import Catalogue, Entry
 from .deferral import DeferralPolicy
 from .toolsets import ToolBox, ToolsetError, availability
 
-FIND = "find_tools"
+FIND = TOOL_SEARCH_NAME
 DESCRIBE = "describe_tool"
 CALL = "call_tool"
 BRIDGE_NAMES = (FIND, DESCRIBE, CALL)

@@ -139,7 +139,8 @@ class ToolBox:
         self.deferred: tuple[str, ...] = ()
         """The tools reached through tool search instead (see :meth:`defer`)."""
         self.deferred_schemas: list[dict[str, Any]] = []
-        """Their schemas, in name order (for a provider that defers tools natively)."""
+        """Their schemas, in name order, each with its ``toolset`` (for a provider that
+        defers tools natively)."""
 
     def defer(self, names: Iterable[str], bridge: Sequence[Tool]) -> None:
         """Send the schemas of ``bridge`` instead of those of the tools ``names``, which stay
@@ -154,7 +155,11 @@ class ToolBox:
         ]
         self.names = tuple(offered)
         self.deferred = tuple(sorted(hidden & set(self.tools)))
-        self.deferred_schemas = [by_name[n] for n in self.deferred if n in by_name]
+        self.deferred_schemas = [
+            {**by_name[n], "toolset": self.toolset_of.get(n, "")}
+            for n in self.deferred
+            if n in by_name
+        ]
 
     def get(self, name: str) -> Tool | None:
         """The tool called ``name``, if offered."""

@@ -47,6 +47,10 @@ class Usage:
         }
 
 
+TOOL_SEARCH_NAME = "find_tools"
+"""The name of hermes's own tool-search tool (one of the bridge tools of ``tools.defer``): a
+provider whose API has a search call of its own (OpenAI's client ``tool_search``) turns it
+into a call of this tool, which hermes runs."""
 FOUND_TOOLS_FIELD = "_found_tools"
 """Internal field of a tool result message of a tool search: the names of the deferred tools
 it found, best first (see :attr:`ModelRequest.deferred_tools`)."""
@@ -79,8 +83,9 @@ class ModelRequest:
     :param api_mode: its wire format (empty when unknown).
     :param key_id: the id of the pooled key the request goes out with, set by the host (empty
         when the provider has no credential pool); an error of this request is charged to it.
-    :param deferred_tools: schemas (as in ``tools``) of the tools the model reaches through
-        tool search (``tools.defer``), sorted by name, the same for the whole session. A
+    :param deferred_tools: schemas (as in ``tools``, each with the ``toolset`` it belongs to
+        beside ``function``) of the tools the model reaches through tool search
+        (``tools.defer``), sorted by name, the same for the whole session. A
         provider whose API defers tools natively may send them marked deferred and turn the
         names a search found (:data:`FOUND_TOOLS_FIELD` of a tool result in
         ``source_messages``) into references; any other ignores them: the bridge tools in

@@ -271,18 +271,51 @@ def _items(answer: Answer, ex: Exchange) -> list[dict[str, Any]]:
                 ],
             }
         )
+    namespaces = _namespaces(ex.body)
     for index, call in enumerate(answer.calls):
-        items.append(
-            {
-                "id": f"fc_fake{ex.number}_{index}",
-                "type": "function_call",
-                "status": "completed",
-                "call_id": ex.call_id(call, index, "call_"),
-                "name": call.name,
-                "arguments": call.arguments,
-            }
-        )
+        if call.name == "tool_search" and _client_search(ex.body):
+            items.append(
+                {
+                    "id": f"ts_fake{ex.number}_{index}",
+                    "type": "tool_search_call",
+                    "status": "completed",
+                    "execution": "client",
+                    "call_id": ex.call_id(call, index, "call_"),
+                    "arguments": call.input(),
+                }
+            )
+            continue
+        item = {
+            "id": f"fc_fake{ex.number}_{index}",
+            "type": "function_call",
+            "status": "completed",
+            "call_id": ex.call_id(call, index, "call_"),
+            "name": call.name,
+            "arguments": call.arguments,
+        }
+        if call.name in namespaces:
+            item["namespace"] = namespaces[call.name]
+        items.append(item)
     return items
+
+
+def _client_search(body: dict[str, Any]) -> bool:
+    """Whether the request offers a client-executed ``tool_search``: a scripted call named
+    ``tool_search`` is then answered as the model's ``tool_search_call``."""
+    return any(
+        isinstance(t, dict) and t.get("type") == "tool_search" and t.get("execution") == "client"
+        for t in body.get("tools") or []
+    )
+
+
+def _namespaces(body: dict[str, Any]) -> dict[str, str]:
+    """The namespace of each function the request defines inside one."""
+    out: dict[str, str] = {}
+    for tool in body.get("tools") or []:
+        if isinstance(tool, dict) and tool.get("type") == "namespace":
+            for inner in tool.get("tools") or []:
+                out[str(inner.get("name"))] = str(tool.get("name"))
+    return out
 
 
 def response(answer: Answer, ex: Exchange) -> dict[str, Any]:
@@ -347,6 +380,8 @@ def response_events(answer: Answer, ex: Exchange) -> Iterator[Event]:
             yield event(
                 "response.content_part.done", **at, content_index=0, part=item["content"][0]
             )
+        elif item["type"] == "tool_search_call":
+            yield event("response.output_item.added", output_index=index, item=item)
         else:
             yield event(
                 "response.output_item.added",

@@ -17,6 +17,53 @@ def problem(wire: str | None, body: Any, native: bool) -> str | None:
         return None
     if wire == "anthropic_messages":
         return _anthropic(body, native)
+    if wire == "codex_responses":
+        return _responses(body, native)
+    return None
+
+
+def _responses(body: dict[str, Any], native: bool) -> str | None:
+    """The Responses API's rules: deferred functions need a ``tool_search`` tool; a
+    ``tool_search_output`` answers an earlier ``tool_search_call`` and loads only deferred
+    functions of the request, in their namespace."""
+    tools = [t for t in body.get("tools") or [] if isinstance(t, dict)]
+    kinds = {t.get("type") for t in tools}
+    deferred: dict[str, str] = {}  # name -> namespace ("" at the top level)
+    for tool in tools:
+        inner = tool.get("tools") if tool.get("type") == "namespace" else [tool]
+        for fn in inner or []:
+            if isinstance(fn, dict) and fn.get("defer_loading") is True:
+                deferred[str(fn.get("name"))] = str(tool.get("name") or "")
+    if not native and (deferred or kinds & {"tool_search", "namespace"}):
+        return "Invalid value: 'tool_search'. Supported values are: 'function', ..."
+    if deferred and "tool_search" not in kinds:
+        return "tools: deferred functions (defer_loading) need a tool_search tool"
+    searches: set[Any] = set()
+    for item in body.get("input") or []:
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") == "tool_search_call":
+            searches.add(item.get("call_id"))
+        elif item.get("type") == "tool_search_output":
+            if not native:
+                return "Invalid value: 'tool_search_output'."
+            if item.get("call_id") not in searches:
+                return f"input: no tool_search_call for tool_search_output {item.get('call_id')}"
+            refused = _loaded(item.get("tools") or [], deferred)
+            if refused is not None:
+                return refused
+    return None
+
+
+def _loaded(tools: list[Any], deferred: dict[str, str]) -> str | None:
+    """Why the tools a ``tool_search_output`` loads would be refused."""
+    for tool in tools:
+        inner = tool.get("tools") if tool.get("type") == "namespace" else [tool]
+        space = str(tool.get("name") or "") if tool.get("type") == "namespace" else ""
+        for fn in inner or []:
+            name = str(fn.get("name"))
+            if deferred.get(name, None) != space:
+                return f"tool_search_output: '{name}' is not a deferred function of {space!r}"
     return None
 
 

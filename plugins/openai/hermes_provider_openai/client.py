@@ -181,6 +181,8 @@ class OpenAIClient:
         self.settings = settings
         self._sdk: Any = None
         self._lock = threading.Lock()
+        self._no_native_search = False
+        """The server refused native tool search once: send the portable request."""
 
     @property
     def api_mode(self) -> str:
@@ -240,10 +242,24 @@ class OpenAIClient:
         return chat.parse_completion(self._run(request, opener))
 
     def _responses(self, request: ModelRequest) -> ModelResponse:
+        """A Responses call; a server that refuses native tool search gets the portable
+        request, from then on."""
+        from .tool_search import refuses_native
+
+        native = bool(request.deferred_tools) and not self._no_native_search
+        try:
+            return self._responses_once(request, native)
+        except ProviderError as exc:
+            if not native or not refuses_native(exc):
+                raise
+            self._no_native_search = True
+            return self._responses_once(request, False)
+
+    def _responses_once(self, request: ModelRequest, native: bool) -> ModelResponse:
         # The Codex backend only answers streamed requests: stream on the wire, and deliver
         # deltas only when the caller asked for them.
         stream = request.stream or _is_codex_backend(self.settings.base_url)
-        body = responses.build_body(request, self.settings, stream=stream)
+        body = responses.build_body(request, self.settings, stream=stream, native=native)
         opener = self._opener("/responses", body)
         if stream:
             quiet = request if request.stream else _without_sink(request)

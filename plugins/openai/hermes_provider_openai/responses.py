@@ -13,6 +13,7 @@ from typing import Any
 
 from hermes_hookspecs import ModelRequest, ModelResponse, ProviderError, Usage
 
+from . import tool_search
 from .chat import assistant_message, get, tool_call_dict, wire_messages
 
 REPLAY_KEY = "_responses_items"
@@ -74,8 +75,12 @@ def replay_items(source: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     return out
 
 
-def build_input(request: ModelRequest) -> tuple[str | None, list[dict[str, Any]]]:
-    """``(instructions, input items)`` for ``request``."""
+def build_input(
+    request: ModelRequest, native: bool = False
+) -> tuple[str | None, list[dict[str, Any]]]:
+    """``(instructions, input items)`` for ``request``; with ``native``, the model's tool
+    searches go back as ``tool_search_call``/``tool_search_output`` items
+    (:mod:`.tool_search`)."""
     messages = wire_messages(request.messages)
     instructions: str | None = None
     start = 0
@@ -85,6 +90,7 @@ def build_input(request: ModelRequest) -> tuple[str | None, list[dict[str, Any]]
     source = request.source_messages
     offset = len(messages) - len(source)
     items: list[dict[str, Any]] = []
+    searches: set[Any] = set()
     for index in range(start, len(messages)):
         message = messages[index]
         role = message.get("role")
@@ -96,16 +102,27 @@ def build_input(request: ModelRequest) -> tuple[str | None, list[dict[str, Any]]
             text = _text_of(message.get("content"))
             if text:
                 items.append({"role": "assistant", "content": text})
+            marks = _call_marks(origin) if native else {}
             for call in message.get("tool_calls") or []:
                 function = call.get("function") or {}
-                items.append(
-                    {
-                        "type": "function_call",
-                        "call_id": call.get("id"),
-                        "name": function.get("name"),
-                        "arguments": function.get("arguments") or "{}",
-                    }
-                )
+                mark = marks.get(call.get("id")) or {}
+                if mark.get(tool_search.SEARCH_MARK):
+                    searches.add(call.get("id"))
+                    items.append(tool_search.search_call_item(call))
+                    continue
+                item = {
+                    "type": "function_call",
+                    "call_id": call.get("id"),
+                    "name": function.get("name"),
+                    "arguments": function.get("arguments") or "{}",
+                }
+                if mark.get(tool_search.NAMESPACE_MARK):
+                    item["namespace"] = mark[tool_search.NAMESPACE_MARK]
+                items.append(item)
+        elif role == "tool" and message.get("tool_call_id") in searches:
+            items.append(
+                tool_search.search_output_item(request, message.get("tool_call_id"), origin)
+            )
         elif role == "tool":
             items.append(
                 {
@@ -119,6 +136,12 @@ def build_input(request: ModelRequest) -> tuple[str | None, list[dict[str, Any]]
         else:  # a later system or developer message
             items.append({"role": role, "content": _text_of(message.get("content"))})
     return instructions, items
+
+
+def _call_marks(origin: Mapping[str, Any] | None) -> dict[Any, Mapping[str, Any]]:
+    """The stored calls of the assistant message ``origin``, by id (their internal marks)."""
+    calls = (origin or {}).get("tool_calls") or []
+    return {c.get("id"): c for c in calls if isinstance(c, Mapping)}
 
 
 def convert_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -139,15 +162,21 @@ def convert_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def build_body(request: ModelRequest, settings: Any, *, stream: bool) -> dict[str, Any]:
-    """The JSON body of a Responses call for ``request``."""
-    instructions, items = build_input(request)
+def build_body(
+    request: ModelRequest, settings: Any, *, stream: bool, native: bool = True
+) -> dict[str, Any]:
+    """The JSON body of a Responses call for ``request``; with ``native`` and deferred tools
+    (``tools.defer``), they go as the API's own tool search (:mod:`.tool_search`)."""
+    native = native and tool_search.wanted(request, getattr(settings, "config", None) or {})
+    instructions, items = build_input(request, native)
     body: dict[str, Any] = {"model": request.model}
     if instructions is not None:
         body["instructions"] = instructions
     body["input"] = items
     if request.tools:
         body["tools"] = convert_tools(request.tools)
+        if native:
+            body["tools"] += tool_search.deferred_tools(request)
     body["store"] = False
     body["include"] = list(INCLUDE)
     if request.max_tokens is not None:
@@ -223,9 +252,13 @@ def parse_response(response: Any, output: list[Any] | None = None) -> ModelRespo
             if any(parts):
                 texts.append("".join(parts))
         elif kind == "function_call":
-            calls.append(
-                tool_call_dict(get(item, "call_id"), get(item, "name"), get(item, "arguments"))
-            )
+            call = tool_call_dict(get(item, "call_id"), get(item, "name"), get(item, "arguments"))
+            if get(item, "namespace"):
+                call[tool_search.NAMESPACE_MARK] = str(get(item, "namespace"))
+            calls.append(call)
+        elif kind == "tool_search_call" and get(item, "execution") == "client":
+            call_id = tool_call_dict(get(item, "call_id"), "", "")["id"]
+            calls.append(tool_search.call_from_item(item_dict(item), call_id))
         elif kind == "reasoning":
             summary = [str(get(s, "text", "")) for s in get(item, "summary") or []]
             content = [str(get(c, "text", "")) for c in get(item, "content") or []]
