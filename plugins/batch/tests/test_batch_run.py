@@ -232,3 +232,24 @@ def test_sigkill_of_a_worker_and_the_coordinator_then_resume(
     again = kit.hermes("batch", "resume", "r", env=env)  # nothing left: nothing runs, nothing paid
     assert again.returncode == 0 and "49 completed, 1 failed" in again.stdout
     assert _export(kit, env, folder) == expected
+
+
+def test_a_run_killed_while_reading_its_dataset_reads_the_rest_on_resume(tmp_path, home, kit):
+    from hermes_batch.dataset import Row, dataset_hash
+
+    folder, env = home
+    rows = [{"prompt": f"row {n}"} for n in range(5)]
+    dataset = kit.write_dataset(tmp_path / "d.jsonl", rows)
+    digest = dataset_hash(dataset)
+    table = SQLiteRunTable(folder / "batch.db")
+    table.create_run("half", str(dataset), digest, {"dataset_dir": str(tmp_path)})
+    table.add_rows("half", [Row(f"line-1@{digest[:12]}", 1, rows[0])])  # then the kill
+    resumed = kit.hermes("batch", "resume", "half", "--json", env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["completed"] == 5
+    assert table.run("half").total_rows == 5
+
+    table.create_run("changed", str(dataset), digest, {"dataset_dir": str(tmp_path)})
+    kit.write_dataset(dataset, rows[:2])
+    refused = kit.hermes("batch", "resume", "changed", env=env)
+    assert refused.returncode == 1 and "changed or is gone" in refused.stderr
