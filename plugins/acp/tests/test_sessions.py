@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from acp_client import HERMES, RecordingClient, connect, hermes_env, run
 
 from hermes_core.session_store import SQLiteSessionStore
 from hermes_core.testing import FakeLLM, text, tool_call
+from hermes_hookspecs import SessionInfo
 
 
 def _first_session(home: Path, workspace: Path, prompt: str = "hello") -> str:
@@ -74,25 +76,50 @@ def test_resume_continues_without_replaying(home: Path, llm: FakeLLM, workspace:
 def test_list_pages_through_the_store_and_filters_by_folder(
     home: Path, llm: FakeLLM, workspace: Path, tmp_path: Path
 ) -> None:
-    llm.add(text("one"), text("two"))
-    first = _first_session(home, workspace)
-    elsewhere = tmp_path / "other-project"
-    elsewhere.mkdir()
-    second = _first_session(home, elsewhere)
+    store = SQLiteSessionStore(home / "sessions.db")
+    elsewhere = str(tmp_path / "other-project")
+    now = time.time()
+    made = []
+    for n in range(110):  # newest last; every third from the chat, every fifth elsewhere
+        folder = None if n % 3 == 0 else (elsewhere if n % 5 == 0 else str(workspace))
+        source = "subagent" if n == 7 else ("cli" if folder is None else "acp")
+        session_id = f"session_{n:016x}"
+        store.create_session(
+            SessionInfo(
+                id=session_id,
+                source=source,
+                started_at=now - 1000 + n,
+                title=f"talk {n}",
+                metadata={"acp": {"cwd": folder}} if folder else {},
+            )
+        )
+        made.append((session_id, folder, source))
 
-    async def go() -> tuple[Any, Any, Any]:
+    async def go() -> tuple[list[Any], list[Any], Any]:
+        pages: list[Any] = []
+        here: list[Any] = []
         async with connect(home, RecordingClient()) as (conn, _):
-            everything = await conn.list_sessions()
-            here = await conn.list_sessions(cwd=str(workspace))
+            for into, cwd in ((pages, None), (here, str(workspace))):
+                cursor = None
+                while True:
+                    page = await conn.list_sessions(cwd=cwd, cursor=cursor)
+                    into.append(page)
+                    cursor = page.next_cursor
+                    if cursor is None:
+                        break
             with pytest.raises(RequestError) as bad:
                 await conn.list_sessions(cursor="not-a-cursor")
-            return everything, here, bad.value
+        return pages, here, bad.value
 
-    everything, here, bad = run(go())
-    assert [s.session_id for s in everything.sessions] == [second, first]
-    assert everything.next_cursor is None
-    assert [s.session_id for s in here.sessions] == [first]
-    assert here.sessions[0].cwd == str(workspace) and here.sessions[0].title
+    pages, here, bad = run(go())
+    newest_first = [m for m in reversed(made) if m[2] != "subagent"]
+    listed = [s for page in pages for s in page.sessions]
+    assert [s.session_id for s in listed] == [m[0] for m in newest_first]
+    assert len(pages) == 3 and len(pages[0].sessions) == 50  # pages of 50
+    ours = [s for page in here for s in page.sessions]
+    assert [s.session_id for s in ours] == [m[0] for m in newest_first if m[1] != elsewhere]
+    assert {s.cwd for s in ours} == {str(workspace)}  # chat sessions open in this folder
+    assert listed[0].title == "talk 109" and listed[0].updated_at
     assert bad.code == -32602
 
 
