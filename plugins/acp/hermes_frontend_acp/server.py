@@ -129,12 +129,16 @@ class HermesAgent:
         )
 
     def _no_mcp_servers(self, servers: Sequence[Any] | None) -> None:
+        """The client's MCP servers are not started (hermes's own, configured in
+        ``mcp_servers``, are): said on stderr, the session goes on without them (an editor
+        passes its servers to every agent; refusing the session would make hermes unusable
+        there)."""
         if servers:
-            raise RequestError.invalid_params(
-                {
-                    "details": "hermes acp does not take MCP servers from the client yet; "
-                    "configure them in hermes (mcp_servers in config.yaml)"
-                }
+            names = ", ".join(str(getattr(s, "name", "?")) for s in servers)
+            log.warning(
+                "the client's MCP servers (%s) are not used: hermes starts those configured "
+                "in mcp_servers (config.yaml)",
+                names,
             )
 
     def _reopen(self, session_id: str, cwd: str, mcp_servers: Sequence[Any] | None) -> OpenSession:

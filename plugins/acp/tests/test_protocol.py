@@ -140,10 +140,8 @@ def test_requests_hermes_refuses(home: Path, llm: FakeLLM, workspace: Path) -> N
         async with connect(home, RecordingClient()) as (conn, _):
             new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
             sid = new.session_id
-            server = McpServerStdio(name="files", command="mcp-files", args=[], env=[])
             return [
                 await _code(conn.new_session(cwd="relative/path", mcp_servers=[])),
-                await _code(conn.new_session(cwd=str(workspace), mcp_servers=[server])),
                 await _code(conn.prompt(session_id="session_unknown", prompt=[text_block("x")])),
                 await _code(conn.prompt(session_id=sid, prompt=[])),
                 await _code(
@@ -170,7 +168,6 @@ def test_requests_hermes_refuses(home: Path, llm: FakeLLM, workspace: Path) -> N
 
     assert run(go()) == [
         INVALID_PARAMS,
-        INVALID_PARAMS,
         NOT_FOUND,
         INVALID_PARAMS,
         INVALID_PARAMS,
@@ -181,6 +178,25 @@ def test_requests_hermes_refuses(home: Path, llm: FakeLLM, workspace: Path) -> N
         -32601,
     ]
     assert llm.model_requests == []  # nothing reached the model
+
+
+def test_mcp_servers_of_the_client_are_not_started_and_the_session_goes_on(
+    home: Path, llm: FakeLLM, workspace: Path
+) -> None:
+    llm.add(text("fine without them"))
+    canary = workspace / "started.txt"
+    server = McpServerStdio(name="editor-files", command="touch", args=[str(canary)], env=[])
+
+    async def go() -> str:
+        async with connect(home, RecordingClient()) as (conn, _):
+            new = await conn.new_session(cwd=str(workspace), mcp_servers=[server])
+            done = await conn.prompt(session_id=new.session_id, prompt=[text_block("x")])
+            return done.stop_reason
+
+    assert run(go()) == "end_turn"
+    assert not canary.exists()  # never started
+    log = (home / "acp-stderr.log").read_text(encoding="utf-8")
+    assert "MCP servers (editor-files) are not used" in log
 
 
 def test_a_second_prompt_while_a_turn_runs_is_refused(
