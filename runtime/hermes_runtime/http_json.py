@@ -155,27 +155,26 @@ class JsonPoster:
         return EventStream(answer, self.failures)
 
     def close(self) -> None:
-        """Close the idle connections."""
+        """Close the idle connections of the endpoint's pool (every poster of the endpoint then
+        makes a new one)."""
         with self._lock:
             pool, self._pool, self._send = self._pool, None, None
         if pool is not None:
+            _forget_pool(pool)
             pool.close()
 
     def _sender(self) -> tuple[Any, Callable[..., Any]]:
-        """The endpoint's pool and its ``urlopen``, made by the first request of this process
-        (a forked child makes its own: the parent's sockets are not its to use)."""
+        """The endpoint's pool and its ``urlopen`` (:func:`_shared_pool`)."""
+        pool, send = self._pool, self._send
+        if send is not None and pool.pool is not None and self._pid == os.getpid():
+            return pool, send
         with self._lock:
-            if self._send is None or self._pid != os.getpid():
-                from .http_pool import make_pool
-
+            self._pool, self._send, absolute = _shared_pool(self.endpoint, self.timeout, self._tls)
+            self._pid = os.getpid()
+            if absolute:
                 e = self.endpoint
-                self._pool, self._send, absolute = make_pool(
-                    e.https, e.host, e.port, self.timeout, self._tls, e.proxy
-                )
-                self._pid = os.getpid()
-                if absolute:
-                    port = "" if e.port == 80 else f":{e.port}"
-                    self._target_prefix = f"http://{_url_host(e.host)}{port}{e.path}"
+                port = "" if e.port == 80 else f":{e.port}"
+                self._target_prefix = f"http://{_url_host(e.host)}{port}{e.path}"
             return self._pool, self._send
 
     def _exchange(
@@ -234,6 +233,44 @@ class JsonPoster:
         if 200 <= status < 300:
             return value
         raise self.failures.status(status, value, answer.headers)
+
+
+_POOLS: dict[tuple[Endpoint, float | None, Any], tuple[Any, Callable[..., Any], bool]] = {}
+_POOLS_LOCK = threading.Lock()
+_POOLS_PID = [os.getpid()]
+MAX_POOLS = 32
+"""Pools kept at most (the oldest is dropped past it; whoever still uses it keeps it)."""
+
+
+def _shared_pool(
+    endpoint: Endpoint, timeout: float | None, tls: Callable[[], Any] | None
+) -> tuple[Any, Callable[..., Any], bool]:
+    """The process's pool for an endpoint, timeout and TLS context maker, shared by its posters
+    whatever their headers (another key of a credential pool reuses the same connections):
+    ``(pool, urlopen, whether urlopen takes the whole URL)``, made by the first request of
+    this process (a forked child makes its own: the parent's sockets are not its to use)."""
+    key = (endpoint, timeout, tls)
+    with _POOLS_LOCK:
+        if _POOLS_PID[0] != os.getpid():
+            _POOLS.clear()
+            _POOLS_PID[0] = os.getpid()
+        found = _POOLS.get(key)
+        if found is None or found[0].pool is None:  # none yet, or closed
+            from .http_pool import make_pool
+
+            e = endpoint
+            found = make_pool(e.https, e.host, e.port, timeout, tls, e.proxy)
+            _POOLS.pop(key, None)
+            if len(_POOLS) >= MAX_POOLS:
+                _POOLS.pop(next(iter(_POOLS)))
+            _POOLS[key] = found
+        return found
+
+
+def _forget_pool(pool: Any) -> None:
+    with _POOLS_LOCK:
+        for key in [k for k, found in _POOLS.items() if found[0] is pool]:
+            del _POOLS[key]
 
 
 def _url_host(host: str) -> str:

@@ -282,3 +282,41 @@ def test_which_urls_are_served_directly(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("SWITCH", "sdk")
     assert direct_endpoint("http://127.0.0.1:8000", "SWITCH") is None
     assert direct_endpoint("http://127.0.0.1:8000") is not None
+
+
+def test_posters_of_one_endpoint_share_its_connections(serve: Callable[[Answer], _Server]) -> None:
+    server = serve(echo)
+    endpoint = Endpoint(False, "127.0.0.1", server.server_address[1], "/base")
+
+    def tls() -> Any:
+        raise AssertionError("plain HTTP makes no TLS context")
+
+    first = JsonPoster(endpoint, {"X-Key": "one"}, 5.0, Failures(), tls)
+    second = JsonPoster(endpoint, {"X-Key": "two"}, 5.0, Failures(), tls)
+    assert first.post("/call", {"n": 1}) == {"echo": {"n": 1}}
+    assert second.post("/call", {"n": 2}) == {"echo": {"n": 2}}
+    assert first.post("/call", {"n": 3}) == {"echo": {"n": 3}}
+    assert [headers["X-Key"] for _, _, headers in server.requests] == ["one", "two", "one"]
+    assert len({peer for peer, _, _ in server.requests}) == 1  # another key, same connection
+
+
+def test_a_forked_child_uses_connections_of_its_own(serve: Callable[[Answer], _Server]) -> None:
+    import os
+
+    server = serve(echo)
+    poster = poster_for(server)
+    poster.post("/call", {"who": "parent"})
+    pid = os.fork()
+    if pid == 0:  # the child: its answer must come, on a connection the parent never used
+        code = 1
+        try:
+            code = 0 if poster.post("/call", {"who": "child"}) == {"echo": {"who": "child"}} else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert poster.post("/call", {"who": "parent"}) == {"echo": {"who": "parent"}}
+    peers = {body["who"]: set() for _, body, _ in server.requests}
+    for peer, body, _ in server.requests:
+        peers[body["who"]].add(peer)
+    assert len(peers["parent"]) == 1 and not peers["parent"] & peers["child"]
