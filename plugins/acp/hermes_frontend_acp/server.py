@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -100,8 +99,9 @@ class HermesAgent:
     # --- sessions -------------------------------------------------------------------------
 
     def _open(self, session_id: str, cwd: str) -> OpenSession:
-        if not os.path.isabs(cwd):
-            raise RequestError.invalid_params({"details": f"cwd must be absolute: {cwd!r}"})
+        problem = self.settings.workspace_problem(cwd)
+        if problem:
+            raise RequestError.invalid_params({"details": problem})
         session = OpenSession(id=session_id, cwd=cwd, model=self.settings.model)
         self.sessions[session_id] = session
         return session

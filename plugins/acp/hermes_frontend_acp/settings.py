@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,7 @@ class Settings:
     toolsets: tuple[str, ...] | None
     permission_timeout: float
     options: Mapping[str, Any]
+    local: bool = True
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> Settings:
@@ -48,18 +50,39 @@ class Settings:
         acp = _section(config, "acp")
         extra = [str(m) for m in acp.get("models") or () if str(m) != model]
         toolsets = acp.get("toolsets")
+        terminal = _section(config, "terminal")
         return cls(
             model=model,
             models=tuple([model, *dict.fromkeys(extra)] if model else dict.fromkeys(extra)),
             toolsets=tuple(str(t) for t in toolsets) if isinstance(toolsets, list) else None,
             permission_timeout=float(acp.get("permission_timeout") or PERMISSION_TIMEOUT),
             options=options,
+            local=(terminal.get("backend") or "local") == "local",
         )
 
     def model_problem(self) -> str:
         """Why no turn can run (one line), or ``""``."""
         if not self.model:
             return "no model is configured: run `hermes setup` (or set model.default)"
+        return ""
+
+    def workspace_problem(self, cwd: str) -> str:
+        """Why ``cwd`` cannot be a session's folder (one line), or ``""``: it must be an
+        absolute, existing folder and, for the local backend, neither ``/`` nor the home
+        folder (as for the chat: all of it would be in the agent's reach)."""
+        if not os.path.isabs(cwd):
+            return f"cwd must be an absolute path: {cwd!r}"
+        if not self.local:
+            return ""
+        if not os.path.isdir(cwd):
+            return f"cwd is not a folder: {cwd}"
+        real = os.path.realpath(cwd)
+        if real == "/" or real == os.path.realpath(os.path.expanduser("~")):
+            where = "the whole file system (/)" if real == "/" else f"your home folder ({real})"
+            return (
+                f"the workspace would be {where}, which puts everything there in the agent's "
+                "reach: open a project folder"
+            )
         return ""
 
     def overrides(self, session: OpenSession) -> dict[str, Any]:

@@ -142,6 +142,9 @@ def test_requests_hermes_refuses(home: Path, llm: FakeLLM, workspace: Path) -> N
             sid = new.session_id
             return [
                 await _code(conn.new_session(cwd="relative/path", mcp_servers=[])),
+                await _code(conn.new_session(cwd=str(workspace / "missing"), mcp_servers=[])),
+                await _code(conn.new_session(cwd="/", mcp_servers=[])),
+                await _code(conn.new_session(cwd=str(Path.home()), mcp_servers=[])),
                 await _code(conn.prompt(session_id="session_unknown", prompt=[text_block("x")])),
                 await _code(conn.prompt(session_id=sid, prompt=[])),
                 await _code(
@@ -167,6 +170,9 @@ def test_requests_hermes_refuses(home: Path, llm: FakeLLM, workspace: Path) -> N
             ]
 
     assert run(go()) == [
+        INVALID_PARAMS,
+        INVALID_PARAMS,
+        INVALID_PARAMS,
         INVALID_PARAMS,
         NOT_FOUND,
         INVALID_PARAMS,
