@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -38,7 +39,7 @@ from .replay import replay
 from .session_state import OpenSession, new_session_id
 from .settings import Settings
 from .turn_stream import TurnStream
-from .turns import buffer_reader, prompt_response, trace_context
+from .turns import buffer_reader, prompt_response, run_held, trace_context
 
 log = logging.getLogger("hermes.acp")
 
@@ -301,7 +302,8 @@ class HermesAgent:
         if self.reads_buffers:
             reader = buffer_reader(self._conn(), loop)
             editor_files.open_session(session.id, session.cwd, reader)
-        session.turn = asyncio.ensure_future(loop.run_in_executor(None, runner.run, task))
+        held = functools.partial(run_held, runner, task, self.catalog.store, stream.thought)
+        session.turn = asyncio.ensure_future(loop.run_in_executor(None, held))
         try:
             outcome = await asyncio.shield(session.turn)
         finally:

@@ -9,7 +9,7 @@ from typing import Any
 
 from acp.interfaces import Client
 
-from .updates import TurnUpdates, Update, message_chunk
+from .updates import TurnUpdates, Update, message_chunk, thought_chunk
 
 log = logging.getLogger("hermes.acp")
 
@@ -36,6 +36,10 @@ class TurnStream:
         """A piece of the answer (the runner's ``on_text_delta``)."""
         if text:
             self._put(message_chunk(text))
+
+    def thought(self, text: str) -> None:
+        """A line about the turn's progress, shown as the agent's thought."""
+        self._put(thought_chunk(text))
 
     def event(self, name: str, data: Mapping[str, Any]) -> None:
         """A progress event of the turn (the runner's ``on_event``)."""

@@ -5,13 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from acp.interfaces import Client
 from acp.schema import PromptResponse, StopReason, Usage
 
-from hermes_hookspecs import AgentOutcome
+from hermes_hookspecs import (
+    AgentOutcome,
+    AgentRunner,
+    AgentTask,
+    LockingSessionStore,
+    SessionStore,
+)
 
 from . import editor_files
 
@@ -63,3 +70,35 @@ def buffer_reader(conn: Client, loop: asyncio.AbstractEventLoop) -> editor_files
             return None
 
     return read
+
+
+WAIT_NOTICE_AFTER = 0.5
+"""Seconds of waiting for another process's turn of the session before the editor is told."""
+
+
+def run_held(
+    runner: AgentRunner, task: AgentTask, store: SessionStore, notice: Callable[[str], None]
+) -> AgentOutcome:
+    """Run ``task`` holding its session's turn lock (when the store has locks), as the chat
+    does: a ``hermes chat --resume`` or a second editor of the same session takes turns with
+    this one instead of interleaving messages. ``notice`` is told once when the wait lasts;
+    a cancel while waiting runs nothing (an ``interrupted`` outcome)."""
+    session_id = task.session_id or ""
+    cancel = task.cancel_event or threading.Event()
+    if not isinstance(store, LockingSessionStore) or not session_id:
+        return runner.run(task)
+    waiting = threading.Event()
+
+    def tell() -> None:
+        if not waiting.wait(WAIT_NOTICE_AFTER):
+            notice("Waiting for another turn of this session (in another hermes) to end…\n")
+
+    threading.Thread(target=tell, name="hermes-acp-turn-wait", daemon=True).start()
+    try:
+        with store.hold_session(session_id, cancel) as held:
+            waiting.set()
+            if not held:
+                return AgentOutcome(session_id=session_id, text="", status="interrupted")
+            return runner.run(task)
+    finally:
+        waiting.set()

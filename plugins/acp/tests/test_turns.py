@@ -281,3 +281,48 @@ def test_two_sessions_run_their_turns_at_once(home: Path, llm: FakeLLM, workspac
     assert reasons == ["end_turn", "end_turn"] and took < 3.8  # not one after the other
     sessions = {s for s, u in client.updates if u.session_update == "agent_message_chunk"}
     assert len(sessions) == 2
+
+
+def test_a_turn_waits_while_another_process_holds_the_session(
+    home: Path, llm: FakeLLM, workspace: Path
+) -> None:
+    import threading
+
+    llm.add(text("first"), text("after the wait"))
+    client = RecordingClient()
+    store = SQLiteSessionStore(home / "sessions.db")
+    release, holding = threading.Event(), threading.Event()
+
+    def other_process_turn(session_id: str) -> None:  # as a `hermes chat --resume` holds it
+        with store.hold_session(session_id, threading.Event()):
+            holding.set()
+            release.wait(20)
+
+    async def go() -> tuple[str, str]:
+        async with connect(home, client) as (conn, _):
+            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            sid = new.session_id
+            await conn.prompt(session_id=sid, prompt=[text_block("one")])
+            threading.Thread(target=other_process_turn, args=(sid,), daemon=True).start()
+            holding.wait(10)
+            turn = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("two")]))
+            while "Waiting for another turn" not in client.text("agent_thought_chunk"):
+                await asyncio.sleep(0.05)
+            assert len(llm.model_requests) == 1  # nothing ran meanwhile
+            release.set()
+            second = (await turn).stop_reason
+            # a cancel while waiting runs nothing
+            release.clear()
+            holding.clear()
+            threading.Thread(target=other_process_turn, args=(sid,), daemon=True).start()
+            holding.wait(10)
+            turn = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("3")]))
+            await asyncio.sleep(0.3)
+            await conn.cancel(session_id=sid)
+            third = (await turn).stop_reason
+            release.set()
+            return second, third
+
+    assert run(go()) == ("end_turn", "cancelled")
+    assert client.text().endswith("after the wait")
+    assert len(llm.model_requests) == 2
