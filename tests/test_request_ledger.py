@@ -43,6 +43,8 @@ def test_measure_splits_a_request_by_part():
         tools=[{"type": "function", "function": {"name": "a"}}],
         deferred_tools=[{"type": "function", "function": {"name": "b"}}],
     )
+    assert measure(request)["bytes"]["deferred"] == 0  # not sent: the portable back end
+    request.deferred_sent = True  # what a provider that sent them natively says
     entry = measure(request, "# Tool catalogue\nx: y")
     sizes = entry["bytes"]
     assert sizes["catalogue"] == len("# Tool catalogue\nx: y")
@@ -125,3 +127,30 @@ def test_sessions_show_ledger(hermes_cli):
     data: Any = json.loads(as_json.stdout)
     assert data["session"] == session_id and len(data["requests"]) == 1
     assert set(data["requests"][0]["bytes"]) == set(PARTS)
+
+
+def test_deferred_schemas_count_only_where_the_provider_sent_them():
+    mcp = [Tool(f"mcp_s_t{i}", f"Tool number {i}.", {"type": "object"}, str) for i in range(25)]
+    counted = {}
+    for plugin, provider, api_mode in (
+        ("anthropic", "anthropic", ""),
+        ("openai", "custom", "codex_responses"),
+        ("openai", "custom", "chat_completions"),
+    ):
+        with FakeLLM("ok") as fake:
+            from hermes_core.loop.agent import Agent
+
+            base = fake.anthropic_base_url if plugin == "anthropic" else fake.openai_base_url
+            agent = Agent.from_config(
+                {"model": {"api_mode": api_mode}} if api_mode else {},
+                provider=provider,
+                base_url=base,
+                api_key="k",
+                model="m",
+                plugins=plugin_manager([plugin, toolset_plugin(*mcp, name="mcp-s")]),
+            )
+            with agent:
+                agent.chat("hi")
+            counted[api_mode or plugin] = rows(agent.messages)[0]["bytes"]["deferred"]
+    assert counted["anthropic"] > 0 and counted["codex_responses"] > 0
+    assert counted["chat_completions"] == 0

@@ -51,7 +51,7 @@ def measure(request: ModelRequest, catalogue: str | None = None) -> dict[str, An
         "system": system_bytes - catalogue_bytes,
         "catalogue": catalogue_bytes,
         "tools": _size(request.tools) if request.tools else 0,
-        "deferred": _size(request.deferred_tools) if request.deferred_tools else 0,
+        "deferred": _size(request.deferred_tools) if request.deferred_sent else 0,
         "history": sum(_size(m) for m in messages[head:start]),
         "new_input": sum(_size(m) for m in messages[max(start, head) :]),
     }

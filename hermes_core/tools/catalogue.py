@@ -1,10 +1,13 @@
 """The catalogue of deferred tools: a compact listing for the model (name and one line each)
-and a ranked search over names, descriptions and parameter names (BM25, built once)."""
+and a ranked search over names, descriptions and parameter names (BM25 of SQLite's full-text
+search, FTS5, indexed once per catalogue)."""
 
 from __future__ import annotations
 
 import functools
 import re
+import sqlite3
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +18,8 @@ LINE_CHARS = 56
 """The longest one-line description the listing shows for a tool."""
 
 _WORD = re.compile(r"[A-Z]{2,}(?![a-z])|[A-Za-z][a-z]*|\d+")
+_WEIGHTS = "3.0, 1.0, 1.0, 1.5"
+"""BM25 weights of the name, toolset, description and parameter-name fields."""
 _STOP = frozenset(
     "a an and are as at be by for from in into is it its of on or that the this to with "
     "you your will can may".split()
@@ -102,7 +107,8 @@ class Catalogue:
             for tool, toolset in ordered
         }
         self._names: list[str] = list(self.entries)
-        self._index: Any = None
+        self._index: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -138,33 +144,49 @@ class Catalogue:
         found = [n for n in self._names if n.endswith("_" + name)] if name else []
         return found[0] if len(found) == 1 else None
 
-    def _bm25(self) -> Any:
-        if self._index is None:
-            from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]  # lazily: start-up
-
-            corpus = []
-            for entry in self.entries.values():
-                tool = entry.tool
-                doc = words(tool.name) * 2 + words(entry.toolset) + words(tool.description)
-                doc += words(" ".join(parameter_names(tool.parameters)))
-                corpus.append(doc or ["_"])
-            self._index = BM25Okapi(corpus) if corpus else None
-        return self._index
+    def _fts(self) -> sqlite3.Connection:
+        """The full-text index of the catalogue (SQLite FTS5, in memory), built at the first
+        search: one row a tool, its words by field."""
+        with self._lock:
+            if self._index is None:
+                index = sqlite3.connect(":memory:", check_same_thread=False)
+                index.execute(
+                    "CREATE VIRTUAL TABLE tools USING fts5(name, toolset, description, params)"
+                )
+                index.executemany(
+                    "INSERT INTO tools(rowid, name, toolset, description, params) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    [
+                        (
+                            row,
+                            " ".join(words(entry.name)),
+                            " ".join(words(entry.toolset)),
+                            " ".join(words(entry.tool.description)),
+                            " ".join(words(" ".join(parameter_names(entry.tool.parameters)))),
+                        )
+                        for row, entry in enumerate(self.entries.values())
+                    ],
+                )
+                self._index = index
+            return self._index
 
     def search(self, query: str, limit: int = 5) -> list[Entry]:
-        """The tools best matching ``query`` (words), best first; an exact tool name comes
-        first. The same catalogue gives the same order for the same query."""
+        """The tools best matching ``query`` (words), best first, ranked by BM25 over their
+        names, toolsets, descriptions and parameter names (a name counts most); an exact tool
+        name comes first. The same catalogue gives the same order for the same query."""
         exact = [self.entries[q] for q in query.split() if q in self.entries]
-        terms = words(query)
-        index = self._bm25()
+        terms = sorted(set(words(query)))
         ranked: list[Entry] = []
-        if terms and index is not None:
-            scores = index.get_scores(terms)
-            order = sorted(
-                (i for i, score in enumerate(scores) if score > 0),
-                key=lambda i: (-float(scores[i]), self._names[i]),
-            )
-            ranked = [self.entries[self._names[i]] for i in order]
+        if terms and self.entries:
+            match = " OR ".join(f'"{term}"' for term in terms)
+            index = self._fts()
+            with self._lock:
+                found = index.execute(
+                    f"SELECT rowid FROM tools WHERE tools MATCH ? ORDER BY bm25(tools, "
+                    f"{_WEIGHTS}), rowid LIMIT ?",
+                    (match, limit + len(exact)),
+                ).fetchall()
+            ranked = [self.entries[self._names[row]] for (row,) in found]
         result: list[Entry] = []
         for entry in [*exact, *ranked]:
             if entry not in result:

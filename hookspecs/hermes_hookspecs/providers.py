@@ -90,6 +90,8 @@ class ModelRequest:
         names a search found (:data:`FOUND_TOOLS_FIELD` of a tool result in
         ``source_messages``) into references; any other ignores them: the bridge tools in
         ``tools`` reach them.
+    :param deferred_sent: set by the provider when it sent ``deferred_tools`` (natively
+        deferred); the host's token ledger counts them then.
     """
 
     model: str
@@ -108,6 +110,7 @@ class ModelRequest:
     api_mode: str = ""
     key_id: str = ""
     deferred_tools: list[dict[str, Any]] = field(default_factory=list)
+    deferred_sent: bool = False
 
     @property
     def system_prompt(self) -> str | None:

@@ -81,7 +81,8 @@ def build_params(
         request.messages, request.source_messages, tools_offered=bool(request.tools)
     )
     tools = convert_tools(request.tools)
-    if native and request.tools and tool_search.wanted(request, config):
+    request.deferred_sent = native and bool(request.tools) and tool_search.wanted(request, config)
+    if request.deferred_sent:
         tools += tool_search.deferred_definitions(request)
         tool_search.add_references(messages, request)
     caching = config.get("prompt_caching") or {}

@@ -168,6 +168,7 @@ def build_body(
     """The JSON body of a Responses call for ``request``; with ``native`` and deferred tools
     (``tools.defer``), they go as the API's own tool search (:mod:`.tool_search`)."""
     native = native and tool_search.wanted(request, getattr(settings, "config", None) or {})
+    request.deferred_sent = native
     instructions, items = build_input(request, native)
     body: dict[str, Any] = {"model": request.model}
     if instructions is not None:
