@@ -245,21 +245,23 @@ MAX_POOLS = 32
 def _shared_pool(
     endpoint: Endpoint, timeout: float | None, tls: Callable[[], Any] | None
 ) -> tuple[Any, Callable[..., Any], bool]:
-    """The process's pool for an endpoint, timeout and TLS context maker, shared by its posters
-    whatever their headers (another key of a credential pool reuses the same connections):
-    ``(pool, urlopen, whether urlopen takes the whole URL)``, made by the first request of
-    this process (a forked child makes its own: the parent's sockets are not its to use)."""
-    key = (endpoint, timeout, tls)
+    """The process's pool for an endpoint, timeout and TLS context (made by ``tls`` when the
+    endpoint or its proxy speaks TLS), shared by its posters whatever their headers (another key
+    of a credential pool reuses the same connections): ``(pool, urlopen, whether urlopen takes
+    the whole URL)``. Made by the first request of this process (a forked child makes its own:
+    the parent's sockets are not its to use)."""
+    from .http_pool import make_pool, needs_tls
+
+    e = endpoint
+    context = tls() if tls is not None and needs_tls(e.https, e.proxy) else None
+    key = (endpoint, timeout, context)
     with _POOLS_LOCK:
         if _POOLS_PID[0] != os.getpid():
             _POOLS.clear()
             _POOLS_PID[0] = os.getpid()
         found = _POOLS.get(key)
         if found is None or found[0].pool is None:  # none yet, or closed
-            from .http_pool import make_pool
-
-            e = endpoint
-            found = make_pool(e.https, e.host, e.port, timeout, tls, e.proxy)
+            found = make_pool(e.https, e.host, e.port, timeout, context, e.proxy)
             _POOLS.pop(key, None)
             if len(_POOLS) >= MAX_POOLS:
                 _POOLS.pop(next(iter(_POOLS)))

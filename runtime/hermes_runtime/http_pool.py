@@ -158,26 +158,29 @@ def standard_error(exc: BaseException) -> OSError | http.client.HTTPException:
     return ConnectionError(str(exc))
 
 
+def needs_tls(https: bool, proxy: str | None) -> bool:
+    """Whether the pool of an endpoint needs a TLS context: for the endpoint or its proxy."""
+    return https or (proxy is not None and proxy.lower().startswith("https:"))
+
+
 def make_pool(
     https: bool,
     host: str,
     port: int,
     timeout: float | None,
-    tls: Callable[[], ssl.SSLContext] | None,
+    context: ssl.SSLContext | None,
     proxy: str | None,
 ) -> tuple[HTTPConnectionPool, Callable[..., urllib3.BaseHTTPResponse], bool]:
     """The pool of an endpoint, the function that sends a request on it (``urlopen``), and
     whether that function takes the whole URL (a plain HTTP request forwarded by a proxy) rather
-    than the path. ``tls`` makes the verifying context (of the endpoint and of an ``https``
-    proxy); ``proxy`` is the proxy's URL, user and password included."""
+    than the path. ``context`` verifies the endpoint and an ``https`` proxy (:func:`needs_tls`);
+    ``proxy`` is the proxy's URL, user and password included."""
     limits: dict[str, Any] = {
         "maxsize": MAX_IDLE,
         "block": False,
         "timeout": urllib3.Timeout(connect=timeout, read=timeout),
         "retries": RETRY,
     }
-    needs_tls = https or (proxy is not None and proxy.lower().startswith("https:"))
-    context = tls() if needs_tls and tls is not None else None
     if https:
         limits["ssl_context"] = context
     if proxy is None:
