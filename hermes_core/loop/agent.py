@@ -384,6 +384,7 @@ class Agent:
         cancel_event: threading.Event | None = None,
         join_unanswered: bool = False,
         trace_context: Mapping[str, str] | None = None,
+        resume_unanswered: bool = False,
     ) -> TurnResult:
         """Run one user turn to the end and return its result, a
         :class:`~hermes_hookspecs.TurnResult`: ``final_response`` (str or None), ``messages``
@@ -405,7 +406,9 @@ class Agent:
         A user message an interrupted or failed turn left unanswered is closed with a short
         assistant note before ``user_message`` is added, so the model answers the new message
         and not the old one again; ``join_unanswered`` joins the two messages instead (the
-        gateway's ``busy: interrupt``).
+        gateway's ``busy: interrupt``). ``resume_unanswered`` continues the session's turn
+        instead when its last user message is ``user_message`` and has no answer yet (the turn
+        is repeated after its process died): nothing is added, what it recorded is kept.
 
         ``trace_context`` is the W3C trace context the turn belongs to (``traceparent``,
         ``tracestate``), handed to the ``hermes_turn_start`` hooks.
@@ -438,9 +441,11 @@ class Agent:
             if self.system_prompt is None:
                 self._build_system_prompt(system_message)
             user_message = transcript.clean_value(user_message)
-            if not join_unanswered and self.messages and self.messages[-1].get("role") == "user":
-                self._append({"role": "assistant", "content": UNANSWERED_NOTE})
-            self._append({"role": "user", "content": user_message})
+            if not (resume_unanswered and transcript.open_turn_of(self.messages, user_message)):
+                last = self.messages[-1].get("role") if self.messages else None
+                if not join_unanswered and last == "user":
+                    self._append({"role": "assistant", "content": UNANSWERED_NOTE})
+                self._append({"role": "user", "content": user_message})
             self.compactor.request_content = user_message
             if not self._wire_cache.valid(self.messages):  # e.g. two user messages in a row
                 self.messages = transcript.repair(self.messages)

@@ -124,6 +124,7 @@ class HostRunner:
             system_message=task.system_context,
             cancel_event=cancel,
             join_unanswered=task.join_unanswered,
+            resume_unanswered=task.resume_unanswered,
             trace_context=task.trace_context,
         )
         status = _STATUS.get(result["exit_reason"], "error")

@@ -82,6 +82,19 @@ def dangling_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [call for call in calls if call["id"] in ids[len(answered) :]]
 
 
+def open_turn_of(messages: list[dict[str, Any]], content: Any) -> bool:
+    """Whether ``messages`` end inside an unanswered turn whose user message is ``content``:
+    the last user message is ``content`` and no final answer (an assistant message without
+    tool calls) follows it."""
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].get("role") == "user":
+            return messages[index].get("content") == content and not any(
+                m.get("role") == "assistant" and not m.get("tool_calls")
+                for m in messages[index + 1 :]
+            )
+    return False
+
+
 def strip_internal(message: dict[str, Any]) -> dict[str, Any]:
     """Return a copy of ``message`` holding only wire fields.
 

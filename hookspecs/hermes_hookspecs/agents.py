@@ -79,6 +79,9 @@ class AgentTask:
     :param trace_context: the W3C trace context the run belongs to, as text headers
         (``traceparent``, ``tracestate``; e.g. those of the HTTP request that asked for it);
         handed to ``hermes_turn_start`` so that a tracer makes the run part of that trace.
+    :param resume_unanswered: when the session's last user message is ``prompt`` and has no
+        answer yet (the same turn, repeated after the process running it died), continue that
+        turn from what the store recorded instead of adding ``prompt`` again.
     """
 
     prompt: str
@@ -104,6 +107,7 @@ class AgentTask:
     on_event: Callable[[str, Mapping[str, Any]], None] | None = None
     images: Sequence[str] = ()
     trace_context: Mapping[str, str] = field(default_factory=dict)
+    resume_unanswered: bool = False
 
 
 @dataclass

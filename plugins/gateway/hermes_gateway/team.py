@@ -167,6 +167,7 @@ def run_request(
         join_unanswered=request.join_unanswered,
         person=request.person,
         trace_context=request.trace_context,
+        resume_unanswered=request.repeat,
     )
     with _held(gateway, request.session_id, cancel) as held:
         recorded = recorded_answer(gateway, request) if held and request.repeat else None

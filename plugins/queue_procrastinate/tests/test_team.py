@@ -273,14 +273,14 @@ def test_a_killed_workers_turn_is_run_by_another(team, tmp_path):
     after = ask(url, "after", session)
     assert results["slow"][:2] == (200, "slow answer to crash, slowly"), results
     assert resumed_in < 10, resumed_in
-    # the repeat found the first attempt's user message unanswered in the store: the loop closed
-    # it with a note, as after any interrupted turn, and answered the repeat (the loop has no
-    # way yet to continue a stored turn without adding its message again)
-    assert after[:2] == (200, "seen 4: after")
+    # the repeat found the first attempt's user message unanswered in the store and continued
+    # that turn: no message twice
+    assert after[:2] == (200, "seen 3: after"), _messages(team.database, session)
     transcript = _messages(team.database, session)
     users = [c for role, c in transcript if role == "user"]
-    assert users == ["first", "crash, slowly", "crash, slowly", "after"], users
-    assert [c for role, c in transcript if role == "assistant"][-1] == "seen 4: after"
+    assert users == ["first", "crash, slowly", "after"], transcript
+    assistants = [c for role, c in transcript if role == "assistant"]
+    assert assistants == ["seen 1: first", "slow answer to crash, slowly", "seen 3: after"]
     # a worker started in its place serves the team
     _replace(team, victim, tmp_path / "replacement")
 
