@@ -472,3 +472,79 @@ def test_the_portable_bridge_on_each_wire_format(plugin: str, provider: str, api
     assert "defer_loading" not in tool_lists[0]
     last = json.dumps(bodies[-1])
     assert CALL in last and "create_issue done" in last
+
+
+def test_a_subagent_defers_the_same_way_within_its_toolsets():
+    from hermes_core.testing import ScriptedModel, Turn
+    from hermes_core.testing import tool_call as step
+
+    db = [Tool(f"mcp_db_q{i}", f"Database query {i}.", {"type": "object"}, str) for i in range(25)]
+    ran: list[Any] = []
+    child_requests: list[Any] = []
+
+    def model(request: Any) -> Any:
+        users = [m["content"] for m in request.messages if m["role"] == "user"]
+        tools_done = [m for m in request.messages if m["role"] == "tool"]
+        if users == ["list the issues"]:  # the child
+            child_requests.append(request)
+            if not tools_done:
+                return step(FIND, {"query": "database query issues"})
+            return Turn(text="searched")
+        if not tools_done:
+            return step("delegate_task", {"goal": "list the issues", "toolsets": ["mcp-gh"]})
+        return Turn(text="done")
+
+    agent = make_agent(
+        model=ScriptedModel(fn=model),
+        plugins=[
+            "delegation",
+            toolset(*mcp_tools(ran), name="mcp-gh"),
+            toolset(*db, name="mcp-db"),
+        ],
+        config={"toolsets": ["delegation", "mcp-gh", "mcp-db"]},
+    )
+    agent.chat("go")
+    first, second = child_requests
+    assert sorted(first.tool_names) == sorted(BRIDGE_NAMES)
+    system = first.messages[0]["content"]
+    assert "[mcp-gh] mcp_gh_*" in system and "mcp-db" not in system
+    found = [m["content"] for m in second.messages if m["role"] == "tool"][0]
+    assert "mcp_gh_list_issues" in found and "mcp_db" not in found
+
+
+def test_after_compression_catalogue_tools_still_work():
+    from hermes_core.testing import ScriptedModel, Turn
+    from hermes_core.testing import tool_call as step
+
+    ran: list[Any] = []
+    args = {"owner": "o", "repo": "r", "title": "t"}
+    plan = [
+        step(CALL, {"name": "mcp_gh_create_issue", "arguments": args}),
+        Turn(text="filed one"),
+        Turn(text="noted"),
+        step(CALL, {"name": "mcp_gh_create_issue", "arguments": args}),
+        Turn(text="filed another"),
+    ]
+    requests: list[Any] = []
+
+    def model(request: Any) -> Any:
+        if not request.tools:  # the compressor's summary request
+            return Turn(text="The user had an issue filed with call_tool.")
+        requests.append(request)
+        return plan.pop(0)
+
+    agent = make_agent(
+        model=ScriptedModel(fn=model),
+        plugins=["compressor", toolset(*mcp_tools(ran), name="mcp-gh")],
+        config={"compression": {"protect_last_n": 1}},
+    )
+    agent.chat("file one")
+    agent.chat("remember that")
+    tools_before = json.dumps(requests[0].tools)
+    agent.compress()
+    assert agent.engine is not None and agent.engine.status()["compressions"] == 1
+    agent.chat("file another")
+    assert ran == [("create_issue", args), ("create_issue", args)]
+    after = requests[-2]
+    assert json.dumps(after.tools) == tools_before
+    assert "[mcp-gh] mcp_gh_*" in after.messages[0]["content"]
