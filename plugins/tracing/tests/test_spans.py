@@ -346,3 +346,41 @@ def test_an_interrupted_model_call_and_turn_say_so(
     [root] = telemetry.named("invoke_agent")
     assert (root.attributes or {})[error_attributes.ERROR_TYPE] == "interrupted"
     assert root.status.status_code is StatusCode.ERROR
+
+
+def test_parallel_tool_calls_each_have_their_span(
+    server: FakeLLM, telemetry: Any, make_agent: Any
+) -> None:
+    import threading
+    import time
+
+    threads: set[str] = set()
+
+    def slow(args: dict[str, Any], ctx: Any) -> str:
+        threads.add(str(threading.get_ident()))
+        time.sleep(0.05)
+        return args["country"]
+
+    tools = toolset_plugin(Tool("slow", "Takes a while", PARAMS, slow), name="slowset")
+    server.add(
+        {
+            "calls": [
+                {"name": "slow", "arguments": {"country": c}, "id": f"call_{c}"}
+                for c in ("a", "b", "c", "d")
+            ]
+        },
+        "done",
+    )
+    bot = make_agent(server, tools)
+    assert bot.chat("all at once") == "done"
+    bot.close()
+    [root] = telemetry.named("invoke_agent")
+    spans = telemetry.named("execute_tool slow")
+    assert sorted((s.attributes or {})[genai.GEN_AI_TOOL_CALL_ID] for s in spans) == [
+        "call_a",
+        "call_b",
+        "call_c",
+        "call_d",
+    ]
+    assert all(s.parent is not None and s.parent.span_id == root.context.span_id for s in spans)
+    assert len(threads) > 1, "the calls ran one after the other: the test proves nothing"
