@@ -157,7 +157,7 @@ class ProcrastinateTurnQueue:
         except asyncio.CancelledError:  # the client went away: stop the turn wherever it is
             if job_id is not None:
                 with contextlib.suppress(Exception):
-                    await asyncio.shield(self._cancel(job_id, request.turn_id))
+                    await asyncio.shield(self._cancel(job_id, request.turn_id, request.session_id))
             raise
         finally:
             self.listener.unwatch(request.turn_id)
@@ -200,16 +200,20 @@ class ProcrastinateTurnQueue:
             if not earlier:
                 break
             for job in earlier:
-                ran = await self._cancel(job["id"], job["args"]["turn"]["turn_id"]) or ran
+                turn = job["args"]["turn"]
+                ran = await self._cancel(job["id"], turn["turn_id"], session_id) or ran
         return ran
 
-    async def _cancel(self, job_id: int, turn_id: str) -> bool:
+    async def _cancel(self, job_id: int, turn_id: str, session_id: str) -> bool:
         """Cancel a waiting job (its front end gets an interrupted outcome) or abort a running
         one; whether it was running."""
         manager = self.app.job_manager
         if await manager.cancel_job_by_id_async(job_id):
             outcome = AgentOutcome(
-                session_id="", text="", status="interrupted", error="stopped before it started"
+                session_id=session_id,
+                text="",
+                status="interrupted",
+                error="stopped before it started",
             )
             await events.add_next(self.app.connector, turn_id, "done", outcome_as_dict(outcome))
             return False
