@@ -293,6 +293,12 @@ OPTIONS = [
     "rsync --rsync-path='rm -rf ~' a b:",
     "zip -TT'rm -rf ~' x.zip f",
     "ssh -oProxyCommand='rm -rf ~' h",
+    "ssh -F /tmp/evil_config h",
+    "git grep --open x",
+    "git send-email --smtp-server=./x a.patch",
+    "git instaweb --httpd=./x",
+    "git -c Core.Pager=id log",
+    "git -c uploadpack.packObjectsHook=id fetch",
 ]
 OPTION_LOOK_ALIKES = [
     "tar cf a.tar --checkpoint=100 x",
