@@ -22,6 +22,7 @@ from hermes_hookspecs import HermesError
 
 from .schema import Counts, RunInfo
 from .table import RunTable
+from .worker import stop_reason
 
 POLL_SECONDS = 0.25
 HEARTBEAT_SECONDS = 5.0
@@ -216,9 +217,8 @@ def coordinate(
             counts = table.counts(name)
             if on_progress is not None:
                 on_progress(counts, run)
-            budget = run.settings.get("budget_usd")
-            if run.state == "running" and budget is not None and run.spent_usd >= float(budget):
-                table.set_run(name, state="stopped", stop_reason=f"budget of ${budget} spent")
+            if run.state == "running" and (reason := stop_reason(table, run, counts)):
+                table.set_run(name, state="stopped", stop_reason=reason)
                 continue
             if run.state != "running" or counts["pending"] == 0:
                 if not procs and counts["running"] == 0:

@@ -29,7 +29,7 @@ from hermes_hookspecs import HermesError
 from .local import HEARTBEAT_SECONDS, hermes_command, release_dead_workers
 from .schema import Claim, Counts, RunInfo
 from .table import RunTable
-from .worker import REPLY, budget_left
+from .worker import REPLY, stop_reason
 
 POLL_SECONDS = 0.25
 START_TIMEOUT = 120.0
@@ -177,13 +177,13 @@ def coordinate_ray(
             table.release_expired(name)
             release_dead_workers(table, name)
             run = table.run(name)
-            budget = run.settings.get("budget_usd")
-            if run.state == "running" and not budget_left(run.settings, run.spent_usd):
-                table.set_run(name, state="stopped", stop_reason=f"budget of ${budget} spent")
+            counts = table.counts(name)
+            if run.state == "running" and (reason := stop_reason(table, run, counts)):
+                table.set_run(name, state="stopped", stop_reason=reason)
                 run = table.run(name)
             if run.state == "running":
                 slots.dispatch(table, me, float(run.settings.get("lease_seconds") or 60))
-            counts = table.counts(name)
+                counts = table.counts(name)
             if on_progress is not None:
                 on_progress(counts, run)
             if slots.inflight:

@@ -29,6 +29,9 @@ __all__ = ["MAX_LOST", "Cursor", "RunTable"]
 INSERT_BATCH = 500
 """Rows written per transaction while a dataset is read in."""
 
+EARLY_FAILURES = 3
+"""Rows failing alike, with none completed, after which a run stops."""
+
 
 class RunTable(AttemptTable):
     """The batch runs of one store; subclasses open the connection."""
@@ -181,6 +184,22 @@ class RunTable(AttemptTable):
                 counts.cost_usd += float(cost)
                 counts.lost_attempts += int(lost)
         return counts
+
+    def early_failure(
+        self, name: str, counts: Counts, threshold: int = EARLY_FAILURES
+    ) -> str | None:
+        """The one error every failed row of run ``name`` ended with, when ``threshold`` rows
+        or more failed and none got further (a wrong model name or toolset fails every row
+        alike: a run stops rather than fail a dataset's every row); else ``None``."""
+        if counts["completed"] or counts["discarded"] or counts["failed"] < threshold:
+            return None
+        with self.transaction(write=False) as cur:
+            cur.execute(
+                "SELECT DISTINCT error FROM batch_rows WHERE run = ? AND state = 'failed' LIMIT 2",
+                (name,),
+            )
+            errors = [r[0] for r in cur.fetchall()]
+        return str(errors[0]) if len(errors) == 1 and errors[0] else None
 
     def rows(
         self, name: str, states: Sequence[str] | None = None, batch: int = 200

@@ -14,6 +14,7 @@ from pathlib import Path
 from hermes_hookspecs import AgentRunner, SessionStore
 
 from .rowrun import Filter, RowResult, run_row
+from .schema import Counts, RunInfo
 from .table import RunTable
 
 
@@ -26,6 +27,18 @@ def budget_left(settings: dict[str, object], spent: float) -> bool:
     """Whether a run with ``settings`` that spent ``spent`` dollars may start another row."""
     budget = settings.get("budget_usd")
     return budget is None or spent < float(budget)  # type: ignore[arg-type]
+
+
+def stop_reason(table: RunTable, run: RunInfo, counts: Counts) -> str | None:
+    """Why running run ``run`` must stop taking rows: its budget is spent, or its first rows
+    all failed alike; ``None`` when it goes on."""
+    budget = run.settings.get("budget_usd")
+    if budget is not None and run.spent_usd >= float(budget):
+        return f"budget of ${budget} spent"
+    error = table.early_failure(run.name, counts)
+    if error is not None:
+        return f"the first {counts['failed']} rows failed alike: {error}"
+    return None
 
 
 def work(
@@ -61,6 +74,10 @@ def work(
         done += 1
         if on_row is not None:
             on_row(result)
+        if result.state == "failed":  # stop at once when the first rows all fail alike
+            reason = stop_reason(table, table.run(name), table.counts(name))
+            if reason is not None:
+                table.set_run(name, state="stopped", stop_reason=reason)
     return done
 
 

@@ -5,6 +5,7 @@ spent; resume with a larger one goes on)."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -95,3 +96,16 @@ def test_a_row_over_its_time_fails_with_why(tmp_path, fake_model, kit: Any):
     assert quick.state == "completed"
     listed = json.loads(kit.hermes("batch", "list", "--json", env=env).stdout)
     assert [(r["run"], r["completed"], r["failed"]) for r in listed] == [("t", 1, 1)]
+
+
+def test_a_run_whose_first_rows_all_fail_alike_stops(tmp_path, fake_model, kit: Any):
+    env = kit.make_home(tmp_path / "home", fake_model)
+    dataset = kit.write_dataset(tmp_path / "d.jsonl", [{"prompt": "FAIL same"}] * 6)
+    args = ("--name", "e", "--workers", "1", "--max-attempts", "1", "--json")
+    status = json.loads(kit.hermes("batch", "run", str(dataset), *args, env=env).stdout)
+    assert status["state"] == "stopped" and status["failed"] >= 3 and status["pending"] >= 1
+    assert status["failed"] + status["pending"] == 6  # the rest were not tried
+    assert re.match(
+        r"the first \d rows failed alike: .*cannot answer FAIL same", status["stop_reason"]
+    )
+    assert len(fake_model.model_requests) == status["failed"]
