@@ -57,8 +57,9 @@ def test_a_one_message_turn_is_two_transactions(traced) -> None:
         agent.chat("first")
         traced.statements.clear()
         agent.chat("second")
-        # the user's message before the model call; the answer with the turn's usage after it
-        assert _writes(traced.statements) == (2, 9)  # before: 4 transactions, 14 statements
+        # the user's message before the model call; the answer with the turn's usage (and the
+        # call's usage record, which the spend caps read) after it
+        assert _writes(traced.statements) == (2, 10)  # before: 4 transactions, 14 statements
     session = traced.get_session(agent.session_id)
     assert session is not None
     assert session.metadata["message_count"] == 4
