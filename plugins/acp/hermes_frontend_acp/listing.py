@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import time
 from typing import Any
 
 from acp.schema import SessionInfo as AcpSessionInfo
@@ -47,6 +48,19 @@ class SessionCatalog:
     def messages(self, session_id: str) -> list[dict[str, Any]]:
         """The session's transcript."""
         return self.store.get_messages(session_id)
+
+    def create(self, session: OpenSession) -> None:
+        """Store a new editor session at once (its first turn fills it in), so that it can be
+        loaded and listed before its first prompt, from any process."""
+        self.store.create_session(
+            SessionInfo(
+                id=session.id,
+                source="acp",
+                model=session.model,
+                started_at=time.time(),
+                metadata={METADATA_KEY: session.stored_choices()},
+            )
+        )
 
     def remember(self, session: OpenSession) -> None:
         """Keep the editor session's folder and choices in its metadata (once stored)."""

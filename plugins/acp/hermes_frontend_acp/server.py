@@ -123,6 +123,11 @@ class HermesAgent:
         """A new hermes session, stored with its first turn."""
         self._no_mcp_servers(mcp_servers)
         session = self._open(new_session_id(), cwd)
+        try:
+            self.catalog.create(session)
+        except Exception as exc:  # the store refused: no session, said in one line
+            self.sessions.pop(session.id, None)
+            raise RequestError.internal_error({"details": f"session store: {exc}"}) from None
         return NewSessionResponse(
             session_id=session.id,
             modes=session.modes(),
@@ -318,7 +323,7 @@ class HermesAgent:
     async def _after_turn(self, session: OpenSession) -> None:
         """Keep the session's folder and choices with it; show a new title."""
         stored = self.catalog.get(session.id)
-        if stored is None:  # the turn failed before the session was stored
+        if stored is None:  # deleted meanwhile
             return
         self.catalog.remember(session)
         if stored.title and stored.title != session.title:

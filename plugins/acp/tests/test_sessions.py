@@ -188,3 +188,38 @@ def test_close_and_delete(home: Path, llm: FakeLLM, workspace: Path) -> None:
 
     assert run(go()) == [-32002, -32002, -32002, -32002, -32602]
     assert SQLiteSessionStore(home / "sessions.db").get_session(session_id) is None
+
+
+def test_a_new_session_is_stored_at_once_and_loads_in_another_process(
+    home: Path, llm: FakeLLM, workspace: Path
+) -> None:
+    llm.add(text("the first answer"))
+    plugins = {"HERMES_PLUGINS": "acp,openai,local,terminal,file,approvals,todo,prompt_identity"}
+
+    async def create() -> tuple[str, Any]:
+        async with connect(home, RecordingClient(), **plugins) as (conn, _):
+            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            await conn.set_config_option(
+                config_id="reasoning_effort", session_id=new.session_id, value="low"
+            )
+            return new.session_id, await conn.list_sessions(cwd=str(workspace))
+
+    session_id, listed = run(create())
+    assert [s.session_id for s in listed.sessions] == [session_id]
+
+    async def later() -> Any:  # another process, as acpx runs `sessions new` then `prompt`
+        async with connect(home, RecordingClient(), **plugins) as (conn, _):
+            loaded = await conn.load_session(
+                cwd=str(workspace), session_id=session_id, mcp_servers=[]
+            )
+            await conn.prompt(session_id=session_id, prompt=[text_block("first words")])
+            return loaded
+
+    loaded = run(later())
+    assert {o.id: o.current_value for o in loaded.config_options}["reasoning_effort"] == "low"
+    request = llm.model_requests[0].json
+    assert request.get("reasoning_effort") == "low"
+    assert request["messages"][0]["role"] == "system"  # the prompt was built on the first turn
+    stored = SQLiteSessionStore(home / "sessions.db")
+    assert [m["role"] for m in stored.get_messages(session_id)] == ["user", "assistant"]
+    assert stored.get_session(session_id).system_prompt
