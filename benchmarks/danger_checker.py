@@ -71,7 +71,8 @@ def _rates() -> tuple[float, int, float, int]:
             path = Path(folder) / name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
-        where = situation({}, env_cwd=folder, home=families.HOME, sandboxed=False)
+        config = {"terminal": {"cwd": folder}}
+        where = situation(config, home=families.HOME, sandboxed=False)
         reader = local_files(where.base)
         alarms = [c for c in everyday.EVERYDAY
                   if judge_command(c, where, read_script=reader).decision != "allow"]  # fmt: skip

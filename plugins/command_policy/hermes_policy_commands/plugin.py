@@ -39,7 +39,7 @@ def hermes_register_commands(cli: Any) -> None:
 
         from .engine import RuleError
         from .policy import policy_from_config
-        from .situated import judge_command, local_files, situation
+        from .situated import judge_command, local_files, situation, started_in
 
         context = click.get_current_context().obj
         config = getattr(context, "config", {}) or {}
@@ -54,7 +54,7 @@ def hermes_register_commands(cli: Any) -> None:
         folder = os.path.abspath(os.path.expanduser(workdir)) if workdir else None
         if folder is not None and not os.path.isdir(folder):
             raise click.BadParameter(f"{workdir} is not a folder", param_hint="--workdir")
-        where = situation(config, env_cwd=folder, home=home)
+        where = situation(started_in(config, folder), env_cwd=folder, home=home)
         reader = local_files(where.base)
 
         def decide(text: str) -> Any:

@@ -23,7 +23,7 @@ from .engine import Context, Finding, builtin_rules, strictest
 from .policy import Policy, Verdict, decide, default_policy
 from .shell import UNKNOWN
 
-__all__ = ["Situation", "judge_command", "local_files", "situation"]
+__all__ = ["Situation", "judge_command", "local_files", "situation", "started_in"]
 
 _DELETERS = ("rm", "rmdir")
 
@@ -96,7 +96,8 @@ def situation(
     """The situation of a command run by the terminal tool under ``config``.
 
     :param env_cwd: the environment's current folder (default: ``terminal.cwd``, else this
-        process's folder).
+        process's folder). The workspace is ``terminal.cwd``, else this process's folder, as
+        for the local backend, however far the session moved.
     :param workdir: the tool call's ``workdir`` (relative to ``env_cwd``).
     :param home: the home folder (default ``$HOME``).
     :param hermes_home: hermes's folder (default ``$HERMES_HOME``).
@@ -113,8 +114,16 @@ def situation(
     base = start or (workdir if workdir else env_cwd)
     inside, network, allowed = _sandbox_facts(config, sandboxed)
     walls = frozenset({"sandbox", *(() if network else ("offline",))}) if inside else frozenset()
-    workspace = root or env_cwd
+    workspace = root or os.getcwd()  # where the environment started: it stays the workspace
     return Situation(home, workspace, start, hermes_home, walls, allowed, base)
+
+
+def started_in(config: Mapping[str, Any], folder: str | None) -> Mapping[str, Any]:
+    """``config`` with the terminal started in ``folder`` (``terminal.cwd``, as ``hermes chat
+    --workdir`` sets it); ``config`` itself when ``folder`` is ``None``."""
+    if folder is None:
+        return config
+    return {**config, "terminal": {**_section(config, "terminal"), "cwd": folder}}
 
 
 def _start_folder(current: str | None, workdir: str | None, root: str, home: str) -> str | None:

@@ -70,7 +70,7 @@ def test_the_cli_decides_as_the_terminal(tmp_path, monkeypatch, sandbox):
 
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("HERMES_HOME", str(hermes_home))
-    config = {"terminal": {"sandbox": sandbox}}
+    config = {"terminal": {"sandbox": sandbox, "cwd": str(workspace)}}  # as hermes chat sets it
     env = LocalEnvironment(
         cwd=str(workspace), sandbox=settings_from_config(config), hermes_home=str(hermes_home)
     )

@@ -68,8 +68,8 @@ def where(tmp_path_factory: pytest.TempPathFactory) -> Situation:
         path = workspace / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    config = {"terminal": {"sandbox": "off"}}
-    return situation(config, env_cwd=str(workspace), home=HOME, sandboxed=False)
+    config = {"terminal": {"sandbox": "off", "cwd": str(workspace)}}
+    return situation(config, home=HOME, sandboxed=False)
 
 
 def _decision(command: str, where: Situation) -> str:
@@ -146,6 +146,7 @@ def test_home_allow_widens_what_commands_may_read():
 def test_a_workspace_in_the_home_folder_is_the_workspace(tmp_path):
     home = str(tmp_path)
     (tmp_path / "project").mkdir()
-    where = situation({}, env_cwd=str(tmp_path / "project"), home=home, sandboxed=False)
+    config = {"terminal": {"cwd": str(tmp_path / "project")}}
+    where = situation(config, home=home, sandboxed=False)
     assert judge_command(f"cat {home}/project/src/a.py", where).decision == "allow"
     assert judge_command(f"cat {home}/notes.txt", where).decision == "ask"
