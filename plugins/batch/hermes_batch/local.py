@@ -25,6 +25,8 @@ from .table import RunTable
 from .worker import stop_reason
 
 POLL_SECONDS = 0.25
+DEATHS_PER_MINUTE = 3
+"""Workers (per worker slot) that may end with an error within a minute before a run stops."""
 HEARTBEAT_SECONDS = 5.0
 """How often a coordinator writes that it is alive."""
 STALE_COORDINATOR = 30.0
@@ -190,7 +192,7 @@ def coordinate(
     the budget is spent); returns where the run stands at the end."""
     procs: dict[int, Worker] = {}
     here = socket.gethostname()
-    deaths = 0
+    deaths: list[float] = []  # when workers ended with an error, within the last minute
     try:
         beat = 0.0
         while True:
@@ -202,15 +204,16 @@ def coordinate(
                 if code is None:
                     continue
                 del procs[pid]
-                lost = table.release_worker(name, f"{here}:{pid}", f"worker {pid} ended ({code})")
+                table.release_worker(name, f"{here}:{pid}", f"worker {pid} ended ({code})")
                 if code != 0:
-                    deaths += 1
-                if deaths > 3 * count + 5:
+                    now = time.monotonic()
+                    deaths = [t for t in deaths if now - t < 60] + [now]
+                if len(deaths) > DEATHS_PER_MINUTE * count:
+                    table.set_run(name, state="stopped", stop_reason="its workers kept failing")
                     raise HermesError(
-                        f"batch workers keep failing ({deaths} so far); the last said: "
-                        f"{_last_line(workers.log) or '(nothing)'} (log: {workers.log})"
+                        f"batch workers keep failing ({len(deaths)} in a minute); the last "
+                        f"said: {_last_line(workers.log) or '(nothing)'} (log: {workers.log})"
                     )
-                del lost
             table.release_expired(name)
             release_dead_workers(table, name)
             run = table.run(name)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+from hermes_batch.dataset import Row
 from hermes_batch.table_sqlite import SQLiteRunTable
 
 from hermes_core.testing import FakeLLM, assert_valid_transcript, load_plugin
@@ -235,7 +236,7 @@ def test_sigkill_of_a_worker_and_the_coordinator_then_resume(
 
 
 def test_a_run_killed_while_reading_its_dataset_reads_the_rest_on_resume(tmp_path, home, kit):
-    from hermes_batch.dataset import Row, dataset_hash
+    from hermes_batch.dataset import dataset_hash
 
     folder, env = home
     rows = [{"prompt": f"row {n}"} for n in range(5)]
@@ -253,3 +254,20 @@ def test_a_run_killed_while_reading_its_dataset_reads_the_rest_on_resume(tmp_pat
     kit.write_dataset(dataset, rows[:2])
     refused = kit.hermes("batch", "resume", "changed", env=env)
     assert refused.returncode == 1 and "changed or is gone" in refused.stderr
+
+
+def test_workers_that_keep_failing_stop_the_run_with_their_last_words(tmp_path, home, kit):
+    folder, env = home
+    dataset = kit.write_dataset(tmp_path / "d.jsonl", [{"prompt": "a"}])
+    table = SQLiteRunTable(folder / "batch.db")
+    settings = {"filters": ["gone-plugin"], "dataset_dir": str(tmp_path)}  # uninstalled since
+    table.create_run("w", str(dataset), "ab" * 32, settings)
+    table.add_rows("w", [Row("only", 1, {"prompt": "a"})])
+    table.set_run("w", state="ready")
+    ran = kit.hermes("batch", "resume", "w", "--workers", "1", env=env)
+    assert ran.returncode == 1 and "Traceback" not in ran.stderr
+    assert "batch workers keep failing" in ran.stderr
+    assert "no batch filter named 'gone-plugin'" in ran.stderr
+    assert table.run("w").state == "stopped"
+    [row] = table.rows("w")
+    assert row.state == "pending" and row.attempts == 0  # nothing ran, nothing was paid
