@@ -269,6 +269,17 @@ def _shared_pool(
         return found
 
 
+def close_pools() -> None:
+    """Close the idle connections of every pool of this process and forget the pools (the
+    next request to each endpoint makes a new one): a resident process does it before it forks,
+    so that no child inherits sockets it never uses."""
+    with _POOLS_LOCK:
+        pools = [found[0] for found in _POOLS.values()]
+        _POOLS.clear()
+    for pool in pools:
+        pool.close()
+
+
 def _forget_pool(pool: Any) -> None:
     with _POOLS_LOCK:
         for key in [k for k, found in _POOLS.items() if found[0] is pool]:

@@ -320,3 +320,16 @@ def test_a_forked_child_uses_connections_of_its_own(serve: Callable[[Answer], _S
     for peer, body, _ in server.requests:
         peers[body["who"]].add(peer)
     assert len(peers["parent"]) == 1 and not peers["parent"] & peers["child"]
+
+
+def test_closing_the_pools_closes_their_idle_connections(
+    serve: Callable[[Answer], _Server],
+) -> None:
+    from hermes_runtime.http_json import close_pools
+
+    server = serve(echo)
+    poster = poster_for(server)
+    poster.post("/call", {"n": 1})
+    close_pools()
+    poster.post("/call", {"n": 2})  # a new pool, a new connection
+    assert len({peer for peer, _, _ in server.requests}) == 2

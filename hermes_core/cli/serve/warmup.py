@@ -4,8 +4,8 @@ the HTTP stack) is done once, here, instead of in every call.
 
 The questions go to the test kit's fake model on 127.0.0.1, from a scratch home folder that is
 deleted afterwards, with the output discarded; the user's home, configuration and sessions are
-not touched. Nothing is kept but imported modules and their caches (such as the providers'
-verifying TLS context, :mod:`hermes_runtime.tls`): every call builds its own configuration,
+not touched. Nothing is kept but imported modules and their caches (such as the HTTP library and
+the verifying TLS context, :mod:`hermes_runtime.tls`): every call builds its own configuration,
 plugins, registry, store and client. Threads started meanwhile are ended, since
 the resident process must fork with no other thread.
 """
@@ -46,9 +46,11 @@ def warm_up(main: Callable[[Sequence[str]], int]) -> None:
                 llm.add(text("ready"))
                 url = llm.anthropic_base_url if family == "anthropic" else llm.openai_base_url
                 main(_question(mode, url))
+    from hermes_runtime.http_json import close_pools
     from hermes_runtime.threads import retire_idle_threads
     from hermes_runtime.tls import read_trust_now
 
+    close_pools()  # the fake model's connections: no child is to inherit them
     read_trust_now()  # the warm-up spoke plain HTTP; calls to a https model must not each read
     retire_idle_threads()
 
