@@ -97,3 +97,24 @@ def test_acpx_without_approval_denies_and_the_files_stay(
         if m["role"] == "tool"
     ]
     assert "BLOCKED" in result["content"] or "denied" in result["content"].lower()
+
+
+def test_acpx_persistent_session_created_then_prompted_from_another_process(
+    home: Path, llm: FakeLLM, workspace: Path
+) -> None:
+    llm.add(text("first answer"))
+    created = _acpx(home, workspace, "--ttl", "1", "sessions", "new")
+    assert created.returncode == 0, created.stderr[-2000:]
+    session_id = json.loads(created.stdout.splitlines()[-1])["acpxSessionId"]
+    prompted = _acpx(home, workspace, "--ttl", "1", "prompt", "one")
+    assert prompted.returncode == 0, prompted.stderr[-2000:]
+    sent, received = _split(prompted.stdout)
+    SchemaCheck().agent_frames(sent, received)
+    methods = [f["method"] for f in sent if "method" in f]
+    assert "session/new" not in methods  # the stored session was opened again
+    assert any(m in methods for m in ("session/load", "session/resume"))
+    listed = _acpx(home, workspace, "--ttl", "1", "sessions")
+    [session] = json.loads(listed.stdout.splitlines()[-1])["sessions"]
+    assert session["sessionId"] == session_id and session["title"] == "one"
+    store = SQLiteSessionStore(home / "sessions.db")
+    assert [m["content"] for m in store.get_messages(session_id)] == ["one", "first answer"]
