@@ -247,3 +247,68 @@ def test_a_responses_server_without_tool_search_gets_the_portable_request():
     assert ran == [{"repo": "r", "title": "t"}]
     assert "tool_search" in json.dumps(bodies[0]["tools"])  # tried once, refused
     assert all("defer_loading" not in json.dumps(b) for b in bodies[1:])
+
+
+def _blocks(body: dict[str, Any]) -> list[str]:
+    """A Messages request as the sequence the cache reads: tools, system, then each message's
+    blocks with their role, cache markers left out (they move from request to request)."""
+
+    def bare(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: bare(v) for k, v in value.items() if k != "cache_control"}
+        if isinstance(value, list):
+            return [bare(v) for v in value]
+        return value
+
+    out = [json.dumps(bare(t), sort_keys=True) for t in body.get("tools") or []]
+    out += [json.dumps(bare(b), sort_keys=True) for b in body.get("system") or []]
+    for message in body["messages"]:
+        for block in message["content"]:
+            out.append(message["role"] + json.dumps(bare(block), sort_keys=True))
+    return out
+
+
+def test_twenty_turns_of_native_discoveries_keep_each_cached_prefix():
+    ran: list[Any] = []
+    names = ["mcp_gh_create_issue", *(f"mcp_gh_misc{i}" for i in range(19))]
+    script: list[Any] = []
+    for turn, name in enumerate(names):
+        args = {"repo": "r", "title": str(turn)} if name == "mcp_gh_create_issue" else {}
+        words = "create issue" if turn == 0 else f"miscellaneous helper {turn - 1}"
+        script += [
+            {"calls": [{"name": FIND, "arguments": {"query": words}}]},
+            {"calls": [{"name": name, "arguments": args}]},
+            f"turn {turn}",
+        ]
+    with FakeLLM(*script) as fake:
+        agent = Agent.from_config(
+            {},
+            provider="anthropic",
+            base_url=fake.anthropic_base_url,
+            api_key="k",
+            model="claude-test",
+            plugins=plugin_manager(["anthropic", toolset_plugin(*mcp_tools(ran), name="mcp-gh")]),
+        )
+        with agent:
+            for turn in range(20):
+                assert agent.chat(f"turn {turn}") == f"turn {turn}"
+        assert not fake.errors, fake.errors
+        bodies = [r.json for r in fake.model_requests]
+    assert len(bodies) == 60 and len(ran) == 1
+    last = json.dumps(bodies[-1])
+    for name in names:  # every discovery stays loaded
+        assert f'"tool_name": "{name}"' in last, name
+    for before, after in zip(bodies, bodies[1:], strict=False):
+        earlier, later = _blocks(before), _blocks(after)
+        marked = max(i for i, block in enumerate(_marked_blocks(before)) if block)
+        assert later[: marked + 1] == earlier[: marked + 1], "an earlier cached byte changed"
+        assert later[: len(earlier)] == earlier
+
+
+def _marked_blocks(body: dict[str, Any]) -> list[bool]:
+    """For each item of :func:`_blocks`, whether it carries a cache marker."""
+    marks = [False for _ in body.get("tools") or []]
+    marks += ["cache_control" in b for b in body.get("system") or []]
+    for message in body["messages"]:
+        marks += ["cache_control" in block for block in message["content"]]
+    return marks
