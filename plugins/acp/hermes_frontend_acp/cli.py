@@ -48,16 +48,18 @@ class _NoTraceback(logging.Filter):
 
 def _log_to_stderr(debug: bool) -> None:
     """Every log line to stderr, one line each (tracebacks with ``--debug`` only)."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("hermes acp: %(levelname)s %(name)s: %(message)s"))
-    if not debug:
-        handler.addFilter(_NoTraceback())
     root = logging.getLogger()
     for old in list(root.handlers):  # nothing may log to stdout
         if getattr(old, "stream", None) is sys.__stdout__:
             root.removeHandler(old)
-    root.addHandler(handler)
-    root.setLevel(logging.DEBUG if debug else logging.WARNING)
+    if not root.handlers:  # hermes's own (--debug) already writes to stderr
+        ours = logging.StreamHandler(sys.stderr)
+        ours.setFormatter(logging.Formatter("hermes acp: %(levelname)s %(name)s: %(message)s"))
+        root.addHandler(ours)
+        root.setLevel(logging.DEBUG if debug else logging.WARNING)
+    if not debug:
+        for handler in root.handlers:
+            handler.addFilter(_NoTraceback())
 
 
 @click.command("acp")
