@@ -4,8 +4,8 @@
   import before the command needs it);
 - the latency of a prompt's first ``session/update`` (from sending ``session/prompt`` to the
   first streamed chunk, the fake model answering at once);
-- the time per streamed update of a 2,000-chunk answer, and the agent's memory (RSS) after it
-  compared with after a 200-chunk one (streaming must not grow memory with the answer);
+- the time per streamed update of a 2,000-chunk answer, and how much the agent's memory (RSS)
+  grows from one such answer to the next (streaming must not keep what it sent);
 - ``session/list`` (one page) with 10,000 stored sessions.
 
 The model is the test kit's fake LLM server on loopback; the protocol is spoken line by line
@@ -147,20 +147,20 @@ def main() -> None:
             first, _, _ = _turn(agent, root, 4)
             firsts.append(first)
             text = "word " * 2000
-            llm.add({"text": text[:1000], "chunks": 200})
-            _turn(agent, root, 200)
-            small = agent.rss_kb()
+            llm.add({"text": text, "chunks": 2000})
+            _turn(agent, root, 2000)
+            before = agent.rss_kb()
             llm.add({"text": text, "chunks": 2000})
             _, each, updates = _turn(agent, root, 2000)
             per_update.append(each)
-            growth.append(agent.rss_kb() - small)
+            growth.append(agent.rss_kb() - before)
             agent.close()
         print(f"spawn to initialize answered: {statistics.median(starts) * 1000:.0f} ms")
         print(f"prompt to first update:        {statistics.median(firsts) * 1000:.1f} ms")
         print(
             f"per streamed update ({updates} updates): "
-            f"{statistics.median(per_update) * 1000:.3f} ms; RSS growth 200 -> 2000 chunks: "
-            f"{statistics.median(growth) / 1024:.1f} MiB"
+            f"{statistics.median(per_update) * 1000:.3f} ms; RSS growth from one such answer "
+            f"to the next: {statistics.median(growth) / 1024:.2f} MiB"
         )
         store = SQLiteSessionStore(home / "sessions.db")
         now = time.time()
