@@ -128,8 +128,8 @@ class ProcrastinateTurnQueue:
         """Enqueue the turn, follow its events, return its outcome (see the protocol)."""
         await self.listener.start()
         connector = self.app.connector
-        earlier = await self._active(request.session_id)
-        if busy == "interrupt" and earlier:
+        earlier = await self._active(request.session_id) if busy == "interrupt" else []
+        if earlier:
             request = dataclasses.replace(request, join_unanswered=True)
         woken = self.listener.watch(request.turn_id)
         job_id: int | None = None
@@ -137,7 +137,7 @@ class ProcrastinateTurnQueue:
             job_id = await self.app.configure_task(
                 TASK, lock=_lock(request.session_id), queue=QUEUE
             ).defer_async(turn=request.as_dict())
-            if busy == "interrupt" and earlier:
+            if earlier:
                 await self._stop_before(request.session_id, job_id)
             seen = 0
             while True:
