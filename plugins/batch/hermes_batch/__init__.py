@@ -28,6 +28,14 @@ def hermes_register_batch_filters(register: Any) -> None:
 
 
 @hookimpl
+def hermes_before_request(request: Any) -> None:
+    """In a batch worker under ``--rate-limit``, wait for the provider's next free start."""
+    from .ratelimit import before_request
+
+    before_request(request)
+
+
+@hookimpl
 def hermes_register_commands(cli: Any) -> None:
     """Add ``hermes batch`` (its module loads when the command runs: ``hermes --help`` stays
     fast, and never imports Ray or a database driver)."""

@@ -11,31 +11,19 @@ from typing import Any
 
 import click
 
-from hermes_hookspecs import CommandContext, HermesError
+from hermes_hookspecs import HermesError
 
+from .cli_context import batch_config, command_context, open_run_table
+from .cli_worker import work_here, worker_command
 from .dataset import dataset_hash, read_rows
-from .opening import check_name, open_table, run_dir
+from .opening import check_name, run_dir
 from .progress import Progress, summary_line
+from .ratelimit import parse_limits
 from .sampling import parse_probabilities
 from .schema import STATES, Counts
 from .table import RunTable
 
 EXECUTORS = ("local", "ray")
-
-
-def _context() -> CommandContext:
-    context: CommandContext = click.get_current_context().find_root().obj
-    return context
-
-
-def _table() -> RunTable:
-    context = _context()
-    return open_table(context.home, context.config)
-
-
-def _batch_config() -> dict[str, Any]:
-    section = _context().config.get("batch")
-    return dict(section) if isinstance(section, dict) else {}
 
 
 def _csv(value: str | None) -> list[str] | None:
@@ -92,6 +80,13 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print the re
 )
 @click.option("--row-timeout", type=click.FloatRange(min=0.1), help="Seconds a row may take.")
 @click.option(
+    "--rate-limit",
+    "rate_limits",
+    multiple=True,
+    metavar="PROVIDER=N",
+    help="At most N model calls a minute to PROVIDER across the run ('*': each provider).",
+)
+@click.option(
     "--lease-seconds",
     type=click.FloatRange(min=0.2),
     help="Seconds a silent worker keeps its row before the row runs elsewhere "
@@ -119,6 +114,7 @@ def run_command(
     budget_usd: float | None,
     max_attempts: int,
     row_timeout: float | None,
+    rate_limits: tuple[str, ...],
     lease_seconds: float | None,
     filters: tuple[str, ...],
     executor: str | None,
@@ -130,11 +126,11 @@ def run_command(
     path = Path(dataset).expanduser().resolve()
     if not path.is_file():
         raise HermesError(f"no dataset at {dataset}")
-    config = _batch_config()
+    config = batch_config()
     if filters:
         from .filters import chosen_filters
 
-        chosen_filters(filters, _context().registered("hermes_register_batch_filters"))
+        chosen_filters(filters, command_context().registered("hermes_register_batch_filters"))
     settings: dict[str, Any] = {
         "model": model,
         "toolsets": _csv(toolsets),
@@ -144,11 +140,12 @@ def run_command(
         "budget_usd": budget_usd,
         "max_attempts": max_attempts,
         "row_timeout": row_timeout,
+        "rate_limits": parse_limits(rate_limits),
         "lease_seconds": lease_seconds or float(config.get("lease_seconds") or 60),
         "filters": list(filters),
         "dataset_dir": str(path.parent),
     }
-    table = _table()
+    table = open_run_table()
     digest = dataset_hash(path)
     table.create_run(name, str(path), digest, settings)
     try:
@@ -180,7 +177,7 @@ def _execute(
     ray_address: str | None,
     as_json: bool,
 ) -> None:
-    config = _batch_config()
+    config = batch_config()
     count = workers or int(config.get("workers") or 4)
     executor = executor or str(config.get("executor") or "local")
     me = f"{socket.gethostname()}:{os.getpid()}"
@@ -191,7 +188,7 @@ def _execute(
         raise HermesError(f"batch run {name!r} is being run by {present}")
     table.set_run(name, state="running", stop_reason=None)
     progress = Progress(enabled=not as_json)
-    context = _context()
+    context = command_context()
     env = dict(os.environ, HERMES_HOME=str(context.home))
     log = run_dir(context.home, name) / "workers.log"
     try:
@@ -205,7 +202,7 @@ def _execute(
         else:
             from .local import LocalWorkers, coordinate
 
-            local = LocalWorkers(name, env, log, target=lambda: _work(name))
+            local = LocalWorkers(name, env, log, target=lambda: work_here(name))
             counts = coordinate(table, name, local, count, on_progress=progress.update)
     finally:
         progress.close()
@@ -262,7 +259,7 @@ def resume_command(
     as_json: bool,
 ) -> None:
     """Go on with run NAME: rows that did not finish run again; completed rows never do."""
-    table = _table()
+    table = open_run_table()
     run = table.run(check_name(name))
     if run.state == "loading":  # killed while reading the dataset in: read the rest
         path = Path(run.dataset)
@@ -290,7 +287,7 @@ def resume_command(
 @json_option
 def status_command(name: str, row_state: str | None, as_json: bool) -> None:
     """Where run NAME stands: rows by state, tokens, cost."""
-    table = _table()
+    table = open_run_table()
     run = table.run(check_name(name))
     counts = table.counts(name)
     rows = list(table.rows(name, [row_state])) if row_state else []
@@ -327,7 +324,7 @@ def status_command(name: str, row_state: str | None, as_json: bool) -> None:
 @json_option
 def list_command(as_json: bool) -> None:
     """The batch runs of this home, oldest first."""
-    table = _table()
+    table = open_run_table()
     runs = table.list_runs()
     if as_json:
         click.echo(
@@ -369,77 +366,15 @@ def export_command(name: str, fmt: str, only: tuple[str, ...], output: str | Non
     """Write the outputs of run NAME as JSON lines, and statistics.json beside them."""
     from .export import export
 
-    table = _table()
+    table = open_run_table()
     table.run(check_name(name))
     target = (
         Path(output).expanduser()
         if output
-        else run_dir(_context().home, name) / f"{name}.{fmt}.jsonl"
+        else run_dir(command_context().home, name) / f"{name}.{fmt}.jsonl"
     )
     written, stats_path = export(table, name, fmt, list(only) or ["completed", "failed"], target)
     click.echo(f"{written} rows written to {target}; statistics in {stats_path}")
 
 
-def _work(name: str) -> None:
-    """Run rows of run ``name`` until none is pending: the body of a local worker (forked
-    from the coordinator, or started as ``hermes batch worker NAME``); it opens its own
-    connections and builds its own runner."""
-    from .filters import chosen_filters
-    from .worker import orphaned, work
-
-    context = _context()
-    table = _table()
-    try:
-        filters = chosen_filters(
-            table.run(name).settings.get("filters") or [],
-            context.registered("hermes_register_batch_filters"),
-        )
-        work(
-            table=table,
-            name=name,
-            runner=context.agent_runner(),
-            store=context.session_store(),
-            run_dir=run_dir(context.home, name),
-            filters=filters,
-            should_stop=orphaned(os.getppid()),
-        )
-    finally:
-        table.close()
-
-
-@batch_group.command("worker", hidden=True)
-@click.argument("name")
-@click.option("--serve", is_flag=True, help="Run the rows named on standard input.")
-def worker_command(name: str, serve: bool) -> None:
-    """Run rows of NAME until none is pending (the local coordinator starts this), or, with
-    --serve, the rows a Ray task names on standard input, one at a time."""
-    import sys
-
-    from .filters import chosen_filters
-    from .worker import exit_with_parent
-    from .worker import serve as serve_rows
-
-    if not serve:
-        _work(name)
-        return
-    context = _context()
-    table = _table()
-    run = table.run(name)
-    filters = chosen_filters(
-        run.settings.get("filters") or [], context.registered("hermes_register_batch_filters")
-    )
-    common: dict[str, Any] = {
-        "table": table,
-        "name": name,
-        "runner": context.agent_runner(),
-        "store": context.session_store(),
-        "run_dir": run_dir(context.home, name),
-        "filters": filters,
-    }
-    exit_with_parent(os.getppid())
-
-    def reply(line: str) -> None:
-        sys.stdout.write(line + "\n")
-        sys.stdout.flush()
-
-    serve_rows(**common, lines=sys.stdin, reply=reply)
+batch_group.add_command(worker_command)

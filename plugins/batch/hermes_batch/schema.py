@@ -70,6 +70,12 @@ TABLES = (
         cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0,
         PRIMARY KEY (run, key, attempt)
     )""",
+    """CREATE TABLE IF NOT EXISTS batch_rates (
+        run TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        next_at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (run, provider)
+    )""",
 )
 
 

@@ -85,7 +85,7 @@ class RunTable(AttemptTable):
     def delete_run(self, name: str) -> None:
         """Remove run ``name``: its rows, attempts and outputs."""
         with self.transaction() as cur:
-            for table in ("batch_attempts", "batch_rows"):
+            for table in ("batch_attempts", "batch_rows", "batch_rates"):
                 cur.execute(f"DELETE FROM {table} WHERE run = ?", (name,))
             cur.execute("DELETE FROM batch_runs WHERE name = ?", (name,))
 
@@ -184,6 +184,23 @@ class RunTable(AttemptTable):
                 counts.cost_usd += float(cost)
                 counts.lost_attempts += int(lost)
         return counts
+
+    def take_slot(self, name: str, provider: str, interval: float) -> float:
+        """The next start time of a call to ``provider`` in run ``name`` (the calls spaced
+        ``interval`` seconds apart); the slot after it is kept for the next caller."""
+        now = time.time()
+        with self.transaction() as cur:
+            cur.execute(
+                "SELECT next_at FROM batch_rates WHERE run = ? AND provider = ?", (name, provider)
+            )
+            found = cur.fetchone()
+            start = max(now, float(found[0])) if found else now
+            cur.execute(
+                "INSERT INTO batch_rates (run, provider, next_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (run, provider) DO UPDATE SET next_at = excluded.next_at",
+                (name, provider, start + interval),
+            )
+        return start
 
     def early_failure(
         self, name: str, counts: Counts, threshold: int = EARLY_FAILURES

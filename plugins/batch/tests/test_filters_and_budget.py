@@ -109,3 +109,17 @@ def test_a_run_whose_first_rows_all_fail_alike_stops(tmp_path, fake_model, kit: 
         r"the first \d rows failed alike: .*cannot answer FAIL same", status["stop_reason"]
     )
     assert len(fake_model.model_requests) == status["failed"]
+
+
+def test_a_rate_limit_per_provider_spaces_the_calls_of_every_worker(tmp_path, fake_model, kit: Any):
+    env = kit.make_home(tmp_path / "home", fake_model)
+    dataset = kit.write_dataset(tmp_path / "d.jsonl", [{"prompt": f"r{n}"} for n in range(4)])
+    args = ("--name", "rl", "--workers", "2", "--rate-limit", "custom=120", "--json")
+    ran = kit.hermes("batch", "run", str(dataset), *args, env=env)
+    assert json.loads(ran.stdout)["completed"] == 4, ran.stderr
+    times = sorted(r.received_at for r in fake_model.model_requests)
+    assert len(times) == 4
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    assert min(gaps) >= 0.45  # 120 a minute: 0.5 s apart, whichever worker calls
+    other = kit.hermes("batch", "run", str(dataset), "--name", "x", "--rate-limit", "a=b", env=env)
+    assert other.returncode == 1 and "PROVIDER=N" in other.stderr
