@@ -550,6 +550,9 @@ class Agent:
             api_calls=turn.api_calls,
             finish_reason=response.finish_reason,
             tool_calls=tool_calls,
+            input_tokens=response.usage.input_tokens,
+            output_tokens=response.usage.output_tokens,
+            context_window=self._context_window(self.model),
         )
 
     def _request(

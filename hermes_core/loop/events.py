@@ -18,7 +18,9 @@ EVENTS: tuple[str, ...] = (
     "thinking",  # {active}: a model call started (True) or ended (False)
     "reasoning",  # {text}: reasoning text from the model
     "text_delta",  # {text}: streamed answer text
-    "step",  # {api_calls, finish_reason, tool_calls}: one iteration completed
+    # {api_calls, finish_reason, tool_calls, input_tokens, output_tokens, context_window}: one
+    # iteration completed (the tokens of its model call; the window of the model that answered)
+    "step",
     "status",  # {text}: state changes and warnings worth showing
 )
 

@@ -16,6 +16,7 @@ from acp.schema import (
     TextContentBlock,
     ToolCallProgress,
     ToolCallStart,
+    UsageUpdate,
 )
 
 from .tools import (
@@ -27,7 +28,14 @@ from .tools import (
     title_of,
 )
 
-Update = AgentMessageChunk | AgentThoughtChunk | ToolCallStart | ToolCallProgress | AgentPlanUpdate
+Update = (
+    AgentMessageChunk
+    | AgentThoughtChunk
+    | ToolCallStart
+    | ToolCallProgress
+    | AgentPlanUpdate
+    | UsageUpdate
+)
 """One ``session/update`` this module makes."""
 
 _MAX_BEFORE_BYTES = 1024 * 1024
@@ -74,6 +82,18 @@ def plan_of(result: Any) -> AgentPlanUpdate | None:
     return AgentPlanUpdate(session_update="plan", entries=entries)
 
 
+def usage_of(step: Mapping[str, Any]) -> UsageUpdate | None:
+    """How full the context is after a model call (its input and output tokens, out of the
+    model's window), when the step says."""
+    window = step.get("context_window")
+    used = step.get("input_tokens")
+    if not isinstance(window, int) or not isinstance(used, int) or window <= 0:
+        return None
+    output = step.get("output_tokens")
+    used += output if isinstance(output, int) else 0
+    return UsageUpdate(session_update="usage_update", used=max(0, used), size=window)
+
+
 def _read_before(path: str) -> str | None:
     try:
         if os.path.getsize(path) > _MAX_BEFORE_BYTES:
@@ -112,7 +132,8 @@ class TurnUpdates:
             return [thought_chunk(text)] if text else []
         if name == "step":
             self._streamed_reasoning = False
-            return []
+            usage = usage_of(data)
+            return [usage] if usage is not None else []
         if name == "tool_start":
             return [self._start(data)]
         if name == "tool_end":

@@ -207,3 +207,32 @@ def test_checkpoints_of_the_session_folder_as_extension_methods(
         c for _s, u in client.updates if u.session_update == "tool_call" for c in (u.content or [])
     ]
     assert diff.type == "diff" and diff.old_text == "before\n" and diff.new_text == "after\n"
+
+
+def test_each_model_call_reports_how_full_the_context_is(
+    home: Path, llm: FakeLLM, workspace: Path
+) -> None:
+    config = home / "config.yaml"
+    config.write_text(
+        config.read_text(encoding="utf-8").replace(
+            "  default: fake-model\n", "  default: fake-model\n  context_length: 32000\n"
+        ),
+        encoding="utf-8",
+    )
+    llm.add(
+        {
+            "calls": [{"name": "todo", "arguments": {}}],
+            "usage": {"input_tokens": 1200, "output_tokens": 34},
+        },
+        {"text": "done", "usage": {"input_tokens": 1300, "output_tokens": 5}},
+    )
+    client = RecordingClient()
+
+    async def go() -> None:
+        async with connect(home, client) as (conn, _):
+            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            await conn.prompt(session_id=new.session_id, prompt=[text_block("go")])
+
+    run(go())
+    usage = [(u.used, u.size) for _s, u in client.updates if u.session_update == "usage_update"]
+    assert usage == [(1234, 32000), (1305, 32000)]
