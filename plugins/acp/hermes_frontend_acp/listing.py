@@ -10,7 +10,7 @@ from typing import Any
 
 from acp.schema import SessionInfo as AcpSessionInfo
 
-from hermes_hookspecs import SessionInfo, SessionStore
+from hermes_hookspecs import PersonalSessionStore, SessionInfo, SessionStore
 
 from .listing_store import ListingStore
 from .session_state import METADATA_KEY, OpenSession
@@ -68,9 +68,9 @@ class SessionCatalog:
             self.store.update_session(session.id, metadata={METADATA_KEY: session.stored_choices()})
 
     def page(self, cwd: str | None, cursor: str | None) -> tuple[list[AcpSessionInfo], str | None]:
-        """One page of sessions, newest first, and the cursor of the next page (``None`` at
-        the end). With ``cwd``, the sessions opened in that folder and those started outside
-        an editor (which have no folder).
+        """One page of the home owner's sessions (not those of the people a gateway serves),
+        newest first, and the cursor of the next page (``None`` at the end). With ``cwd``, the
+        sessions opened in that folder and those started outside an editor (no folder).
 
         :raises ValueError: a cursor this agent did not hand out, or a store that cannot list.
         """
@@ -83,7 +83,10 @@ class SessionCatalog:
             raise ValueError(f"not a cursor of this agent: {cursor!r}") from None
         if offset < 0:
             raise ValueError(f"not a cursor of this agent: {cursor!r}")
-        found = store.list_sessions(limit=PAGE, offset=offset)
+        if isinstance(store, PersonalSessionStore):  # the owner's, not a gateway's people's
+            found = store.list_people_sessions([None], limit=PAGE, offset=offset)
+        else:
+            found = store.list_sessions(limit=PAGE, offset=offset)
         listed = []
         for session in found:
             if session.source in HIDDEN_SOURCES:

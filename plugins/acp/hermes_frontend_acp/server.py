@@ -121,7 +121,7 @@ class HermesAgent:
         **kwargs: Any,
     ) -> NewSessionResponse:
         """A new hermes session, stored with its first turn."""
-        self._no_mcp_servers(mcp_servers)
+        self._skip_client_mcp_servers(mcp_servers)
         session = self._open(new_session_id(), cwd)
         try:
             self.catalog.create(session)
@@ -134,7 +134,7 @@ class HermesAgent:
             config_options=session.config_options(self.settings.models),
         )
 
-    def _no_mcp_servers(self, servers: Sequence[Any] | None) -> None:
+    def _skip_client_mcp_servers(self, servers: Sequence[Any] | None) -> None:
         """The client's MCP servers are not started (hermes's own, configured in
         ``mcp_servers``, are): said on stderr, the session goes on without them (an editor
         passes its servers to every agent; refusing the session would make hermes unusable
@@ -148,7 +148,7 @@ class HermesAgent:
             )
 
     def _reopen(self, session_id: str, cwd: str, mcp_servers: Sequence[Any] | None) -> OpenSession:
-        self._no_mcp_servers(mcp_servers)
+        self._skip_client_mcp_servers(mcp_servers)
         stored = self.catalog.get(session_id)
         if stored is None:
             raise RequestError.resource_not_found(session_id)

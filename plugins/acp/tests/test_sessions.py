@@ -83,6 +83,7 @@ def test_list_pages_through_the_store_and_filters_by_folder(
     for n in range(110):  # newest last; every third from the chat, every fifth elsewhere
         folder = None if n % 3 == 0 else (elsewhere if n % 5 == 0 else str(workspace))
         source = "subagent" if n == 7 else ("cli" if folder is None else "acp")
+        person = "alice" if n == 11 else None  # a gateway's user: not the editor's to see
         session_id = f"session_{n:016x}"
         store.create_session(
             SessionInfo(
@@ -91,9 +92,10 @@ def test_list_pages_through_the_store_and_filters_by_folder(
                 started_at=now - 1000 + n,
                 title=f"talk {n}",
                 metadata={"acp": {"cwd": folder}} if folder else {},
+                person=person,
             )
         )
-        made.append((session_id, folder, source))
+        made.append((session_id, folder, source, person))
 
     async def go() -> tuple[list[Any], list[Any], Any]:
         pages: list[Any] = []
@@ -112,7 +114,7 @@ def test_list_pages_through_the_store_and_filters_by_folder(
         return pages, here, bad.value
 
     pages, here, bad = run(go())
-    newest_first = [m for m in reversed(made) if m[2] != "subagent"]
+    newest_first = [m for m in reversed(made) if m[2] != "subagent" and m[3] is None]
     listed = [s for page in pages for s in page.sessions]
     assert [s.session_id for s in listed] == [m[0] for m in newest_first]
     assert len(pages) == 3 and len(pages[0].sessions) == 50  # pages of 50
