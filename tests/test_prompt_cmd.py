@@ -150,3 +150,24 @@ def test_through_the_hermes_command(hermes_cli, project):
     assert result.exit_code == 0, result.stderr
     assert result.stdout.startswith("You are Hermes")
     assert "Run the tests with tox." in result.stdout
+
+
+def test_the_catalogue_of_deferred_tools_ends_the_prompt_as_in_a_session(state, make_agent):
+    from hermes_core.testing import toolset_plugin
+    from hermes_hookspecs import Tool
+
+    tools = [Tool(f"mcp_x_t{i}", f"Tool {i} of x.", {"type": "object"}, str) for i in range(25)]
+    state.extra_plugins.append(("mcp-x", toolset_plugin(*tools, name="mcp-x")))
+    raw = show(state, "--raw").output
+    agent = make_agent(
+        text("ok"),
+        plugin_manager=state.plugins,
+        config=state.config,
+        platform="cli",
+        session_store=make_agent().session_store,
+    )
+    agent.chat("hello")
+    assert raw == agent.system_prompt + "\n"
+    assert "# Tool catalogue" in raw and "[mcp-x] mcp_x_*" in raw
+    table = show(state).output
+    assert "tool_catalogue" in table and "tools.defer" in table

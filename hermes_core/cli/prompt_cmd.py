@@ -56,9 +56,11 @@ def build_prompt(
 ) -> tuple[PromptContext, list[BuiltLayer], str, list[str]]:
     """Build the prompt a new session would get: its context, its layers, the joined text, and
     notes about anything that had to be assumed."""
-    from hermes_hookspecs import PromptContext
+    from hermes_hookspecs import PromptContext, PromptLayer
 
-    from ..context.prompt import collect_layers, join_layers
+    from ..context.prompt import BuiltLayer, collect_layers, join_layers
+    from ..context.windows import context_window
+    from ..tools.bridge import install_bridge
     from ..tools.toolsets import build_toolbox
 
     cfg = state.config.data
@@ -67,6 +69,7 @@ def build_prompt(
     if problem:
         notes.append(f"model and provider taken from the configuration: {problem}")
     toolbox = build_toolbox(state.registry, cfg, extra_tools=_engine_tools(state))
+    bridge = install_bridge(toolbox, cfg, context_window(model, cfg, model))  # as Agent does
     context = PromptContext(
         model=model,
         provider=provider,
@@ -81,6 +84,9 @@ def build_prompt(
         config=MappingProxyType(cfg),
     )
     layers = collect_layers(state.plugins, context)
+    if bridge is not None:  # the catalogue of deferred tools ends the prompt (tools.defer)
+        catalogue = PromptLayer(name="tool_catalogue", text=bridge.prompt_text(), order=999)
+        layers.append(BuiltLayer(catalogue, "tools.defer"))
     return context, layers, join_layers(layers), notes
 
 
