@@ -548,3 +548,26 @@ def test_after_compression_catalogue_tools_still_work():
     after = requests[-2]
     assert json.dumps(after.tools) == tools_before
     assert "[mcp-gh] mcp_gh_*" in after.messages[0]["content"]
+
+
+def test_a_direct_call_of_a_tool_disabled_mid_session_is_refused():
+    ran: list[Any] = []
+    args = {"owner": "o", "repo": "r", "title": "t"}
+    agent = agent_with(
+        tool_call("mcp_gh_create_issue", args),  # loaded natively: called by its own name
+        text("one"),
+        tool_call("mcp_gh_create_issue", args),
+        text("two"),
+        ran=ran,
+    )
+    agent.run_conversation("first")
+    assert agent.bridge is not None
+    agent.bridge.disable("mcp_gh_create_issue", "the GitHub server was removed")
+    agent.run_conversation("second")
+    results = [m["content"] for m in agent.messages if m["role"] == "tool"]
+    assert results[0] == "create_issue done"
+    assert results[1] == (
+        "Error: tool 'mcp_gh_create_issue' was disabled during this session: the GitHub "
+        "server was removed."
+    )
+    assert ran == [("create_issue", args)]

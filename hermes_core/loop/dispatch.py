@@ -145,6 +145,9 @@ class Dispatcher:
                     f"Available tools: {available}."
                 )
             return f"Error: unknown tool '{call.name}'. Available tools: {available}."
+        if call.name in self.toolbox.disabled:
+            reason = self.toolbox.disabled[call.name]
+            return f"Error: tool '{call.name}' was disabled during this session: {reason}."
         problems = check_schema(call.arguments, tool.parameters)
         if problems:
             return (

@@ -70,8 +70,9 @@ class Bridge:
     def __init__(self, toolbox: ToolBox, catalogue: Catalogue) -> None:
         self.toolbox = toolbox
         self.catalogue = catalogue
-        self.disabled: dict[str, str] = {}
-        """Tools switched off during the session, with why."""
+        self.disabled = toolbox.disabled
+        """Tools switched off during the session, with why (the toolbox's: a direct call of
+        one is refused as well)."""
         self._found: dict[str, list[str]] = {}
         """The tools each search call found, by call id, until its answer is annotated."""
 

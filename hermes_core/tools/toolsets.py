@@ -138,6 +138,8 @@ class ToolBox:
         """The tools whose schemas are sent (all of them unless some are deferred)."""
         self.deferred: tuple[str, ...] = ()
         """The tools reached through tool search instead (see :meth:`defer`)."""
+        self.disabled: dict[str, str] = {}
+        """Tools switched off during the session, with why: a call is answered with it."""
         self.deferred_schemas: list[dict[str, Any]] = []
         """Their schemas, in name order, each with its ``toolset`` (for a provider that
         defers tools natively)."""
