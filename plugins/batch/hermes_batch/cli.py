@@ -204,6 +204,12 @@ def _execute(
 
             local = LocalWorkers(name, env, log, target=lambda: work_here(name))
             counts = coordinate(table, name, local, count, on_progress=progress.update)
+    except BaseException as exc:  # the run stops here: say why, and let resume take it
+        if table.run(name).state == "running":
+            why = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc)
+            table.set_run(name, state="stopped", stop_reason=why.splitlines()[0][:500])
+        table.set_run(name, coordinator=None)
+        raise
     finally:
         progress.close()
     run = table.run(name)

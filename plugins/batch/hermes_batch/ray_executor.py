@@ -82,7 +82,10 @@ class RowSlot:
 
 
 def _init(address: str | None) -> Any:
-    import ray
+    try:
+        import ray
+    except ImportError:
+        raise HermesError('the ray executor needs Ray: pip install "hermes-batch[ray]"') from None
 
     if not ray.is_initialized():
         try:

@@ -147,6 +147,7 @@ def kit() -> Any:
     import types
 
     return types.SimpleNamespace(
+        HERMES=HERMES,
         hermes=hermes,
         hermes_process=hermes_process,
         make_home=make_home,

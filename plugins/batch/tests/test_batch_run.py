@@ -271,3 +271,22 @@ def test_workers_that_keep_failing_stop_the_run_with_their_last_words(tmp_path, 
     assert table.run("w").state == "stopped"
     [row] = table.rows("w")
     assert row.state == "pending" and row.attempts == 0  # nothing ran, nothing was paid
+
+
+def test_the_ray_executor_without_ray_is_one_line(tmp_path, home, kit):
+    import subprocess
+    import sys
+
+    _folder, env = home
+    dataset = kit.write_dataset(tmp_path / "d.jsonl", [{"prompt": "a"}])
+    code = "import sys; sys.modules['ray'] = None; " + kit.HERMES.removeprefix("import sys; ")
+    args = ["batch", "run", str(dataset), "--name", "n", "--executor", "ray"]
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip().endswith(
+        'the ray executor needs Ray: pip install "hermes-batch[ray]"'
+    )
+    status = json.loads(kit.hermes("batch", "status", "n", "--json", env=env).stdout)
+    assert status["state"] == "stopped" and "needs Ray" in status["stop_reason"]
