@@ -225,3 +225,54 @@ def test_a_new_session_is_stored_at_once_and_loads_in_another_process(
     stored = SQLiteSessionStore(home / "sessions.db")
     assert [m["role"] for m in stored.get_messages(session_id)] == ["user", "assistant"]
     assert stored.get_session(session_id).system_prompt
+
+
+def test_load_replays_images_reasoning_and_refused_calls(
+    home: Path, llm: FakeLLM, workspace: Path
+) -> None:
+    store = SQLiteSessionStore(home / "sessions.db")
+    session_id = "session_00000000000000aa"
+    store.create_session(SessionInfo(id=session_id, source="cli", started_at=time.time()))
+    picture = (home / "images" / "dot.png").as_uri()
+    call = {"id": "call_1", "type": "function"}
+    for message in (
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "what is this?"},
+                {"type": "image_url", "image_url": {"url": picture}},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": None,
+            "reasoning": "it may be dangerous",
+            "tool_calls": [
+                {**call, "function": {"name": "terminal", "arguments": '{"command": "rm -rf src"}'}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": "BLOCKED: not approved"},
+        {"role": "assistant", "content": "A dot; I did not delete anything."},
+    ):
+        store.append_message(session_id, message)
+    client = RecordingClient()
+
+    async def go() -> None:
+        async with connect(home, client) as (conn, _):
+            await conn.load_session(cwd=str(workspace), session_id=session_id, mcp_servers=[])
+
+    run(go())
+    updates = [u for _s, u in client.updates]
+    assert [u.session_update for u in updates] == [
+        "user_message_chunk",
+        "user_message_chunk",
+        "agent_thought_chunk",
+        "tool_call",
+        "tool_call_update",
+        "agent_message_chunk",
+    ]
+    link = updates[1].content
+    assert link.type == "resource_link" and link.uri == picture and link.name == "dot.png"
+    assert updates[2].content.text == "it may be dangerous"
+    assert updates[3].title == "rm -rf src" and updates[3].kind == "execute"
+    assert updates[4].status == "failed" and updates[4].tool_call_id == "call_1"
