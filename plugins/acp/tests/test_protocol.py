@@ -287,3 +287,23 @@ def test_the_toolset_configuration_applies_and_acp_toolsets_only_narrows(
     first, second = (_tool_names(r) for r in llm.model_requests)
     assert "read_file" in first and "todo" in first and "terminal" not in first
     assert "read_file" in second and "todo" not in second and "terminal" not in second
+
+
+def test_a_used_up_step_budget_ends_with_max_turn_requests(
+    home: Path, llm: FakeLLM, workspace: Path
+) -> None:
+    write_config(home, llm.openai_base_url, "agent:\n  max_turns: 1\n")
+    llm.add(
+        {"calls": [{"name": "todo", "arguments": {}}]},
+        text("where I stopped: the list is read"),
+    )
+    client = RecordingClient()
+
+    async def go() -> str:
+        async with connect(home, client) as (conn, _):
+            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            done = await conn.prompt(session_id=new.session_id, prompt=[text_block("go on")])
+            return done.stop_reason
+
+    assert run(go()) == "max_turn_requests"
+    assert client.text() == "where I stopped: the list is read"
