@@ -14,7 +14,11 @@ Printed: the median per iteration of each set-up over all runs (wall time, and t
 all the process's threads, which a busy machine disturbs less), and ``off`` and ``on`` minus
 ``without``. The target: ``on`` adds at most 0.3 ms, ``off`` nothing measurable.
 
-Usage: python benchmarks/tracing.py [--iterations 200] [--runs 7] [--size 200]
+``--tree DIR`` measures the loop of another source tree of hermes (``git archive`` of a
+commit), with this checkout's tracing plugin: what tracing adds does not depend on the loop,
+and a loop made slower by something else hides it in the noise.
+
+Usage: python benchmarks/tracing.py [--iterations 200] [--runs 7] [--size 200] [--tree DIR]
 """
 
 from __future__ import annotations
@@ -32,10 +36,17 @@ MODES = ("without", "off", "on")
 TARGET_MS = 0.3
 
 
-def child(mode: str, iterations: int, runs: int, size: int) -> dict[str, Any]:
-    """Measure ``mode`` in this process (the child side)."""
+def child(
+    mode: str, iterations: int, runs: int, size: int, tree: Path | None = None
+) -> dict[str, Any]:
+    """Measure ``mode`` in this process (the child side); ``tree``: import hermes from that
+    source tree (this checkout's tracing plugin still)."""
     sys.path.insert(0, str(HERE))
     import loop_overhead as lo
+
+    if tree is not None:
+        lo.use_tree(tree)
+        sys.path.insert(0, str(HERE.parent / "plugins" / "tracing"))
 
     h = lo.imports()
     extra: list[tuple[str, Any]] = [("bench_tools", lo.toolset_plugin(h))]
@@ -70,10 +81,12 @@ def child(mode: str, iterations: int, runs: int, size: int) -> dict[str, Any]:
             "otel_modules": len(loaded), "spans": exported}  # fmt: skip
 
 
-def in_child(mode: str, iterations: int, size: int) -> dict[str, Any]:
+def in_child(mode: str, iterations: int, size: int, tree: Path | None) -> dict[str, Any]:
     """One run of ``mode`` in a fresh process."""
     argv = [sys.executable, __file__, "--child", mode, "--runs", "1"]
     argv += ["--iterations", str(iterations), "--size", str(size)]
+    if tree is not None:
+        argv += ["--tree", str(tree)]
     env_clean = {
         k: v
         for k, v in __import__("os").environ.items()
@@ -89,18 +102,22 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=200)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--size", type=int, default=200, help="messages of history")
+    parser.add_argument(
+        "--tree", type=Path, help="measure the loop of another source tree of hermes"
+    )
     parser.add_argument("--child", choices=MODES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
-        print(json.dumps(child(args.child, args.iterations, args.runs, args.size)))
+        print(json.dumps(child(args.child, args.iterations, args.runs, args.size, args.tree)))
         return
     results: dict[str, list[dict[str, Any]]] = {m: [] for m in MODES}
     for _ in range(args.runs):
         for mode in MODES:
-            results[mode].append(in_child(mode, args.iterations, args.size))
+            results[mode].append(in_child(mode, args.iterations, args.size, args.tree))
     print(
         f"tracing overhead per loop iteration ({args.iterations} iterations, {args.size} "
         f"messages of history, {args.runs} runs of each set-up, alternating)"
+        + (f"; the loop of {args.tree}" if args.tree else "")
     )
     medians: dict[str, float] = {}
     cpus: dict[str, float] = {}
