@@ -123,6 +123,8 @@ def approver(
             return "deny"
         if request.cache_key in session.rejected:
             return "deny"
+        if request.cache_key in session.allowed and not request.once_only:
+            return "once"  # allowed always earlier in this session (each turn is a new agent)
         future = asyncio.run_coroutine_threadsafe(question(request), loop)
         try:
             response: Any = future.result(timeout)
@@ -136,6 +138,8 @@ def approver(
         option = getattr(getattr(response, "outcome", None), "option_id", None)
         if option == REJECT_ALWAYS:
             session.rejected.add(request.cache_key)
+        elif option == ALLOW_ALWAYS and not request.once_only:
+            session.allowed.add(request.cache_key)
         decision = decision_of(response)
         if request.once_only and decision != "deny":
             return "once"

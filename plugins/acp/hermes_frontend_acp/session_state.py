@@ -46,6 +46,7 @@ class OpenSession:
     mode: str = "ask"
     effort: str = "default"
     rejected: set[str] = field(default_factory=set)
+    allowed: set[str] = field(default_factory=set)
     cancel: threading.Event = field(default_factory=threading.Event)
     turn: asyncio.Future[Any] | None = None
     title: str | None = None

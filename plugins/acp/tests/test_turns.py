@@ -326,3 +326,46 @@ def test_a_turn_waits_while_another_process_holds_the_session(
     assert run(go()) == ("end_turn", "cancelled")
     assert client.text().endswith("after the wait")
     assert len(llm.model_requests) == 2
+
+
+def test_always_allow_is_remembered_as_the_chat_remembers_it(
+    home: Path, llm: FakeLLM, workspace: Path
+) -> None:
+    llm.add(
+        tool_call("terminal", {"command": "rm -rf src"}),
+        text("removed"),
+        tool_call("terminal", {"command": "rm -rf src"}),
+        text("removed again"),
+    )
+    client = RecordingClient(answer=lambda call, options: "allow_always")
+
+    async def go() -> None:
+        async with connect(home, client) as (conn, _):
+            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            for _ in range(2):
+                canary = _canary(workspace)
+                await conn.prompt(session_id=new.session_id, prompt=[text_block("clean")])
+                assert not canary.exists()
+
+    run(go())
+    assert len(client.asked) == 1  # the second time no one was asked
+
+
+def test_closing_a_session_during_its_turn_cancels_it(
+    home: Path, llm: FakeLLM, workspace: Path
+) -> None:
+    llm.add({"text": "far too slow an answer", "chunks": 20, "chunk_delay": 0.5})
+    client = RecordingClient()
+
+    async def go() -> str:
+        async with connect(home, client) as (conn, _):
+            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            turn = asyncio.ensure_future(
+                conn.prompt(session_id=new.session_id, prompt=[text_block("talk")])
+            )
+            while not client.updates:
+                await asyncio.sleep(0.05)
+            await conn.close_session(session_id=new.session_id)
+            return (await turn).stop_reason
+
+    assert run(go()) == "cancelled"
