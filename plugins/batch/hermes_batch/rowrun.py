@@ -162,7 +162,6 @@ def run_row(
         table.finish(claim, "failed", seed=seed, toolsets=toolsets, error=str(exc))
         return RowResult("failed", None, str(exc))
     overrides: dict[str, Any] = {"terminal.cwd": str(workspace)}
-    overrides.update(settings.get("config_overrides") or {})
     guard = _Lease(table, claim, lease, settings.get("row_timeout"))
     try:
         outcome = runner.run(
@@ -221,7 +220,12 @@ def run_row(
         state = "pending" if retry else "failed"
         return RowResult(state if written else "lost", outcome, error)
     for name, check in filters:
-        reason = check(claim.data, output)
+        try:
+            reason = check(claim.data, output)
+        except Exception as exc:  # a filter that cannot decide keeps nothing (fail closed)
+            why = f"the filter {name} failed: {type(exc).__name__}: {exc}"
+            written = table.finish(claim, "failed", error=why, **common)
+            return RowResult("failed" if written else "lost", outcome, why)
         if reason:
             why = f"{name}: {reason}"
             written = table.finish(claim, "discarded", discard_reason=why, **common)

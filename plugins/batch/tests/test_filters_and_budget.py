@@ -125,3 +125,43 @@ def test_a_rate_limit_per_provider_spaces_the_calls_of_every_worker(tmp_path, fa
     assert times[-1] - times[0] >= 1.4 and min(gaps) >= 0.25, gaps
     other = kit.hermes("batch", "run", str(dataset), "--name", "x", "--rate-limit", "a=b", env=env)
     assert other.returncode == 1 and "PROVIDER=N" in other.stderr
+
+
+def test_a_filter_that_breaks_fails_its_row(tmp_path, fake_model):
+    from hermes_batch.dataset import Row
+    from hermes_batch.rowrun import run_row
+
+    from hermes_core.testing import make_runner
+
+    def broken(row: Any, output: Any) -> str | None:
+        raise KeyError("messages")
+
+    home = tmp_path / "home"
+    env_config = {
+        "model": {
+            "provider": "custom",
+            "base_url": fake_model.openai_base_url,
+            "default": "m",
+            "api_key": "x",
+        },
+        "toolsets": [],
+        "agent": {"api_max_retries": 0},
+    }
+    runner = make_runner(scripted=False, plugins=["openai"], home=home, config=env_config)
+    table = SQLiteRunTable(tmp_path / "batch.db")
+    table.create_run("b", "/d.jsonl", "ab" * 32, {"dataset_dir": str(tmp_path)})
+    table.add_rows("b", [Row("only", 1, {"prompt": "hello"})])
+    claim = table.claim("b", "here:1", 30)
+    assert claim is not None
+    result = run_row(
+        runner=runner,
+        store=runner.session_store,
+        table=table,
+        claim=claim,
+        settings=table.run("b").settings,
+        run_dir=tmp_path / "run",
+        filters=[("broken", broken)],
+    )
+    assert result.state == "failed"
+    [row] = table.rows("b")
+    assert row.state == "failed" and row.error == "the filter broken failed: KeyError: 'messages'"
