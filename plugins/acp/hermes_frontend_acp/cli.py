@@ -97,3 +97,7 @@ def run_acp(check: bool) -> None:
         asyncio.run(serve(context, settings, private, prelude, hello))
     except KeyboardInterrupt:
         pass
+    except ValueError as exc:  # e.g. stdout redirected to a regular file
+        raise HermesError(
+            f"acp: {exc}; hermes acp speaks to a client through pipes (an editor starts it)"
+        ) from None

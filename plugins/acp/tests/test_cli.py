@@ -57,3 +57,20 @@ def test_help_loads_no_part_of_the_protocol_sdk(tmp_path: Path) -> None:
     )
     assert "LOADED []" in done.stdout, done.stdout + done.stderr
     assert "acp " in done.stdout  # the command is listed
+
+
+def test_stdout_to_a_file_is_one_line_without_a_traceback(
+    home: Path, llm: FakeLLM, tmp_path: Path
+) -> None:
+    with open(tmp_path / "out.txt", "wb") as out:
+        done = subprocess.run(
+            [HERMES, "acp"],
+            env=hermes_env(home),
+            input=b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}\n',
+            stdout=out,
+            stderr=subprocess.PIPE,
+            timeout=60,
+        )
+    assert done.returncode == 1
+    error = done.stderr.decode().strip()
+    assert "through pipes" in error and "Traceback" not in error and "\n" not in error
