@@ -38,6 +38,9 @@ Update = (
 )
 """One ``session/update`` this module makes."""
 
+EDITS = frozenset({"write_file", "patch"})
+"""The tools whose calls show the whole file before and after as a diff."""
+
 _MAX_BEFORE_BYTES = 1024 * 1024
 """A file edited by a call is read for its diff only up to this size."""
 
@@ -112,6 +115,7 @@ class TurnUpdates:
         self.cwd = cwd
         self.open_calls: dict[str, tuple[str, dict[str, Any]]] = {}
         self._diffs: dict[str, list[FileEditToolCallContent]] = {}
+        self._before: dict[str, tuple[str, str | None]] = {}
         self._streamed_reasoning = False
 
     def call_of(self, tool: str) -> tuple[str, dict[str, Any]] | None:
@@ -150,9 +154,11 @@ class TurnUpdates:
         arguments = parse_arguments(data.get("arguments"))
         self.open_calls[call_id] = (tool, arguments)
         before = None
-        if tool == "write_file":
+        if tool in EDITS:
             located = locations_of(tool, arguments, self.cwd)
-            before = _read_before(located[0].path) if located else None
+            if located:
+                before = _read_before(located[0].path)
+                self._before[call_id] = (located[0].path, before)
         diff = diff_of(tool, arguments, self.cwd, before)
         if diff:
             self._diffs[call_id] = diff
@@ -173,6 +179,14 @@ class TurnUpdates:
         diff = self._diffs.pop(call_id, [])
         result = data.get("result")
         failed = bool(data.get("is_error"))
+        edited = self._before.pop(call_id, None)
+        if edited is not None and not failed:  # the whole file before and after the edit
+            path, before = edited
+            after = _read_before(path)
+            if after is not None and after != before:
+                diff = [
+                    FileEditToolCallContent(type="diff", path=path, old_text=before, new_text=after)
+                ]
         content: list[Any] = [] if diff and not failed else list(text_content(result))
         return ToolCallProgress(
             session_update="tool_call_update",

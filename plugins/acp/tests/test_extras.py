@@ -236,3 +236,29 @@ def test_each_model_call_reports_how_full_the_context_is(
     run(go())
     usage = [(u.used, u.size) for _s, u in client.updates if u.session_update == "usage_update"]
     assert usage == [(1234, 32000), (1305, 32000)]
+
+
+def test_an_edit_shows_the_whole_file_before_and_after(
+    home: Path, llm: FakeLLM, workspace: Path
+) -> None:
+    source = workspace / "app.py"
+    source.write_text("a = 1\nb = 2\nc = 3\n", encoding="utf-8")
+    llm.add(
+        tool_call("patch", {"path": "app.py", "old_string": "b = 2", "new_string": "b = 20"}),
+        text("patched"),
+    )
+    client = RecordingClient()
+
+    async def go() -> None:
+        async with connect(home, client) as (conn, _):
+            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            await conn.prompt(session_id=new.session_id, prompt=[text_block("patch it")])
+
+    run(go())
+    [start] = [u for _s, u in client.updates if u.session_update == "tool_call"]
+    [end] = [u for _s, u in client.updates if u.session_update == "tool_call_update"]
+    assert start.kind == "edit" and start.locations[0].path == str(source)
+    assert (start.content[0].old_text, start.content[0].new_text) == ("b = 2", "b = 20")
+    [diff] = end.content
+    assert diff.type == "diff" and diff.path == str(source)
+    assert diff.old_text == "a = 1\nb = 2\nc = 3\n" and diff.new_text == "a = 1\nb = 20\nc = 3\n"
