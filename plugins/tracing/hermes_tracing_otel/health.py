@@ -32,6 +32,8 @@ class Health:
     def __init__(self, where: str) -> None:
         self.where = where
         self.failing: set[str] = set()
+        self.answered = False
+        """Some export went through: the collector is there."""
         self.closing = False
         self.warnings = 0
         self._lock = threading.Lock()
@@ -46,6 +48,7 @@ class Health:
         with self._lock:
             was_down = bool(self.failing)
             if ok:
+                self.answered = True
                 self.failing.discard(signal)
             else:
                 self.failing.add(signal)

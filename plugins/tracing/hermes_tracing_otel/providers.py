@@ -5,9 +5,11 @@ that is down costs one warning and never a turn's time, and flushed (briefly) at
 from __future__ import annotations
 
 import atexit
+import socket
 import threading
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -35,15 +37,22 @@ class Providers:
     processor: BatchSpanProcessor
     health: Health
     exit_timeout: float
+    traces_url: str = ""
 
     def close(self) -> None:
         """Send what is queued and stop, waiting at most ``exit_timeout`` seconds: the rest
-        is left to the daemon threads, which end with the process. Only the first call
-        does anything."""
+        is left to the daemon threads, which end with the process. A collector that nothing
+        was sent to yet is first checked with a plain connection, so that one that is down
+        costs the exit nothing; either way, the warning is given here, while the process can
+        still show it. Only the first call does anything."""
         if self.health.closing:
             return
-        self.health.closing = True
         atexit.unregister(self.close)
+        if not self.health.down and not self.health.answered:
+            problem = unreachable(self.traces_url, min(self.exit_timeout, CONNECT_SECONDS))
+            if problem:
+                self.health.report(False, "spans", problem)
+        self.health.closing = True
 
         def stop() -> None:
             self.tracer_provider.shutdown()
@@ -53,6 +62,27 @@ class Providers:
         worker = threading.Thread(target=stop, name="hermes-tracing-exit", daemon=True)
         worker.start()
         worker.join(self.exit_timeout)
+        if worker.is_alive():
+            self.health.report(
+                False, "spans", f"no answer within tracing.exit_timeout ({self.exit_timeout:g} s)"
+            )
+
+
+CONNECT_SECONDS = 0.5
+"""How long the check at exit waits for a connection to the collector."""
+
+
+def unreachable(url: str, timeout: float) -> str:
+    """Why no connection to ``url``'s host and port can be made (``""`` when one can)."""
+    parts = urlsplit(url)
+    if not parts.hostname:
+        return ""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname, port), timeout=timeout).close()
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    return ""
 
 
 def build(settings: ExportSettings, version: str) -> Providers:
@@ -93,6 +123,13 @@ def build(settings: ExportSettings, version: str) -> Providers:
         meter_provider = MeterProvider(
             resource=resource, metric_readers=[reader], shutdown_on_exit=False
         )
-    built = Providers(tracer_provider, meter_provider, processor, health, settings.exit_timeout)
+    built = Providers(
+        tracer_provider,
+        meter_provider,
+        processor,
+        health,
+        settings.exit_timeout,
+        settings.traces_url,
+    )
     atexit.register(built.close)
     return built

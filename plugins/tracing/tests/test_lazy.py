@@ -23,7 +23,7 @@ sys.stdout.write("\\n@@PROBE@@" + json.dumps({"code": code, "loaded": loaded, "p
 """
 
 
-def chat_in_a_fresh_process(home: Path, **env: str) -> dict[str, object]:
+def chat_in_a_fresh_process(home: Path, **env: str) -> dict[str, Any]:
     environ = {
         k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "OTEL_", "TRACE"))
     }
@@ -39,8 +39,9 @@ def chat_in_a_fresh_process(home: Path, **env: str) -> dict[str, object]:
     assert done.returncode == 0, done.stderr
     marker = done.stdout.rfind("@@PROBE@@")
     assert marker >= 0, done.stdout + done.stderr
-    report: dict[str, object] = json.loads(done.stdout[marker + len("@@PROBE@@") :])
+    report: dict[str, Any] = json.loads(done.stdout[marker + len("@@PROBE@@") :])
     report["stdout"] = done.stdout[:marker]
+    report["stderr"] = done.stderr
     return report
 
 
@@ -75,3 +76,28 @@ def test_the_same_chat_with_the_endpoint_set_imports_it(
     assert "opentelemetry.sdk.trace" in str(report["loaded"])
     names = sorted(s["name"] for s in collector.wait_for_spans(2))
     assert names == ["chat fake-model", "invoke_agent hermes"]
+
+
+def test_a_one_shot_chat_with_the_collector_down_exits_at_once_and_says_so(
+    tmp_path: Path, server: FakeLLM
+) -> None:
+    import socket
+    import time
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    home = home_for(tmp_path, server)
+    server.add("first", "second")
+    started = time.monotonic()
+    chat_in_a_fresh_process(home)
+    untraced = time.monotonic() - started
+    started = time.monotonic()
+    report = chat_in_a_fresh_process(home, OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{port}")
+    traced = time.monotonic() - started
+    assert report["code"] == 0 and "second" in report["stdout"]
+    # the exit does not wait tracing.exit_timeout (3 s) for a collector that is not there
+    assert traced < untraced + 2.0, (traced, untraced)
+    lines = [line for line in report["stderr"].splitlines() if "tracing:" in line]
+    assert len(lines) == 1 and "cannot be reached" in lines[0], report["stderr"]
+    assert "Traceback" not in report["stderr"]
