@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
-import json
 import logging
 import os
 import threading
@@ -20,7 +19,6 @@ from hermes_hookspecs import (
     ContextEngine,
     HermesError,
     ModelClient,
-    ModelRequest,
     ModelResponse,
     PromptContext,
     ProviderError,
@@ -46,7 +44,8 @@ from ..session_store.personal_view import PersonalView
 from ..tools.bridge import install_bridge
 from ..tools.environments import EnvironmentManager
 from ..tools.toolsets import build_toolbox
-from . import images, request_ledger, transcript
+from . import images, transcript
+from .accounting import CallAccounting
 from .approvals import ApprovalGate
 from .compactable import AgentConversation
 from .compaction import Compactor
@@ -145,10 +144,6 @@ class Agent:
             self.toolbox, cfg, self._context_window(self.connection.primary.model)
         )
         """Tool search over the deferred tools (``tools.defer``), if any are deferred."""
-        self._catalogue_text: str | None = None
-        """The catalogue's text in the system prompt (counted apart in the ledger)."""
-        self._ledger: dict[str, Any] | None = None
-        """The ledger entry of the last request, until its answer is in the transcript."""
         self.dispatcher = make_dispatcher(
             self.toolbox, self.plugins, self.approvals, self.events, cfg
         )
@@ -168,6 +163,8 @@ class Agent:
             say=lambda t: self.events.emit("status", text=f"budget: {t}"),
         )
         """The spend caps checked before every model call (``budgets`` in config.yaml)."""
+        self.accounting = CallAccounting(self.prices, self.budget, self._store)
+        """Each model call's cost, usage record and ledger entry."""
         self.tool_contexts = ToolContexts(
             config=MappingProxyType(cfg),
             hermes_home=Path(self.hermes_home) if self.hermes_home else None,
@@ -313,23 +310,22 @@ class Agent:
 
     def _count_side_request(self, response: ModelResponse) -> None:
         """A side request's usage and cost: in the turn going on (so the caps see it), else
-        in the session's totals at once; and its ledger record."""
+        in the session's totals at once; and its usage record."""
         model, provider, key_id = self.auxiliary.last_call
-        cost = self.prices.cost(response.usage, model)
-        self.budget.charge_side(response.usage, cost)
         turn, session = self._turn, self.session
+        cost = self.accounting.side_call(
+            response,
+            model=model,
+            provider=provider,
+            key_id=key_id,
+            session_id=session.id if session is not None else None,
+        )
         if turn is not None:
             turn.add_side(response.usage, cost)
         elif session is not None and hasattr(self.session_store, "add_usage"):
             self._store("add_usage", session.id, response.usage.as_dict(), cost)
             if cost is not None:
                 self.cost_usd += cost
-        if self.budget.ledger is not None and session is not None:
-            record = self.budget.record(
-                response.usage, cost, session_id=session.id, model=model, provider=provider,
-                key_id=key_id,
-            )  # fmt: skip
-            self._store("record_usage", record)
 
     def compress(self, focus: str | None = None) -> dict[str, Any]:
         """Compress the transcript now with the context engine (``/compress [focus]``).
@@ -499,7 +495,7 @@ class Agent:
                 turn, self.toolbox.schemas, deferred=self.toolbox.deferred_schemas
             )
             message = assistant_message(response, self.events)
-            self._keep_ledger(message)
+            self.accounting.keep_ledger(message)
             if self.bridge is not None and message.get("tool_calls"):
                 message["tool_calls"] = [self.bridge.unwrap(c) for c in message["tool_calls"]]
             calls = message.get("tool_calls") or []
@@ -538,7 +534,7 @@ class Agent:
         )
         response = yield from self._request(turn, [], extra_user=BUDGET_SUMMARY_PROMPT)
         message = assistant_message(response, self.events)
-        self._keep_ledger(message)
+        self.accounting.keep_ledger(message)
         message.pop("tool_calls", None)
         self._append(message)
         turn.final_response = message.get("content") or ""
@@ -594,49 +590,20 @@ class Agent:
                 overflow_retried = True
                 self.compactor.after_overflow(exc, messages, tools)
                 continue
-            turn.api_calls += 1
-            turn.usage.add(response.usage)
-            answered_by = response.model or self.model
-            cost = self.prices.cost(response.usage, answered_by)
-            if cost is not None:
-                turn.cost_usd = (turn.cost_usd or 0.0) + cost
-            self.budget.charge(response.usage, cost)
-            if self.budget.ledger is not None:
-                record = self.budget.record(
-                    response.usage,
-                    cost,
-                    session_id=self.session_id,
-                    model=answered_by,
-                    provider=self.provider_name,
-                    key_id=self.connection.key_id,
-                )
-                self._store("record_usage", record)
+            self.accounting.after_call(
+                turn,
+                response,
+                make_request.last,
+                session_id=self.session_id,
+                model=response.model or self.model,
+                provider=self.provider_name,
+                key_id=self.connection.key_id,
+            )
             self.plugins.call_each(
                 "hermes_after_response", response=response, request=make_request.last
             )
             self.compactor.after_response(response)
-            self._ledger = self._ledger_entry(make_request.last, response, answered_by)
             return response
-
-    def _ledger_entry(
-        self, request: ModelRequest | None, response: ModelResponse, model: str
-    ) -> dict[str, Any] | None:
-        """The token ledger entry of ``request`` (logged at debug level; kept on the message
-        that answers it)."""
-        if request is None:
-            return None
-        entry = request_ledger.with_usage(
-            request_ledger.measure(request, self._catalogue_text), response.usage, model
-        )
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug("request ledger: %s", json.dumps(entry, separators=(",", ":")))
-        return entry
-
-    def _keep_ledger(self, message: dict[str, Any]) -> None:
-        """Put the ledger entry of the request ``message`` answers on it."""
-        entry, self._ledger = self._ledger, None
-        if entry is not None:
-            message[request_ledger.LEDGER_FIELD] = entry
 
     def _check_budget(self, turn: Turn, messages: list[dict[str, Any]]) -> None:
         """Before a call: move to ``budgets.downshift_to`` when a cap is nearly spent, and
@@ -711,7 +678,7 @@ class Agent:
         self.prompt_layers = collect_layers(self.plugins, context)
         self.system_prompt = join_layers(self.prompt_layers) or None
         if self.bridge is not None:  # the catalogue, fixed for the session like the tools
-            catalogue = self._catalogue_text = self.bridge.prompt_text()
+            catalogue = self.accounting.catalogue_text = self.bridge.prompt_text()
             self.system_prompt = (
                 f"{self.system_prompt}\n\n{catalogue}" if self.system_prompt else catalogue
             )
