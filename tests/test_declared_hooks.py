@@ -198,7 +198,11 @@ def test_the_gateway_declares_its_platform_hook_and_the_contract_does_not() -> N
     record = load_plugin("gateway")
     assert "hermes_register_platform_adapters" in record.hooks
     manager = plugin_manager(["gateway"])
-    assert manager.declared_hooks == {"hermes_register_platform_adapters": "gateway"}
+    assert manager.declared_hooks == {
+        "hermes_register_platform_adapters": "gateway",
+        "hermes_register_turn_queues": "gateway",  # a team's work queue (docs/team.md)
+    }
+    assert not hasattr(specs, "hermes_register_turn_queues")
     adapters = make_host(plugin_manager=manager).registry.named("hermes_register_platform_adapters")
     assert {"api_server", "webhook"} <= set(adapters)
     assert {entry.plugin for entry in adapters.values()} == {"gateway"}
