@@ -43,6 +43,8 @@ its own)."""
 _configured = False
 """An embedder called :func:`configure`: turns are traced unless their configuration says
 ``tracing.enabled: false``."""
+_broken = False
+"""OpenTelemetry could not be imported: said once, not tried again."""
 _lock = threading.Lock()
 
 
@@ -102,12 +104,24 @@ def _start(config: Mapping[str, Any]) -> Tracing | None:
     environ = settings.environ()
     if not settings.wanted(config, environ, _configured):
         return None
-    global _tracing, _providers
+    global _tracing, _providers, _broken
     with _lock:
         if _tracing is None:
-            from .providers import build
-            from .spans import Tracing
+            if _broken:
+                return None
+            try:
+                from .providers import build
+                from .spans import Tracing
+            except ImportError as exc:  # installed without its dependencies
+                _broken = True
+                import logging
 
+                logging.getLogger("hermes.tracing").warning(
+                    "tracing: OpenTelemetry cannot be imported (%s); turns are not traced "
+                    "(pip install hermes-tracing-otel installs it)",
+                    exc,
+                )
+                return None
             _providers = build(settings.export_settings(config, environ), __version__)
             _tracing = Tracing(
                 _providers.tracer_provider,

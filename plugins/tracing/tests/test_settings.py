@@ -208,3 +208,24 @@ def test_the_tracing_keys_are_declared_and_checked() -> None:
         make_agent("hi", plugins=["tracing"], config={"tracing": {"enabled": "yes"}})
     with pytest.raises(ConfigError, match=r"tracing\.max_queue_size"):
         make_agent("hi", plugins=["tracing"], config={"tracing": {"max_queue_size": 0}})
+
+
+def test_tracing_on_without_opentelemetry_installed_says_so_once(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import sys
+
+    import hermes_tracing_otel
+
+    for name in [m for m in sys.modules if m.startswith("hermes_tracing_otel.")]:
+        if name.endswith((".providers", ".spans", ".health", ".trace_context")):
+            monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "opentelemetry", None)  # as if it were not installed
+    monkeypatch.setattr(hermes_tracing_otel, "_broken", False)
+    caplog.set_level(logging.WARNING, logger="hermes.tracing")
+    for _ in range(3):
+        bot = make_agent("answered", plugins=["tracing"], config={"tracing": {"enabled": True}})
+        assert bot.chat("hi") == "answered"
+        bot.close()
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1 and "OpenTelemetry cannot be imported" in lines[0]
