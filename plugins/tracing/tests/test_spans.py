@@ -384,3 +384,32 @@ def test_parallel_tool_calls_each_have_their_span(
     ]
     assert all(s.parent is not None and s.parent.span_id == root.context.span_id for s in spans)
     assert len(threads) > 1, "the calls ran one after the other: the test proves nothing"
+
+
+def test_an_anthropic_call_is_named_by_the_conventions_list(
+    server: FakeLLM, telemetry: Any
+) -> None:
+    pytest.importorskip("hermes_provider_anthropic")
+    from hermes_core.testing import Agent, plugin_manager
+
+    server.add({"text": "hello", "usage": {"input_tokens": 40, "output_tokens": 2,
+                                           "cache_read_tokens": 30}})  # fmt: skip
+    bot = Agent.from_config(
+        {},
+        provider="anthropic",
+        base_url=server.anthropic_base_url,
+        api_key="sk-ant-test",
+        model="claude-test",
+        plugins=plugin_manager(["anthropic", "tracing"]),
+    )
+    assert bot.chat("hi") == "hello"
+    bot.close()
+    [chat] = telemetry.named("chat ")
+    attrs = chat.attributes or {}
+    assert chat.name == "chat claude-test"
+    assert attrs[genai.GEN_AI_PROVIDER_NAME] == genai.GenAiProviderNameValues.ANTHROPIC.value
+    assert attrs[genai.GEN_AI_USAGE_INPUT_TOKENS] == 40
+    assert attrs[genai.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] == 30
+    assert attrs[genai.GEN_AI_RESPONSE_FINISH_REASONS] == ("stop",)
+    [root] = telemetry.named("invoke_agent")
+    assert (root.attributes or {})[genai.GEN_AI_PROVIDER_NAME] == "anthropic"
