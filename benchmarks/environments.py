@@ -92,18 +92,9 @@ def local_target(args: argparse.Namespace) -> Target:
 def _services() -> dict[str, str]:
     """``DOCKER_HOST`` and ``HERMES_TEST_*`` from the environment, else from the file
     ``.ci/services.sh start`` writes (``$HERMES_SERVICES_DIR/env``)."""
-    values: dict[str, str] = {}
-    path = os.path.join(os.environ.get("HERMES_SERVICES_DIR") or "/tmp/hermes-services", "env")
-    if os.path.exists(path):
-        with open(path) as handle:
-            for line in handle:
-                if line.startswith("export ") and "=" in line:
-                    key, _, value = line[len("export ") :].strip().partition("=")
-                    values[key] = value
-    values.update(
-        {k: v for k, v in os.environ.items() if k.startswith("HERMES_TEST_") or k == "DOCKER_HOST"}
-    )
-    return values
+    from hermes_core.testing.services import service_variables
+
+    return service_variables()
 
 
 @target("docker")

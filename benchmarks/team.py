@@ -47,12 +47,9 @@ def _answer(request: Any) -> dict[str, Any]:
 
 
 def _postgres_url() -> str:
-    url = os.environ.get("HERMES_TEST_POSTGRES_URL")
-    env = Path(os.environ.get("HERMES_SERVICES_DIR") or "/tmp/hermes-services") / "env"
-    if not url and env.is_file():
-        for line in env.read_text().splitlines():
-            if "HERMES_TEST_POSTGRES_URL=" in line:
-                url = line.split("=", 1)[1].strip()
+    from hermes_core.testing.services import service_variables
+
+    url = service_variables().get("HERMES_TEST_POSTGRES_URL")
     if not url:
         sys.exit("no PostgreSQL: start one with bash .ci/services.sh start postgres")
     return url

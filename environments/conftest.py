@@ -9,43 +9,11 @@ the environment, else from that file. When a service is missing the tests fail u
 
 from __future__ import annotations
 
-import os
-import shlex
 from collections.abc import Mapping
-from pathlib import Path
 
 import pytest
 
-START_HINT = "start it with: bash .ci/services.sh start"
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
-
-
-def service_variables() -> dict[str, str]:
-    """``HERMES_TEST_*`` and ``DOCKER_HOST`` from the services file, overridden by the
-    process environment."""
-    values: dict[str, str] = {}
-    path = Path(os.environ.get("HERMES_SERVICES_DIR") or "/tmp/hermes-services") / "env"
-    if path.is_file():
-        for line in path.read_text().splitlines():
-            words = shlex.split(line)
-            if len(words) == 2 and words[0] == "export" and "=" in words[1]:
-                key, value = words[1].split("=", 1)
-                values[key] = value
-    for key, value in os.environ.items():
-        if key.startswith("HERMES_TEST_") or key == "DOCKER_HOST":
-            values[key] = value
-    return values
-
-
-def unavailable(reason: str) -> None:
-    """Fail under CI, skip elsewhere."""
-    message = f"{reason}; {START_HINT}"
-    if in_ci():
-        pytest.fail(f"CI needs this service: {message}", pytrace=False)
-    pytest.skip(message)
+from hermes_core.testing.services import service_variables, unavailable
 
 
 @pytest.fixture(scope="session")

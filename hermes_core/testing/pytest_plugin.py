@@ -12,6 +12,9 @@
 - ``fake_llm``: a started :class:`~hermes_core.testing.FakeLLM` (a loopback server speaking
   OpenAI chat completions, OpenAI Responses and Anthropic messages) with an empty script; add
   steps with ``.add``. Stopped after the test; an exception raised by a function step fails it.
+- ``postgres_admin_url`` (per session) and ``postgres_database`` (a fresh database per test
+  module): the PostgreSQL cluster ``.ci/services.sh start postgres`` runs
+  (:mod:`hermes_core.testing.services`).
 """
 
 from __future__ import annotations
@@ -133,3 +136,23 @@ def hermes_cli(hermes_home: Path) -> Callable[..., CliResult]:
         return CliResult(code, out.decode(), err.decode())
 
     return run
+
+
+@pytest.fixture(scope="session")
+def postgres_admin_url() -> str:
+    """The test PostgreSQL cluster's ``postgres`` database, as a superuser
+    (:func:`hermes_core.testing.services.postgres_admin_url`): skipped without one, failed under
+    CI."""
+    from hermes_core.testing.services import postgres_admin_url as find
+
+    return find()
+
+
+@pytest.fixture(scope="module")
+def postgres_database(postgres_admin_url: str) -> Iterator[str]:
+    """A fresh, empty database on the test cluster for the tests of one module (its URL),
+    dropped afterwards."""
+    from hermes_core.testing.services import fresh_database
+
+    with fresh_database(postgres_admin_url) as url:
+        yield url

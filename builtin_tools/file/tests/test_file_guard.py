@@ -12,6 +12,7 @@ from hermes_env_local import LocalEnvironment
 from hermes_env_sandbox import SandboxSettings
 
 from hermes_core.testing import make_agent, text, tool_call
+from hermes_core.testing.services import service_variables, unavailable
 from hermes_hookspecs import BLOCKED_MARKER, CommandResult, blocked, hookimpl
 
 SECRET = "s3cr3t-canary-value"
@@ -394,18 +395,13 @@ def test_a_path_that_cannot_be_resolved_needs_approval(box):
 
 
 def docker_settings():
-    """``docker_host`` and ``docker_image`` of the test engine, or skip."""
-    values = dict(os.environ)
-    folder = os.environ.get("HERMES_SERVICES_DIR") or "/tmp/hermes-services"
-    for services in (os.path.join(folder, "env"), "/tmp/services.env"):
-        if os.path.isfile(services):
-            for line in open(services).read().splitlines():
-                key, _, value = line.removeprefix("export ").partition("=")
-                values.setdefault(key.strip(), value.strip().strip("'\""))
+    """``docker_host`` and ``docker_image`` of the test engine (skipped without one, failed
+    under CI)."""
+    values = service_variables()
     host = values.get("HERMES_TEST_DOCKER_HOST") or values.get("DOCKER_HOST")
     image = values.get("HERMES_TEST_DOCKER_IMAGE")
     if not host or not image:
-        pytest.skip("no test Docker engine (HERMES_TEST_DOCKER_HOST/IMAGE unset)")
+        unavailable("no test Docker engine (HERMES_TEST_DOCKER_HOST/IMAGE unset)")
     try:
         import docker
 
@@ -414,7 +410,7 @@ def docker_settings():
         client.images.get(image)
         client.close()
     except Exception as exc:
-        pytest.skip(f"no usable Docker engine at {host}: {type(exc).__name__}")
+        unavailable(f"no usable Docker engine at {host}: {type(exc).__name__}")
     return {"backend": "docker", "docker_host": host, "docker_image": image}
 
 
@@ -529,21 +525,15 @@ def ssh_settings(scratch):
     """``terminal`` settings of the test SSH server, starting in ``scratch``, or skip."""
     import socket
 
-    values = dict(os.environ)
-    folder = os.environ.get("HERMES_SERVICES_DIR") or "/tmp/hermes-services"
-    for services in (os.path.join(folder, "env"), "/tmp/services.env"):
-        if os.path.isfile(services):
-            for line in open(services).read().splitlines():
-                key, _, value = line.removeprefix("export ").partition("=")
-                values.setdefault(key.strip(), value.strip().strip("'\""))
+    values = service_variables()
     names = ("HOST", "PORT", "USER", "KEY", "KNOWN_HOSTS")
     found = {n: values.get(f"HERMES_TEST_SSH_{n}") for n in names}
     if not all(found.values()):
-        pytest.skip("no test SSH server (HERMES_TEST_SSH_* unset)")
+        unavailable("no test SSH server (HERMES_TEST_SSH_* unset)")
     try:
         socket.create_connection((found["HOST"], int(found["PORT"])), timeout=3).close()
     except OSError as exc:
-        pytest.skip(f"no SSH server at {found['HOST']}:{found['PORT']}: {exc}")
+        unavailable(f"no SSH server at {found['HOST']}:{found['PORT']}: {exc}")
     return {
         "backend": "ssh",
         "ssh_host": found["HOST"],

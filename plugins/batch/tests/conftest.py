@@ -156,45 +156,4 @@ def kit() -> Any:
     )
 
 
-# --- PostgreSQL (the cluster `.ci/services.sh start postgres` provides) ------------------------
-
-START_HINT = "start one with: bash .ci/services.sh start postgres"
-
-
-def _services_url() -> str | None:
-    """``HERMES_TEST_POSTGRES_URL`` from the environment, else from the services file."""
-    import shlex
-
-    if os.environ.get("HERMES_TEST_POSTGRES_URL"):
-        return os.environ["HERMES_TEST_POSTGRES_URL"]
-    path = Path(os.environ.get("HERMES_SERVICES_DIR") or "/tmp/hermes-services") / "env"
-    if path.is_file():
-        for line in path.read_text().splitlines():
-            words = shlex.split(line)
-            if len(words) == 2 and words[0] == "export":
-                key, _, value = words[1].partition("=")
-                if key == "HERMES_TEST_POSTGRES_URL" and value:
-                    return value
-    return None
-
-
-@pytest.fixture(scope="module")
-def postgres_database() -> Iterator[str]:
-    """The URL of a fresh database on the test cluster, dropped after the module (skipped
-    without a cluster, failed under CI)."""
-    import uuid
-
-    psycopg = pytest.importorskip("psycopg")
-    url = _services_url()
-    if not url:
-        if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
-            pytest.fail(f"CI needs PostgreSQL; {START_HINT}", pytrace=False)
-        pytest.skip(f"no test PostgreSQL server; {START_HINT}")
-    name = f"hermes_batch_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    base, _, rest = url.rpartition("/")
-    query = rest.partition("?")[2]
-    yield f"{base}/{name}" + (f"?{query}" if query else "")
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+# PostgreSQL: the test kit's ``postgres_database`` fixture (a fresh database per module).

@@ -7,50 +7,26 @@ failed under CI)."""
 from __future__ import annotations
 
 import datetime as _dt
-import os
-import shlex
 import shutil
 import threading
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
 from hermes_cron.claims import PostgresRunClaims, run_claims
 from hermes_cron.jobs import JobStore
 from hermes_cron.scheduler import tick
 
 from hermes_core.testing import ScriptedModel, make_runner
+from hermes_core.testing.services import fresh_database
 
 NOW = _dt.datetime(2026, 3, 2, 8, 59, 30).astimezone().timestamp()  # a Monday
 
 
-def _services_url() -> str | None:
-    if os.environ.get("HERMES_TEST_POSTGRES_URL"):
-        return os.environ["HERMES_TEST_POSTGRES_URL"]
-    path = Path(os.environ.get("HERMES_SERVICES_DIR") or "/tmp/hermes-services") / "env"
-    for line in path.read_text().splitlines() if path.is_file() else []:
-        words = shlex.split(line)
-        if len(words) == 2 and words[1].startswith("HERMES_TEST_POSTGRES_URL="):
-            return words[1].split("=", 1)[1]
-    return None
-
-
 @pytest.fixture
-def database() -> Iterator[str]:
-    url = _services_url()
-    message = "no test PostgreSQL server; start one with: bash .ci/services.sh start postgres"
-    if not url:
-        if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
-    name = f"hermes_cron_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    yield url.rsplit("/", 1)[0] + "/" + name
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+def database(postgres_admin_url: str) -> Iterator[str]:
+    with fresh_database(postgres_admin_url, "hermes_cron") as url:
+        yield url
 
 
 def _machines(tmp_path: Path, schedule: str, count: int = 3) -> list[JobStore]:

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shlex
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ from hermes_gateway.serve import build
 from hermes_gateway.session_locks import SessionLocks, shares_sessions
 
 from hermes_core.testing import MemorySessionStore, SQLiteSessionStore
+from hermes_core.testing.services import fresh_database
 from hermes_hookspecs import AgentOutcome, AgentTask, SessionStore
 
 START_HINT = "start one with: bash .ci/services.sh start postgres"
@@ -103,48 +102,12 @@ def _overlaps(turns: list[tuple[str, float, float, str]]) -> int:
 # --- a PostgreSQL server ------------------------------------------------------------------------
 
 
-def _postgres_url() -> str | None:
-    if os.environ.get("HERMES_TEST_POSTGRES_URL"):
-        return os.environ["HERMES_TEST_POSTGRES_URL"]
-    path = Path(os.environ.get("HERMES_SERVICES_DIR") or "/tmp/hermes-services") / "env"
-    if path.is_file():
-        for line in path.read_text().splitlines():
-            words = shlex.split(line)
-            if len(words) == 2 and words[0] == "export":
-                key, _, value = words[1].partition("=")
-                if key == "HERMES_TEST_POSTGRES_URL" and value:
-                    return value
-    return None
-
-
 @pytest.fixture
-def postgres_database() -> Iterator[str]:
+def postgres_database(postgres_admin_url: str) -> Iterator[str]:
     """The URL of a fresh database on the test server (dropped afterwards)."""
-    psycopg = pytest.importorskip("psycopg")
     pytest.importorskip("hermes_store_postgres")
-    url = _postgres_url()
-    reason = None
-    if not url:
-        reason = "no test PostgreSQL server configured (HERMES_TEST_POSTGRES_URL unset)"
-    else:
-        try:
-            psycopg.connect(url, connect_timeout=5).close()
-        except psycopg.Error as exc:
-            reason = f"the test PostgreSQL server does not answer ({type(exc).__name__})"
-    if reason is not None or url is None:
-        if os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}:
-            pytest.fail(f"CI needs this service: {reason}; {START_HINT}", pytrace=False)
-        pytest.skip(f"{reason}; {START_HINT}")
-    name = f"hermes_test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    base, _, rest = url.rpartition("/")
-    query = rest.partition("?")[2]
-    try:
-        yield f"{base}/{name}" + (f"?{query}" if query else "")
-    finally:
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with fresh_database(postgres_admin_url) as url:
+        yield url
 
 
 # --- the tests ----------------------------------------------------------------------------------

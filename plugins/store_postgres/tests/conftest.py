@@ -10,84 +10,32 @@ tests fail under CI (``CI=true``) and are skipped elsewhere, with the command th
 
 from __future__ import annotations
 
-import os
-import shlex
-import uuid
+import contextlib
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 from hermes_store_postgres.store import PostgresSessionStore
 
-START_HINT = "start one with: bash .ci/services.sh start postgres"
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
-
-
-def unavailable(reason: str) -> None:
-    """Fail under CI, skip elsewhere."""
-    message = f"{reason}; {START_HINT}"
-    if in_ci():
-        pytest.fail(f"CI needs this service: {message}", pytrace=False)
-    pytest.skip(message)
-
-
-def services_url() -> str | None:
-    """``HERMES_TEST_POSTGRES_URL`` from the environment, else from the services file."""
-    if os.environ.get("HERMES_TEST_POSTGRES_URL"):
-        return os.environ["HERMES_TEST_POSTGRES_URL"]
-    path = Path(os.environ.get("HERMES_SERVICES_DIR") or "/tmp/hermes-services") / "env"
-    if path.is_file():
-        for line in path.read_text().splitlines():
-            words = shlex.split(line)
-            if len(words) == 2 and words[0] == "export":
-                key, _, value = words[1].partition("=")
-                if key == "HERMES_TEST_POSTGRES_URL" and value:
-                    return value
-    return None
-
-
-def with_database(url: str, name: str) -> str:
-    """``url`` with its database replaced by ``name``."""
-    base, _, rest = url.rpartition("/")
-    query = rest.partition("?")[2]
-    return f"{base}/{name}" + (f"?{query}" if query else "")
+from hermes_core.testing.services import fresh_database
 
 
 @pytest.fixture(scope="session")
-def postgres_url() -> str:
+def postgres_url(postgres_admin_url: str) -> str:
     """The URL of the test server's ``postgres`` database, as a superuser."""
-    url = services_url()
-    if not url:
-        unavailable("no test PostgreSQL server configured (HERMES_TEST_POSTGRES_URL unset)")
-        raise AssertionError("unreachable")
-    try:
-        psycopg.connect(url, connect_timeout=5).close()
-    except psycopg.Error as exc:
-        unavailable(f"the test PostgreSQL server does not answer ({type(exc).__name__})")
-    return url
+    return postgres_admin_url
 
 
 @pytest.fixture(scope="session")
 def make_database(postgres_url: str) -> Iterator[Callable[[], str]]:
     """A factory of fresh, empty databases (their URLs), all dropped after the test session."""
-    made: list[str] = []
+    with contextlib.ExitStack() as made:
 
-    def make() -> str:
-        name = f"hermes_test_{uuid.uuid4().hex[:12]}"
-        with psycopg.connect(postgres_url, autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
-        made.append(name)
-        return with_database(postgres_url, name)
+        def make() -> str:
+            return made.enter_context(fresh_database(postgres_url))
 
-    yield make
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        for name in made:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        yield make
 
 
 @pytest.fixture(scope="module")
