@@ -9,7 +9,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from hermes_core.loop.request_ledger import LEDGER_FIELD, PARTS, measure, rows, table
+from hermes_core.loop.request_ledger import LEDGER_FIELD, PARTS, Sizer, measure, rows, table
 from hermes_core.loop.transcript import strip_internal
 from hermes_core.session_store import SQLiteSessionStore
 from hermes_core.testing import (
@@ -154,3 +154,22 @@ def test_deferred_schemas_count_only_where_the_provider_sent_them():
             counted[api_mode or plugin] = rows(agent.messages)[0]["bytes"]["deferred"]
     assert counted["anthropic"] > 0 and counted["codex_responses"] > 0
     assert counted["chat_completions"] == 0
+
+
+def test_the_sizer_gives_what_a_full_measure_gives_request_after_request():
+    """Measured only where new, the ledger of a growing, compacted and rebuilt transcript equals
+    the ledger measured from nothing each time."""
+    sizer = Sizer()
+    tools = [{"type": "function", "function": {"name": "t", "parameters": {"type": "object"}}}]
+    history = [{"role": "system", "content": "sys"}, {"role": "user", "content": "hello ü"}]
+    steps = []
+    for i in range(6):  # grows
+        history.append({"role": "assistant", "content": f"answer {i}"})
+        history.append({"role": "user", "content": f"question {i} " * (i + 1)})
+        steps.append(list(history))
+    compacted = [history[0], {"role": "user", "content": "summary"}, history[-1]]  # compaction
+    steps.append(compacted)
+    steps.append([dict(m) for m in compacted] + [{"role": "assistant", "content": "new"}])
+    for messages in steps:
+        request = ModelRequest(model="m", messages=messages, tools=tools)
+        assert measure(request, sizer=sizer) == measure(request)

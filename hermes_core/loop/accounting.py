@@ -39,6 +39,7 @@ class CallAccounting:
         self.catalogue_text: str | None = None
         """The tool catalogue's text in the system prompt (counted apart in the ledger)."""
         self._ledger: dict[str, Any] | None = None
+        self._sizer = request_ledger.Sizer()
 
     def after_call(
         self,
@@ -95,7 +96,7 @@ class CallAccounting:
         if request is None:
             return None
         entry = request_ledger.with_usage(
-            request_ledger.measure(request, self.catalogue_text), response.usage, model
+            request_ledger.measure(request, self.catalogue_text, self._sizer), response.usage, model
         )
         if log.isEnabledFor(logging.DEBUG):
             log.debug("request ledger: %s", json.dumps(entry, separators=(",", ":")))

@@ -38,22 +38,69 @@ def _new_input_start(messages: Sequence[Mapping[str, Any]]) -> int:
     return 1 if messages and messages[0].get("role") == "system" else 0
 
 
-def measure(request: ModelRequest, catalogue: str | None = None) -> dict[str, Any]:
+class Sizer:
+    """The sizes of one agent's requests, request after request, measuring only what is new.
+
+    A transcript only grows between compactions, and the wire messages of a request are the
+    same objects as the last one's (:class:`~hermes_core.loop.wire.WireCache`): the sizes of
+    a prefix whose first and last messages are the very objects measured before are taken
+    again; anything else is measured anew. Without this, each request would serialise the whole
+    history once more (about 78 ms a call at 20,000 messages)."""
+
+    def __init__(self) -> None:
+        self._items: list[Any] = []
+        self._ends: list[int] = [0]  # _ends[i]: the bytes of the first i messages
+        self._tools: tuple[Any, int] | None = None
+
+    def _kept(self, messages: Sequence[Mapping[str, Any]]) -> int:
+        """How many of the messages measured before start ``messages``."""
+        kept = min(len(self._items), len(messages))
+        if kept and (
+            self._items[0] is not messages[0] or self._items[kept - 1] is not messages[kept - 1]
+        ):
+            return 0
+        return kept
+
+    def ends(self, messages: Sequence[Mapping[str, Any]]) -> list[int]:
+        """The cumulative byte sizes of ``messages`` (``ends[i]``: the first ``i``)."""
+        kept = self._kept(messages)
+        del self._items[kept:]
+        del self._ends[kept + 1 :]
+        for message in messages[kept:]:
+            self._items.append(message)
+            self._ends.append(self._ends[-1] + _size(message))
+        return self._ends
+
+    def tools(self, tools: Any) -> int:
+        """The bytes of a request's tool schemas (the same list again: measured once)."""
+        if self._tools is not None and self._tools[0] is tools:
+            return self._tools[1]
+        size = _size(tools)
+        self._tools = (tools, size)
+        return size
+
+
+def measure(
+    request: ModelRequest, catalogue: str | None = None, sizer: Sizer | None = None
+) -> dict[str, Any]:
     """The bytes by part of ``request`` (``catalogue``: the catalogue text inside its system
-    prompt, counted apart) and their estimated tokens."""
+    prompt, counted apart) and their estimated tokens; ``sizer`` keeps what it measured for the
+    next request of the same agent."""
+    sizer = sizer or Sizer()
     messages = request.messages
     system = messages[0].get("content") if messages and messages[0].get("role") == "system" else ""
     system_bytes = _size(system or "")
     catalogue_bytes = _size(catalogue) if catalogue and catalogue in (system or "") else 0
     start = _new_input_start(messages)
     head = 1 if system else 0
+    ends = sizer.ends(messages)
     parts = {
         "system": system_bytes - catalogue_bytes,
         "catalogue": catalogue_bytes,
-        "tools": _size(request.tools) if request.tools else 0,
+        "tools": sizer.tools(request.tools) if request.tools else 0,
         "deferred": _size(request.deferred_tools) if request.deferred_sent else 0,
-        "history": sum(_size(m) for m in messages[head:start]),
-        "new_input": sum(_size(m) for m in messages[max(start, head) :]),
+        "history": ends[max(start, head)] - ends[head],
+        "new_input": ends[len(messages)] - ends[max(start, head)],
     }
     return {
         "bytes": parts,
