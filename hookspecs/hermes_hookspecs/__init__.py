@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from .reports import *  # noqa: F403
     from .sessions import *  # noqa: F403
     from .slash import *  # noqa: F403
-    from .slash import *  # noqa: F403
     from .summaries import *  # noqa: F403
     from .tools import *  # noqa: F403
     from .turns import *  # noqa: F403
@@ -83,7 +82,6 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "SessionStore",
         "SessionStoreFactory",
     ),
-    "slash": ("SLASH_NAME_RE", "SlashCommand", "SlashContext", "SlashOutcome"),
     "slash": ("SLASH_NAME_RE", "SlashCommand", "SlashContext", "SlashOutcome"),
     "summaries": ("CONTEXT_SUMMARY_FLAG", "CONTEXT_SUMMARY_MARKER", "is_context_summary"),
     "tools": ("TOOL_NAME_RE", "Tool", "ToolHandler", "ToolOutput", "Toolset"),
