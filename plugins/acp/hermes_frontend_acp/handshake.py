@@ -43,6 +43,7 @@ def initialize_result(requested: Any) -> dict[str, Any]:
         ],
         "agentCapabilities": {
             "loadSession": True,
+            "auth": {"logout": {}},
             "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
             "mcpCapabilities": {"http": False, "sse": False},
             "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {}},

@@ -43,8 +43,8 @@ async def _streams(
 
 
 def _with_extras(agent: HermesAgent, router: Handler, prompts: dict[Any, str]) -> Handler:
-    """The SDK's router, with the methods it does not route yet: ``session/delete`` and
-    ``$/cancel_request``."""
+    """The SDK's router, with the methods it does not route yet: ``session/delete``,
+    ``logout`` and ``$/cancel_request``."""
 
     async def handle(method: str, params: Any, is_notification: bool) -> Any:
         if method == "session/delete":
@@ -52,6 +52,8 @@ def _with_extras(agent: HermesAgent, router: Handler, prompts: dict[Any, str]) -
             if not isinstance(session_id, str):
                 raise RequestError.invalid_params({"details": "sessionId is required"})
             return await agent.delete_session(session_id)
+        if method == "logout":
+            return await agent.logout()
         if method == "$/cancel_request":
             agent.cancel_request(params if isinstance(params, dict) else None, prompts)
             return None
@@ -60,17 +62,33 @@ def _with_extras(agent: HermesAgent, router: Handler, prompts: dict[Any, str]) -
     return handle
 
 
-def _prompt_tracker(prompts: dict[Any, str]) -> Callable[[StreamEvent], None]:
-    """Remember which request id is which session's prompt (for ``$/cancel_request``)."""
+OPENING = frozenset({"session/new", "session/load", "session/resume"})
+"""The requests after whose answer a session's commands are announced."""
 
-    def observe(event: StreamEvent) -> None:
+
+def _prompt_tracker(
+    prompts: dict[Any, str], opened: Callable[[str], Awaitable[None]]
+) -> Callable[[StreamEvent], Awaitable[None] | None]:
+    """Remember which request id is which session's prompt (for ``$/cancel_request``); once a
+    session is opened and the answer sent, call ``opened`` with its id."""
+    opening: dict[Any, str] = {}
+
+    def observe(event: StreamEvent) -> Awaitable[None] | None:
         message = event.message
         if event.direction is StreamDirection.INCOMING:
+            params = message.get("params") or {}
             if message.get("method") == "session/prompt" and "id" in message:
-                params = message.get("params") or {}
                 prompts[message["id"]] = str(params.get("sessionId"))
+            elif message.get("method") in OPENING and "id" in message:
+                opening[message["id"]] = str(params.get("sessionId") or "")
         elif "id" in message and "method" not in message:
             prompts.pop(message["id"], None)
+            if message["id"] in opening:
+                session_id = opening.pop(message["id"])
+                result = message.get("result")
+                if isinstance(result, dict):
+                    return opened(str(result.get("sessionId") or session_id))
+        return None
 
     return observe
 
@@ -96,7 +114,7 @@ async def serve(
         reader,
         listening=False,
         use_unstable_protocol=True,
-        observers=[_prompt_tracker(prompts)],
+        observers=[_prompt_tracker(prompts, agent.announce_commands)],
     )
     inner = conn._conn  # the SDK routes neither session/delete nor $/cancel_request yet
     inner._handler = _with_extras(agent, inner._handler, prompts)

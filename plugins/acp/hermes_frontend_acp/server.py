@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 import time
@@ -13,6 +14,7 @@ from acp import RequestError
 from acp.interfaces import Client
 from acp.schema import (
     AuthenticateResponse,
+    AvailableCommandsUpdate,
     CloseSessionResponse,
     CurrentModeUpdate,
     ForkSessionResponse,
@@ -29,7 +31,7 @@ from acp.schema import (
 
 from hermes_hookspecs import AgentTask, CommandContext
 
-from . import editor_files
+from . import commands, editor_files
 from .checkpoints import CHECKPOINT_METHODS, checkpoints_command
 from .handshake import SETUP_METHOD, initialize_result
 from .listing import SessionCatalog
@@ -55,6 +57,10 @@ class HermesAgent:
         self.client: Client | None = None
         self.reads_buffers = False
         """The client offered ``fs/read_text_file``: file reads see its unsaved buffers."""
+        self.logged_out = False
+        """``logout`` was called: nothing runs until ``authenticate`` again."""
+        self.slash = commands.plugin_commands(context)
+        """The plugins' slash commands, offered in every session."""
 
     def remember_client(self, capabilities: Any) -> None:
         """Note what the client offers (``clientCapabilities`` of ``initialize``)."""
@@ -95,11 +101,28 @@ class HermesAgent:
         problem = self.settings.model_problem()
         if problem:
             raise RequestError.auth_required({"details": problem})
+        self.logged_out = False
         return AuthenticateResponse()
+
+    async def logout(self) -> dict[str, Any]:
+        """End this connection's use of hermes's credentials: its sessions are closed and
+        nothing runs until ``authenticate`` again. The credentials themselves stay where
+        ``hermes setup`` put them (the chat and other editors use them too)."""
+        for session_id in list(self.sessions):
+            await self.close_session(session_id)
+        self.logged_out = True
+        return {}
+
+    def _signed_in(self) -> None:
+        if self.logged_out:
+            raise RequestError.auth_required(
+                {"details": "logged out on this connection: authenticate again (hermes-setup)"}
+            )
 
     # --- sessions -------------------------------------------------------------------------
 
     def _open(self, session_id: str, cwd: str) -> OpenSession:
+        self._signed_in()
         problem = self.settings.workspace_problem(cwd)
         if problem:
             raise RequestError.invalid_params({"details": problem})
@@ -277,10 +300,15 @@ class HermesAgent:
         session = self._session(session_id)
         if session.busy:
             raise RequestError.invalid_request({"details": "a turn of this session is under way"})
+        self._signed_in()
         message = user_message(prompt)
         session.cancel.clear()
         loop = asyncio.get_running_loop()
         stream = TurnStream(self._conn(), session.id, session.cwd, loop)
+        command = commands.command_of(message.text, self.slash)
+        if command is not None:
+            message.discard()
+            return await self._run_command(session, command, stream)
         task = AgentTask(
             prompt=message.text,
             images=message.images,
@@ -315,10 +343,47 @@ class HermesAgent:
             message.discard()
             editor_files.close_session(session.id)
         await stream.close()
+        session.count(dataclasses.asdict(outcome.usage))
         await self._after_turn(session)
         if outcome.status == "error" and not session.cancel.is_set():
             raise RequestError.internal_error({"details": outcome.error or "the turn failed"})
         return prompt_response(outcome, cancelled=session.cancel.is_set())
+
+    async def _run_command(
+        self, session: OpenSession, command: tuple[str, str], stream: TurnStream
+    ) -> PromptResponse:
+        """Run an offered slash command instead of a turn; its output is the answer."""
+        name, arguments = command
+        held = functools.partial(
+            commands.run_command,
+            name,
+            arguments,
+            context=self.context,
+            plugins=self.slash,
+            session_id=session.id,
+            cwd=session.cwd,
+            usage=dict(session.usage),
+            echo=stream.text,
+        )
+        session.turn = asyncio.ensure_future(asyncio.get_running_loop().run_in_executor(None, held))
+        try:
+            await asyncio.shield(session.turn)
+        finally:
+            await stream.close()
+        return PromptResponse(stop_reason="end_turn")
+
+    async def announce_commands(self, session_id: str) -> None:
+        """Tell the client the session's slash commands (after the session is open)."""
+        if session_id not in self.sessions:
+            return
+        update = AvailableCommandsUpdate(
+            session_update="available_commands_update",
+            available_commands=commands.available(self.slash),
+        )
+        try:
+            await self._conn().session_update(session_id, update)
+        except Exception as exc:  # the client went away meanwhile
+            log.info("the commands could not be sent: %s", exc)
 
     async def _after_turn(self, session: OpenSession) -> None:
         """Keep the session's folder and choices with it; show a new title."""

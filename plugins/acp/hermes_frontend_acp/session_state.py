@@ -50,6 +50,14 @@ class OpenSession:
     cancel: threading.Event = field(default_factory=threading.Event)
     turn: asyncio.Future[Any] | None = None
     title: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    """Tokens the session's turns used on this connection (for ``/usage``)."""
+
+    def count(self, used: Mapping[str, int]) -> None:
+        """Add a turn's token counts to :attr:`usage`."""
+        for key, value in used.items():
+            if value:
+                self.usage[key] = self.usage.get(key, 0) + int(value)
 
     @property
     def busy(self) -> bool:

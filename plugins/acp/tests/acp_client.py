@@ -79,9 +79,14 @@ class RecordingClient:
     hold: asyncio.Event | None = None
     buffers: dict[str, str] = field(default_factory=dict)
     """Files open in the editor (path -> unsaved text): given to ``fs/read_text_file``."""
+    commands: list[tuple[str, Any]] = field(default_factory=list)
+    """The ``available_commands_update`` updates (kept apart: they come in their own time)."""
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         """Record one update."""
+        if update.session_update == "available_commands_update":
+            self.commands.append((session_id, update))
+            return
         self.updates.append((session_id, update))
 
     async def request_permission(

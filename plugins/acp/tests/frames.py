@@ -19,6 +19,7 @@ import acpx_env  # noqa: E402
 RESPONSES = {
     "initialize": "InitializeResponse",
     "authenticate": "AuthenticateResponse",
+    "logout": "LogoutResponse",
     "session/new": "NewSessionResponse",
     "session/load": "LoadSessionResponse",
     "session/list": "ListSessionsResponse",

@@ -70,7 +70,9 @@ def test_acpx_with_approve_all_runs_a_turn_with_a_permission(
     assert {"RequestPermissionRequest", "SessionNotification"} <= set(check.checked)
     assert not canary.exists()
     updates = [f["params"]["update"] for f in received if f.get("method") == "session/update"]
-    assert [u["sessionUpdate"] for u in updates][0] == "tool_call"
+    kinds = [u["sessionUpdate"] for u in updates]
+    assert kinds[0] == "available_commands_update"  # after session/new's answer
+    assert [k for k in kinds if k != "available_commands_update"][0] == "tool_call"
     assert (
         "".join(
             u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk"

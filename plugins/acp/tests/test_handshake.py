@@ -39,7 +39,7 @@ def test_the_answer_is_a_valid_initialize_response_with_the_dist_version() -> No
         assert parsed.protocol_version == agreed
         assert parsed.model_dump(by_alias=True, exclude_none=True)["agentCapabilities"] == (
             result["agentCapabilities"]
-        ) | {"auth": {}, "mcpCapabilities": {"http": False, "sse": False, "acp": False}}
+        ) | {"mcpCapabilities": {"http": False, "sse": False, "acp": False}}
 
 
 def test_initialize_is_answered_and_what_follows_is_kept() -> None:
