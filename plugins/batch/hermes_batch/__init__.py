@@ -28,6 +28,15 @@ def hermes_register_batch_filters(register: Any) -> None:
 
 
 @hookimpl
+def hermes_register_environments(register: Any) -> None:
+    """Register ``batch-docker``: the docker backend with a row's workspace copied into its
+    container (the backend of a row that names an image)."""
+    from .containers import BACKEND, RowContainer
+
+    register(BACKEND, RowContainer())
+
+
+@hookimpl
 def hermes_before_request(request: Any) -> None:
     """In a batch worker under ``--rate-limit``, wait for the provider's next free start."""
     from .ratelimit import before_request

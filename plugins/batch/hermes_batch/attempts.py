@@ -164,11 +164,12 @@ class AttemptTable:
         duration: float = 0.0,
         error: str | None = None,
         discard_reason: str | None = None,
+        image: str | None = None,
     ) -> bool:
         """Record how attempt ``claim`` ended: the row becomes ``state`` (``completed``,
         ``failed`` or ``discarded``) with its output, or, with ``retry``, ``pending`` again
-        (a failed attempt to be tried once more). ``False``, changing nothing, when the row is
-        no longer this attempt's."""
+        (a failed attempt to be tried once more); ``image`` is the Docker image its commands
+        ran in. ``False``, changing nothing, when the row is no longer this attempt's."""
         tokens_in, tokens_out, cost = usage
         now = time.time()
         row_state = "pending" if retry else state
@@ -178,7 +179,7 @@ class AttemptTable:
                 "UPDATE batch_rows SET state = ?, lease_until = NULL, seed = ?, toolsets = ?, "
                 "input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, "
                 "cost_usd = cost_usd + ?, duration = ?, error = ?, discard_reason = ?, "
-                "output = ?, finished_at = ? "
+                "output = ?, finished_at = ?, image = ? "
                 "WHERE run = ? AND key = ? AND state = 'running' AND attempts = ?",
                 (
                     row_state,
@@ -192,6 +193,7 @@ class AttemptTable:
                     discard_reason,
                     json.dumps(output, ensure_ascii=False, sort_keys=True) if output else None,
                     None if retry else now,
+                    image,
                     claim.run,
                     claim.key,
                     claim.attempt,

@@ -93,6 +93,11 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print the re
     "(default: batch.lease_seconds, else 60).",
 )
 @click.option(
+    "--image",
+    metavar="IMAGE",
+    help="Run every row's commands in a container of this Docker image (a row's own 'image' wins).",
+)
+@click.option(
     "--filter",
     "filters",
     multiple=True,
@@ -116,6 +121,7 @@ def run_command(
     row_timeout: float | None,
     rate_limits: tuple[str, ...],
     lease_seconds: float | None,
+    image: str | None,
     filters: tuple[str, ...],
     executor: str | None,
     ray_address: str | None,
@@ -123,6 +129,12 @@ def run_command(
 ) -> None:
     """Run the agent over every row of DATASET (JSON lines, each with a 'prompt')."""
     check_name(name)
+    if image is not None:
+        from .containers import image_problem
+
+        problem = image_problem(image)
+        if problem:
+            raise HermesError(f"--image: {problem}")
     path = Path(dataset).expanduser().resolve()
     if not path.is_file():
         raise HermesError(f"no dataset at {dataset}")
@@ -144,6 +156,7 @@ def run_command(
         "lease_seconds": lease_seconds or float(config.get("lease_seconds") or 60),
         "filters": list(filters),
         "dataset_dir": str(path.parent),
+        "image": image,
     }
     table = open_run_table()
     digest = dataset_hash(path)
@@ -308,6 +321,7 @@ def status_command(name: str, row_state: str | None, as_json: bool) -> None:
                     "attempts": r.attempts,
                     "worker": r.worker,
                     "session_id": r.session_id,
+                    "image": r.image,
                     "error": r.error,
                     "discard_reason": r.discard_reason,
                     "attempt_list": table.attempts(name, r.key),

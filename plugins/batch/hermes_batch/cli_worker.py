@@ -37,6 +37,7 @@ def work_here(name: str) -> None:
             run_dir=run_dir(context.home, name),
             filters=filters,
             should_stop=orphaned(os.getppid()),
+            config=context.config,
         )
     finally:
         table.close()
@@ -72,6 +73,7 @@ def worker_command(name: str, serve: bool) -> None:
         "store": context.session_store(),
         "run_dir": run_dir(context.home, name),
         "filters": filters,
+        "config": context.config,
     }
     exit_with_parent(os.getppid())
 

@@ -35,6 +35,12 @@ def hermes_register_config(register: Callable[[ConfigSection], None]) -> None:
                     "(unset: 60)",
                     minimum=1,
                 ),
+                ConfigKey(
+                    "row_workspace",
+                    "string",
+                    doc="set by a batch run for a row with an image: the folder copied into "
+                    "its container (not for config.yaml)",
+                ),
             ],
             doc="batch runs over datasets",
         )

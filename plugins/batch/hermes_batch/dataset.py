@@ -18,7 +18,17 @@ from typing import Any
 
 from hermes_hookspecs import HermesError
 
-ROW_FIELDS = ("id", "prompt", "cwd", "files", "images", "toolsets", "model", "metadata")
+ROW_FIELDS = (
+    "id",
+    "prompt",
+    "cwd",
+    "files",
+    "images",
+    "image",
+    "toolsets",
+    "model",
+    "metadata",
+)
 """The fields a row may have; any other is kept in the row and ignored by the runner."""
 
 
@@ -67,6 +77,9 @@ def check_row(data: Any, where: str) -> dict[str, Any]:
             raise HermesError(f"{where}: {name!r} is a list of strings")
     if data.get("cwd") is not None and not isinstance(data["cwd"], str):
         raise HermesError(f"{where}: 'cwd' is a folder's path")
+    image = data.get("image")
+    if image is not None and not (isinstance(image, str) and image.strip()):
+        raise HermesError(f"{where}: 'image' is a Docker image's name (a non-empty string)")
     return data
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from hermes_hookspecs import AgentOutcome, AgentRunner, AgentTask, SessionStore
 
+from .containers import container_overrides, container_problem, row_image
 from .sampling import sample_toolsets
 from .schema import Claim
 from .table import RunTable
@@ -148,20 +149,30 @@ def run_row(
     settings: Mapping[str, Any],
     run_dir: Path,
     filters: Sequence[tuple[str, Filter]] = (),
+    config: Mapping[str, Any] | None = None,
 ) -> RowResult:
-    """Run attempt ``claim`` of its row to the end and record it in ``table``."""
+    """Run attempt ``claim`` of its row to the end and record it in ``table``; ``config`` is
+    the worker's configuration (what a row's container is checked against)."""
     started = time.monotonic()
     lease = float(settings.get("lease_seconds") or 60)
     max_attempts = int(settings.get("max_attempts") or 2)
     toolsets, seed = sample_toolsets(settings, claim.key, claim.data.get("toolsets"))
     dataset_dir = Path(str(settings.get("dataset_dir") or "."))
+    image = row_image(claim.data, settings)
     try:
         workspace = prepare_workspace(run_dir, claim, dataset_dir)
         images = _images(claim, dataset_dir)
     except (OSError, ValueError) as exc:
-        table.finish(claim, "failed", seed=seed, toolsets=toolsets, error=str(exc))
+        table.finish(claim, "failed", seed=seed, toolsets=toolsets, error=str(exc), image=image)
         return RowResult("failed", None, str(exc))
     overrides: dict[str, Any] = {"terminal.cwd": str(workspace)}
+    if image is not None:
+        overrides = container_overrides(image, workspace)
+        problem = container_problem(image, overrides, config or {})
+        if problem:
+            why = f"the row's container cannot run: {problem}"
+            table.finish(claim, "failed", seed=seed, toolsets=toolsets, error=why, image=image)
+            return RowResult("failed", None, why)
     guard = _Lease(table, claim, lease, settings.get("row_timeout"))
     try:
         outcome = runner.run(
@@ -213,6 +224,7 @@ def run_row(
         "toolsets": toolsets,
         "usage": usage,
         "duration": time.monotonic() - started,
+        "image": image,
     }
     if status == "error":
         retry = claim.attempt < max_attempts

@@ -52,6 +52,7 @@ TABLES = (
         discard_reason TEXT,
         output TEXT,
         finished_at DOUBLE PRECISION,
+        image TEXT,
         PRIMARY KEY (run, key)
     )""",
     "CREATE INDEX IF NOT EXISTS batch_rows_state ON batch_rows (run, state, line)",
@@ -77,6 +78,11 @@ TABLES = (
         PRIMARY KEY (run, provider)
     )""",
 )
+
+
+ADDED_COLUMNS = (("batch_rows", "image", "TEXT"),)
+"""Columns added since the tables were first made: ``(table, column, type)``, added to an
+older table when it is opened."""
 
 
 @dataclass
@@ -161,7 +167,7 @@ class Counts:
 
 ROW_COLUMNS = (
     "key, line, data, state, attempts, lost, worker, session_id, seed, toolsets, input_tokens, "
-    "output_tokens, cost_usd, duration, error, discard_reason, output, finished_at"
+    "output_tokens, cost_usd, duration, error, discard_reason, output, finished_at, image"
 )
 
 
@@ -187,6 +193,8 @@ class RowRecord:
     discard_reason: str | None
     output: dict[str, Any] | None
     finished_at: float | None
+    image: str | None = None
+    """The Docker image the row's commands ran in (``None``: the configured backend)."""
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> RowRecord:

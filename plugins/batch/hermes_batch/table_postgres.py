@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from .attempts import Cursor
-from .schema import TABLES
+from .schema import ADDED_COLUMNS, TABLES
 from .table import RunTable
 
 SCHEMES = ("postgresql", "postgres")
@@ -56,6 +56,8 @@ class PostgresRunTable(RunTable):
             cur.execute("SELECT pg_advisory_xact_lock(hashtext('hermes_batch_schema'))")
             for statement in TABLES:
                 cur.execute(statement)
+            for table, column, kind in ADDED_COLUMNS:
+                cur.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {kind}")
 
     def claim_next_sql(self) -> str:
         """The next pending row, locked; rows other workers hold are skipped."""

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .attempts import Cursor
-from .schema import TABLES
+from .schema import ADDED_COLUMNS, TABLES
 from .table import RunTable
 
 FILE_NAME = "batch.db"
@@ -34,6 +34,10 @@ class SQLiteRunTable(RunTable):
         with self.transaction() as cur:
             for statement in TABLES:
                 cur.execute(statement)
+            for table, column, kind in ADDED_COLUMNS:
+                cur.execute(f"PRAGMA table_info({table})")
+                if column not in {str(r[1]) for r in cur.fetchall()}:
+                    cur.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
     @contextmanager
     def transaction(self, *, write: bool = True) -> Iterator[Cursor]:

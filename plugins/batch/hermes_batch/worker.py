@@ -8,8 +8,9 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from hermes_hookspecs import AgentRunner, SessionStore
 
@@ -51,6 +52,7 @@ def work(
     filters: Sequence[tuple[str, Filter]] = (),
     should_stop: Callable[[], bool] = lambda: False,
     on_row: Callable[[RowResult], None] | None = None,
+    config: Mapping[str, Any] | None = None,
 ) -> int:
     """Run rows of run ``name`` until there is nothing left to do; returns how many."""
     me = worker_id()
@@ -70,6 +72,7 @@ def work(
             settings=run.settings,
             run_dir=run_dir,
             filters=filters,
+            config=config,
         )
         done += 1
         if on_row is not None:
@@ -101,6 +104,7 @@ def serve(
     filters: Sequence[tuple[str, Filter]] = (),
     lines: Iterable[str],
     reply: Callable[[str], None],
+    config: Mapping[str, Any] | None = None,
 ) -> int:
     """Run the rows a coordinator hands out one at a time: each line of ``lines`` is
     ``{"key": …, "attempt": …}`` (a row the coordinator claimed), each answer a line
@@ -122,6 +126,7 @@ def serve(
                 settings=settings,
                 run_dir=run_dir,
                 filters=filters,
+                config=config,
             )
             state = result.state
             done += 1

@@ -165,3 +165,15 @@ def test_holder_alive_by_pid_here_and_by_heartbeat_elsewhere():
     assert not holder_alive(f"{here}:999999999", time.time())
     assert holder_alive("elsewhere:1", time.time() - 5)
     assert not holder_alive("elsewhere:1", time.time() - 300)
+
+
+def test_a_table_made_before_the_image_column_gets_it_when_opened(opener):
+    table = opener()
+    name = _run(table, 1)
+    with table.transaction() as cur:
+        cur.execute("ALTER TABLE batch_rows DROP COLUMN image")
+    again = opener()
+    claim = again.claim(name, "host:1", 30)
+    assert claim is not None and again.finish(claim, "completed", image="busybox:1.36")
+    [row] = again.rows(name)
+    assert (row.state, row.image) == ("completed", "busybox:1.36")
