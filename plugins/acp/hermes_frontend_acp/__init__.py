@@ -34,6 +34,21 @@ def hermes_post_tool_call(call: ToolCall, result: ToolResult, context: ToolConte
 
 
 @hookimpl
+def hermes_pre_tool_call(call: ToolCall, context: ToolContext) -> None:
+    """In an editor session whose client writes files, the final write of a ``write_file`` or
+    ``patch`` goes through the editor (the tool's own checks and approvals run as always);
+    elsewhere nothing changes."""
+    if call.name not in ("write_file", "patch"):
+        return None
+    from .editor_files import route_writes
+
+    factory = route_writes(call.name, context.session_id, context.environment_factory)
+    if factory is not None:
+        context.environment_factory = factory
+    return None
+
+
+@hookimpl
 def hermes_register_commands(cli: Any) -> None:
     """Add ``hermes acp`` (its module loads when the command runs)."""
     import click

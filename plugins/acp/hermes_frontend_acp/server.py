@@ -41,7 +41,7 @@ from .replay import replay
 from .session_state import OpenSession, new_session_id
 from .settings import Settings
 from .turn_stream import TurnStream
-from .turns import buffer_reader, prompt_response, run_held, trace_context
+from .turns import buffer_reader, buffer_writer, prompt_response, run_held, trace_context
 
 log = logging.getLogger("hermes.acp")
 
@@ -57,6 +57,8 @@ class HermesAgent:
         self.client: Client | None = None
         self.reads_buffers = False
         """The client offered ``fs/read_text_file``: file reads see its unsaved buffers."""
+        self.writes_files = False
+        """The client offered ``fs/write_text_file``: file tools write through it."""
         self.logged_out = False
         """``logout`` was called: nothing runs until ``authenticate`` again."""
         self.slash = commands.plugin_commands(context)
@@ -68,6 +70,7 @@ class HermesAgent:
             capabilities = capabilities.model_dump(by_alias=True)
         fs = capabilities.get("fs") if isinstance(capabilities, Mapping) else None
         self.reads_buffers = isinstance(fs, Mapping) and fs.get("readTextFile") is True
+        self.writes_files = isinstance(fs, Mapping) and fs.get("writeTextFile") is True
 
     def on_connect(self, conn: Client) -> None:
         """Remember the client side of the connection (for updates and questions)."""
@@ -332,9 +335,11 @@ class HermesAgent:
             trace_context=trace_context(kwargs),
         )
         runner = self.context.agent_runner()
-        if self.reads_buffers:
-            reader = buffer_reader(self._conn(), loop)
-            editor_files.open_session(session.id, session.cwd, reader)
+        if self.reads_buffers or (self.writes_files and self.settings.local):
+            reader = buffer_reader(self._conn(), loop) if self.reads_buffers else None
+            writes = self.writes_files and self.settings.local
+            writer = buffer_writer(self._conn(), loop) if writes else None
+            editor_files.open_session(session.id, session.cwd, reader, writer)
         held = functools.partial(run_held, runner, task, self.catalog.store, stream.thought)
         session.turn = asyncio.ensure_future(loop.run_in_executor(None, held))
         try:

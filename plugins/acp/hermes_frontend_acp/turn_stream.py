@@ -25,7 +25,7 @@ class TurnStream:
         self.conn = conn
         self.session_id = session_id
         self.loop = loop
-        self.updates = TurnUpdates(cwd)
+        self.updates = TurnUpdates(cwd, session_id)
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
         self.pump = loop.create_task(self._pump())
 

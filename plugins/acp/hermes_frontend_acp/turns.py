@@ -72,6 +72,24 @@ def buffer_reader(conn: Client, loop: asyncio.AbstractEventLoop) -> editor_files
     return read
 
 
+def buffer_writer(conn: Client, loop: asyncio.AbstractEventLoop) -> editor_files.Writer:
+    """Writes a file through the editor, from the turn's worker thread."""
+
+    def write(session_id: str, path: str, text: str) -> bool:
+        future = asyncio.run_coroutine_threadsafe(
+            conn.write_text_file(content=text, path=path, session_id=session_id), loop
+        )
+        try:
+            future.result(editor_files.READ_TIMEOUT)
+            return True
+        except Exception as exc:  # the editor could not: hermes writes the file itself
+            future.cancel()
+            log.warning("the editor did not write %s (%s); hermes writes it to disk", path, exc)
+            return False
+
+    return write
+
+
 WAIT_NOTICE_AFTER = 0.5
 """Seconds of waiting for another process's turn of the session before the editor is told."""
 

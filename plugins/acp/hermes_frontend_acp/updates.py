@@ -19,6 +19,7 @@ from acp.schema import (
     UsageUpdate,
 )
 
+from .editor_files import written_text
 from .tools import (
     diff_of,
     kind_of,
@@ -111,8 +112,9 @@ class TurnUpdates:
     """Turns the events of one turn into updates; remembers the calls under way so that an
     approval request can name the call it is about."""
 
-    def __init__(self, cwd: str) -> None:
+    def __init__(self, cwd: str, session_id: str = "") -> None:
         self.cwd = cwd
+        self.session_id = session_id
         self.open_calls: dict[str, tuple[str, dict[str, Any]]] = {}
         self._diffs: dict[str, list[FileEditToolCallContent]] = {}
         self._before: dict[str, tuple[str, str | None]] = {}
@@ -182,7 +184,9 @@ class TurnUpdates:
         edited = self._before.pop(call_id, None)
         if edited is not None and not failed:  # the whole file before and after the edit
             path, before = edited
-            after = _read_before(path)
+            after = written_text(self.session_id, path)  # the editor may not have saved it
+            if after is None:
+                after = _read_before(path)
             if after is not None and after != before:
                 diff = [
                     FileEditToolCallContent(type="diff", path=path, old_text=before, new_text=after)

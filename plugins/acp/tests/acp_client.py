@@ -22,6 +22,7 @@ from acp.schema import (
     FileSystemCapabilities,
     ReadTextFileResponse,
     RequestPermissionResponse,
+    WriteTextFileResponse,
 )
 
 HERMES = shutil.which("hermes", path=os.path.dirname(sys.executable)) or "hermes"
@@ -79,6 +80,9 @@ class RecordingClient:
     hold: asyncio.Event | None = None
     buffers: dict[str, str] = field(default_factory=dict)
     """Files open in the editor (path -> unsaved text): given to ``fs/read_text_file``."""
+    written: list[tuple[str, str]] = field(default_factory=list)
+    """``fs/write_text_file`` calls (path, text): kept in :attr:`buffers`, unsaved."""
+    refuse_writes: bool = False
     commands: list[tuple[str, Any]] = field(default_factory=list)
     """The ``available_commands_update`` updates (kept apart: they come in their own time)."""
 
@@ -117,6 +121,16 @@ class RecordingClient:
             raise RequestError.resource_not_found(path)
         return ReadTextFileResponse(content=self.buffers[path])
 
+    async def write_text_file(
+        self, content: str, path: str, session_id: str, **kwargs: Any
+    ) -> WriteTextFileResponse:
+        """Take ``content`` into the editor's buffer of ``path`` (not saved to disk)."""
+        if self.refuse_writes:
+            raise RequestError.internal_error({"details": "the buffer is read-only"})
+        self.written.append((path, content))
+        self.buffers[path] = content
+        return WriteTextFileResponse()
+
     def on_connect(self, conn: Any) -> None:
         """Nothing to remember."""
 
@@ -136,6 +150,7 @@ async def connect(
     cwd: Path | None = None,
     observers: list[Any] | None = None,
     reads_buffers: bool = False,
+    writes_files: bool = False,
     **env: str,
 ) -> AsyncIterator[tuple[ClientSideConnection, Any]]:
     """A connection to a fresh ``hermes acp``, initialized; every frame hermes writes is
@@ -161,7 +176,9 @@ async def connect(
             observers=[record, *(observers or [])],
         ) as (conn, process):
             capabilities = ClientCapabilities(
-                fs=FileSystemCapabilities(read_text_file=reads_buffers, write_text_file=False)
+                fs=FileSystemCapabilities(
+                    read_text_file=reads_buffers, write_text_file=writes_files
+                )
             )
             await asyncio.wait_for(
                 conn.initialize(protocol_version=1, client_capabilities=capabilities), 30

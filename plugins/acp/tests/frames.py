@@ -36,6 +36,7 @@ AGENT_CALLS = {
     "session/update": "SessionNotification",
     "session/request_permission": "RequestPermissionRequest",
     "fs/read_text_file": "ReadTextFileRequest",
+    "fs/write_text_file": "WriteTextFileRequest",
 }
 """Each method hermes calls on a client -> the schema of its params."""
 
