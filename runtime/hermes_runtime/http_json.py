@@ -100,14 +100,16 @@ def direct_endpoint(base_url: str, switch: str | None = None) -> Endpoint | None
 
 
 class JsonPoster:
-    """POSTs JSON bodies to one endpoint with fixed headers and timeout, reusing idle
-    connections (thread-safe; a forked child starts with none of its parent's).
+    """POSTs JSON bodies to one endpoint with fixed headers and timeout, reusing the idle
+    connections of the endpoint's pool, which every poster of the endpoint shares (thread-safe;
+    a forked child starts with none of its parent's).
 
     :param endpoint: where to (:func:`direct_endpoint`).
     :param headers: sent with every request (the provider's own, its key among them).
     :param timeout: seconds a connect or a read may take; ``None`` waits as long as it takes.
     :param failures: the provider's errors.
-    :param tls: makes the verifying TLS context (for ``https``), called when first needed.
+    :param tls: makes the verifying TLS context (for ``https`` or an ``https`` proxy), called
+        by the poster's first request.
     """
 
     def __init__(
