@@ -1,7 +1,8 @@
 """The ways a model call reaches its server (hermes_runtime.http_json on urllib3): TLS verified
-with a CA named by SSL_CERT_FILE, HTTP proxies from the environment (tunnels and forwarded
-requests, with credentials, NO_PROXY honoured), a server that closes kept-alive connections,
-chunked event streams cut at odd places, and no certificate read for plain HTTP."""
+with a CA named by SSL_CERT_FILE or a folder named by SSL_CERT_DIR, HTTP proxies from the
+environment (tunnels and forwarded requests, with credentials, NO_PROXY honoured), a server that
+closes kept-alive connections, chunked event streams cut at odd places, and no certificate read
+for plain HTTP."""
 
 from __future__ import annotations
 
@@ -91,6 +92,21 @@ def test_tls_verified_with_the_ca_of_ssl_cert_file(
     ]
     assert len({peer for peer, _, _, _ in https_server.requests}) == 1  # one kept connection
     assert https_server.requests[0][1] == "/v1/call"
+
+
+def test_tls_verified_with_a_certificate_folder_of_ssl_cert_dir(
+    ca: tuple[Path, Path, Path],
+    https_server: EchoServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    folder = tmp_path / "certs"
+    folder.mkdir()
+    (folder / "test-ca.pem").write_bytes(ca[0].read_bytes())
+    subprocess.run(["openssl", "rehash", str(folder)], check=True, capture_output=True)
+    monkeypatch.setenv("SSL_CERT_DIR", str(folder))
+    poster = _poster(f"https://127.0.0.1:{https_server.port}/v1")
+    assert poster.post("/call", {"n": 1}) == {"echo": {"n": 1}}
 
 
 def test_a_host_name_the_certificate_does_not_name_is_refused(
