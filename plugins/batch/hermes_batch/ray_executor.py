@@ -102,7 +102,10 @@ class _Slots:
 
     def __init__(self, ray: Any, name: str, home: str, count: int, log: Path) -> None:
         self.ray, self.name, self.home, self.count, self.log = ray, name, home, count, log
-        self.slot_class = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(RowSlot)
+        # spread over the nodes: the rows share every machine, and a lost node takes few
+        self.slot_class = ray.remote(
+            num_cpus=1, max_restarts=0, max_task_retries=0, scheduling_strategy="SPREAD"
+        )(RowSlot)
         self.made: list[Any] = []
         self.inflight: dict[Any, tuple[Any, Claim]] = {}
         self.deaths = 0

@@ -34,12 +34,14 @@ def scripted_answer(request: Any, delay: float = 0.0) -> Any:
     """The fake model: a prompt with ``FAIL`` gets a provider error; ``TOOL`` makes one
     ``todo`` call and then answers; ``GHOST`` calls a tool that does not exist; ``THINK``
     answers with reasoning; ``TERMINAL CMD`` runs CMD with the terminal tool and answers with
-    what it saw; anything else is answered at once. ``SLOW`` rows take 1.5 s, ``HANG`` rows 30 s."""
+    what it saw; anything else is answered at once. ``SLOW`` rows take 1.5 s, ``LONG`` rows 8 s,
+    ``HANG`` rows 30 s."""
     body = request.json or {}
     messages = body.get("messages") or []
     prompt = _first_user_text(body)
     marker = prompt.split("PROMPT:", 1)[-1].strip()
     pause = delay + (1.5 if "SLOW" in prompt else 0.0) + (30.0 if "HANG" in prompt else 0.0)
+    pause += 8.0 if "LONG" in prompt else 0.0
     if "FAIL" in prompt:
         return {"error": {"status": 400, "message": f"cannot answer {marker}"}, "delay": pause}
     answered_tool = bool(messages) and messages[-1].get("role") == "tool"
