@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes_hookspecs import ModelClient, SessionStore
+from hermes_hookspecs import ModelClient, SessionStore, Tool
 
 from .caching import RecentlyUsed, frozen
 from .config.loading import (
@@ -218,11 +218,13 @@ class Host:
         yolo: bool = False,
         person: str | None = None,
         shared_people: Sequence[str] = (),
+        extra_tools: Sequence[Tool] = (),
     ) -> Agent:
         """A new :class:`~hermes_core.loop.agent.Agent` of this host: a new session, or the
         stored ``session_id`` resumed; ``callbacks`` are the user interface's; ``yolo``
         approves every dangerous action without asking; ``person`` is whom it acts for (see
-        :class:`~hermes_core.loop.agent.Agent`)."""
+        :class:`~hermes_core.loop.agent.Agent`); ``extra_tools`` are offered besides the
+        toolsets'."""
         # imported here: `hermes --help` builds a host, never an agent, and must stay quick
         from .loop.agent import Agent
 
@@ -233,6 +235,7 @@ class Host:
             yolo=yolo,
             person=person,
             shared_people=shared_people,
+            extra_tools=extra_tools,
         )
 
     def runner(self) -> HostRunner:

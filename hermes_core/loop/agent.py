@@ -24,6 +24,7 @@ from hermes_hookspecs import (
     ProviderError,
     SessionInfo,
     SessionStore,
+    Tool,
     ToolError,
     TurnResult,
     Usage,
@@ -91,6 +92,7 @@ class Agent:
         yolo: bool = False,
         person: str | None = None,
         shared_people: Sequence[str] = (),
+        extra_tools: Sequence[Tool] = (),
     ) -> None:
         self.host = host
         self.person = check_person(person)
@@ -137,7 +139,7 @@ class Agent:
         self.toolbox = build_toolbox(
             self.registry,
             cfg,
-            extra_tools=self.engine.tools() if self.engine else (),
+            extra_tools=[*(self.engine.tools() if self.engine else ()), *extra_tools],
             report=self._tool_problem,
         )
         self.bridge = install_bridge(

@@ -176,6 +176,7 @@ class HostRunner:
                 callbacks=callbacks,
                 person=person,
                 shared_people=shared,
+                extra_tools=task.extra_tools,
             )
         if task.parent_session_id is not None and (
             task.session_id is None or store.get_session(agent.session_id) is None

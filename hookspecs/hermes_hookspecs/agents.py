@@ -18,6 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 from .approval import ApprovalRequest
 from .providers import Usage
 from .sessions import SessionStore
+from .tools import Tool
 
 OUTCOME_STATUSES: tuple[str, ...] = (
     "completed",
@@ -82,6 +83,10 @@ class AgentTask:
     :param resume_unanswered: when the session's last user message is ``prompt`` and has no
         answer yet (the same turn, repeated after the process running it died), continue that
         turn from what the store recorded instead of adding ``prompt`` again.
+    :param extra_tools: tools offered in this run only, besides those of the enabled toolsets
+        (e.g. those of MCP servers an editor passes in for its session); they go through the
+        same dispatch, hooks and approvals. A name already offered fails the run. A subagent
+        does not inherit them.
     """
 
     prompt: str
@@ -108,6 +113,7 @@ class AgentTask:
     images: Sequence[str] = ()
     trace_context: Mapping[str, str] = field(default_factory=dict)
     resume_unanswered: bool = False
+    extra_tools: Sequence[Tool] = ()
 
 
 @dataclass

@@ -6,6 +6,10 @@ from collections.abc import Callable
 
 from hermes_hookspecs import NO_DEFAULT, ConfigKey, ConfigSection, hookimpl
 
+MCP_SANDBOX = "workspace"
+"""How the MCP servers a client passes in run: in the command sandbox, writing only the
+session's folder (docs/sandbox.md)."""
+
 PERMISSION_TIMEOUT = 300.0
 """Seconds an editor has to answer a permission request before it counts as a denial."""
 
@@ -32,6 +36,14 @@ def hermes_register_config(register: Callable[[ConfigSection], None]) -> None:
                     "seconds the editor has to answer a permission request; then it is denied",
                     minimum=0,
                     exclusive_minimum=True,
+                ),
+                ConfigKey(
+                    "mcp_sandbox",
+                    "string",
+                    MCP_SANDBOX,
+                    "the command sandbox of the MCP servers an editor passes in: workspace "
+                    "(they write only the session's folder), read-only, or off",
+                    enum=("workspace", "read-only", "off"),
                 ),
                 ConfigKey(
                     "models",

@@ -31,7 +31,7 @@ from acp.schema import (
 
 from hermes_hookspecs import AgentTask, CommandContext
 
-from . import commands, editor_files
+from . import client_mcp, commands, editor_files
 from .checkpoints import CHECKPOINT_METHODS, checkpoints_command
 from .handshake import SETUP_METHOD, initialize_result
 from .listing import SessionCatalog
@@ -124,12 +124,15 @@ class HermesAgent:
 
     # --- sessions -------------------------------------------------------------------------
 
-    def _open(self, session_id: str, cwd: str) -> OpenSession:
+    def _open(
+        self, session_id: str, cwd: str, mcp_servers: Sequence[Any] | None = None
+    ) -> OpenSession:
         self._signed_in()
         problem = self.settings.workspace_problem(cwd)
         if problem:
             raise RequestError.invalid_params({"details": problem})
         session = OpenSession(id=session_id, cwd=cwd, model=self.settings.model)
+        session.mcp_servers = list(mcp_servers or ())
         self.sessions[session_id] = session
         return session
 
@@ -147,8 +150,7 @@ class HermesAgent:
         **kwargs: Any,
     ) -> NewSessionResponse:
         """A new hermes session, stored with its first turn."""
-        self._skip_client_mcp_servers(mcp_servers)
-        session = self._open(new_session_id(), cwd)
+        session = self._open(new_session_id(), cwd, mcp_servers)
         try:
             self.catalog.create(session)
         except Exception as exc:  # the store refused: no session, said in one line
@@ -160,28 +162,14 @@ class HermesAgent:
             config_options=session.config_options(self.settings.models),
         )
 
-    def _skip_client_mcp_servers(self, servers: Sequence[Any] | None) -> None:
-        """The client's MCP servers are not started (hermes's own, configured in
-        ``mcp_servers``, are): said on stderr, the session goes on without them (an editor
-        passes its servers to every agent; refusing the session would make hermes unusable
-        there)."""
-        if servers:
-            names = ", ".join(str(getattr(s, "name", "?")) for s in servers)
-            log.warning(
-                "the client's MCP servers (%s) are not used: hermes starts those configured "
-                "in mcp_servers (config.yaml)",
-                names,
-            )
-
     def _reopen(self, session_id: str, cwd: str, mcp_servers: Sequence[Any] | None) -> OpenSession:
-        self._skip_client_mcp_servers(mcp_servers)
         stored = self.catalog.get(session_id)
         if stored is None:
             raise RequestError.resource_not_found(session_id)
         old = self.sessions.get(session_id)
         if old is not None and old.busy:
             raise RequestError.invalid_request({"details": "a turn of this session is under way"})
-        session = self._open(session_id, cwd)
+        session = self._open(session_id, cwd, mcp_servers)
         session.restore_choices(stored.metadata, self.settings.models)
         session.title = stored.title
         return session
@@ -340,7 +328,7 @@ class HermesAgent:
             writes = self.writes_files and self.settings.local
             writer = buffer_writer(self._conn(), loop) if writes else None
             editor_files.open_session(session.id, session.cwd, reader, writer)
-        held = functools.partial(run_held, runner, task, self.catalog.store, stream.thought)
+        held = functools.partial(self._run_turn, session, runner, task, stream)
         session.turn = asyncio.ensure_future(loop.run_in_executor(None, held))
         try:
             outcome = await asyncio.shield(session.turn)
@@ -353,6 +341,24 @@ class HermesAgent:
         if outcome.status == "error" and not session.cancel.is_set():
             raise RequestError.internal_error({"details": outcome.error or "the turn failed"})
         return prompt_response(outcome, cancelled=session.cancel.is_set())
+
+    def _run_turn(
+        self, session: OpenSession, runner: Any, task: AgentTask, stream: TurnStream
+    ) -> Any:
+        """Start the client's MCP servers of the session at its first turn, then run ``task``
+        with their tools (in the turn's worker thread)."""
+        if session.mcp_tools is None:
+            config = commands.session_config(self.context.config, session.cwd)
+            tools, problems = client_mcp.start_tools(
+                session.mcp_servers, config, self.settings.mcp_sandbox
+            )
+            session.mcp_tools = tools
+            for problem in problems:
+                log.warning("the client's MCP server %s", problem)
+                stream.thought(f"MCP server {problem}\n")
+        if session.mcp_tools:
+            task = dataclasses.replace(task, extra_tools=tuple(session.mcp_tools))
+        return run_held(runner, task, self.catalog.store, stream.thought)
 
     async def _run_command(
         self, session: OpenSession, command: tuple[str, str], stream: TurnStream

@@ -50,6 +50,10 @@ class OpenSession:
     cancel: threading.Event = field(default_factory=threading.Event)
     turn: asyncio.Future[Any] | None = None
     title: str | None = None
+    mcp_servers: list[Any] = field(default_factory=list)
+    """The MCP servers the client passed in for this session."""
+    mcp_tools: list[Any] | None = None
+    """Their tools, once started (at the session's first turn)."""
     usage: dict[str, int] = field(default_factory=dict)
     """Tokens the session's turns used on this connection (for ``/usage``)."""
 

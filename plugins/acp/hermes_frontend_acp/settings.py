@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .config_schema import PERMISSION_TIMEOUT
+from .config_schema import MCP_SANDBOX, PERMISSION_TIMEOUT
 
 if TYPE_CHECKING:  # the SDK's models load only when a session needs them
     from .session_state import OpenSession
@@ -27,6 +27,7 @@ class Settings:
     :param toolsets: ``acp.toolsets`` (a narrowing of the configured toolsets), or ``None``.
     :param permission_timeout: seconds to wait for an answer to a permission request.
     :param options: the configured ``model.options`` (request extras).
+    :param mcp_sandbox: ``acp.mcp_sandbox``: how the client's MCP servers run.
     """
 
     model: str
@@ -35,6 +36,7 @@ class Settings:
     permission_timeout: float
     options: Mapping[str, Any]
     local: bool = True
+    mcp_sandbox: str = MCP_SANDBOX
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> Settings:
@@ -58,6 +60,9 @@ class Settings:
             permission_timeout=float(acp.get("permission_timeout") or PERMISSION_TIMEOUT),
             options=options,
             local=(terminal.get("backend") or "local") == "local",
+            mcp_sandbox="off"
+            if acp.get("mcp_sandbox") is False  # YAML reads a bare `off` as false
+            else str(acp.get("mcp_sandbox") or MCP_SANDBOX),
         )
 
     def model_problem(self) -> str:

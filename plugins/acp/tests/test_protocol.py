@@ -186,23 +186,24 @@ def test_requests_hermes_refuses(home: Path, llm: FakeLLM, workspace: Path) -> N
     assert llm.model_requests == []  # nothing reached the model
 
 
-def test_mcp_servers_of_the_client_are_not_started_and_the_session_goes_on(
+def test_a_client_mcp_server_that_does_not_start_is_named_and_the_session_goes_on(
     home: Path, llm: FakeLLM, workspace: Path
 ) -> None:
-    llm.add(text("fine without them"))
-    canary = workspace / "started.txt"
-    server = McpServerStdio(name="editor-files", command="touch", args=[str(canary)], env=[])
+    llm.add(text("fine without it"))
+    server = McpServerStdio(name="broken", command="true", args=[], env=[])
+    client = RecordingClient()
 
     async def go() -> str:
-        async with connect(home, RecordingClient()) as (conn, _):
+        async with connect(home, client) as (conn, _):
             new = await conn.new_session(cwd=str(workspace), mcp_servers=[server])
             done = await conn.prompt(session_id=new.session_id, prompt=[text_block("x")])
             return done.stop_reason
 
     assert run(go()) == "end_turn"
-    assert not canary.exists()  # never started
+    assert client.text("agent_thought_chunk").startswith("MCP server broken: ")
+    assert client.text() == "fine without it"
     log = (home / "acp-stderr.log").read_text(encoding="utf-8")
-    assert "MCP servers (editor-files) are not used" in log
+    assert "the client's MCP server broken: " in log
 
 
 def test_a_second_prompt_while_a_turn_runs_is_refused(
