@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from hermes_hookspecs import KeyState, Spent, UsageRecord
+from hermes_hookspecs import KeyState, Spent, UsageRecord, usage_row
 
 from . import ledger_sql as sql
 from .batches import Write
@@ -106,19 +106,7 @@ class LedgerTables:
         rows = self._run(
             lambda conn: conn.execute(query, (since,)).fetchall(), write=False, what="read usage"
         )
-        return [
-            {
-                "group": row[0],
-                "calls": int(row[1]),
-                "input_tokens": int(row[2] or 0),
-                "output_tokens": int(row[3] or 0),
-                "cache_read_tokens": int(row[4] or 0),
-                "cache_write_tokens": int(row[5] or 0),
-                "cost_usd": float(row[6] or 0.0),
-                "unpriced_calls": int(row[7] or 0),
-            }
-            for row in rows
-        ]
+        return [usage_row(row) for row in rows]
 
     # --- pooled keys ------------------------------------------------------------------------
 

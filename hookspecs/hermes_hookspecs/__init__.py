@@ -53,7 +53,15 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "SandboxedEnvironment",
         "SightedEnvironment",
     ),
-    "ledgers": ("KeyState", "KeyStateStore", "Spent", "UsageLedger", "UsageRecord"),
+    "ledgers": (
+        "USAGE_ROW_KEYS",
+        "KeyState",
+        "KeyStateStore",
+        "Spent",
+        "UsageLedger",
+        "UsageRecord",
+        "usage_row",
+    ),
     "people": (
         "PEOPLE_DIR",
         "PERSON_ID_RE",

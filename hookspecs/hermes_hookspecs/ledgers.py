@@ -89,6 +89,32 @@ class UsageLedger(Protocol):
         ...
 
 
+USAGE_ROW_KEYS = (
+    "group",
+    "calls",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cost_usd",
+    "unpriced_calls",
+)
+"""The keys of a :meth:`UsageLedger.usage_rows` row, in the order a store selects them."""
+
+
+def usage_row(columns: Sequence[Any]) -> dict[str, Any]:
+    """A row of :meth:`UsageLedger.usage_rows` from the columns a store's query gives in the
+    order of :data:`USAGE_ROW_KEYS` (a sum over no row, ``NULL``, counts as 0)."""
+    group, calls, *tokens, cost, unpriced = columns
+    return {
+        "group": group,
+        "calls": int(calls),
+        **{key: int(value or 0) for key, value in zip(USAGE_ROW_KEYS[2:6], tokens, strict=True)},
+        "cost_usd": float(cost or 0.0),
+        "unpriced_calls": int(unpriced or 0),
+    }
+
+
 @dataclass(frozen=True)
 class KeyState:
     """The shared state of one pooled key.
@@ -135,4 +161,12 @@ class KeyStateStore(Protocol):
         ...
 
 
-__all__ = ["KeyState", "KeyStateStore", "Spent", "UsageLedger", "UsageRecord"]
+__all__ = [
+    "USAGE_ROW_KEYS",
+    "KeyState",
+    "KeyStateStore",
+    "Spent",
+    "UsageLedger",
+    "UsageRecord",
+    "usage_row",
+]

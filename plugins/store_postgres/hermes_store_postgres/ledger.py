@@ -9,7 +9,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from hermes_hookspecs import KeyState, Spent, UsageRecord
+from hermes_hookspecs import KeyState, Spent, UsageRecord, usage_row
 
 from .connections import Connection, Connections
 
@@ -154,19 +154,7 @@ class PostgresLedger:
             f"GROUP BY grp ORDER BY {order}"
         )
         rows = self._db.run(lambda conn: conn.execute(query, (since,)).fetchall(), "read usage")
-        return [
-            {
-                "group": row[0],
-                "calls": int(row[1]),
-                "input_tokens": int(row[2] or 0),
-                "output_tokens": int(row[3] or 0),
-                "cache_read_tokens": int(row[4] or 0),
-                "cache_write_tokens": int(row[5] or 0),
-                "cost_usd": float(row[6] or 0.0),
-                "unpriced_calls": int(row[7] or 0),
-            }
-            for row in rows
-        ]
+        return [usage_row(row) for row in rows]
 
     def key_states(self, provider: str) -> dict[str, KeyState]:
         """The stored state of each key of ``provider``'s pool."""
