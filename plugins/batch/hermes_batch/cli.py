@@ -14,7 +14,7 @@ import click
 from hermes_hookspecs import HermesError
 
 from .cli_context import batch_config, command_context, open_run_table
-from .cli_worker import work_here, worker_command
+from .cli_worker import queue_worker_command, work_here, worker_command
 from .dataset import dataset_hash, read_rows
 from .opening import check_name, run_dir
 from .progress import Progress, summary_line
@@ -23,7 +23,7 @@ from .sampling import parse_probabilities
 from .schema import STATES, Counts
 from .table import RunTable
 
-EXECUTORS = ("local", "ray")
+EXECUTORS = ("local", "ray", "queue")
 
 
 def _csv(value: str | None) -> list[str] | None:
@@ -40,8 +40,8 @@ def batch_group() -> None:
 executor_option = click.option(
     "--executor",
     type=click.Choice(EXECUTORS),
-    help="Where rows run: local worker processes, or tasks of a Ray cluster "
-    "(default: batch.executor, else local).",
+    help="Where rows run: local worker processes, tasks of a Ray cluster, or jobs of the "
+    "team's work queue (default: batch.executor, else local).",
 )
 ray_address_option = click.option(
     "--ray-address",
@@ -211,6 +211,12 @@ def _execute(
             address = ray_address or config.get("ray_address")
             counts = coordinate_ray(
                 table, name, env, log, count, address=address, on_progress=progress.update
+            )
+        elif executor == "queue":
+            from .queue_executor import coordinate_queue
+
+            counts = coordinate_queue(
+                table, name, context.config, count, on_progress=progress.update
             )
         else:
             from .local import LocalWorkers, coordinate
@@ -398,3 +404,4 @@ def export_command(name: str, fmt: str, only: tuple[str, ...], output: str | Non
 
 
 batch_group.add_command(worker_command)
+batch_group.add_command(queue_worker_command)

@@ -82,3 +82,25 @@ def worker_command(name: str, serve: bool) -> None:
         sys.stdout.flush()
 
     serve_rows(**common, lines=sys.stdin, reply=reply)
+
+
+@click.command("queue-worker")
+def queue_worker_command() -> None:
+    """Run the rows that batch runs queue on the team's work queue (--executor queue), one at
+    a time, until stopped; start as many as the load needs, on any machine whose home names
+    the run table's PostgreSQL database."""
+    from .queue_executor import QueueWorker
+
+    context = command_context()
+    table = open_run_table()
+    try:
+        QueueWorker(
+            table=table,
+            runner=context.agent_runner(),
+            store=context.session_store(),
+            home=context.home,
+            config=context.config,
+            registered=context.registered("hermes_register_batch_filters"),
+        ).serve()
+    finally:
+        table.close()

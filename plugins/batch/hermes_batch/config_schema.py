@@ -17,8 +17,9 @@ def hermes_register_config(register: Callable[[ConfigSection], None]) -> None:
                 ConfigKey(
                     "executor",
                     "string",
-                    doc="where rows run: local worker processes or a Ray cluster (unset: local)",
-                    enum=["local", "ray"],
+                    doc="where rows run: local worker processes, a Ray cluster or the team's "
+                    "work queue (unset: local)",
+                    enum=["local", "ray", "queue"],
                 ),
                 ConfigKey(
                     "ray_address",

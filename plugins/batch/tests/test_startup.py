@@ -1,4 +1,5 @@
-"""``hermes --help`` and ``hermes batch --help`` import neither Ray nor a database driver."""
+"""``hermes --help`` and ``hermes batch --help`` import no Ray, no database driver, no Docker
+SDK and no queue library."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ try:
     main({argv!r})
 except SystemExit:
     pass
-heavy = ("ray", "psycopg", "psycopg_pool", "sqlite3")
+heavy = ("ray", "psycopg", "psycopg_pool", "sqlite3", "docker", "procrastinate")
 print("@@" + json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in heavy)))
 """
 
