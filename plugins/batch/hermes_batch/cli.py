@@ -158,6 +158,7 @@ def run_command(
         "dataset_dir": str(path.parent),
         "image": image,
     }
+    _check_executor(executor)
     table = open_run_table()
     digest = dataset_hash(path)
     table.create_run(name, str(path), digest, settings)
@@ -167,6 +168,14 @@ def run_command(
         table.delete_run(name)
         raise
     _execute(table, name, workers, executor, ray_address, as_json)
+
+
+def _check_executor(executor: str | None) -> None:
+    """Refuse, before anything is made, an executor this home cannot use."""
+    if (executor or batch_config().get("executor")) == "queue":
+        from .queue_executor import queue_url
+
+        queue_url(command_context().config)
 
 
 def _load(table: RunTable, name: str, path: Path, digest: str) -> None:
@@ -284,6 +293,7 @@ def resume_command(
     as_json: bool,
 ) -> None:
     """Go on with run NAME: rows that did not finish run again; completed rows never do."""
+    _check_executor(executor)
     table = open_run_table()
     run = table.run(check_name(name))
     if run.state == "loading":  # killed while reading the dataset in: read the rest

@@ -5,6 +5,7 @@ a row, and every row is still completed exactly once (the failing one recorded f
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -96,3 +97,5 @@ def test_the_queue_executor_needs_the_run_table_in_postgresql(tmp_path, fake_mod
     ran = kit.hermes("batch", "run", str(dataset), "--name", "n", "--executor", "queue", env=env)
     assert ran.returncode != 0 and "Traceback" not in ran.stderr
     assert "needs the run table in PostgreSQL" in ran.stderr and "store.url" in ran.stderr
+    listed = kit.hermes("batch", "list", "--json", env=env)
+    assert '"n"' not in listed.stdout  # refused before the run was made
