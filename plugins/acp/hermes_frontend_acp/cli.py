@@ -88,7 +88,7 @@ def run_acp(check: bool) -> None:
     from .handshake import answer_initialize
 
     try:  # answered before the SDK loads: the editor hears from hermes at once
-        prelude, hello = answer_initialize(sys.stdin.fileno(), private)
+        prelude, hello = answer_initialize(sys.stdin.fileno(), private, settings.protocol_v2)
     except OSError as exc:
         raise HermesError(f"acp: {exc}") from None
     from .serve import serve

@@ -46,6 +46,13 @@ def hermes_register_config(register: Callable[[ConfigSection], None]) -> None:
                     enum=("workspace", "read-only", "off"),
                 ),
                 ConfigKey(
+                    "protocol_v2",
+                    "boolean",
+                    False,
+                    "let a client agree on the draft protocol version 2 on initialize "
+                    "(version 1 otherwise)",
+                ),
+                ConfigKey(
                     "models",
                     "array",
                     [],

@@ -22,14 +22,20 @@ VERSION = "0.1.0"
 """The version of this plugin (its distribution's, checked by a test)."""
 
 
-def initialize_result(requested: Any) -> dict[str, Any]:
-    """The ``initialize`` result for a client asking for protocol version ``requested``."""
+DRAFT_VERSION = 2
+"""The draft protocol version, spoken when ``acp.protocol_v2`` allows it."""
+
+
+def initialize_result(requested: Any, allow_draft: bool = False) -> dict[str, Any]:
+    """The ``initialize`` result for a client asking for protocol version ``requested``
+    (``allow_draft``: version 2 may be agreed; else 1 is the newest)."""
     try:
         wanted = int(requested)
     except (TypeError, ValueError):
         wanted = PROTOCOL_VERSION
+    newest = DRAFT_VERSION if allow_draft else PROTOCOL_VERSION
     return {
-        "protocolVersion": max(0, min(wanted, PROTOCOL_VERSION)),
+        "protocolVersion": max(0, min(wanted, newest)),
         "agentInfo": {"name": "hermes", "title": "hermes", "version": VERSION},
         "authMethods": [
             {
@@ -63,10 +69,14 @@ def _first_line(fd: int) -> bytes:
     return data
 
 
-def answer_initialize(stdin: int, stdout: int) -> tuple[bytes, dict[str, Any] | None]:
-    """Read the first frame from ``stdin``; when it is ``initialize``, answer it on ``stdout``.
-    Returns the bytes read that the SDK must still handle (all of them when the first frame
-    was something else), and the params of the ``initialize`` answered (``None`` when none)."""
+def answer_initialize(
+    stdin: int, stdout: int, allow_draft: bool = False
+) -> tuple[bytes, dict[str, Any] | None]:
+    """Read the first frame from ``stdin``; when it is ``initialize``, answer it on ``stdout``
+    (``allow_draft``: see :func:`initialize_result`). Returns the bytes read that the SDK must
+    still handle (all of them when the first frame was something else), and the params of the
+    ``initialize`` answered, with the version agreed as ``agreedVersion`` (``None`` when none
+    was answered)."""
     data = _first_line(stdin)
     line, newline, rest = data.partition(b"\n")
     if not newline:
@@ -78,9 +88,10 @@ def answer_initialize(stdin: int, stdout: int) -> tuple[bytes, dict[str, Any] | 
     if not isinstance(frame, dict) or frame.get("method") != "initialize" or "id" not in frame:
         return data, None
     params = frame.get("params")
-    result = initialize_result(params.get("protocolVersion") if isinstance(params, dict) else None)
+    params = params if isinstance(params, dict) else {}
+    result = initialize_result(params.get("protocolVersion"), allow_draft)
     answer = {"jsonrpc": "2.0", "id": frame["id"], "result": result}
     out = (json.dumps(answer, separators=(",", ":")) + "\n").encode()
     while out:
         out = out[os.write(stdout, out) :]
-    return rest, params if isinstance(params, dict) else {}
+    return rest, {**params, "agreedVersion": result["protocolVersion"]}

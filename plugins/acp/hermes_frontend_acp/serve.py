@@ -67,10 +67,13 @@ OPENING = frozenset({"session/new", "session/load", "session/resume"})
 
 
 def _prompt_tracker(
-    prompts: dict[Any, str], opened: Callable[[str], Awaitable[None]]
+    prompts: dict[Any, str],
+    opened: Callable[[str], Awaitable[None]],
+    answered: Callable[[str], None],
 ) -> Callable[[StreamEvent], Awaitable[None] | None]:
     """Remember which request id is which session's prompt (for ``$/cancel_request``); once a
-    session is opened and the answer sent, call ``opened`` with its id."""
+    session is opened and the answer sent, call ``opened`` with its id; once a prompt is
+    answered, ``answered``."""
     opening: dict[Any, str] = {}
 
     def observe(event: StreamEvent) -> Awaitable[None] | None:
@@ -82,7 +85,9 @@ def _prompt_tracker(
             elif message.get("method") in OPENING and "id" in message:
                 opening[message["id"]] = str(params.get("sessionId") or "")
         elif "id" in message and "method" not in message:
-            prompts.pop(message["id"], None)
+            prompted = prompts.pop(message["id"], None)
+            if prompted is not None:
+                answered(prompted)
             if message["id"] in opening:
                 session_id = opening.pop(message["id"])
                 result = message.get("result")
@@ -106,7 +111,10 @@ async def serve(
     reader, writer = await _streams(private, prelude)
     agent = HermesAgent(context, settings)
     if hello is not None:
-        agent.remember_client(hello.get("clientCapabilities"))
+        version = hello.get("agreedVersion")
+        agent.remember_client(
+            hello.get("clientCapabilities"), version if isinstance(version, int) else 1
+        )
     prompts: dict[Any, str] = {}
     conn = AgentSideConnection(
         agent,
@@ -114,7 +122,7 @@ async def serve(
         reader,
         listening=False,
         use_unstable_protocol=True,
-        observers=[_prompt_tracker(prompts, agent.announce_commands)],
+        observers=[_prompt_tracker(prompts, agent.announce_commands, agent.prompt_answered)],
     )
     inner = conn._conn  # the SDK routes neither session/delete nor $/cancel_request yet
     inner._handler = _with_extras(agent, inner._handler, prompts)

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import functools
 import logging
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -14,7 +11,6 @@ from acp import RequestError
 from acp.interfaces import Client
 from acp.schema import (
     AuthenticateResponse,
-    AvailableCommandsUpdate,
     CloseSessionResponse,
     CurrentModeUpdate,
     ForkSessionResponse,
@@ -22,31 +18,26 @@ from acp.schema import (
     ListSessionsResponse,
     LoadSessionResponse,
     NewSessionResponse,
-    PromptResponse,
     ResumeSessionResponse,
-    SessionInfoUpdate,
     SetSessionConfigOptionResponse,
     SetSessionModeResponse,
 )
 
-from hermes_hookspecs import AgentTask, CommandContext
+from hermes_hookspecs import CommandContext
 
-from . import client_mcp, commands, editor_files
+from . import commands, protocol_v2
 from .checkpoints import CHECKPOINT_METHODS, checkpoints_command
-from .handshake import SETUP_METHOD, initialize_result
+from .handshake import PROTOCOL_VERSION, SETUP_METHOD, initialize_result
 from .listing import SessionCatalog
-from .permissions import approver
-from .prompt import user_message
 from .replay import replay
 from .session_state import OpenSession, new_session_id
 from .settings import Settings
-from .turn_stream import TurnStream
-from .turns import buffer_reader, buffer_writer, prompt_response, run_held, trace_context
+from .turn_runner import Turns
 
 log = logging.getLogger("hermes.acp")
 
 
-class HermesAgent:
+class HermesAgent(Turns):
     """One connection's ACP agent: the sessions an editor has open, each a hermes session."""
 
     def __init__(self, context: CommandContext, settings: Settings) -> None:
@@ -59,18 +50,35 @@ class HermesAgent:
         """The client offered ``fs/read_text_file``: file reads see its unsaved buffers."""
         self.writes_files = False
         """The client offered ``fs/write_text_file``: file tools write through it."""
+        self.version = PROTOCOL_VERSION
+        """The protocol version agreed on ``initialize``."""
+        self.upserts: protocol_v2.Upserts | None = None
+        """Version 2 only: how updates become keyed upserts."""
+        self.accepted: dict[str, asyncio.Event] = {}
+        """Version 2: the prompts whose acceptance is not sent yet, by session."""
         self.logged_out = False
         """``logout`` was called: nothing runs until ``authenticate`` again."""
         self.slash = commands.plugin_commands(context)
         """The plugins' slash commands, offered in every session."""
 
-    def remember_client(self, capabilities: Any) -> None:
-        """Note what the client offers (``clientCapabilities`` of ``initialize``)."""
+    def remember_client(self, capabilities: Any, version: int = PROTOCOL_VERSION) -> None:
+        """Note the protocol version agreed and what the client offers (``clientCapabilities``
+        of ``initialize``; version 2 has no client file system)."""
+        self.version = version
+        self.upserts = protocol_v2.Upserts() if version >= protocol_v2.VERSION else None
         if hasattr(capabilities, "model_dump"):
             capabilities = capabilities.model_dump(by_alias=True)
         fs = capabilities.get("fs") if isinstance(capabilities, Mapping) else None
-        self.reads_buffers = isinstance(fs, Mapping) and fs.get("readTextFile") is True
-        self.writes_files = isinstance(fs, Mapping) and fs.get("writeTextFile") is True
+        fs = fs if isinstance(fs, Mapping) and self.upserts is None else {}
+        self.reads_buffers = fs.get("readTextFile") is True
+        self.writes_files = fs.get("writeTextFile") is True
+
+    async def _send(self, session_id: str, update: Any) -> None:
+        """One ``session/update``, in the connection's protocol version."""
+        if self.upserts is None:
+            await self._conn().session_update(session_id, update)
+        else:
+            await protocol_v2.sender(self._conn(), self.upserts)(session_id, update)
 
     def on_connect(self, conn: Client) -> None:
         """Remember the client side of the connection (for updates and questions)."""
@@ -92,10 +100,11 @@ class HermesAgent:
     ) -> InitializeResponse:
         """Agree on protocol version 1 and say what hermes offers (the answer the handshake
         gives before the SDK has loaded, when the client's first frame is ``initialize``)."""
-        self.remember_client(client_capabilities)
+        result = initialize_result(protocol_version, self.settings.protocol_v2)
+        self.remember_client(client_capabilities, int(result["protocolVersion"]))
         who = getattr(client_info, "name", None) or "an unnamed client"
         log.info("initialize from %s (protocol %s)", who, protocol_version)
-        return InitializeResponse.model_validate(initialize_result(protocol_version))
+        return InitializeResponse.model_validate(result)
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
         """After ``hermes setup`` ran in the editor's terminal: ready when a model is set."""
@@ -136,6 +145,10 @@ class HermesAgent:
         self.sessions[session_id] = session
         return session
 
+    def _modes(self, session: OpenSession) -> Any:
+        """The session's modes (version 1; version 2 has config options only)."""
+        return session.modes() if self.upserts is None else None
+
     def _session(self, session_id: str) -> OpenSession:
         session = self.sessions.get(session_id)
         if session is None:
@@ -158,7 +171,7 @@ class HermesAgent:
             raise RequestError.internal_error({"details": f"session store: {exc}"}) from None
         return NewSessionResponse(
             session_id=session.id,
-            modes=session.modes(),
+            modes=self._modes(session),
             config_options=session.config_options(self.settings.models),
         )
 
@@ -184,11 +197,11 @@ class HermesAgent:
     ) -> LoadSessionResponse:
         """Open a stored session and show its history again as updates."""
         session = self._reopen(session_id, cwd, mcp_servers)
-        conn = self._conn()
         for update in replay(self.catalog.messages(session_id), cwd):
-            await conn.session_update(session_id, update)
+            await self._send(session_id, update)
         return LoadSessionResponse(
-            modes=session.modes(), config_options=session.config_options(self.settings.models)
+            modes=self._modes(session),
+            config_options=session.config_options(self.settings.models),
         )
 
     async def resume_session(
@@ -202,7 +215,8 @@ class HermesAgent:
         """Open a stored session without showing its history again."""
         session = self._reopen(session_id, cwd, mcp_servers)
         return ResumeSessionResponse(
-            modes=session.modes(), config_options=session.config_options(self.settings.models)
+            modes=self._modes(session),
+            config_options=session.config_options(self.settings.models),
         )
 
     async def fork_session(
@@ -255,7 +269,7 @@ class HermesAgent:
         """Switch how the session's approval requests are answered."""
         session = self._session(session_id)
         self._choose(session, "mode", mode_id)
-        await self._conn().session_update(
+        await self._send(
             session_id,
             CurrentModeUpdate(session_update="current_mode_update", current_mode_id=mode_id),
         )
@@ -269,7 +283,7 @@ class HermesAgent:
         self._choose(session, config_id, value)
         options = session.config_options(self.settings.models)
         if config_id == "mode":
-            await self._conn().session_update(
+            await self._send(
                 session_id,
                 CurrentModeUpdate(
                     session_update="current_mode_update", current_mode_id=session.mode
@@ -283,135 +297,6 @@ class HermesAgent:
         except ValueError as exc:
             raise RequestError.invalid_params({"details": str(exc)}) from None
         self.catalog.remember(session)
-
-    # --- turns ----------------------------------------------------------------------------
-
-    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
-        """Run one turn of the session, streaming its progress as updates."""
-        session = self._session(session_id)
-        if session.busy:
-            raise RequestError.invalid_request({"details": "a turn of this session is under way"})
-        self._signed_in()
-        message = user_message(prompt)
-        session.cancel.clear()
-        loop = asyncio.get_running_loop()
-        stream = TurnStream(self._conn(), session.id, session.cwd, loop)
-        command = commands.command_of(message.text, self.slash)
-        if command is not None:
-            message.discard()
-            return await self._run_command(session, command, stream)
-        task = AgentTask(
-            prompt=message.text,
-            images=message.images,
-            session_id=session.id,
-            source="acp",
-            model=session.model if session.model != self.settings.model else None,
-            cancel_event=session.cancel,
-            on_text_delta=stream.text,
-            on_event=stream.event,
-            approval=approver(
-                session,
-                stream.updates,
-                loop,
-                self._conn().request_permission,
-                stream.flush,
-                self.settings.permission_timeout,
-            ),
-            config_overrides=self.settings.overrides(session),
-            exclude_toolsets=["clarify"],
-            only_toolsets=self.settings.toolsets,
-            trace_context=trace_context(kwargs),
-        )
-        runner = self.context.agent_runner()
-        if self.reads_buffers or (self.writes_files and self.settings.local):
-            reader = buffer_reader(self._conn(), loop) if self.reads_buffers else None
-            writes = self.writes_files and self.settings.local
-            writer = buffer_writer(self._conn(), loop) if writes else None
-            editor_files.open_session(session.id, session.cwd, reader, writer)
-        held = functools.partial(self._run_turn, session, runner, task, stream)
-        session.turn = asyncio.ensure_future(loop.run_in_executor(None, held))
-        try:
-            outcome = await asyncio.shield(session.turn)
-        finally:
-            message.discard()
-            editor_files.close_session(session.id)
-        await stream.close()
-        session.count(dataclasses.asdict(outcome.usage))
-        await self._after_turn(session)
-        if outcome.status == "error" and not session.cancel.is_set():
-            raise RequestError.internal_error({"details": outcome.error or "the turn failed"})
-        return prompt_response(outcome, cancelled=session.cancel.is_set())
-
-    def _run_turn(
-        self, session: OpenSession, runner: Any, task: AgentTask, stream: TurnStream
-    ) -> Any:
-        """Start the client's MCP servers of the session at its first turn, then run ``task``
-        with their tools (in the turn's worker thread)."""
-        if session.mcp_tools is None:
-            config = commands.session_config(self.context.config, session.cwd)
-            tools, problems = client_mcp.start_tools(
-                session.mcp_servers, config, self.settings.mcp_sandbox
-            )
-            session.mcp_tools = tools
-            for problem in problems:
-                log.warning("the client's MCP server %s", problem)
-                stream.thought(f"MCP server {problem}\n")
-        if session.mcp_tools:
-            task = dataclasses.replace(task, extra_tools=tuple(session.mcp_tools))
-        return run_held(runner, task, self.catalog.store, stream.thought)
-
-    async def _run_command(
-        self, session: OpenSession, command: tuple[str, str], stream: TurnStream
-    ) -> PromptResponse:
-        """Run an offered slash command instead of a turn; its output is the answer."""
-        name, arguments = command
-        held = functools.partial(
-            commands.run_command,
-            name,
-            arguments,
-            context=self.context,
-            plugins=self.slash,
-            session_id=session.id,
-            cwd=session.cwd,
-            usage=dict(session.usage),
-            echo=stream.text,
-        )
-        session.turn = asyncio.ensure_future(asyncio.get_running_loop().run_in_executor(None, held))
-        try:
-            await asyncio.shield(session.turn)
-        finally:
-            await stream.close()
-        return PromptResponse(stop_reason="end_turn")
-
-    async def announce_commands(self, session_id: str) -> None:
-        """Tell the client the session's slash commands (after the session is open)."""
-        if session_id not in self.sessions:
-            return
-        update = AvailableCommandsUpdate(
-            session_update="available_commands_update",
-            available_commands=commands.available(self.slash),
-        )
-        try:
-            await self._conn().session_update(session_id, update)
-        except Exception as exc:  # the client went away meanwhile
-            log.info("the commands could not be sent: %s", exc)
-
-    async def _after_turn(self, session: OpenSession) -> None:
-        """Keep the session's folder and choices with it; show a new title."""
-        stored = self.catalog.get(session.id)
-        if stored is None:  # deleted meanwhile
-            return
-        self.catalog.remember(session)
-        if stored.title and stored.title != session.title:
-            session.title = stored.title
-            await self._conn().session_update(
-                session.id,
-                SessionInfoUpdate(
-                    session_update="session_info_update",
-                    title=stored.title,
-                    updated_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                ),
-            )
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         """Interrupt the session's turn: it ends with ``cancelled`` and no partial history."""

@@ -28,6 +28,7 @@ class Settings:
     :param permission_timeout: seconds to wait for an answer to a permission request.
     :param options: the configured ``model.options`` (request extras).
     :param mcp_sandbox: ``acp.mcp_sandbox``: how the client's MCP servers run.
+    :param protocol_v2: ``acp.protocol_v2``: a client may agree on the draft version 2.
     """
 
     model: str
@@ -37,6 +38,7 @@ class Settings:
     options: Mapping[str, Any]
     local: bool = True
     mcp_sandbox: str = MCP_SANDBOX
+    protocol_v2: bool = False
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> Settings:
@@ -63,6 +65,7 @@ class Settings:
             mcp_sandbox="off"
             if acp.get("mcp_sandbox") is False  # YAML reads a bare `off` as false
             else str(acp.get("mcp_sandbox") or MCP_SANDBOX),
+            protocol_v2=acp.get("protocol_v2") is True,
         )
 
     def model_problem(self) -> str:

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
-
-from acp.interfaces import Client
 
 from .updates import TurnUpdates, Update, message_chunk, thought_chunk
 
@@ -20,9 +18,15 @@ class TurnStream:
     """Queues the updates a turn makes (from any thread) and sends them one at a time."""
 
     def __init__(
-        self, conn: Client, session_id: str, cwd: str, loop: asyncio.AbstractEventLoop
+        self,
+        send: Callable[[str, Any], Awaitable[None]],
+        session_id: str,
+        cwd: str,
+        loop: asyncio.AbstractEventLoop,
     ) -> None:
-        self.conn = conn
+        self.send = send
+        """``send(session_id, update)``: one update to the client, in the connection's
+        protocol version."""
         self.session_id = session_id
         self.loop = loop
         self.updates = TurnUpdates(cwd, session_id)
@@ -52,7 +56,7 @@ class TurnStream:
             try:
                 if update is _DONE:
                     return
-                await self.conn.session_update(self.session_id, update)
+                await self.send(self.session_id, update)
             except Exception as exc:  # the client went away: the turn goes on, unseen
                 log.warning("an update could not be sent: %s", exc)
             finally:

@@ -46,7 +46,7 @@ def test_initialize_is_answered_and_what_follows_is_kept() -> None:
     frame = {"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": {"protocolVersion": 1}}
     following = b'{"jsonrpc":"2.0","id":8,"method":"session/list","params":{}}\n'
     written, rest, hello = _through_pipes(json.dumps(frame).encode() + b"\n" + following)
-    assert hello == {"protocolVersion": 1}
+    assert hello == {"protocolVersion": 1, "agreedVersion": 1}
     answer = json.loads(written)
     assert answer["id"] == 7 and answer["result"]["protocolVersion"] == 1
     assert written.endswith(b"\n") and written.count(b"\n") == 1
