@@ -120,6 +120,9 @@ def _turn(agent: Agent, cwd: Path, chunks: int) -> tuple[float, float, int]:
     updates = 0
     while True:
         frame = agent.read()
+        update = (frame.get("params") or {}).get("update") or {}
+        if update.get("sessionUpdate") == "available_commands_update":
+            continue  # announced after session/new's answer, not a part of the turn
         if frame.get("method") == "session/update":
             updates += 1
             if first is None:
