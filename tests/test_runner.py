@@ -347,3 +347,23 @@ def test_an_image_that_is_not_one_is_an_error_outcome(tmp_path):
     bogus.write_text("plain text", encoding="utf-8")
     outcome = runner.run(AgentTask(prompt="look", images=[str(bogus)]))
     assert outcome.status == "error" and outcome.error
+
+
+def test_extra_tools_are_offered_in_their_run_only(tmp_path):
+    calls: list[str] = []
+    echo = Tool(
+        name="echo",
+        description="say it back",
+        parameters={"type": "object", "properties": {"text": {"type": "string"}}},
+        handler=lambda args, ctx: calls.append(args["text"]) or f"echo {args['text']}",
+    )
+    model = ScriptedModel(tool_call("echo", {"text": "hi"}), "said", "plain")
+    runner = _runner(model, _Plugin(), tmp_path)
+    outcome = runner.run(AgentTask(prompt="go", extra_tools=[echo]))
+    assert (outcome.status, calls) == ("completed", ["hi"])
+    assert "echo" in [t["function"]["name"] for t in model.requests[0].tools]
+    runner.run(AgentTask(prompt="again"))
+    assert "echo" not in [t["function"]["name"] for t in model.last_request.tools]
+    taken = Tool(name="risky", description="a clash", parameters={}, handler=echo.handler)
+    clash = runner.run(AgentTask(prompt="x", extra_tools=[taken]))
+    assert clash.status == "error" and "risky" in clash.error
