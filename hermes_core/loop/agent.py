@@ -3,7 +3,6 @@ the results in order, and repeat until it answers in text."""
 
 from __future__ import annotations
 
-import datetime as _dt
 import functools
 import logging
 import os
@@ -20,7 +19,6 @@ from hermes_hookspecs import (
     HermesError,
     ModelClient,
     ModelResponse,
-    PromptContext,
     ProviderError,
     SessionInfo,
     SessionStore,
@@ -34,7 +32,7 @@ from hermes_hookspecs import (
 from ..budgets import BudgetExhausted, SpendGuard, estimate_prompt_tokens
 from ..config.loading import Config
 from ..context.engines import make_engine
-from ..context.prompt import collect_layers, join_layers
+from ..context.prompt import BuiltLayer
 from ..context.windows import context_window
 from ..host import Host
 from ..models.auxiliary import AuxiliaryModels
@@ -45,7 +43,7 @@ from ..session_store.personal_view import PersonalView
 from ..tools.bridge import install_bridge
 from ..tools.environments import EnvironmentManager
 from ..tools.toolsets import build_toolbox
-from . import images, transcript
+from . import images, session_keeping, transcript
 from .accounting import CallAccounting
 from .approvals import ApprovalGate
 from .compactable import AgentConversation
@@ -56,7 +54,7 @@ from .requests import RequestMaker
 from .settings import host_for, make_dispatcher
 from .steps import ModelCall, Steps, drive
 from .store_writes import StoreWrites
-from .tool_calls import assistant_message, dangling_answers
+from .tool_calls import assistant_message
 from .tool_context import ToolContexts
 from .turn import BUDGET_SUMMARY_PROMPT, RESULT_KEYS, UNANSWERED_NOTE, Turn
 from .vision import ImageDescriber
@@ -192,6 +190,8 @@ class Agent:
         self.session: SessionInfo | None = None
         self.messages: list[dict[str, Any]] = []
         self.system_prompt: str | None = None
+        self.prompt_layers: list[BuiltLayer] = []
+        """The layers the system prompt was built from (once per session)."""
         self.requests = RequestMaker(self.connection, self.plugins, self.events, cfg, self.stream)
         self.usage = Usage()
         self.cost_usd = 0.0
@@ -462,21 +462,7 @@ class Agent:
             log.exception("unexpected error in the agent loop")
             turn.finish("error", f"{type(exc).__name__}: {exc}")
         self._turn = None
-        self.usage.add(turn.usage)
-        self.budget.finish_turn(turn.cost_usd)
-        if turn.cost_usd is not None:
-            self.cost_usd += turn.cost_usd
-        counted = turn.api_calls or turn.cost_usd is not None or turn.usage.input_tokens
-        if hasattr(self.session_store, "add_usage") and self.session is not None and counted:
-            self._store("add_usage", self.session.id, turn.usage.as_dict(), turn.cost_usd)
-        rotated = self.connection.rotations - rotations_before
-        if rotated and self.session is not None:  # each cost a full-price prompt read
-            total = int(self.session.metadata.get("key_rotations") or 0) + rotated
-            self.session.metadata["key_rotations"] = total
-            self._store("update_session", self.session.id, key_rotations=total)
-        if len(self.connection.switches) > switches_before and self.session is not None:
-            self._store("update_session", self.session.id, fallbacks=list(self.connection.switches))
-        self._writes.flush()  # the turn's last step, its usage and fallbacks: one transaction
+        session_keeping.record_turn(self, turn, rotations_before, switches_before)
         result = turn.result(self.messages, self.session_id, self.model, self.provider_name)
         self.plugins.call_each(
             "hermes_turn_end", session_id=self.session_id, task_id=task_id, result=result
@@ -619,80 +605,12 @@ class Agent:
     # --- sessions, prompt, persistence -----------------------------------------------------
 
     def _start_session(self) -> None:
-        if self.session is not None:
-            return
-        existing = self.session_store.get_session(self.session_id)
-        if existing is not None and self.person is not None and existing.person != self.person:
-            raise HermesError(f"session {self.session_id!r} belongs to someone else")
-        if existing is not None:  # resuming: replay the stored prompt and messages
-            self.session = existing
-            self.system_prompt = existing.system_prompt
-            self.messages = self._stored_messages()
-            self._answer_dangling_calls()
-        else:
-            self.session = SessionInfo(
-                id=self.session_id,
-                source=self.platform,
-                model=self.model,
-                provider=self.provider_name,
-                started_at=time.time(),
-                person=self.person,
-            )
-            self._store("create_session", self.session)
-        self._writes.flush()  # stored before the hooks hear of it
-        self.approvals.reset()
-        self.plugins.call_each("hermes_session_start", session=self.session)
-        if self.engine is not None:
-            self.engine.on_session_start(self.session_id)
-
-    def _stored_messages(self) -> list[dict[str, Any]]:
-        """The stored messages of the session, their text encodable: a session saved before
-        text was cleaned where it entered may hold lone surrogates. A store that can say which
-        messages need it (``get_clean_messages``) spares the walk through every message."""
-        clean = getattr(self.session_store, "get_clean_messages", None)
-        if clean is not None:
-            messages: list[dict[str, Any]] = clean(self.session_id)
-            return messages
-        stored = self.session_store.get_messages(self.session_id)
-        return [transcript.clean_value(m) for m in stored]
-
-    def _answer_dangling_calls(self) -> None:
-        """On resume: a process killed during a tool batch left calls without a result.
-        Answer each once, in the store too, so the stored session is valid again."""
-        for answer in dangling_answers(self.messages):
-            self._append(answer)
+        """Open the agent's session: resume the stored one, or record a new one."""
+        session_keeping.start_session(self)
 
     def _build_system_prompt(self, system_message: str | None) -> None:
-        context = PromptContext(
-            model=self.model,
-            provider=self.provider_name,
-            platform=self.platform,
-            system_message=system_message,
-            tool_names=self.toolbox.names,
-            toolsets=self.toolbox.toolsets,
-            hermes_home=self.hermes_home,
-            cwd=os.getcwd(),
-            session_id=self.session_id,
-            date=_dt.date.today().isoformat(),
-            config=self.tool_contexts.config,
-            person=self.person,
-        )
-        self.prompt_layers = collect_layers(self.plugins, context)
-        self.system_prompt = join_layers(self.prompt_layers) or None
-        if self.bridge is not None:  # the catalogue, fixed for the session like the tools
-            catalogue = self.accounting.catalogue_text = self.bridge.prompt_text()
-            self.system_prompt = (
-                f"{self.system_prompt}\n\n{catalogue}" if self.system_prompt else catalogue
-            )
-        if self.session is not None:
-            self.session.system_prompt = self.system_prompt
-            self.session.metadata["system_message"] = system_message
-            self._store(
-                "update_session",
-                self.session.id,
-                system_prompt=self.system_prompt,
-                system_message=system_message,
-            )
+        """Build the session's system prompt from the prompt layers (and the catalogue)."""
+        session_keeping.build_system_prompt(self, system_message)
 
     def _append(self, message: dict[str, Any]) -> None:
         """Add a completed message to the transcript and persist it before going on."""
